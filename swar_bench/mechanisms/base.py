@@ -1,0 +1,226 @@
+"""The shared language-model backbone every learned mechanism plugs its mixer into.
+
+    input_ids [B, T] -> embedding -> L x [RMSNorm, mixer, residual, RMSNorm, MLP, residual]
+                     -> RMSNorm -> head -> logits [B, T, vocab_size]
+
+(the pre-norm transformer layout of nanoGPT / fla's models, with the attention replaced by a
+``Mixer``). A mechanism is ``MixerLM`` plus a ``mixer_factory``; the state is a tuple with one
+entry per block (the mixer's own state). The blocks live in ``self.blocks`` (an
+``nn.ModuleList``) so a parallelism plan can ``fully_shard`` each one from outside.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from torch import nn
+
+from swar_bench.mechanisms.protocol import State, map_state
+
+DEFAULT_STATE_DTYPE = torch.float32
+
+
+def check_positive_int(name: str, value: object) -> int:
+    """Return ``value`` if it is an int >= 1, else raise ``ValueError`` naming it."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    return value
+
+
+def dtype_bytes(dtype: torch.dtype | None) -> int:
+    """Bytes per element of ``dtype`` (float32 when None)."""
+    return torch.empty((), dtype=dtype or DEFAULT_STATE_DTYPE).element_size()
+
+
+class Mixer(nn.Module):
+    """A sequence mixer with an explicit state: what a new mechanism implements.
+
+    Subclasses implement ``init_state``, ``forward``, ``state_bytes`` and may override
+    ``state_flops_per_token``. ``forward(x[B, T, d_model], state) -> (y[B, T, d_model], state)``
+    must give the same ``y`` for one call on T tokens as for any split into chunks with the
+    state carried.
+    """
+
+    def init_state(
+        self, batch_size: int, device: torch.device | str | None = None, dtype: torch.dtype | None = None
+    ) -> State:
+        raise NotImplementedError
+
+    def state_bytes(self, batch_size: int, seq_len: int = 0, dtype: torch.dtype | None = None) -> int:
+        """Bytes of this mixer's state for ``batch_size`` sequences after ``seq_len`` tokens, with
+        floating-point state tensors in ``dtype`` (float32 when None)."""
+        raise NotImplementedError
+
+    def state_flops_per_token(self, seq_len: int = 0) -> float:
+        """Forward FLOPs per token spent outside the weight matmuls (state update and readout,
+        convolutions, attention scores); ``seq_len`` matters only for growing states."""
+        return 0.0
+
+
+class MLP(nn.Module):
+    """``Linear(d_model, mlp_ratio * d_model) -> GELU -> Linear(mlp_ratio * d_model, d_model)``."""
+
+    def __init__(self, d_model: int, mlp_ratio: int = 4):
+        super().__init__()
+        self.fc = nn.Linear(d_model, mlp_ratio * d_model, bias=False)
+        self.proj = nn.Linear(mlp_ratio * d_model, d_model, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.proj(nn.functional.gelu(self.fc(x)))
+
+
+class Block(nn.Module):
+    """``x + mixer(norm(x))`` then ``x + mlp(norm(x))``; carries the mixer's state."""
+
+    def __init__(self, d_model: int, mixer: Mixer, mlp_ratio: int = 4):
+        super().__init__()
+        self.mixer_norm = nn.RMSNorm(d_model)
+        self.mixer = mixer
+        self.mlp_norm = nn.RMSNorm(d_model)
+        self.mlp = MLP(d_model, mlp_ratio)
+
+    def forward(self, x: torch.Tensor, state: State) -> tuple[torch.Tensor, State]:
+        y, state = self.mixer(self.mixer_norm(x), state)
+        x = x + y
+        x = x + self.mlp(self.mlp_norm(x))
+        return x, state
+
+
+class MixerLM(nn.Module):
+    """Base class of the learned mechanisms: the backbone above around a per-layer ``Mixer``.
+
+    Args:
+        mixer_factory: ``layer_index -> Mixer`` building one block's mixer.
+        vocab_size: token ids read and predicted (40 for passkey_swar).
+        d_model: residual width.
+        n_layers: number of blocks.
+        mlp_ratio: MLP hidden width / d_model.
+
+    Attributes:
+        fixed_size_state: True when ``state_bytes`` does not depend on the tokens seen
+            (every mechanism but ``CausalAttention``).
+
+    Raises:
+        ValueError: when a size is not a positive integer.
+    """
+
+    fixed_size_state: bool = True
+
+    def __init__(
+        self,
+        mixer_factory: Callable[[int], Mixer],
+        vocab_size: int = 40,
+        d_model: int = 64,
+        n_layers: int = 2,
+        mlp_ratio: int = 4,
+    ):
+        super().__init__()
+        self.vocab_size = check_positive_int("vocab_size", vocab_size)
+        self.d_model = check_positive_int("d_model", d_model)
+        self.n_layers = check_positive_int("n_layers", n_layers)
+        check_positive_int("mlp_ratio", mlp_ratio)
+        self.embedding = nn.Embedding(vocab_size, d_model)
+        self.blocks = nn.ModuleList([Block(d_model, mixer_factory(i), mlp_ratio) for i in range(n_layers)])
+        self.norm = nn.RMSNorm(d_model)
+        self.head = nn.Linear(d_model, vocab_size, bias=False)
+        self.apply(self._init_weights)
+        # Counted once, before any sharding replaces parameters by local shards.
+        self._n_params = sum(p.numel() for p in self.parameters() if p.requires_grad)
+        self._n_embedding_params = self.embedding.weight.numel()
+
+    @staticmethod
+    def _init_weights(module: nn.Module) -> None:
+        if isinstance(module, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(module.weight, std=0.02)
+            if getattr(module, "bias", None) is not None:
+                nn.init.zeros_(module.bias)
+
+    @property
+    def n_params(self) -> int:
+        """Trainable parameters (embedding and head included)."""
+        return self._n_params
+
+    @property
+    def flops_per_token(self) -> float:
+        """Forward FLOPs per token: ``2 * (n_params - embedding)`` for the matmuls (a lookup costs
+        none) plus each mixer's ``state_flops_per_token()``."""
+        return 2.0 * (self._n_params - self._n_embedding_params) + sum(
+            float(b.mixer.state_flops_per_token()) for b in self.blocks
+        )
+
+    def _default_device(self) -> torch.device:
+        return self.embedding.weight.device
+
+    def init_state(
+        self, batch_size: int, device: torch.device | str | None = None, dtype: torch.dtype | None = None
+    ) -> tuple:
+        """Empty state: a tuple with each block's mixer state, floats in ``dtype`` (float32 when None)
+        on ``device`` (the parameters' device when None)."""
+        check_positive_int("batch_size", batch_size)
+        device = self._default_device() if device is None else device
+        dtype = DEFAULT_STATE_DTYPE if dtype is None else dtype
+        return tuple(b.mixer.init_state(batch_size, device, dtype) for b in self.blocks)
+
+    def forward(self, input_ids: torch.Tensor, state: State = None) -> tuple[torch.Tensor, tuple]:
+        """``input_ids[B, T]`` int64 and the carried state (None = empty) ->
+        ``(logits[B, T, vocab_size]``, new state)."""
+        if input_ids.dim() != 2 or input_ids.dtype not in (torch.int64, torch.int32, torch.int16):
+            raise ValueError(
+                f"input_ids must be an integer tensor [B, T], got {input_ids.dtype} {tuple(input_ids.shape)}"
+            )
+        if state is None:
+            state = self.init_state(input_ids.shape[0], input_ids.device)
+        if len(state) != len(self.blocks):
+            raise ValueError(f"state has {len(state)} layer entries, expected {len(self.blocks)}")
+        x = self.embedding(input_ids.long())
+        new_state = []
+        for block, layer_state in zip(self.blocks, state):
+            x, layer_state = block(x, layer_state)
+            new_state.append(layer_state)
+        return self.head(self.norm(x)), tuple(new_state)
+
+    def detach_state(self, state: State) -> State:
+        """The same state cut from the autograd graph (truncated BPTT boundary)."""
+        return map_state(torch.Tensor.detach, state)
+
+    def state_bytes(self, batch_size: int, seq_len: int = 0, dtype: torch.dtype | None = None) -> int:
+        """Bytes of the state for ``batch_size`` sequences (float tensors in ``dtype``, float32 when
+        None). ``seq_len`` (tokens seen) matters only when ``fixed_size_state`` is False."""
+        check_positive_int("batch_size", batch_size)
+        if seq_len < 0:
+            raise ValueError(f"seq_len must be >= 0, got {seq_len}")
+        return sum(b.mixer.state_bytes(batch_size, seq_len, dtype) for b in self.blocks)
+
+
+class ShortConvolution(nn.Module):
+    """Causal depthwise convolution over time with an optional SiLU, streaming-exact.
+
+    ``forward(x[B, T, C], state[B, C, kernel_size - 1]) -> (y[B, T, C], state)``; the state holds
+    the last ``kernel_size - 1`` inputs (zeros at the start). Used before the q/k/v of DeltaNet,
+    Gated DeltaNet and Mamba-2, as in those papers.
+    """
+
+    def __init__(self, channels: int, kernel_size: int = 4, activation: bool = True):
+        super().__init__()
+        self.channels = check_positive_int("channels", channels)
+        self.kernel_size = check_positive_int("kernel_size", kernel_size)
+        self.activation = activation
+        self.weight = nn.Parameter(torch.empty(channels, 1, kernel_size))
+        nn.init.kaiming_uniform_(self.weight, a=5**0.5)
+
+    def init_state(self, batch_size: int, device=None, dtype=None) -> torch.Tensor:
+        return torch.zeros(batch_size, self.channels, self.kernel_size - 1, device=device, dtype=dtype)
+
+    def state_bytes(self, batch_size: int, dtype: torch.dtype | None = None) -> int:
+        return batch_size * self.channels * (self.kernel_size - 1) * dtype_bytes(dtype)
+
+    def forward(self, x: torch.Tensor, state: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        xt = torch.cat([state.to(x.dtype), x.transpose(1, 2)], dim=-1)  # [B, C, K - 1 + T]
+        y = nn.functional.conv1d(xt, self.weight.to(x.dtype), groups=self.channels)
+        new_state = xt[..., xt.shape[-1] - (self.kernel_size - 1) :].to(state.dtype)
+        y = y.transpose(1, 2)
+        return (nn.functional.silu(y) if self.activation else y), new_state
+
+    def flops_per_token(self) -> float:
+        return 2.0 * self.channels * self.kernel_size

@@ -1,0 +1,165 @@
+"""DeltaNet and Gated DeltaNet: fast-weight memories written with the delta rule.
+
+Layer layout as in the papers (and fla's ``fla/layers/delta_net.py``, ``gated_deltanet.py``):
+q, k, v projections -> short causal convolution + SiLU -> L2-normalised q, k ->
+``beta = sigmoid(W_beta x)`` per head -> (gated) delta rule -> per-head RMSNorm
+(Gated DeltaNet: gated by ``SiLU(W_gate x)``) -> output projection.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from swar_bench.mechanisms.base import (
+    Mixer,
+    MixerLM,
+    ShortConvolution,
+    check_positive_int,
+    dtype_bytes,
+)
+from swar_bench.mechanisms.ops.gated_delta_rule import gated_delta_rule
+
+
+def check_heads(d_model: int, n_heads: int) -> int:
+    """Head width ``d_model // n_heads``; ValueError unless ``n_heads`` divides ``d_model``."""
+    check_positive_int("n_heads", n_heads)
+    if d_model % n_heads:
+        raise ValueError(f"n_heads={n_heads} must divide d_model={d_model}")
+    return d_model // n_heads
+
+
+class DeltaRuleMixer(Mixer):
+    """One (gated) delta-rule layer; state ``(conv [B, 3 * d_model, conv_size - 1],
+    memory [B, n_heads, head_dim, head_dim])``.
+
+    Args:
+        d_model: width; n_heads: heads (must divide d_model).
+        gated: Gated DeltaNet (data-dependent decay ``g = -exp(A_log) * softplus(W_a x + dt_bias)``,
+            output gate) when True, plain DeltaNet (no decay, ungated output norm) when False.
+        conv_size: short-convolution kernel (tokens).
+        chunk_size: chunk length of the chunk-parallel training form (tokens).
+        mode: "auto" / "chunk" / "recurrent", see ``ops.gated_delta_rule.gated_delta_rule``.
+        backend: "auto" / "torch" / "fla".
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        gated: bool,
+        conv_size: int = 4,
+        chunk_size: int = 64,
+        mode: str = "auto",
+        backend: str = "auto",
+    ):
+        super().__init__()
+        self.d_model, self.n_heads, self.gated = d_model, n_heads, gated
+        self.head_dim = check_heads(d_model, n_heads)
+        self.chunk_size = check_positive_int("chunk_size", chunk_size)
+        self.mode, self.backend = mode, backend
+        self.qkv_proj = nn.Linear(d_model, 3 * d_model, bias=False)
+        self.conv = ShortConvolution(3 * d_model, conv_size, activation=True)
+        self.beta_proj = nn.Linear(d_model, n_heads, bias=False)
+        self.o_norm = nn.RMSNorm(self.head_dim)
+        self.o_proj = nn.Linear(d_model, d_model, bias=False)
+        if gated:
+            self.a_proj = nn.Linear(d_model, n_heads, bias=False)
+            self.gate_proj = nn.Linear(d_model, d_model, bias=False)
+            # Mamba-2 / Gated DeltaNet initialisation: A ~ U(1, 16), dt ~ logU(1e-3, 1e-1).
+            self.A_log = nn.Parameter(torch.log(torch.empty(n_heads).uniform_(1.0, 16.0)))
+            dt = torch.exp(torch.rand(n_heads) * (math.log(0.1) - math.log(1e-3)) + math.log(1e-3))
+            self.dt_bias = nn.Parameter(dt + torch.log(-torch.expm1(-dt)))  # inverse softplus
+
+    def init_state(self, batch_size, device=None, dtype=None):
+        memory = torch.zeros(batch_size, self.n_heads, self.head_dim, self.head_dim, device=device, dtype=dtype)
+        return self.conv.init_state(batch_size, device, dtype), memory
+
+    def state_bytes(self, batch_size, seq_len=0, dtype=None) -> int:
+        return self.conv.state_bytes(batch_size, dtype) + batch_size * self.n_heads * self.head_dim**2 * dtype_bytes(dtype)
+
+    def state_flops_per_token(self, seq_len=0) -> float:
+        # per head: decay (K*V), retrieve S^T k (2KV), write k v^T (2KV), read S^T q (2KV)
+        return self.conv.flops_per_token() + self.n_heads * 7.0 * self.head_dim**2
+
+    def forward(self, x, state):
+        conv_state, memory = state
+        B, T, _ = x.shape
+        H, D = self.n_heads, self.head_dim
+        qkv, conv_state = self.conv(self.qkv_proj(x), conv_state)
+        q, k, v = qkv.view(B, T, 3, H, D).unbind(2)
+        q = nn.functional.normalize(q, dim=-1)
+        k = nn.functional.normalize(k, dim=-1)
+        beta = torch.sigmoid(self.beta_proj(x))
+        if self.gated:
+            g = -self.A_log.exp() * nn.functional.softplus(self.a_proj(x).float() + self.dt_bias)
+        else:
+            g = x.new_zeros(B, T, H, dtype=torch.float32)
+        o, new_memory = gated_delta_rule(
+            q, k, v, g, beta, initial_state=memory, mode=self.mode, chunk_size=self.chunk_size, backend=self.backend
+        )
+        o = self.o_norm(o)
+        if self.gated:
+            o = o * nn.functional.silu(self.gate_proj(x)).view(B, T, H, D)
+        return self.o_proj(o.reshape(B, T, H * D)), (conv_state, new_memory.to(memory.dtype))
+
+
+class DeltaNet(MixerLM):
+    """Backbone with DeltaNet mixers: the delta rule without decay (Schlag, Irie & Schmidhuber,
+    2021; chunk-parallel training from Yang et al., 2024, "Parallelizing Linear Transformers with
+    the Delta Rule over Sequence Length"). Fixed-size state per layer:
+    ``n_heads * head_dim^2`` memory + ``3 * d_model * (conv_size - 1)`` conv floats.
+
+    Args: vocab_size, d_model, n_layers, mlp_ratio as in ``MixerLM``; n_heads, conv_size,
+    chunk_size, mode, backend as in ``DeltaRuleMixer``. Raises ValueError on bad sizes.
+    """
+
+    def __init__(
+        self,
+        vocab_size: int = 40,
+        d_model: int = 64,
+        n_layers: int = 2,
+        n_heads: int = 2,
+        conv_size: int = 4,
+        chunk_size: int = 64,
+        mode: str = "auto",
+        backend: str = "auto",
+        mlp_ratio: int = 4,
+    ):
+        check_heads(d_model, n_heads)
+        super().__init__(
+            lambda i: DeltaRuleMixer(d_model, n_heads, False, conv_size, chunk_size, mode, backend),
+            vocab_size, d_model, n_layers, mlp_ratio,
+        )
+
+
+class GatedDeltaNet(MixerLM):
+    """Backbone with Gated DeltaNet mixers (Yang, Kautz & Hatamizadeh, 2024, "Gated Delta
+    Networks: Improving Mamba2 with Delta Rule"): per-head data-dependent decay
+    ``alpha_t = exp(g_t)`` and write strength ``beta_t``, short convolutions, output gate and norm.
+    Fixed-size state per layer: ``n_heads * head_dim^2`` memory + ``3 * d_model * (conv_size - 1)``
+    conv floats.
+
+    Args: vocab_size, d_model, n_layers, mlp_ratio as in ``MixerLM``; n_heads, conv_size,
+    chunk_size, mode, backend as in ``DeltaRuleMixer``. Raises ValueError on bad sizes.
+    """
+
+    def __init__(
+        self,
+        vocab_size: int = 40,
+        d_model: int = 64,
+        n_layers: int = 2,
+        n_heads: int = 2,
+        conv_size: int = 4,
+        chunk_size: int = 64,
+        mode: str = "auto",
+        backend: str = "auto",
+        mlp_ratio: int = 4,
+    ):
+        check_heads(d_model, n_heads)
+        super().__init__(
+            lambda i: DeltaRuleMixer(d_model, n_heads, True, conv_size, chunk_size, mode, backend),
+            vocab_size, d_model, n_layers, mlp_ratio,
+        )

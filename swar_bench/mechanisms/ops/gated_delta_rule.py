@@ -1,0 +1,170 @@
+"""The gated delta rule (Yang, Kautz & Hatamizadeh, 2024, "Gated Delta Networks", eq. 10).
+
+    S_t = exp(g_t) * S_{t-1} + beta_t * k_t (v_t - exp(g_t) * S_{t-1}^T k_t)^T     S: [K, V] per head
+    o_t = scale * S_t^T q_t
+
+``g = 0`` gives DeltaNet's delta rule (Schlag et al., 2021; Yang et al., 2024, "Parallelizing
+Linear Transformers with the Delta Rule over Sequence Length"). Two exact forms, the same as
+fla's ``fla.ops.gated_delta_rule.naive`` (checked in the tests): a token-by-token recurrence for
+streaming, and the chunk-parallel WY form for training: within a chunk the product of
+Householder-like transitions is the unit lower-triangular system ``(I + A) U = diag(beta) V``,
+``A = strict_tril(diag(beta) K K^T * Gamma)``, solved with ``torch.linalg.solve_triangular``
+(paper section 3.3); only the ``T / chunk_size`` state updates are sequential.
+
+Layout follows fla: ``q, k [B, T, H, K]``, ``v [B, T, H, V]``, ``g, beta [B, T, H]``,
+``state [B, H, K, V]``. Computation is float32; outputs take ``v``'s dtype, the state stays float32.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from swar_bench.mechanisms.ops.simple_gla import _resolve_mode, _use_fla, _zero_state
+
+
+def _check(q, k, v, g, beta) -> None:
+    if (
+        q.dim() != 4
+        or k.shape != q.shape
+        or v.shape[:3] != q.shape[:3]
+        or g.shape != q.shape[:3]
+        or beta.shape != q.shape[:3]
+    ):
+        raise ValueError(
+            f"expected q, k [B, T, H, K], v [B, T, H, V], g, beta [B, T, H]; got q {tuple(q.shape)}, "
+            f"k {tuple(k.shape)}, v {tuple(v.shape)}, g {tuple(g.shape)}, beta {tuple(beta.shape)}"
+        )
+
+
+def recurrent_gated_delta_rule(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    g: torch.Tensor,
+    beta: torch.Tensor,
+    scale: float | None = None,
+    initial_state: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Token-by-token recurrence (the streaming form).
+
+    Args:
+        q, k: ``[B, T, H, K]`` (keys are expected L2-normalised for stability, not required);
+        v: ``[B, T, H, V]``; g: ``[B, T, H]`` log decay (0 = DeltaNet); beta: ``[B, T, H]``
+        write strength in [0, 1]; scale: default ``K ** -0.5``;
+        initial_state: ``[B, H, K, V]`` or None (zeros).
+
+    Returns:
+        ``(o [B, T, H, V], final_state [B, H, K, V] float32)``.
+
+    Raises:
+        ValueError: on inconsistent shapes.
+    """
+    _check(q, k, v, g, beta)
+    dtype = v.dtype
+    scale = q.shape[-1] ** -0.5 if scale is None else scale
+    S = _zero_state(q, v) if initial_state is None else initial_state.float()
+    q, k, v, g, beta = (x.float() for x in (q, k, v, g, beta))
+    outs = []
+    for t in range(q.shape[1]):
+        S = S * g[:, t].exp()[..., None, None]
+        k_t = k[:, t]
+        v_new = (v[:, t] - torch.einsum("bhkv,bhk->bhv", S, k_t)) * beta[:, t, :, None]
+        S = S + k_t[..., :, None] * v_new[..., None, :]
+        outs.append(torch.einsum("bhk,bhkv->bhv", q[:, t] * scale, S))
+    o = torch.stack(outs, dim=1) if outs else v.new_zeros(v.shape)
+    return o.to(dtype), S
+
+
+def chunk_gated_delta_rule(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    g: torch.Tensor,
+    beta: torch.Tensor,
+    scale: float | None = None,
+    initial_state: torch.Tensor | None = None,
+    chunk_size: int = 64,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Chunk-parallel WY form (the training form); same arguments and result as
+    :func:`recurrent_gated_delta_rule`, up to float rounding. ``T`` need not be a multiple of
+    ``chunk_size`` (zero padding with ``beta = 0, g = 0`` leaves the state unchanged)."""
+    _check(q, k, v, g, beta)
+    if chunk_size < 1:
+        raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
+    dtype = v.dtype
+    B, T, H, K = q.shape
+    V = v.shape[-1]
+    scale = K ** -0.5 if scale is None else scale
+    S = _zero_state(q, v) if initial_state is None else initial_state.float()
+    if T == 0:
+        return v.new_zeros(v.shape), S
+    C = chunk_size
+    pad = (-T) % C
+    n = (T + pad) // C
+
+    def split(x: torch.Tensor) -> torch.Tensor:
+        # [B, T, H, ...] -> [B, H, n, C, ...]
+        x = x.float().transpose(1, 2)
+        if pad:
+            x = torch.nn.functional.pad(x, (0, 0) * (x.dim() - 3) + (0, pad))
+        return x.reshape(B, H, n, C, *x.shape[3:])
+
+    qc, kc, vc, gc, bc = split(q) * scale, split(k), split(v), split(g), split(beta)
+    b = gc.cumsum(-1)  # [B, H, n, C] in-chunk cumulative log decay
+    eye = torch.eye(C, dtype=torch.float32, device=q.device)
+    causal = eye.bool() | torch.ones(C, C, dtype=torch.bool, device=q.device).tril(-1)
+    gamma = (b[..., :, None] - b[..., None, :]).masked_fill(~causal, float("-inf")).exp()
+    k_beta = kc * bc[..., None]
+    A = (k_beta @ kc.transpose(-1, -2) * gamma).tril(-1)
+    # (I + A)^{-1} applied to the right-hand sides, as a unit lower-triangular solve.
+    rhs = torch.cat([vc * bc[..., None], k_beta * b.exp()[..., None]], dim=-1)
+    sol = torch.linalg.solve_triangular(eye + A, rhs, upper=False, unitriangular=True)
+    u, w = sol[..., :V], sol[..., V:]
+    attn = qc @ kc.transpose(-1, -2) * gamma  # [B, H, n, C, C], causal incl. diagonal
+    q_decay = qc * b.exp()[..., None]
+    k_decay = kc * (b[..., -1:] - b).exp()[..., None]
+    b_last = b[..., -1].exp()[..., None, None]  # [B, H, n, 1, 1]
+    outs = []
+    for i in range(n):
+        v_new = u[:, :, i] - w[:, :, i] @ S
+        outs.append(q_decay[:, :, i] @ S + attn[:, :, i] @ v_new)
+        S = S * b_last[:, :, i] + k_decay[:, :, i].transpose(-1, -2) @ v_new
+    o = torch.stack(outs, dim=2).reshape(B, H, n * C, V)[:, :, :T].transpose(1, 2)
+    return o.to(dtype), S
+
+
+def gated_delta_rule(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    g: torch.Tensor,
+    beta: torch.Tensor,
+    scale: float | None = None,
+    initial_state: torch.Tensor | None = None,
+    mode: str = "auto",
+    chunk_size: int = 64,
+    backend: str = "auto",
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Dispatch: ``mode`` "chunk" / "recurrent" / "auto" (recurrent for ``T < 16``, else chunk);
+    ``backend`` "torch" / "fla" / "auto" (fla's Triton ``chunk_gated_delta_rule`` /
+    ``fused_recurrent_gated_delta_rule`` on CUDA when fla is installed, else the torch forms).
+
+    Returns ``(o [B, T, H, V], final_state [B, H, K, V] float32)``. Raises ValueError on an
+    unknown mode / backend, or backend "fla" where the kernels cannot run.
+    """
+    mode = _resolve_mode(mode, q.shape[1])
+    if _use_fla(backend, q):
+        if mode == "chunk":
+            from fla.ops.gated_delta_rule import chunk_gated_delta_rule as fla_op
+        else:
+            from fla.ops.gated_delta_rule import fused_recurrent_gated_delta_rule as fla_op
+        init = None if initial_state is None else initial_state.float()
+        o, S = fla_op(
+            q, k, v, g=g.float(), beta=beta, scale=scale, initial_state=init, output_final_state=True
+        )
+        return o, S.float()
+    if mode == "chunk":
+        return chunk_gated_delta_rule(
+            q, k, v, g, beta, scale=scale, initial_state=initial_state, chunk_size=chunk_size
+        )
+    return recurrent_gated_delta_rule(q, k, v, g, beta, scale=scale, initial_state=initial_state)

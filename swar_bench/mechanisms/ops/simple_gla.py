@@ -1,0 +1,177 @@
+"""Linear attention with a scalar (per head, per token) decay: the "simple GLA" recurrence.
+
+    S_t = exp(g_t) * S_{t-1} + k_t v_t^T          S: [K, V] per head
+    o_t = scale * q_t^T S_t
+
+With ``g`` constant in time this is RetNet's retention (Sun et al., 2023, "Retentive Network");
+with ``g_t = A * dt_t`` and ``k_t = dt_t * B_t``, ``q_t = C_t`` it is Mamba-2's SSD (Dao & Gu,
+2024, "Transformers are SSMs"). Two exact forms are given, the same as fla's
+``fla.ops.simple_gla.naive`` (which the tests check against): a token-by-token recurrence for
+streaming and a chunk-parallel form for training (intra-chunk attention with a decay mask plus
+a chunk-to-chunk state scan; Yang et al., 2024, "Gated Linear Attention", section 3).
+
+Layout follows fla: ``q, k [B, T, H, K]``, ``v [B, T, H, V]``, ``g [B, T, H]`` (log decay, <= 0),
+``state [B, H, K, V]``; all float. Computation is in float32; outputs are cast back to ``v``'s
+dtype, the state stays float32.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from swar_bench.mechanisms.ops.backend import fla_kernels_usable
+
+
+def _check(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor) -> None:
+    if q.dim() != 4 or k.shape != q.shape or v.shape[:3] != q.shape[:3] or g.shape != q.shape[:3]:
+        raise ValueError(
+            f"expected q, k [B, T, H, K], v [B, T, H, V], g [B, T, H]; got q {tuple(q.shape)}, "
+            f"k {tuple(k.shape)}, v {tuple(v.shape)}, g {tuple(g.shape)}"
+        )
+
+
+def _zero_state(q: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    B, _, H, K = q.shape
+    return q.new_zeros(B, H, K, v.shape[-1], dtype=torch.float32)
+
+
+def recurrent_simple_gla(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    g: torch.Tensor,
+    scale: float | None = None,
+    initial_state: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Token-by-token recurrence (the streaming form).
+
+    Args:
+        q, k: ``[B, T, H, K]``; v: ``[B, T, H, V]``; g: ``[B, T, H]`` log decay (0 keeps everything).
+        scale: query scale; default ``K ** -0.5``.
+        initial_state: ``[B, H, K, V]`` or None (zeros).
+
+    Returns:
+        ``(o [B, T, H, V], final_state [B, H, K, V] float32)``.
+
+    Raises:
+        ValueError: on inconsistent shapes.
+    """
+    _check(q, k, v, g)
+    dtype = v.dtype
+    scale = q.shape[-1] ** -0.5 if scale is None else scale
+    S = _zero_state(q, v) if initial_state is None else initial_state.float()
+    q, k, v, g = (x.float() for x in (q, k, v, g))
+    outs = []
+    for t in range(q.shape[1]):
+        S = S * g[:, t].exp()[..., None, None] + k[:, t, :, :, None] * v[:, t, :, None, :]
+        outs.append(torch.einsum("bhk,bhkv->bhv", q[:, t] * scale, S))
+    o = torch.stack(outs, dim=1) if outs else v.new_zeros(v.shape)
+    return o.to(dtype), S
+
+
+def chunk_simple_gla(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    g: torch.Tensor,
+    scale: float | None = None,
+    initial_state: torch.Tensor | None = None,
+    chunk_size: int = 64,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Chunk-parallel form (the training form); same arguments and result as
+    :func:`recurrent_simple_gla`, up to float rounding.
+
+    Within a chunk of ``chunk_size`` tokens the output is masked attention
+    ``(q k^T * exp(b_i - b_j))_{j <= i} v`` (``b`` = in-chunk cumulative log decay) plus the
+    carried state read out as ``(q * exp(b)) S``; only the ``T / chunk_size`` state updates are
+    sequential. ``T`` need not be a multiple of ``chunk_size`` (zero padding, ``g = 0``, leaves the
+    state unchanged).
+    """
+    _check(q, k, v, g)
+    if chunk_size < 1:
+        raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
+    dtype = v.dtype
+    B, T, H, K = q.shape
+    V = v.shape[-1]
+    scale = K ** -0.5 if scale is None else scale
+    S = _zero_state(q, v) if initial_state is None else initial_state.float()
+    if T == 0:
+        return v.new_zeros(v.shape), S
+    C = chunk_size
+    pad = (-T) % C
+    n = (T + pad) // C
+
+    def split(x: torch.Tensor) -> torch.Tensor:
+        # [B, T, H, ...] -> [B, H, n, C, ...]
+        x = x.float().transpose(1, 2)
+        if pad:
+            x = torch.nn.functional.pad(x, (0, 0) * (x.dim() - 3) + (0, pad))
+        return x.reshape(B, H, n, C, *x.shape[3:])
+
+    qc, kc, vc, gc = split(q) * scale, split(k), split(v), split(g)
+    b = gc.cumsum(-1)  # [B, H, n, C]
+    causal = torch.ones(C, C, dtype=torch.bool, device=q.device).tril()
+    # exp of a masked difference: the upper triangle would overflow before masking.
+    decay = (b[..., :, None] - b[..., None, :]).masked_fill(~causal, float("-inf")).exp()
+    o = (qc @ kc.transpose(-1, -2) * decay) @ vc  # intra-chunk
+    b_last = b[..., -1:]  # [B, H, n, 1]
+    dS = (kc * (b_last - b).exp()[..., None]).transpose(-1, -2) @ vc  # [B, H, n, K, V]
+    states = []
+    for i in range(n):
+        states.append(S)
+        S = S * b_last[:, :, i, :, None].exp() + dS[:, :, i]
+    S_prev = torch.stack(states, dim=2)  # state entering each chunk
+    o = o + (qc * b.exp()[..., None]) @ S_prev
+    o = o.reshape(B, H, n * C, V)[:, :, :T].transpose(1, 2)
+    return o.to(dtype), S
+
+
+def simple_gla(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    g: torch.Tensor,
+    scale: float | None = None,
+    initial_state: torch.Tensor | None = None,
+    mode: str = "auto",
+    chunk_size: int = 64,
+    backend: str = "auto",
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Dispatch: ``mode`` "chunk" / "recurrent" / "auto" (recurrent for ``T < 16``, else chunk);
+    ``backend`` "torch" / "fla" / "auto" (fla's Triton kernels ``chunk_simple_gla`` /
+    ``fused_recurrent_simple_gla`` on CUDA when fla is installed, else the torch forms above).
+
+    Returns ``(o [B, T, H, V], final_state [B, H, K, V] float32)``. Raises ValueError on an
+    unknown mode / backend, or backend "fla" where the kernels cannot run.
+    """
+    mode = _resolve_mode(mode, q.shape[1])
+    if _use_fla(backend, q):
+        if mode == "chunk":
+            from fla.ops.simple_gla import chunk_simple_gla as fla_op
+        else:
+            from fla.ops.simple_gla import fused_recurrent_simple_gla as fla_op
+        init = None if initial_state is None else initial_state.float()
+        o, S = fla_op(q, k, v, g=g.float(), scale=scale, initial_state=init, output_final_state=True)
+        return o, S.float()
+    if mode == "chunk":
+        return chunk_simple_gla(q, k, v, g, scale=scale, initial_state=initial_state, chunk_size=chunk_size)
+    return recurrent_simple_gla(q, k, v, g, scale=scale, initial_state=initial_state)
+
+
+def _resolve_mode(mode: str, T: int) -> str:
+    if mode == "auto":
+        return "recurrent" if T < 16 else "chunk"
+    if mode not in ("chunk", "recurrent"):
+        raise ValueError(f"mode must be 'auto', 'chunk' or 'recurrent', got {mode!r}")
+    return mode
+
+
+def _use_fla(backend: str, x: torch.Tensor) -> bool:
+    if backend not in ("auto", "torch", "fla"):
+        raise ValueError(f"backend must be 'auto', 'torch' or 'fla', got {backend!r}")
+    if backend == "torch":
+        return False
+    usable = x.is_cuda and fla_kernels_usable()
+    if backend == "fla" and not usable:
+        raise ValueError("backend='fla' needs a CUDA tensor and an importable fla package with triton")
+    return usable

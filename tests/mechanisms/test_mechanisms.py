@@ -1,0 +1,121 @@
+"""Every mechanism: the protocol, streaming-exact chunking, and state bytes."""
+
+import itertools
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import swar_bench.mechanisms as mech
+from swar_bench.mechanisms import ContextMechanism, measure_state_bytes
+
+T_TEST = 40
+SMALL = {"vocab_size": 40, "d_model": 16, "n_layers": 2}
+LEARNED = {
+    "GRU": {**SMALL},
+    "LSTM": {**SMALL},
+    "DeltaNet": {**SMALL, "n_heads": 2, "chunk_size": 16},
+    "GatedDeltaNet": {**SMALL, "n_heads": 2, "chunk_size": 16},
+}
+ALL = {**LEARNED, "Oracle": {"vocab_size": 40}}
+
+
+def build(name):
+    torch.manual_seed(0)
+    return getattr(mech, name)(**ALL[name]).eval()
+
+
+def stream_tokens(B, T, seed):
+    gen = torch.Generator().manual_seed(seed)
+    return torch.randint(0, 40, (B, T), generator=gen)
+
+
+def run_chunked(model, x, cuts):
+    state = model.init_state(x.shape[0])
+    outs = []
+    bounds = [0, *sorted(set(cuts)), x.shape[1]]
+    for a, b in itertools.pairwise(bounds):
+        if b > a:
+            logits, state = model(x[:, a:b], state)
+            outs.append(logits)
+    return torch.cat(outs, dim=1), state
+
+
+@pytest.mark.parametrize("name", sorted(ALL))
+@settings(max_examples=4, deadline=None, derandomize=True)
+@given(cuts=st.lists(st.integers(1, T_TEST - 1), max_size=6), seed=st.integers(0, 3))
+def test_one_call_equals_any_chunking(name, cuts, seed):
+    model = build(name)
+    x = stream_tokens(2, T_TEST, seed)
+    with torch.no_grad():
+        full, full_state = model(x, model.init_state(2))
+        chunked, chunked_state = run_chunked(model, x, cuts)
+    assert full.shape == (2, T_TEST, 40)
+    assert (full - chunked).abs().max().item() <= 1e-5
+    for a, b in zip(mech.iter_state_tensors(full_state), mech.iter_state_tensors(chunked_state)):
+        assert (a.float() - b.float()).abs().max().item() <= 1e-5
+
+
+@pytest.mark.parametrize("name", sorted(ALL))
+def test_token_by_token_equals_one_call(name):
+    model = build(name)
+    x = stream_tokens(1, 24, seed=7)
+    with torch.no_grad():
+        full, _ = model(x, model.init_state(1))
+        stepped, _ = run_chunked(model, x, list(range(1, 24)))
+    assert (full - stepped).abs().max().item() <= 1e-5
+
+
+@pytest.mark.parametrize("name", sorted(ALL))
+def test_protocol_and_state_bytes(name):
+    model = build(name)
+    assert isinstance(model, ContextMechanism)
+    assert model.vocab_size == 40
+    assert model.n_params == sum(p.numel() for p in model.parameters())
+    assert model.flops_per_token >= 2 * (model.n_params - model.vocab_size * ALL[name].get("d_model", 0))
+    for B in (1, 3):
+        state = model.init_state(B)
+        assert model.state_bytes(B) == measure_state_bytes(state) > 0
+    if getattr(model, "fixed_size_state", True):
+        with torch.no_grad():
+            for T in (64, 4096):
+                _, state = model(stream_tokens(1, T, seed=T), model.init_state(1))
+                assert measure_state_bytes(state) == model.state_bytes(1)
+
+
+@pytest.mark.parametrize("name", sorted(LEARNED))
+def test_gradients_flow_through_carried_state_and_detach_cuts_them(name):
+    model = build(name).train()
+    x = stream_tokens(2, 12, seed=1)
+    _, state = model(x[:, :6], model.init_state(2))
+    leaves = [t for t in mech.iter_state_tensors(state) if t.is_floating_point()]
+    assert leaves and all(t.requires_grad for t in leaves)
+    detached = model.detach_state(state)
+    assert not any(t.requires_grad for t in mech.iter_state_tensors(detached))
+    logits, _ = model(x[:, 6:], detached)
+    logits.sum().backward()
+    assert model.embedding.weight.grad is not None
+
+
+@pytest.mark.parametrize("name", sorted(LEARNED))
+def test_blocks_are_a_module_list_for_per_block_sharding(name):
+    model = build(name)
+    assert isinstance(model.blocks, torch.nn.ModuleList)
+    assert len(model.blocks) == ALL[name]["n_layers"]
+
+
+@pytest.mark.parametrize("name", sorted(LEARNED))
+def test_bad_sizes_raise_one_line_value_errors(name):
+    cls = getattr(mech, name)
+    with pytest.raises(ValueError, match="d_model"):
+        cls(d_model=0)
+    with pytest.raises(ValueError, match="batch_size"):
+        cls(**LEARNED[name]).init_state(0)
+    with pytest.raises(ValueError, match="input_ids"):
+        cls(**LEARNED[name])(torch.zeros(2, 3, 4, dtype=torch.long), None)
+
+
+def test_heads_must_divide_width():
+    with pytest.raises(ValueError, match="n_heads=3 must divide d_model=16"):
+        mech.GatedDeltaNet(d_model=16, n_heads=3)
