@@ -1,0 +1,493 @@
+"""Exact accuracy per ``n_writes`` x answer type and per key age, reduced exactly across ranks.
+
+The card (seed 000, "Answer rule") distinguishes what a model must keep (``ar_valid`` answers,
+the passkey) from what it must forget (``ar_expired`` queries, answered NULL). Expired queries are
+split into ``ar_expired_stale`` (written, then idle > 2w writes: the only ones that test
+forgetting) and ``ar_expired_never`` (never written). The counts behind every accuracy are
+integer ``torchmetrics`` states with ``dist_reduce_fx="sum"``, so a DDP run reports exactly what a
+one-process run over the same examples reports.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+import lightning.pytorch as pl
+import numpy as np
+import torch
+from lightning.pytorch.callbacks import Callback
+from lightning.pytorch.utilities import rank_zero_warn
+from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter
+from torchmetrics import Metric
+
+from swar_bench.callbacks.reporting import (
+    format_fraction,
+    markdown_table,
+    report_dir,
+    save_figure_atomic,
+    tensorboard_experiments,
+    write_text_atomic,
+)
+from swar_bench.tasks.oracle import ANSWER_KINDS
+from swar_bench.tasks.passkey_swar import ALLOWED_N
+
+KINDS = (
+    "ar_valid",
+    "ar_expired",
+    "ar_expired_stale",
+    "ar_expired_never",
+    "passkey",
+    "passkey_exact",
+    "all",
+)
+"""Reported answer types. ``ar_expired`` = stale + never; ``passkey`` counts passkey tokens;
+``passkey_exact`` counts examples whose passkey tokens are all exact; ``all`` counts every
+supervised position."""
+
+AGE_BIN_UPPER = tuple(range(1, 17)) + tuple(2**k for k in range(5, 15))
+"""Inclusive upper edges of the key-age bins (writes): 1, 2, ..., 16 (one bin per age inside the
+window w = 16), then (16, 32] (the card's gray zone, never queried), (32, 64], ..., (8192, 16384];
+one more bin holds ages > 16384."""
+
+_VALID = ANSWER_KINDS.index("ar_valid")
+_STALE = ANSWER_KINDS.index("ar_expired_stale")
+_NEVER = ANSWER_KINDS.index("ar_expired_never")
+_PASSKEY = ANSWER_KINDS.index("passkey")
+_PASSKEY_EXACT = KINDS.index("passkey_exact")
+
+EVAL_OUTPUT_KEYS = ("pred", "target", "answer_kind", "key_age", "row", "n_writes")
+
+
+def age_bin_bounds(age_bin_upper: Sequence[int] = AGE_BIN_UPPER) -> tuple[np.ndarray, np.ndarray]:
+    """Inclusive ``(lo, hi)`` ages (writes) of every bin, ``int64[len(age_bin_upper) + 1]`` each;
+    the last bin is open (``hi = -1``)."""
+    upper = np.asarray(age_bin_upper, dtype=np.int64)
+    lo = np.concatenate([[1], upper + 1])
+    hi = np.concatenate([upper, [-1]])
+    return lo, hi
+
+
+def age_bin_labels(age_bin_upper: Sequence[int] = AGE_BIN_UPPER) -> tuple[str, ...]:
+    """``"1"``, ..., ``"16"``, ``"17-32"``, ..., ``">16384"``: one label per key-age bin."""
+    lo, hi = age_bin_bounds(age_bin_upper)
+    labels = [str(a) if a == b else f"{a}-{b}" for a, b in zip(lo[:-1], hi[:-1])]
+    return tuple(labels + [f">{int(age_bin_upper[-1])}"])
+
+
+def check_n_writes_values(n_writes_values: Sequence[int], name: str = "n_writes_values") -> tuple[int, ...]:
+    """Sorted, de-duplicated positive ints; raises ``ValueError`` (one line) otherwise."""
+    try:
+        values = sorted({int(n) for n in n_writes_values})
+    except (TypeError, ValueError):
+        raise ValueError(f"{name}={n_writes_values!r}: expected a sequence of positive integers") from None
+    if not values or values[0] < 1 or any(int(n) != n for n in n_writes_values):
+        raise ValueError(f"{name}={n_writes_values!r}: expected a non-empty sequence of positive integers")
+    return tuple(values)
+
+
+def check_eval_outputs(outputs: Any, keys: Sequence[str], stage: str) -> Mapping[str, Any]:
+    """The evaluation step's outputs dict (contract 4), or ``ValueError`` naming what is missing."""
+    if not isinstance(outputs, Mapping):
+        raise ValueError(
+            f"{stage}_step returned {type(outputs).__name__}: expected the evaluation outputs dict "
+            f"with keys {', '.join(keys)}"
+        )
+    missing = [k for k in keys if k not in outputs]
+    if missing:
+        raise ValueError(f"{stage}_step outputs lack {', '.join(missing)}: expected keys {', '.join(keys)}")
+    return outputs
+
+
+class AnswerTypeCounts(Metric):
+    """Correct / total counts per ``n_writes`` x answer type and per ``n_writes`` x key-age bin.
+
+    Args:
+        n_writes_values: every N that may be evaluated (default: the card's ``ALLOWED_N``); the
+            states have one row per N, so ranks that saw different N still reduce exactly.
+        age_bin_upper: inclusive upper edges of the key-age bins (default ``AGE_BIN_UPPER``).
+
+    States (``int64``, summed across ranks): ``correct`` / ``count`` ``[n_N, len(KINDS)]``,
+    ``age_correct`` / ``age_count`` ``[n_N, len(age_bin_upper) + 1]``. For ``passkey_exact`` the
+    unit is an example (all passkey positions of one ``row`` exact), for the others a token.
+
+    ``compute()`` returns these four tensors in a dict (see ``AccuracyReport.from_counts``).
+
+    Raises:
+        ValueError: bad ``n_writes_values``; in ``update``, an N not in ``n_writes_values`` or
+            inputs that are not 1-D tensors of one length.
+    """
+
+    full_state_update = False
+    is_differentiable = False
+    higher_is_better = True
+
+    def __init__(
+        self,
+        n_writes_values: Sequence[int] = ALLOWED_N,
+        age_bin_upper: Sequence[int] = AGE_BIN_UPPER,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.n_writes_values = check_n_writes_values(n_writes_values)
+        upper = [int(a) for a in age_bin_upper]
+        if not upper or upper[0] < 1 or any(b <= a for a, b in zip(upper, upper[1:])):
+            raise ValueError(f"age_bin_upper={age_bin_upper!r}: expected strictly increasing ages >= 1")
+        self.age_bin_upper = tuple(upper)
+        self._n_index = {n: i for i, n in enumerate(self.n_writes_values)}
+        n_rows, n_age = len(self.n_writes_values), len(self.age_bin_upper) + 1
+        for name, cols in (("correct", len(KINDS)), ("count", len(KINDS)), ("age_correct", n_age), ("age_count", n_age)):
+            self.add_state(name, default=torch.zeros(n_rows, cols, dtype=torch.int64), dist_reduce_fx="sum")
+
+    def n_index(self, n_writes: int) -> int:
+        """Row of ``n_writes`` in the states; ``ValueError`` when it is not one of ``n_writes_values``."""
+        try:
+            return self._n_index[int(n_writes)]
+        except (KeyError, TypeError, ValueError):
+            raise ValueError(
+                f"n_writes={n_writes!r}: expected one of {list(self.n_writes_values)}"
+            ) from None
+
+    def update(
+        self,
+        pred: torch.Tensor,
+        target: torch.Tensor,
+        answer_kind: torch.Tensor,
+        key_age: torch.Tensor,
+        row: torch.Tensor,
+        n_writes: int,
+    ) -> None:
+        """Count one evaluation batch (contract 4): all tensors ``[M]`` (M supervised positions),
+        ``pred`` / ``target`` int64 token ids, ``answer_kind`` int64 codes of ``ANSWER_KINDS``,
+        ``key_age`` int64 writes (-1 n/a), ``row`` int64 row in the batch; ``n_writes`` the batch's N."""
+        i = self.n_index(n_writes)
+        tensors = (pred, target, answer_kind, key_age, row)
+        if any(t.dim() != 1 or t.shape != pred.shape for t in tensors):
+            shapes = [tuple(t.shape) for t in tensors]
+            raise ValueError(f"pred/target/answer_kind/key_age/row shapes {shapes}: expected 1-D tensors of one length M")
+        correct = pred == target
+        masks = torch.stack(
+            [
+                answer_kind == _VALID,
+                (answer_kind == _STALE) | (answer_kind == _NEVER),
+                answer_kind == _STALE,
+                answer_kind == _NEVER,
+                answer_kind == _PASSKEY,
+                torch.zeros_like(correct),  # passkey_exact: counted per example below
+                torch.ones_like(correct),
+            ]
+        )
+        self.count[i] += masks.sum(dim=1)
+        self.correct[i] += (masks & correct).sum(dim=1)
+
+        is_passkey = answer_kind == _PASSKEY
+        if bool(is_passkey.any()):
+            rows, inverse = torch.unique(row[is_passkey], return_inverse=True)
+            per_row = torch.zeros(rows.numel(), dtype=torch.int64, device=row.device)
+            per_row_count = per_row.scatter_add(0, inverse, torch.ones_like(inverse))
+            per_row_correct = per_row.scatter_add(0, inverse, correct[is_passkey].long())
+            self.count[i, _PASSKEY_EXACT] += rows.numel()
+            self.correct[i, _PASSKEY_EXACT] += (per_row_correct == per_row_count).sum()
+
+        has_age = key_age >= 1
+        if bool(has_age.any()):
+            edges = torch.tensor(self.age_bin_upper, dtype=key_age.dtype, device=key_age.device)
+            bins = torch.bucketize(key_age[has_age], edges, right=False)
+            n_age = len(self.age_bin_upper) + 1
+            self.age_count[i] += torch.bincount(bins, minlength=n_age)
+            self.age_correct[i] += torch.bincount(bins[correct[has_age]], minlength=n_age)
+
+    def update_from_outputs(self, outputs: Mapping[str, Any], stage: str = "validation") -> None:
+        """``update`` from an evaluation step's outputs dict (contract 4)."""
+        outputs = check_eval_outputs(outputs, EVAL_OUTPUT_KEYS, stage)
+        self.update(*(outputs[k] for k in EVAL_OUTPUT_KEYS[:-1]), n_writes=int(outputs["n_writes"]))
+
+    def compute(self) -> dict[str, torch.Tensor]:
+        return {
+            "correct": self.correct.clone(),
+            "count": self.count.clone(),
+            "age_correct": self.age_correct.clone(),
+            "age_count": self.age_count.clone(),
+        }
+
+
+@dataclass(frozen=True)
+class AccuracyReport:
+    """Accuracies of one evaluation pass, for the N that had at least one supervised position.
+
+    Attributes:
+        n_writes: the evaluated N, ascending.
+        correct, count: ``int64[len(n_writes), len(KINDS)]`` (tokens; examples for ``passkey_exact``).
+        age_correct, age_count: ``int64[len(n_writes), n_age_bins]`` query answers per key-age bin.
+        age_bin_upper: inclusive upper edges of the age bins (the last bin is open).
+    """
+
+    n_writes: tuple[int, ...]
+    correct: np.ndarray
+    count: np.ndarray
+    age_correct: np.ndarray
+    age_count: np.ndarray
+    age_bin_upper: tuple[int, ...] = AGE_BIN_UPPER
+
+    @classmethod
+    def from_counts(
+        cls,
+        n_writes_values: Sequence[int],
+        counts: Mapping[str, torch.Tensor],
+        age_bin_upper: Sequence[int] = AGE_BIN_UPPER,
+    ) -> "AccuracyReport":
+        """Keep the rows of ``AnswerTypeCounts.compute()`` whose N had any supervised position."""
+        arrays = {k: counts[k].detach().cpu().numpy().astype(np.int64) for k in ("correct", "count", "age_correct", "age_count")}
+        keep = arrays["count"][:, KINDS.index("all")] > 0
+        return cls(
+            n_writes=tuple(int(n) for n, k in zip(n_writes_values, keep) if k),
+            correct=arrays["correct"][keep],
+            count=arrays["count"][keep],
+            age_correct=arrays["age_correct"][keep],
+            age_count=arrays["age_count"][keep],
+            age_bin_upper=tuple(int(a) for a in age_bin_upper),
+        )
+
+    @staticmethod
+    def _ratio(correct: np.ndarray, count: np.ndarray) -> np.ndarray:
+        out = np.full(count.shape, np.nan, dtype=np.float64)
+        np.divide(correct, count, out=out, where=count > 0)
+        return out
+
+    @property
+    def accuracy(self) -> np.ndarray:
+        """``float64[len(n_writes), len(KINDS)]``; NaN where the count is 0."""
+        return self._ratio(self.correct, self.count)
+
+    @property
+    def age_accuracy(self) -> np.ndarray:
+        """``float64[len(n_writes), n_age_bins]``; NaN where the count is 0."""
+        return self._ratio(self.age_correct, self.age_count)
+
+    def accuracy_of(self, kind: str, n_writes: int) -> float:
+        """Accuracy of one answer type at one N (NaN when not observed); ``ValueError`` for an
+        unknown kind or an N that was not evaluated."""
+        if kind not in KINDS:
+            raise ValueError(f"kind={kind!r}: expected one of {list(KINDS)}")
+        if n_writes not in self.n_writes:
+            raise ValueError(f"n_writes={n_writes!r}: expected one of the evaluated {list(self.n_writes)}")
+        return float(self.accuracy[self.n_writes.index(n_writes), KINDS.index(kind)])
+
+    def count_of(self, kind: str, n_writes: int) -> int:
+        """Number of observations behind ``accuracy_of(kind, n_writes)``."""
+        self.accuracy_of(kind, n_writes)
+        return int(self.count[self.n_writes.index(n_writes), KINDS.index(kind)])
+
+
+def accuracy_table(report: AccuracyReport) -> str:
+    """Markdown table, one row per N, one column per answer type: ``accuracy (count)``;
+    ``— (0)`` where an answer type does not occur at that N (e.g. stale queries at n32)."""
+    acc = report.accuracy
+    rows = [
+        [f"n{n}"] + [format_fraction(acc[i, k], int(report.count[i, k])) for k in range(len(KINDS))]
+        for i, n in enumerate(report.n_writes)
+    ]
+    return markdown_table(["n_writes"] + list(KINDS), rows)
+
+
+def accuracy_csv(report: AccuracyReport) -> str:
+    """CSV ``n_writes,answer_type,correct,count,accuracy`` (one line per N x answer type; the
+    accuracy is ``nan`` when the count is 0)."""
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(["n_writes", "answer_type", "correct", "count", "accuracy"])
+    acc = report.accuracy
+    for i, n in enumerate(report.n_writes):
+        for k, kind in enumerate(KINDS):
+            writer.writerow([n, kind, int(report.correct[i, k]), int(report.count[i, k]), f"{acc[i, k]:.6f}"])
+    return buf.getvalue()
+
+
+def age_accuracy_csv(report: AccuracyReport) -> str:
+    """CSV ``n_writes,key_age_bin,age_lo,age_hi,correct,count,accuracy`` (``age_hi`` -1 = open bin)."""
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(["n_writes", "key_age_bin", "age_lo", "age_hi", "correct", "count", "accuracy"])
+    lo, hi = age_bin_bounds(report.age_bin_upper)
+    labels = age_bin_labels(report.age_bin_upper)
+    acc = report.age_accuracy
+    for i, n in enumerate(report.n_writes):
+        for b, label in enumerate(labels):
+            writer.writerow(
+                [n, label, int(lo[b]), int(hi[b]), int(report.age_correct[i, b]), int(report.age_count[i, b]), f"{acc[i, b]:.6f}"]
+            )
+    return buf.getvalue()
+
+
+def plot_accuracy_vs_n_writes(report: AccuracyReport) -> Figure:
+    """Accuracy (y) against N (x, log2) with one line per answer type; gaps where unobserved."""
+    fig = Figure(figsize=(7, 4.5))
+    ax = fig.add_subplot()
+    acc = report.accuracy
+    for k, kind in enumerate(KINDS):
+        ax.plot(report.n_writes, acc[:, k], marker="o", label=kind)
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(report.n_writes, [str(n) for n in report.n_writes])
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_xlabel("n_writes (N)")
+    ax.set_ylabel("accuracy")
+    ax.set_title("passkey_swar accuracy by answer type")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="best")
+    fig.tight_layout()
+    return fig
+
+
+def plot_accuracy_vs_key_age(report: AccuracyReport, window: int = 16) -> Figure:
+    """Query accuracy (y) against the queried key's age in writes (x, log2), one line per N.
+    The card's valid window (age <= w) and gray zone (w < age <= 2w, never queried) are marked."""
+    fig = Figure(figsize=(7, 4.5))
+    ax = fig.add_subplot()
+    lo, hi = age_bin_bounds(report.age_bin_upper)
+    x = np.where(hi < 0, lo, np.sqrt(lo * np.maximum(hi, lo)))
+    acc = report.age_accuracy
+    for i, n in enumerate(report.n_writes):
+        seen = report.age_count[i] > 0
+        ax.plot(x[seen], acc[i, seen], marker="o", label=f"n{n}")
+    ax.axvspan(window, 2 * window, color="0.85", label=f"gray zone ({window}, {2 * window}]")
+    ax.axvline(window + 0.5, color="0.4", linestyle="--", linewidth=1)
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_xlabel("key age at query (writes since the key's latest write)")
+    ax.set_ylabel("accuracy")
+    ax.set_title("passkey_swar query accuracy by key age")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="best")
+    fig.tight_layout()
+    return fig
+
+
+REPORT_FILES = (
+    "answer_type_accuracy.md",
+    "answer_type_accuracy.csv",
+    "accuracy_by_key_age.csv",
+    "accuracy_vs_n_writes.png",
+    "accuracy_vs_key_age.png",
+)
+"""Files ``AnswerTypeAccuracy`` writes at test end, in its report folder."""
+
+
+class AnswerTypeAccuracy(Callback):
+    """Accuracy per N x answer type and per key age for validation and test.
+
+    Consumes the evaluation step outputs (contract 4: ``pred[M]``, ``target[M]``,
+    ``answer_kind[M]``, ``key_age[M]``, ``row[M]``, ``n_writes``) and logs, at epoch end,
+    ``val/acc/<kind>/n<N>`` and ``test/acc/<kind>/n<N>`` for every kind in ``KINDS`` observed at N
+    (a kind with count 0 is not logged). The counts are torchmetrics states summed across ranks,
+    so the numbers equal a one-process run.
+
+    At test end (global rank 0) it writes ``REPORT_FILES`` atomically to ``out_dir`` (default: the
+    logger's ``log_dir``) and, with a ``TensorBoardLogger``, adds the table as text and the two
+    figures. ``table()`` returns the latest table as markdown text.
+
+    Args:
+        n_writes_values: every N that may be evaluated (default: the card's ``ALLOWED_N``).
+        out_dir: folder for the test reports; ``None`` = ``trainer.log_dir``.
+        write_reports: set False to only log metrics.
+
+    Raises:
+        ValueError: an evaluation step that does not return the contract-4 dict, or an N outside
+            ``n_writes_values``.
+    """
+
+    def __init__(
+        self,
+        n_writes_values: Sequence[int] = ALLOWED_N,
+        out_dir: str | None = None,
+        write_reports: bool = True,
+    ) -> None:
+        super().__init__()
+        self.n_writes_values = check_n_writes_values(n_writes_values)
+        self.out_dir = out_dir
+        self.write_reports = write_reports
+        self.val_counts = AnswerTypeCounts(self.n_writes_values)
+        self.test_counts = AnswerTypeCounts(self.n_writes_values)
+        self.val_report: AccuracyReport | None = None
+        self.test_report: AccuracyReport | None = None
+        self.report_paths: list[str] = []
+
+    def table(self) -> str:
+        """The markdown table of the latest test pass (else the latest validation pass).
+
+        Raises:
+            RuntimeError: nothing has been evaluated yet.
+        """
+        report = self.test_report or self.val_report
+        if report is None:
+            raise RuntimeError("AnswerTypeAccuracy has no results yet: run validate or test first")
+        return accuracy_table(report)
+
+    @staticmethod
+    def _start(metric: AnswerTypeCounts, pl_module: pl.LightningModule) -> None:
+        metric.reset()
+        metric.to(pl_module.device)
+
+    def _finish(self, metric: AnswerTypeCounts, pl_module: pl.LightningModule, prefix: str) -> AccuracyReport:
+        report = AccuracyReport.from_counts(metric.n_writes_values, metric.compute(), metric.age_bin_upper)
+        acc = report.accuracy
+        for i, n in enumerate(report.n_writes):
+            for k, kind in enumerate(KINDS):
+                if report.count[i, k] > 0:
+                    pl_module.log(
+                        f"{prefix}/acc/{kind}/n{n}",
+                        float(acc[i, k]),
+                        on_step=False,
+                        on_epoch=True,
+                        batch_size=1,
+                        add_dataloader_idx=False,
+                    )
+        return report
+
+    def on_validation_epoch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        self._start(self.val_counts, pl_module)
+
+    def on_validation_batch_end(
+        self, trainer: pl.Trainer, pl_module: pl.LightningModule, outputs: Any, batch: Any, batch_idx: int, dataloader_idx: int = 0
+    ) -> None:
+        self.val_counts.update_from_outputs(outputs, "validation")
+
+    def on_validation_epoch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        self.val_report = self._finish(self.val_counts, pl_module, "val")
+
+    def on_test_epoch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        self._start(self.test_counts, pl_module)
+
+    def on_test_batch_end(
+        self, trainer: pl.Trainer, pl_module: pl.LightningModule, outputs: Any, batch: Any, batch_idx: int, dataloader_idx: int = 0
+    ) -> None:
+        self.test_counts.update_from_outputs(outputs, "test")
+
+    def on_test_epoch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        self.test_report = self._finish(self.test_counts, pl_module, "test")
+        if self.write_reports and trainer.is_global_zero:
+            if not self.test_report.n_writes:
+                rank_zero_warn("AnswerTypeAccuracy: the test pass had no supervised positions; no report written")
+                return
+            self.report_paths = self._write(trainer, self.test_report)
+
+    def _write(self, trainer: pl.Trainer, report: AccuracyReport) -> list[str]:
+        out = report_dir(trainer, self.out_dir)
+        table = accuracy_table(report)
+        paths = [
+            write_text_atomic(out / REPORT_FILES[0], table),
+            write_text_atomic(out / REPORT_FILES[1], accuracy_csv(report)),
+            write_text_atomic(out / REPORT_FILES[2], age_accuracy_csv(report)),
+        ]
+        figures = {"accuracy_vs_n_writes": plot_accuracy_vs_n_writes(report), "accuracy_vs_key_age": plot_accuracy_vs_key_age(report)}
+        for name, fig in figures.items():
+            paths.append(save_figure_atomic(fig, out / f"{name}.png"))
+        for experiment in tensorboard_experiments(trainer):
+            experiment.add_text("test/answer_type_accuracy", table, global_step=trainer.global_step)
+            for name, fig in figures.items():
+                experiment.add_figure(f"test/{name}", fig, global_step=trainer.global_step, close=False)
+            experiment.flush()
+        return [str(p) for p in paths]

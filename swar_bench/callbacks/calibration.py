@@ -1,0 +1,306 @@
+"""Does the model know what it forgot? Self-knowledge correlation and expected calibration error.
+
+Self-knowledge correlation (referee card, seed 001, "Calibrated forgetting curves"): across the
+evaluated lengths, the Pearson correlation between how much the model forgot (1 - accuracy over
+all answer tokens at N) and how surprised it says it was (the mean answer-token cross-entropy at
+N). Near +1: it knows when it is failing; near 0: confidently wrong.
+
+Expected calibration error (Guo et al. 2017, "On Calibration of Modern Neural Networks"): the
+answer tokens' top-1 confidences are binned into ``n_bins`` equal-width bins and
+``ECE = sum_b |correct_b - confidence_sum_b| / total``. The binning is torchmetrics'
+``calibration_error`` rule (``torch.bucketize(conf, linspace(0, 1, n_bins + 1), right=True) - 1``,
+so a confidence of exactly 1.0 has a slot of its own); the states here are per-bin sums instead
+of every confidence, so memory does not grow with N and ranks reduce by summation.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+import lightning.pytorch as pl
+import numpy as np
+import torch
+from lightning.pytorch.callbacks import Callback
+from lightning.pytorch.utilities import rank_zero_info, rank_zero_warn
+from torchmetrics import Metric
+
+from swar_bench.callbacks.answer_type_accuracy import check_eval_outputs, check_n_writes_values
+from swar_bench.callbacks.reporting import (
+    MISSING,
+    markdown_table,
+    report_dir,
+    tensorboard_experiments,
+    write_text_atomic,
+)
+from swar_bench.tasks.passkey_swar import ALLOWED_N
+
+N_BINS = 15
+"""Equal-width confidence bins for the ECE (Guo et al. 2017 use 15)."""
+
+CALIBRATION_OUTPUT_KEYS = ("pred", "target", "loss", "confidence", "n_writes")
+
+
+@dataclass(frozen=True)
+class Correlation:
+    """A Pearson correlation, or NaN with the reason it is undefined."""
+
+    value: float
+    reason: str | None = None
+
+
+def self_knowledge_correlation(error_rate: Sequence[float], mean_loss: Sequence[float]) -> Correlation:
+    """Pearson correlation of ``error_rate`` (1 - accuracy, one per N) and ``mean_loss`` (nats per
+    answer token, one per N), from the referee card (seed 001, "Calibrated forgetting curves").
+
+    Returns:
+        ``Correlation(value)``, or ``Correlation(nan, reason)`` when fewer than 2 N were evaluated
+        or either sequence has zero variance (the coefficient is then undefined).
+
+    Raises:
+        ValueError: the two sequences differ in length or hold non-finite values.
+    """
+    err = np.asarray(error_rate, dtype=np.float64)
+    loss = np.asarray(mean_loss, dtype=np.float64)
+    if err.shape != loss.shape or err.ndim != 1:
+        raise ValueError(f"error_rate has shape {err.shape} and mean_loss {loss.shape}: expected two 1-D sequences of one length")
+    if not (np.isfinite(err).all() and np.isfinite(loss).all()):
+        raise ValueError(f"error_rate={err.tolist()} / mean_loss={loss.tolist()}: expected finite numbers")
+    if err.size < 2:
+        return Correlation(math.nan, f"{err.size} evaluated N: the correlation needs at least 2")
+    de, dl = err - err.mean(), loss - loss.mean()
+    if not de.any():
+        return Correlation(math.nan, f"the error rate is {err[0]:.6g} at every N (zero variance)")
+    if not dl.any():
+        return Correlation(math.nan, f"the mean answer loss is {loss[0]:.6g} at every N (zero variance)")
+    return Correlation(float(np.dot(de, dl) / math.sqrt(float(np.dot(de, de)) * float(np.dot(dl, dl)))))
+
+
+def expected_calibration_error(bin_count: np.ndarray, bin_confidence: np.ndarray, bin_correct: np.ndarray) -> float:
+    """L1 ECE from per-bin sums: ``sum_b |correct_b - confidence_b| / sum_b count_b``; NaN when
+    the bins are empty. Inputs ``[n_bins + 1]``: token counts, summed confidences, correct tokens."""
+    total = float(np.sum(bin_count))
+    if total == 0:
+        return math.nan
+    return float(np.abs(np.asarray(bin_correct, np.float64) - np.asarray(bin_confidence, np.float64)).sum() / total)
+
+
+class CalibrationCounts(Metric):
+    """Per-N sums of answer tokens, correct tokens, answer loss and confidence bins.
+
+    Args:
+        n_writes_values: every N that may be evaluated (default: the card's ``ALLOWED_N``).
+        n_bins: equal-width confidence bins of the ECE (default 15).
+
+    States (summed across ranks): ``count`` / ``correct`` ``int64[n_N]``, ``loss_sum``
+    ``float64[n_N]`` (nats), ``bin_count`` / ``bin_correct`` ``int64[n_N, n_bins + 1]``,
+    ``bin_confidence`` ``float64[n_N, n_bins + 1]``. ``compute()`` returns them in a dict.
+
+    Raises:
+        ValueError: bad arguments; in ``update``, an N outside ``n_writes_values``, mismatched
+            shapes, or confidences outside [0, 1].
+    """
+
+    full_state_update = False
+    is_differentiable = False
+    higher_is_better = False
+
+    def __init__(self, n_writes_values: Sequence[int] = ALLOWED_N, n_bins: int = N_BINS, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.n_writes_values = check_n_writes_values(n_writes_values)
+        if isinstance(n_bins, bool) or int(n_bins) != n_bins or n_bins < 1:
+            raise ValueError(f"n_bins={n_bins!r}: expected an integer >= 1")
+        self.n_bins = int(n_bins)
+        self._n_index = {n: i for i, n in enumerate(self.n_writes_values)}
+        rows = len(self.n_writes_values)
+        self.add_state("count", default=torch.zeros(rows, dtype=torch.int64), dist_reduce_fx="sum")
+        self.add_state("correct", default=torch.zeros(rows, dtype=torch.int64), dist_reduce_fx="sum")
+        self.add_state("loss_sum", default=torch.zeros(rows, dtype=torch.float64), dist_reduce_fx="sum")
+        for name, dtype in (("bin_count", torch.int64), ("bin_correct", torch.int64), ("bin_confidence", torch.float64)):
+            self.add_state(name, default=torch.zeros(rows, self.n_bins + 1, dtype=dtype), dist_reduce_fx="sum")
+
+    def update(self, pred: torch.Tensor, target: torch.Tensor, loss: torch.Tensor, confidence: torch.Tensor, n_writes: int) -> None:
+        """Add one evaluation batch (contract 4): ``pred`` / ``target`` int64 ``[M]``, ``loss``
+        float ``[M]`` per-token cross-entropy (nats), ``confidence`` float ``[M]`` softmax
+        probability of ``pred``; ``n_writes`` the batch's N."""
+        if int(n_writes) not in self._n_index:
+            raise ValueError(f"n_writes={n_writes!r}: expected one of {list(self.n_writes_values)}")
+        i = self._n_index[int(n_writes)]
+        tensors = (pred, target, loss, confidence)
+        if any(t.dim() != 1 or t.shape != pred.shape for t in tensors):
+            raise ValueError(f"pred/target/loss/confidence shapes {[tuple(t.shape) for t in tensors]}: expected 1-D tensors of one length M")
+        if confidence.numel() and bool(((confidence < 0) | (confidence > 1)).any()):
+            raise ValueError("confidence outside [0, 1]: expected the softmax probability of the predicted token")
+        correct = pred == target
+        conf = confidence.detach().to(torch.float64)
+        self.count[i] += pred.numel()
+        self.correct[i] += correct.sum()
+        self.loss_sum[i] += loss.detach().to(torch.float64).sum()
+        edges = torch.linspace(0, 1, self.n_bins + 1, dtype=torch.float64, device=conf.device)
+        bins = torch.bucketize(conf, edges, right=True) - 1
+        self.bin_count[i] += torch.bincount(bins, minlength=self.n_bins + 1)
+        self.bin_correct[i] += torch.bincount(bins[correct], minlength=self.n_bins + 1)
+        self.bin_confidence[i] += torch.bincount(bins, weights=conf, minlength=self.n_bins + 1)
+
+    def update_from_outputs(self, outputs: Mapping[str, Any], stage: str = "validation") -> None:
+        """``update`` from an evaluation step's outputs dict (contract 4)."""
+        outputs = check_eval_outputs(outputs, CALIBRATION_OUTPUT_KEYS, stage)
+        self.update(outputs["pred"], outputs["target"], outputs["loss"], outputs["confidence"], int(outputs["n_writes"]))
+
+    def compute(self) -> dict[str, torch.Tensor]:
+        names = ("count", "correct", "loss_sum", "bin_count", "bin_correct", "bin_confidence")
+        return {name: getattr(self, name).clone() for name in names}
+
+
+@dataclass(frozen=True)
+class CalibrationReport:
+    """Per-N accuracy, mean answer loss and ECE, and the self-knowledge correlation across N.
+
+    Attributes:
+        n_writes: the evaluated N (ascending; only N with answer tokens).
+        count: answer tokens per N. accuracy, mean_loss (nats), ece: ``float64`` per N.
+        correlation: ``self_knowledge_correlation(1 - accuracy, mean_loss)``.
+    """
+
+    n_writes: tuple[int, ...]
+    count: np.ndarray
+    accuracy: np.ndarray
+    mean_loss: np.ndarray
+    ece: np.ndarray
+    correlation: Correlation
+
+    @classmethod
+    def from_counts(cls, n_writes_values: Sequence[int], counts: Mapping[str, torch.Tensor]) -> "CalibrationReport":
+        """Build the report from ``CalibrationCounts.compute()``."""
+        a = {k: v.detach().cpu().numpy() for k, v in counts.items()}
+        keep = a["count"] > 0
+        count = a["count"][keep].astype(np.int64)
+        accuracy = a["correct"][keep] / count
+        mean_loss = a["loss_sum"][keep] / count
+        ece = np.array(
+            [
+                expected_calibration_error(c, f, k)
+                for c, f, k in zip(a["bin_count"][keep], a["bin_confidence"][keep], a["bin_correct"][keep])
+            ],
+            dtype=np.float64,
+        )
+        return cls(
+            n_writes=tuple(int(n) for n, k in zip(n_writes_values, keep) if k),
+            count=count,
+            accuracy=accuracy.astype(np.float64),
+            mean_loss=mean_loss.astype(np.float64),
+            ece=ece,
+            correlation=self_knowledge_correlation(1.0 - accuracy, mean_loss),
+        )
+
+
+def calibration_table(report: CalibrationReport) -> str:
+    """Markdown table (N, answer tokens, accuracy, mean answer loss, ECE) and the correlation line."""
+    rows = [
+        [f"n{n}", str(int(c)), f"{a:.4f}", f"{l:.4f}", f"{e:.4f}"]
+        for n, c, a, l, e in zip(report.n_writes, report.count, report.accuracy, report.mean_loss, report.ece)
+    ]
+    table = markdown_table(["n_writes", "answer tokens", "accuracy", "mean answer loss (nats)", "ECE"], rows)
+    corr = report.correlation
+    value = f"{corr.value:.4f}" if math.isfinite(corr.value) else f"{MISSING} ({corr.reason})"
+    return table + f"\nself-knowledge correlation: {value}\n"
+
+
+def calibration_csv(report: CalibrationReport) -> str:
+    """CSV ``n_writes,count,accuracy,mean_loss,ece`` (one line per N)."""
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(["n_writes", "count", "accuracy", "mean_loss", "ece"])
+    for n, c, a, l, e in zip(report.n_writes, report.count, report.accuracy, report.mean_loss, report.ece):
+        writer.writerow([n, int(c), f"{a:.6f}", f"{l:.6f}", f"{e:.6f}"])
+    return buf.getvalue()
+
+
+CALIBRATION_FILES = ("calibration.md", "calibration.csv")
+"""Files ``Calibration`` writes at test end, in its report folder."""
+
+
+class Calibration(Callback):
+    """Self-knowledge correlation and per-N expected calibration error of the answer tokens.
+
+    Consumes the evaluation step outputs (contract 4: ``pred``, ``target``, ``loss``,
+    ``confidence``, ``n_writes``); logs ``val/ece/n<N>`` / ``test/ece/n<N>`` per evaluated N and
+    ``val/self_knowledge_correlation`` / ``test/self_knowledge_correlation`` (NaN, with the reason
+    printed once, when fewer than 2 N were evaluated or a side has zero variance). At test end
+    (global rank 0) writes ``CALIBRATION_FILES`` atomically to ``out_dir`` (default: the logger's
+    ``log_dir``) and adds the table to TensorBoard as text.
+
+    Args:
+        n_writes_values: every N that may be evaluated (default: the card's ``ALLOWED_N``).
+        n_bins: confidence bins of the ECE (default 15).
+        out_dir: folder for the test reports; ``None`` = ``trainer.log_dir``.
+        write_reports: set False to only log metrics.
+    """
+
+    def __init__(
+        self,
+        n_writes_values: Sequence[int] = ALLOWED_N,
+        n_bins: int = N_BINS,
+        out_dir: str | None = None,
+        write_reports: bool = True,
+    ) -> None:
+        super().__init__()
+        self.val_counts = CalibrationCounts(n_writes_values, n_bins)
+        self.test_counts = CalibrationCounts(n_writes_values, n_bins)
+        self.out_dir = out_dir
+        self.write_reports = write_reports
+        self.val_report: CalibrationReport | None = None
+        self.test_report: CalibrationReport | None = None
+        self.report_paths: list[str] = []
+
+    def _finish(self, metric: CalibrationCounts, pl_module: pl.LightningModule, prefix: str) -> CalibrationReport:
+        report = CalibrationReport.from_counts(metric.n_writes_values, metric.compute())
+        log = dict(on_step=False, on_epoch=True, batch_size=1, add_dataloader_idx=False)
+        for n, ece in zip(report.n_writes, report.ece):
+            pl_module.log(f"{prefix}/ece/n{n}", float(ece), **log)
+        if report.n_writes:
+            pl_module.log(f"{prefix}/self_knowledge_correlation", report.correlation.value, **log)
+            if report.correlation.reason is not None:
+                rank_zero_info(f"{prefix}/self_knowledge_correlation is NaN: {report.correlation.reason}")
+        return report
+
+    def on_validation_epoch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        self.val_counts.reset()
+        self.val_counts.to(pl_module.device)
+
+    def on_validation_batch_end(
+        self, trainer: pl.Trainer, pl_module: pl.LightningModule, outputs: Any, batch: Any, batch_idx: int, dataloader_idx: int = 0
+    ) -> None:
+        self.val_counts.update_from_outputs(outputs, "validation")
+
+    def on_validation_epoch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        self.val_report = self._finish(self.val_counts, pl_module, "val")
+
+    def on_test_epoch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        self.test_counts.reset()
+        self.test_counts.to(pl_module.device)
+
+    def on_test_batch_end(
+        self, trainer: pl.Trainer, pl_module: pl.LightningModule, outputs: Any, batch: Any, batch_idx: int, dataloader_idx: int = 0
+    ) -> None:
+        self.test_counts.update_from_outputs(outputs, "test")
+
+    def on_test_epoch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        self.test_report = self._finish(self.test_counts, pl_module, "test")
+        if not (self.write_reports and trainer.is_global_zero):
+            return
+        if not self.test_report.n_writes:
+            rank_zero_warn("Calibration: the test pass had no answer tokens; no report written")
+            return
+        out = report_dir(trainer, self.out_dir)
+        table = calibration_table(self.test_report)
+        self.report_paths = [
+            str(write_text_atomic(out / CALIBRATION_FILES[0], table)),
+            str(write_text_atomic(out / CALIBRATION_FILES[1], calibration_csv(self.test_report))),
+        ]
+        for experiment in tensorboard_experiments(trainer):
+            experiment.add_text("test/calibration", table, global_step=trainer.global_step)
+            experiment.flush()

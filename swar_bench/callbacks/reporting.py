@@ -1,0 +1,78 @@
+"""Where the callbacks' reports go and how they get there: atomic files, TensorBoard, table cells.
+
+Shared by ``AnswerTypeAccuracy`` and ``Calibration``. Every file is written to a temporary file
+in the target folder and renamed over the target (``os.replace``), so a reader never sees a
+half-written table or figure, and a crash leaves the previous version in place.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Callable
+
+import lightning.pytorch as pl
+from lightning.pytorch.loggers import TensorBoardLogger
+
+MISSING = "—"
+"""Table cell for a quantity with no observations (e.g. stale queries at n32, card "Answer rule")."""
+
+
+def _write_atomic(path: Path, write: Callable[[Any], None], mode: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, mode) as handle:
+            write(handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
+    """Write ``text`` (UTF-8) to ``path`` through a temporary file and a rename; returns the path."""
+    path = Path(path)
+    _write_atomic(path, lambda handle: handle.write(text), "w")
+    return path
+
+
+def save_figure_atomic(figure: Any, path: str | os.PathLike, dpi: int = 120) -> Path:
+    """Save a matplotlib ``Figure`` as PNG to ``path`` through a temporary file and a rename."""
+    path = Path(path)
+    _write_atomic(path, lambda handle: figure.savefig(handle, format="png", dpi=dpi), "wb")
+    return path
+
+
+def report_dir(trainer: pl.Trainer, out_dir: str | os.PathLike | None) -> Path:
+    """``out_dir`` when given, else the logger's ``log_dir`` (``trainer.log_dir``; the Trainer's
+    ``default_root_dir`` without a logger)."""
+    if out_dir is not None:
+        return Path(out_dir)
+    log_dir = trainer.log_dir
+    return Path(log_dir if log_dir is not None else trainer.default_root_dir)
+
+
+def tensorboard_experiments(trainer: pl.Trainer) -> list[Any]:
+    """The ``SummaryWriter`` of every ``TensorBoardLogger`` attached to ``trainer`` (may be empty)."""
+    return [logger.experiment for logger in trainer.loggers if isinstance(logger, TensorBoardLogger)]
+
+
+def format_fraction(value: float, count: int, digits: int = 3) -> str:
+    """``"0.953 (512)"``, or ``"— (0)"`` when nothing was observed (``count == 0`` or NaN)."""
+    if count == 0 or not math.isfinite(value):
+        return f"{MISSING} ({count})"
+    return f"{value:.{digits}f} ({count})"
+
+
+def markdown_table(header: list[str], rows: list[list[str]]) -> str:
+    """A GitHub-flavoured markdown table (first column left-aligned, the others right-aligned)."""
+    align = [":---"] + ["---:"] * (len(header) - 1)
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(align) + " |"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"

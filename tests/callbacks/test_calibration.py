@@ -1,0 +1,123 @@
+"""Calibration: self-knowledge correlation and ECE against hand-computed values."""
+
+from __future__ import annotations
+
+import math
+
+import lightning.pytorch as pl
+import numpy as np
+import pytest
+import torch
+from torchmetrics.classification import BinaryCalibrationError
+
+from swar_bench.callbacks import Calibration, CalibrationCounts, CalibrationReport, self_knowledge_correlation
+from swar_bench.callbacks.calibration import CALIBRATION_FILES
+
+from .fakes import EvalOutputsModule, eval_loader, eval_outputs, random_outputs
+
+
+def test_pearson_by_hand():
+    # errors e = (0, .5, .75), losses l = (.1, 1, 2): sum(de*dl) = 17/24,
+    # sum(de^2) = 7/24, sum(dl^2) = 271/150 -> r = (17/24) / sqrt(7/24 * 271/150).
+    corr = self_knowledge_correlation([0.0, 0.5, 0.75], [0.1, 1.0, 2.0])
+    assert corr.reason is None
+    assert corr.value == pytest.approx(0.9757875, abs=1e-7)
+    assert corr.value == pytest.approx(np.corrcoef([0.0, 0.5, 0.75], [0.1, 1.0, 2.0])[0, 1], abs=1e-12)
+    assert self_knowledge_correlation([0.0, 1.0], [2.0, 1.0]).value == pytest.approx(-1.0)
+
+
+@pytest.mark.parametrize(
+    "err, loss, reason",
+    [
+        ([0.2], [1.0], "1 evaluated N"),
+        ([], [], "0 evaluated N"),
+        ([0.0, 0.0, 0.0], [0.1, 0.2, 0.3], "error rate is 0 at every N"),
+        ([0.1, 0.2], [0.7, 0.7], "mean answer loss is 0.7 at every N"),
+    ],
+)
+def test_pearson_undefined_is_nan_with_a_reason(err, loss, reason):
+    corr = self_knowledge_correlation(err, loss)
+    assert math.isnan(corr.value) and reason in corr.reason
+
+
+def test_pearson_refuses_mismatched_inputs():
+    with pytest.raises(ValueError, match="one length"):
+        self_knowledge_correlation([0.1, 0.2], [1.0])
+
+
+def _ece_batch():
+    # confidences 0.95 (bin 14), 0.95, 0.25 (bin 3), 1.0 (its own slot); correct 1, 0, 0, 1.
+    # ECE = (|1 - 1.9| + |0 - 0.25| + |1 - 1.0|) / 4 = 0.2875.
+    return eval_outputs(
+        32,
+        [
+            (0, "ar_valid", 1, True, 0.95, 0.1),
+            (0, "ar_valid", 1, False, 0.95, 3.0),
+            (0, "passkey", -1, False, 0.25, 2.0),
+            (0, "passkey", -1, True, 1.0, 0.0),
+        ],
+        batch_size=1,
+    )
+
+
+def test_ece_by_hand_and_per_n_report():
+    metric = CalibrationCounts()
+    metric.update_from_outputs(_ece_batch())
+    # n64: all correct at confidence 0.5 -> ECE 0.5; accuracy 1; mean loss 0.5.
+    metric.update_from_outputs(eval_outputs(64, [(0, "ar_valid", 1, True, 0.5, 0.5)] * 3, batch_size=1))
+    report = CalibrationReport.from_counts(metric.n_writes_values, metric.compute())
+    assert report.n_writes == (32, 64)
+    np.testing.assert_array_equal(report.count, [4, 3])
+    np.testing.assert_allclose(report.ece, [0.2875, 0.5], atol=1e-7)
+    np.testing.assert_allclose(report.accuracy, [0.5, 1.0])
+    np.testing.assert_allclose(report.mean_loss, [5.1 / 4, 0.5], atol=1e-7)
+    # errors (0.5, 0), losses (1.275, 0.5): two points on a rising line.
+    assert report.correlation.value == pytest.approx(1.0)
+
+
+def test_ece_equals_torchmetrics_binary_calibration_error():
+    g = torch.Generator().manual_seed(7)
+    metric = CalibrationCounts(n_bins=15)
+    reference = BinaryCalibrationError(n_bins=15, norm="l1")
+    for _ in range(5):
+        out = random_outputs(g, 128, batch_size=3, per_row=10)
+        metric.update_from_outputs(out)
+        reference.update(out["confidence"], (out["pred"] == out["target"]).long())
+    report = CalibrationReport.from_counts(metric.n_writes_values, metric.compute())
+    assert report.ece[0] == pytest.approx(float(reference.compute()), abs=1e-6)
+
+
+def test_confidence_outside_unit_interval_is_refused():
+    out = _ece_batch()
+    out["confidence"][0] = 1.5
+    with pytest.raises(ValueError, match=r"confidence outside \[0, 1\]"):
+        CalibrationCounts().update_from_outputs(out)
+
+
+def test_lightning_logs_ece_and_correlation_and_writes_files(tmp_path):
+    callback = Calibration(out_dir=str(tmp_path / "reports"))
+    trainer = pl.Trainer(
+        accelerator="cpu", logger=False, callbacks=[callback], enable_checkpointing=False, enable_progress_bar=False,
+        enable_model_summary=False,
+    )
+    n64 = eval_outputs(64, [(0, "ar_valid", 1, True, 0.5, 0.5)] * 3, batch_size=1)
+    trainer.validate(EvalOutputsModule(), eval_loader([_ece_batch()]), verbose=False)
+    logged = trainer.logged_metrics
+    assert set(logged) == {"val/ece/n32", "val/self_knowledge_correlation"}
+    assert float(logged["val/ece/n32"]) == pytest.approx(0.2875)
+    assert math.isnan(float(logged["val/self_knowledge_correlation"]))  # one N only
+    assert "1 evaluated N" in callback.val_report.correlation.reason
+
+    trainer.test(EvalOutputsModule(), eval_loader([_ece_batch(), n64]), verbose=False)
+    logged = trainer.logged_metrics
+    assert set(logged) == {"test/ece/n32", "test/ece/n64", "test/self_knowledge_correlation"}
+    assert float(logged["test/ece/n64"]) == pytest.approx(0.5)
+    assert float(logged["test/self_knowledge_correlation"]) == pytest.approx(1.0)
+    assert sorted(p.name for p in (tmp_path / "reports").iterdir()) == sorted(CALIBRATION_FILES)
+    csv_text = (tmp_path / "reports" / "calibration.csv").read_text()
+    assert csv_text.splitlines() == [
+        "n_writes,count,accuracy,mean_loss,ece",
+        "32,4,0.500000,1.275000,0.287500",
+        "64,3,1.000000,0.500000,0.500000",
+    ]
+    assert "self-knowledge correlation: 1.0000" in (tmp_path / "reports" / "calibration.md").read_text()
