@@ -148,7 +148,7 @@ class LengthCurriculum(Callback):
             raise RuntimeError("LengthCurriculum.n_params is unset: it is read from the module at fit start")
         flops = 6.0 * self.n_params * float(tokens)
         self.flops_spent += flops
-        self._flops_per_expected_token = flops / self._expected_tokens[arm]
+        self._flops_per_expected_token = flops / float(self._expected_tokens[arm])
         if self.ledger is not None:
             # Pay what the share still holds: an estimate that fell short must not crash training;
             # the arm is then empty and masked from now on.
