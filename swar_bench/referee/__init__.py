@@ -1,0 +1,44 @@
+"""E7, the long-context referee: probe suites, train-then-probe, calibration, matched FLOPs and state bytes.
+
+``evaluate(mechanism, ranges=..., state_budget_bytes=..., seed=...)`` returns a JSON-ready dict;
+``comparison_table({name: result})`` puts results side by side (refusing unmatched ones);
+``swar-bench referee --config configs/referee/<name>.yaml`` runs it from a config.
+See ``docs/REFEREE.md``.
+"""
+
+from swar_bench.referee.bandit import FlopLedger, ThompsonBernoulli
+from swar_bench.referee.evaluate import (
+    PROTOCOL_KEYS,
+    SCHEMA,
+    evaluate,
+    length_curriculum,
+    self_knowledge_correlation,
+    solved_threshold,
+)
+from swar_bench.referee.suites import (
+    DEFAULT_VOCAB,
+    copy_suite,
+    markov_suite,
+    multi_hop_suite,
+    needle_suite,
+)
+from swar_bench.referee.table import comparison_table
+from swar_bench.referee.train import train_tbptt
+
+__all__ = [
+    "DEFAULT_VOCAB",
+    "PROTOCOL_KEYS",
+    "SCHEMA",
+    "FlopLedger",
+    "ThompsonBernoulli",
+    "comparison_table",
+    "copy_suite",
+    "evaluate",
+    "length_curriculum",
+    "markov_suite",
+    "multi_hop_suite",
+    "needle_suite",
+    "self_knowledge_correlation",
+    "solved_threshold",
+    "train_tbptt",
+]

@@ -1,0 +1,115 @@
+"""``swar-bench referee``: run ``evaluate`` from a config, or compare saved results.
+
+    swar-bench referee --config configs/referee/quick.yaml [--out DIR] [--seed N ...]
+    swar-bench referee compare A.json B.json [--names a b] [--plot curve.png]
+
+The config is a jsonargparse file: ``mechanism`` as ``class_path`` / ``init_args`` plus every
+keyword argument of ``evaluate``; ``--out`` is the folder that receives ``result.json`` and
+``forgetting_curve.png`` (both written atomically). The table is printed to stdout. The mechanism
+is built after ``torch.manual_seed(init_seed)`` (default: ``seed``), so a config names one result.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Optional
+
+import torch
+
+from swar_bench.referee.evaluate import evaluate
+from swar_bench.referee.report import plot_forgetting_curve, read_json, write_json
+from swar_bench.referee.table import comparison_table
+
+PROG = "swar-bench referee"
+
+
+def build_parser():
+    """The jsonargparse parser of ``swar-bench referee`` (config file, mechanism, evaluate's arguments)."""
+    from jsonargparse import ActionConfigFile, ArgumentParser
+
+    parser = ArgumentParser(prog=PROG, description="E7 long-context referee: train-then-probe at every range.",
+                            exit_on_error=False)
+    parser.add_argument("--config", action=ActionConfigFile, help="YAML config (mechanism + evaluate arguments).")
+    parser.add_argument("--mechanism", type=torch.nn.Module, required=True,
+                        help="The mechanism: class_path (e.g. swar_bench.mechanisms.GRU) and init_args.")
+    parser.add_function_arguments(evaluate, skip={"mechanism"})
+    parser.add_argument("--init_seed", type=Optional[int], default=None,
+                        help="torch.manual_seed before building the mechanism (default: seed).")
+    parser.add_argument("--out", type=str, default="runs/referee", help="Output folder for result.json and the PNG.")
+    parser.add_argument("--name", type=Optional[str], default=None, help="Name of the mechanism in the table.")
+    return parser
+
+
+def _error(message: str) -> int:
+    first = str(message).strip().splitlines()[0] if str(message).strip() else "invalid arguments"
+    print(f"{PROG}: error: {first}", file=sys.stderr)
+    return 2
+
+
+def _run(argv: list[str]) -> int:
+    parser = build_parser()
+    try:
+        cfg = parser.parse_args(argv)
+    except SystemExit as e:  # --help
+        return int(e.code or 0)
+    except Exception as e:  # jsonargparse reports bad configs as ArgumentError / ValueError
+        return _error(e)
+    seed = cfg.seed
+    torch.manual_seed(cfg.init_seed if cfg.init_seed is not None else seed)
+    try:
+        mechanism = parser.instantiate_classes(cfg).mechanism
+    except Exception as e:
+        return _error(f"could not build the mechanism {cfg.mechanism.class_path}: {e}")
+    kwargs = {k: v for k, v in vars(cfg).items()
+              if k not in ("config", "mechanism", "init_seed", "out", "name", "__path__")}
+    kwargs = {k: (list(v) if isinstance(v, tuple) else v) for k, v in kwargs.items()}
+    try:
+        result = evaluate(mechanism, **kwargs)
+    except ValueError as e:
+        return _error(e)
+    out = Path(cfg.out)
+    name = cfg.name or type(mechanism).__name__
+    result_path = write_json(result, out / "result.json")
+    plot_path = plot_forgetting_curve({name: result}, out / "forgetting_curve.png")
+    print(comparison_table({name: result}))
+    print(f"\nwrote {result_path} and {plot_path}")
+    return 0
+
+
+def _compare(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog=f"{PROG} compare", description="Compare saved referee results.")
+    parser.add_argument("results", nargs="+", help="result.json files written by `swar-bench referee`.")
+    parser.add_argument("--names", nargs="+", default=None, help="One name per result (default: file's folder).")
+    parser.add_argument("--plot", default=None, help="Also draw the forgetting curves into this PNG.")
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:
+        return int(e.code or 0)
+    names = args.names or [Path(p).parent.name or Path(p).stem for p in args.results]
+    if len(names) != len(args.results):
+        return _error(f"--names has {len(names)} entries: expected one per result ({len(args.results)})")
+    if len(set(names)) != len(names):
+        return _error(f"names {names}: expected distinct names (pass --names)")
+    try:
+        named = {n: read_json(p) for n, p in zip(names, args.results)}
+        table = comparison_table(named)
+    except ValueError as e:
+        return _error(e)
+    print(table)
+    if args.plot:
+        print(f"\nwrote {plot_forgetting_curve(named, args.plot)}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``swar-bench referee``; returns the exit status (0 ok, 2 bad input)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "compare":
+        return _compare(argv[1:])
+    return _run(argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,538 @@
+"""E7, the long-context referee: train briefly on each probe suite at each range, then probe held-out instances.
+
+Source: the E7 referee card (seed 001). What it keeps: needle / copy / multi-hop probes at controlled
+distances and the Markov-permutation perplexity stream; train-then-probe by truncated BPTT; the
+loss-threshold "solved" proxy (probe loss < 0.5 * ln(vocab)); the self-knowledge correlation;
+FLOPs = 6 * n_params * tokens; state bytes at the largest range against a budget; a Thompson-sampling
+length curriculum rationed by a FLOP ledger. What it adds: a fresh copy of the mechanism and
+optimizer per (suite, range) cell; the training loss only on supervised (probe) positions;
+held-out instances from seeds disjoint from training; exact argmax accuracy for every mechanism
+that returns logits; FLOPs counted from the tokens actually processed (forward-only tokens at
+2 * n_params, see ``train.py``); chunked streaming so ranges up to 1e6 tokens run in constant memory.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+
+from swar_bench.mechanisms.protocol import measure_state_bytes
+from swar_bench.referee.bandit import FlopLedger, ThompsonBernoulli
+from swar_bench.referee.suites import (
+    DEFAULT_VOCAB,
+    MIN_VOCAB,
+    SUITE_NAMES,
+    make_batch,
+    markov_optimal_loss,
+    random_permutation,
+)
+from swar_bench.referee.stream import Runner, count_params, stream
+from swar_bench.referee.train import flops, train_step_tokens, train_tbptt
+
+SCHEMA = "swar_bench.referee/1"
+"""Version tag of the result dict written by ``evaluate``."""
+
+PROTOCOL_KEYS = (
+    "ranges",
+    "seed",
+    "vocab",
+    "hops",
+    "state_budget_bytes",
+    "compute_budget_flops",
+    "n_train_steps",
+    "n_eval_trials",
+    "perplexity_steps",
+    "curriculum_rounds",
+    "batch_size",
+    "tbptt_steps",
+    "resample_prob",
+)
+"""Settings that define the test itself: two results are comparable only when all of them match."""
+
+
+def solved_threshold(vocab: int) -> float:
+    """The card's "solved" proxy threshold: ``0.5 * ln(vocab)`` nats, half the uniform-guess loss."""
+    return 0.5 * math.log(vocab)
+
+
+def self_knowledge_correlation(accuracies: Sequence[float], losses: Sequence[float]) -> tuple[float, str]:
+    """Pearson correlation across ranges of "how much it forgot" (``1 - accuracy``) and its own probe loss.
+
+    Source: the E7 card, "Calibrated forgetting curves": near +1 when the mechanism is as surprised
+    as it is wrong, near 0 when it is confidently wrong.
+
+    Returns:
+        ``(r, reason)``: ``r`` in [-1, 1] and ``reason == ""``; or ``(nan, reason)`` stating why it is
+        undefined (fewer than 2 ranges, a missing or non-finite value, or a constant series, whose
+        variance is 0).
+    """
+    a = [None if v is None else float(v) for v in accuracies]
+    lo = [None if v is None else float(v) for v in losses]
+    if len(a) != len(lo):
+        raise ValueError(f"{len(a)} accuracies and {len(lo)} losses: expected one of each per range")
+    if len(a) < 2:
+        return float("nan"), f"undefined: {len(a)} range(s), a correlation needs at least 2"
+    if any(v is None or not math.isfinite(v) for v in a + lo):
+        return float("nan"), "undefined: an accuracy or loss is missing or not finite"
+    forgot = np.array([1.0 - v for v in a])
+    loss = np.array(lo)
+    if np.ptp(forgot) == 0:
+        return float("nan"), f"undefined: accuracy is the same ({a[0]:.4g}) at every range (zero variance)"
+    if np.ptp(loss) == 0:
+        return float("nan"), "undefined: probe loss is the same at every range (zero variance)"
+    r = float(np.corrcoef(forgot, loss)[0, 1])
+    return max(-1.0, min(1.0, r)), ""
+
+
+def _as_int(name: str, value: Any, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ValueError(f"{name}={value!r}: expected an integer >= {minimum}")
+    if not math.isfinite(float(value)) or int(value) != value or int(value) < minimum:
+        raise ValueError(f"{name}={value!r}: expected an integer >= {minimum}")
+    return int(value)
+
+
+def check_ranges(ranges: Sequence[float], hops: int) -> tuple[int, ...]:
+    """Ranges as strictly increasing integer distances (tokens), each >= ``max(2, 2 * hops)``.
+
+    Accepts floats with integral values (``1e3``).
+
+    Raises:
+        ValueError: empty, non-integral, too small, or not strictly increasing.
+    """
+    try:
+        values = list(ranges)
+    except TypeError:
+        raise ValueError(f"ranges={ranges!r}: expected a sequence of distances in tokens") from None
+    if not values:
+        raise ValueError("ranges=(): expected at least one distance in tokens")
+    minimum = max(2, 2 * int(hops))
+    out = tuple(_as_int(f"ranges[{i}]", v, minimum) for i, v in enumerate(values))
+    if any(b <= a for a, b in zip(out[:-1], out[1:])):
+        raise ValueError(f"ranges={list(out)}: expected strictly increasing distances")
+    return out
+
+
+def resolve_vocab(mechanism: object, vocab: int | None) -> int:
+    """The suites' alphabet: ``vocab`` if given, else the mechanism's ``vocab_size``, else ``DEFAULT_VOCAB``."""
+    if vocab is None:
+        vocab = getattr(mechanism, "vocab_size", None) or DEFAULT_VOCAB
+    return _as_int("vocab", vocab, MIN_VOCAB)
+
+
+def _pull_tokens(batch_size: int, length: int, tbptt_steps: int) -> tuple[int, int]:
+    """Tokens of one curriculum pull: a training step plus the forward re-pass that measures its effect."""
+    fwd, bwd = train_step_tokens(batch_size, length, tbptt_steps)
+    return fwd + batch_size * length, bwd
+
+
+def length_curriculum(
+    mechanism: object,
+    opt: torch.optim.Optimizer,
+    ranges: Sequence[float],
+    *,
+    vocab: int,
+    n_rounds: int,
+    compute_budget_flops: float,
+    seed: int,
+    perm: np.ndarray,
+    batch_size: int = 8,
+    tbptt_steps: int = 256,
+    chunk_size: int = 4096,
+    resample_prob: float = 0.1,
+    grad_clip: float | None = 1.0,
+) -> dict[str, Any]:
+    """Train ``mechanism`` in place on the Markov stream, choosing the length of each step by Thompson sampling.
+
+    One ``ThompsonBernoulli`` arm per range (Beta(1, 1) priors, seed ``seed``). A round: the arms
+    whose next pull the ``FlopLedger`` (``compute_budget_flops`` split evenly across arms) can still
+    pay are allowed; the chosen arm's batch (``[batch_size, range]``, curriculum split) gets one
+    ``train_tbptt`` step, then the same batch is re-streamed to measure the loss of the trained window
+    after the update. Reward (E7 card, "Length curriculum as a bandit"):
+
+        clip((loss_before - loss_after) / ln(vocab), 0, 1) / (pull_flops[arm] / min(pull_flops))
+
+    i.e. the fraction of the chance loss removed, per FLOP relative to the cheapest arm, in [0, 1].
+    Stops after ``n_rounds`` rounds or when no arm can pay.
+
+    Returns:
+        A JSON-ready dict: ``ranges``, ``rounds`` (requested), ``rounds_run``, ``stopped``
+        (``"n_rounds"`` or ``"flop ledger"``), ``history`` (per round: range, loss_before, loss_after,
+        reward), ``pulls``, ``alpha``, ``beta``, ``posterior_mean`` (per arm), ``pull_flops``,
+        ``flops_per_arm``, ``flops`` (total FLOPs spent), ``tokens_forward``, ``tokens_backward``,
+        ``budget_flops``, ``share_flops``.
+
+    Raises:
+        ValueError: bad ranges, ``n_rounds`` < 0, or a non-positive budget.
+    """
+    lengths = check_ranges(ranges, 1)
+    n_rounds = _as_int("n_rounds", n_rounds, 0)
+    n_params = count_params(mechanism)
+    bandit = ThompsonBernoulli(len(lengths), seed=seed)
+    ledger = FlopLedger(compute_budget_flops, len(lengths))
+    runner = Runner(mechanism, vocab)
+    chance = math.log(vocab)
+    pull = [_pull_tokens(batch_size, n, tbptt_steps) for n in lengths]
+    pull_flops = [flops(n_params, tokens_forward=f, tokens_backward=b) for f, b in pull]
+    cheapest = min(pull_flops)
+    history: list[dict[str, Any]] = []
+    tokens_forward = tokens_backward = 0
+    stopped = "n_rounds"
+    for rnd in range(n_rounds):
+        mask = ledger.mask(pull_flops)
+        if not any(mask):
+            stopped = "flop ledger"
+            break
+        arm = bandit.select(mask)
+        x, y = make_batch(
+            "perplexity", seed=seed, split="curriculum", distance=lengths[arm], vocab=vocab,
+            first_index=rnd * batch_size, batch_size=batch_size, perm=perm, resample_prob=resample_prob,
+        )
+        step = train_tbptt(
+            mechanism, opt, x, y, vocab=vocab, tbptt_steps=tbptt_steps, chunk_size=chunk_size, grad_clip=grad_clip
+        )
+        after = stream(runner, x, y, chunk_size=chunk_size, tail=tbptt_steps)
+        loss_after = float(after.tail_loss_sum.sum() / max(1, after.tail_n_supervised.sum()))
+        improvement = step.loss - loss_after
+        relative_cost = pull_flops[arm] / cheapest if cheapest > 0 else 1.0
+        reward = min(1.0, max(0.0, improvement / chance)) / relative_cost
+        if not math.isfinite(reward):
+            reward = 0.0
+        bandit.update(arm, reward)
+        ledger.pay(arm, pull_flops[arm])
+        tokens_forward += pull[arm][0]
+        tokens_backward += pull[arm][1]
+        history.append({"range": lengths[arm], "loss_before": step.loss, "loss_after": loss_after, "reward": reward})
+    return {
+        "ranges": list(lengths),
+        "rounds": n_rounds,
+        "rounds_run": len(history),
+        "stopped": stopped,
+        "history": history,
+        "pulls": [int(p) for p in bandit.pulls],
+        "alpha": [float(v) for v in bandit.alpha],
+        "beta": [float(v) for v in bandit.beta],
+        "posterior_mean": [float(v) for v in bandit.posterior_mean()],
+        "pull_flops": pull_flops,
+        "flops_per_arm": [float(v) for v in ledger.spent],
+        "flops": ledger.total_spent,
+        "tokens_forward": tokens_forward,
+        "tokens_backward": tokens_backward,
+        "budget_flops": ledger.budget_flops,
+        "share_flops": ledger.share_flops,
+    }
+
+
+def _optimizer(mechanism: object, lr: float) -> torch.optim.Optimizer | None:
+    params = [p for p in mechanism.parameters() if p.requires_grad] if hasattr(mechanism, "parameters") else []
+    return torch.optim.Adam(params, lr=lr) if params else None
+
+
+def _run_cell(
+    fresh: object,
+    suite: str,
+    distance: int,
+    arm: int,
+    ledger: FlopLedger | None,
+    *,
+    n_steps: int,
+    cfg: dict[str, Any],
+    perm: np.ndarray,
+    n_params: int,
+    measure_state: bool,
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """Train ``fresh`` (a copy nobody else uses) on ``suite`` at ``distance``, then probe held-out instances."""
+    vocab, B, tbptt = cfg["vocab"], cfg["batch_size"], cfg["tbptt_steps"]
+    batch_kw = dict(vocab=vocab, hops=cfg["hops"], perm=perm, resample_prob=cfg["resample_prob"])
+    length = distance if suite == "perplexity" else distance + 1
+    opt = _optimizer(fresh, cfg["lr"])
+    step_fwd, step_bwd = train_step_tokens(B, length, tbptt)
+    step_flops = flops(n_params, tokens_forward=step_fwd, tokens_backward=step_bwd)
+    train_losses: list[float] = []
+    stopped = "n_train_steps"
+    if opt is None:
+        stopped = "no trainable parameters"
+    else:
+        for i in range(n_steps):
+            if ledger is not None and not ledger.can_pay(arm, step_flops):
+                stopped = "flop ledger"
+                break
+            x, y = make_batch(suite, seed=cfg["seed"], split="train", distance=distance, first_index=i * B, batch_size=B, **batch_kw)
+            step = train_tbptt(
+                fresh, opt, x, y, vocab=vocab, tbptt_steps=tbptt, chunk_size=cfg["chunk_size"], grad_clip=cfg["grad_clip"]
+            )
+            if ledger is not None:
+                ledger.pay(arm, step_flops)
+            train_losses.append(step.loss)
+    n_trained = len(train_losses)
+
+    runner = Runner(fresh, vocab)
+    per_row_loss, per_row_correct, tail_loss, tail_n, eval_tokens = [], [], 0.0, 0, 0
+    state_info = None
+    for first in range(0, cfg["n_eval_trials"], B):
+        rows = min(B, cfg["n_eval_trials"] - first)
+        x, y = make_batch(suite, seed=cfg["seed"], split="eval", distance=distance, first_index=first, batch_size=rows, **batch_kw)
+        out = stream(runner, x, y, chunk_size=cfg["chunk_size"], tail=tbptt if suite == "perplexity" else 0)
+        per_row_loss.extend((out.loss_sum / np.maximum(out.n_supervised, 1)).tolist())
+        if out.correct is not None:
+            per_row_correct.extend((out.correct / np.maximum(out.n_supervised, 1)).tolist())
+        tail_loss += float(out.tail_loss_sum.sum())
+        tail_n += int(out.tail_n_supervised.sum())
+        eval_tokens += out.tokens
+        if measure_state and first + rows >= cfg["n_eval_trials"]:
+            measured = measure_state_bytes(out.state)
+            empty = measure_state_bytes(runner.init_state(out.state_rows))
+            state_info = {"measured_bytes": measured, "batch_size": out.state_rows, "initial_bytes": empty}
+
+    threshold = solved_threshold(vocab)
+    loss = float(np.mean(per_row_loss))
+    cell: dict[str, Any] = {
+        "range": distance,
+        "accuracy": float(np.mean(per_row_correct)) if per_row_correct else None,
+        "proxy_accuracy": float(np.mean([v < threshold for v in per_row_loss])),
+        "loss": loss,
+        "solved": bool(loss < threshold),
+    }
+    if suite == "perplexity":
+        cell["perplexity"] = float(math.exp(loss))
+        cell["tail_loss"] = tail_loss / max(1, tail_n)
+        cell["optimal_loss"] = markov_optimal_loss(vocab, cfg["resample_prob"])
+    tokens = {"train_forward": n_trained * step_fwd, "train_backward": n_trained * step_bwd, "eval": eval_tokens}
+    train_flops = flops(n_params, tokens_forward=tokens["train_forward"], tokens_backward=tokens["train_backward"])
+    eval_flops = flops(n_params, tokens_forward=eval_tokens)
+    cell.update(
+        train_steps=n_trained,
+        train_stopped=stopped,
+        train_loss_first=train_losses[0] if train_losses else None,
+        train_loss_last=train_losses[-1] if train_losses else None,
+        tokens=tokens,
+        flops={"train": train_flops, "eval": eval_flops, "total": train_flops + eval_flops},
+    )
+    return cell, state_info
+
+
+def evaluate(
+    mechanism: object,
+    *,
+    ranges: Sequence[float] = (1e3, 1e4, 1e5, 1e6),
+    state_budget_bytes: float,
+    seed: int,
+    hops: int = 3,
+    n_train_steps: int = 6,
+    n_eval_trials: int = 8,
+    perplexity_steps: int = 6,
+    curriculum_rounds: int = 12,
+    compute_budget_flops: float | None = None,
+    vocab: int | None = None,
+    batch_size: int = 8,
+    tbptt_steps: int = 256,
+    chunk_size: int = 4096,
+    lr: float = 3e-3,
+    grad_clip: float | None = 1.0,
+    resample_prob: float = 0.1,
+) -> dict[str, Any]:
+    """Run the full E7 referee on ``mechanism`` and return a JSON-ready result dict.
+
+    The mechanism is never trained in place: every (suite, range) cell and the curriculum get a
+    ``copy.deepcopy`` of it (pass a freshly initialised instance) and a fresh Adam optimizer. For
+    each suite in ``SUITE_NAMES`` and each range: up to ``n_train_steps`` (``perplexity_steps`` for
+    the Markov stream) ``train_tbptt`` steps on ``[batch_size, range]`` training instances, each
+    paid from that suite's ``FlopLedger`` (``compute_budget_flops`` split evenly across ranges, so
+    long ranges get fewer steps); then ``n_eval_trials`` held-out instances (seeds disjoint from
+    training) streamed in ``chunk_size``-token chunks under ``torch.no_grad``. Torch's RNG is
+    seeded with ``seed`` inside each cell, so the same seed and initial weights give an identical
+    dict.
+
+    Args:
+        mechanism: a ``ContextMechanism`` (logits) or a loss-only mechanism (``stream.is_loss_only``).
+        ranges: distances in tokens (integral values, strictly increasing, each >= max(2, 2 * hops)).
+        state_budget_bytes: the caller's budget for the carried state of one sequence (bytes).
+        seed: seed of every instance, the Markov permutation, the bandit and torch's RNG.
+        hops: anchors of the multi-hop suite.
+        n_train_steps, perplexity_steps: training steps per probe / perplexity cell (at most).
+        n_eval_trials: held-out instances per cell.
+        curriculum_rounds: rounds of ``length_curriculum`` (0 skips it).
+        compute_budget_flops: FLOP budget of each suite's training ledger and of the curriculum's
+            ledger; default 20 x the FLOPs of one training step at the largest range (the card's
+            "20x the FLOP cost of one full pass over the largest range"). Pass the same value to
+            compare mechanisms of different sizes at matched FLOPs.
+        vocab: the suites' alphabet (default: the mechanism's ``vocab_size``, else 17).
+        batch_size: rows per training step and per evaluation batch.
+        tbptt_steps: tokens backpropagated at the end of each training sequence.
+        chunk_size: tokens per forward call while streaming (memory, not results, depends on it).
+        lr, grad_clip: Adam learning rate and gradient-norm clip of every cell.
+        resample_prob: noise of the Markov stream (its entropy floor is reported).
+
+    Returns:
+        dict with ``schema``, ``protocol`` (the settings in ``PROTOCOL_KEYS``, resolved),
+        ``settings`` (the rest), ``mechanism`` (class, n_params, loss_only), ``chance_loss``,
+        ``solved_threshold``, ``accuracy_note``, ``suites`` (suite -> one cell per range: range,
+        accuracy (exact argmax, ``None`` for loss-only), proxy_accuracy (fraction of trials with
+        loss < threshold), loss (nats), solved, train_steps, train_stopped, tokens, flops; the
+        perplexity cells also perplexity, tail_loss, optimal_loss), ``forgetting_curve`` (needle,
+        one point per range), ``self_knowledge_correlation`` (``None`` = NaN, with
+        ``self_knowledge_reason``), ``state``, ``curriculum``, ``tokens``, ``flops``, ``flop_rule``.
+
+    Raises:
+        ValueError: any argument outside its documented range (one line naming it).
+    """
+    hops = _as_int("hops", hops, 1)
+    lengths = check_ranges(ranges, hops)
+    seed = _as_int("seed", seed, 0)
+    vocab = resolve_vocab(mechanism, vocab)
+    try:
+        budget_bytes = float(state_budget_bytes)
+    except (TypeError, ValueError):
+        budget_bytes = float("nan")
+    if not math.isfinite(budget_bytes) or budget_bytes <= 0:
+        raise ValueError(f"state_budget_bytes={state_budget_bytes!r}: expected a number of bytes > 0")
+    cfg = {
+        "seed": seed,
+        "vocab": vocab,
+        "hops": hops,
+        "n_train_steps": _as_int("n_train_steps", n_train_steps, 0),
+        "n_eval_trials": _as_int("n_eval_trials", n_eval_trials, 1),
+        "perplexity_steps": _as_int("perplexity_steps", perplexity_steps, 0),
+        "curriculum_rounds": _as_int("curriculum_rounds", curriculum_rounds, 0),
+        "batch_size": _as_int("batch_size", batch_size, 1),
+        "tbptt_steps": _as_int("tbptt_steps", tbptt_steps, 1),
+        "chunk_size": _as_int("chunk_size", chunk_size, 1),
+        "lr": float(lr),
+        "grad_clip": None if grad_clip is None else float(grad_clip),
+        "resample_prob": float(resample_prob),
+    }
+    if not 0.0 <= cfg["resample_prob"] <= 1.0:
+        raise ValueError(f"resample_prob={resample_prob!r}: expected a probability in [0, 1]")
+    if not (math.isfinite(cfg["lr"]) and cfg["lr"] > 0):
+        raise ValueError(f"lr={lr!r}: expected a learning rate > 0")
+    n_params = count_params(mechanism)
+    runner = Runner(mechanism, vocab)  # validates vocab against the mechanism
+    if compute_budget_flops is None:
+        fwd, bwd = train_step_tokens(cfg["batch_size"], lengths[-1] + 1, cfg["tbptt_steps"])
+        budget = 20.0 * flops(n_params, tokens_forward=fwd, tokens_backward=bwd)
+    else:
+        try:
+            budget = float(compute_budget_flops)
+        except (TypeError, ValueError):
+            budget = float("nan")
+        if not math.isfinite(budget) or budget <= 0:
+            raise ValueError(f"compute_budget_flops={compute_budget_flops!r}: expected a number of FLOPs > 0")
+
+    perm = random_permutation(np.random.default_rng([seed, 7]), vocab)
+    suites: dict[str, list[dict[str, Any]]] = {}
+    state_info = None
+    for suite in SUITE_NAMES:
+        ledger = FlopLedger(budget, len(lengths)) if budget > 0 else None
+        n_steps = cfg["perplexity_steps"] if suite == "perplexity" else cfg["n_train_steps"]
+        cells = []
+        for arm, distance in enumerate(lengths):
+            fresh = copy.deepcopy(mechanism)
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(seed)
+                cell, info = _run_cell(
+                    fresh, suite, distance, arm, ledger, n_steps=n_steps, cfg=cfg, perm=perm,
+                    n_params=n_params, measure_state=(suite == "needle" and arm == len(lengths) - 1),
+                )
+            cells.append(cell)
+            if info is not None:
+                state_info = info
+            del fresh
+        suites[suite] = cells
+
+    curriculum: dict[str, Any] | None = None
+    curriculum_reason = ""
+    if cfg["curriculum_rounds"] == 0:
+        curriculum_reason = "skipped: curriculum_rounds=0"
+    elif _optimizer(mechanism, cfg["lr"]) is None or budget <= 0:
+        curriculum_reason = "skipped: the mechanism has no trainable parameters"
+    else:
+        fresh = copy.deepcopy(mechanism)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            curriculum = length_curriculum(
+                fresh, _optimizer(fresh, cfg["lr"]), lengths, vocab=vocab, n_rounds=cfg["curriculum_rounds"],
+                compute_budget_flops=budget, seed=seed, perm=perm, batch_size=cfg["batch_size"],
+                tbptt_steps=cfg["tbptt_steps"], chunk_size=cfg["chunk_size"],
+                resample_prob=cfg["resample_prob"], grad_clip=cfg["grad_clip"],
+            )
+        del fresh
+
+    needle = suites["needle"]
+    use_exact = not runner.loss_only
+    acc_key = "accuracy" if use_exact else "proxy_accuracy"
+    r, reason = self_knowledge_correlation([c[acc_key] for c in needle], [c["loss"] for c in needle])
+
+    per_seq = state_info["measured_bytes"] / state_info["batch_size"]
+    initial = state_info["initial_bytes"] / state_info["batch_size"]
+    analytic = None
+    if hasattr(mechanism, "state_bytes"):
+        try:
+            analytic = int(mechanism.state_bytes(1))
+        except (TypeError, ValueError, NotImplementedError):
+            analytic = None
+    state = {
+        "state_bytes": per_seq,
+        "state_bytes_initial": initial,
+        "state_bytes_analytic": analytic,
+        "measured_after_tokens": lengths[-1] + 1,
+        "state_budget_bytes": budget_bytes,
+        "within_budget": bool(per_seq <= budget_bytes),
+        "fixed_size": bool(per_seq == initial),
+    }
+
+    tok = {"train_forward": 0, "train_backward": 0, "eval": 0}
+    fl = {"train": 0.0, "eval": 0.0}
+    for cells in suites.values():
+        for c in cells:
+            for k in tok:
+                tok[k] += c["tokens"][k]
+            fl["train"] += c["flops"]["train"]
+            fl["eval"] += c["flops"]["eval"]
+    tok["curriculum_forward"] = curriculum["tokens_forward"] if curriculum else 0
+    tok["curriculum_backward"] = curriculum["tokens_backward"] if curriculum else 0
+    fl["curriculum"] = curriculum["flops"] if curriculum else 0.0
+    fl["total"] = fl["train"] + fl["eval"] + fl["curriculum"]
+
+    protocol = {
+        "ranges": list(lengths),
+        "seed": seed,
+        "vocab": vocab,
+        "hops": hops,
+        "state_budget_bytes": budget_bytes,
+        "compute_budget_flops": budget,
+        **{k: cfg[k] for k in PROTOCOL_KEYS if k in cfg and k not in ("seed", "vocab", "hops")},
+    }
+    return {
+        "schema": SCHEMA,
+        "protocol": {k: protocol[k] for k in PROTOCOL_KEYS},
+        "settings": {"chunk_size": cfg["chunk_size"], "lr": cfg["lr"], "grad_clip": cfg["grad_clip"],
+                     "compute_budget_flops_default": compute_budget_flops is None},
+        "mechanism": {"class": f"{type(mechanism).__module__}.{type(mechanism).__qualname__}",
+                      "n_params": n_params, "loss_only": runner.loss_only},
+        "chance_loss": math.log(vocab),
+        "solved_threshold": solved_threshold(vocab),
+        "accuracy_note": (
+            "accuracy: exact argmax accuracy at the probe positions; proxy_accuracy: fraction of "
+            "held-out trials whose probe loss < 0.5 * ln(vocab)"
+            if use_exact
+            else "loss-only mechanism (no logits): accuracy is None; only the loss-threshold proxy is reported"
+        ),
+        "suites": suites,
+        "forgetting_curve": [
+            {"range": c["range"], "accuracy": c["accuracy"], "proxy_accuracy": c["proxy_accuracy"], "loss": c["loss"]}
+            for c in needle
+        ],
+        "self_knowledge_correlation": None if math.isnan(r) else r,
+        "self_knowledge_reason": reason or f"Pearson r of (1 - needle {acc_key}) and needle probe loss across ranges",
+        "state": state,
+        "curriculum": curriculum,
+        "curriculum_reason": curriculum_reason,
+        "tokens": tok,
+        "flops": fl,
+        "flop_rule": "6 * n_params per trained (forward + backward) token, 2 * n_params per forward-only token "
+                     "(Kaplan et al. 2020); counted from the tokens processed",
+    }

@@ -1,0 +1,93 @@
+"""Writing a referee result: the JSON file and the forgetting-curve PNG, both atomically (temp file + rename)."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Mapping
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def _atomic_write(path: Path, write) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def write_json(result: Mapping[str, Any], path: str | os.PathLike) -> Path:
+    """Write ``result`` as strict JSON (no NaN: undefined values are ``null``) to ``path``, atomically."""
+    path = Path(path)
+    text = json.dumps(result, indent=2, sort_keys=False, allow_nan=False) + "\n"
+    _atomic_write(path, lambda f: f.write(text.encode()))
+    return path
+
+
+def read_json(path: str | os.PathLike) -> dict[str, Any]:
+    """Read a result written by ``write_json``.
+
+    Raises:
+        ValueError: the file is missing or not JSON (one line naming the path).
+    """
+    try:
+        return json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise ValueError(f"{path}: no such file; expected a referee result JSON") from None
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}: not valid JSON ({e.msg} at line {e.lineno}); expected a referee result") from None
+
+
+def plot_forgetting_curve(results: Mapping[str, Mapping[str, Any]], path: str | os.PathLike) -> Path:
+    """Draw needle accuracy and the self-reported probe loss against range, one line per mechanism.
+
+    Left axis: exact accuracy (solid; the loss-threshold proxy, dashed, for loss-only mechanisms).
+    Right axis: the mechanism's own mean probe loss (nats, dotted) with the solved threshold.
+    Written as PNG atomically.
+    """
+    fig, ax = plt.subplots(figsize=(7, 4.2), dpi=110)
+    ax2 = ax.twinx()
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    threshold = None
+    for i, (name, r) in enumerate(results.items()):
+        curve = r["forgetting_curve"]
+        xs = [p["range"] for p in curve]
+        c = colors[i % len(colors)]
+        if all(p["accuracy"] is not None for p in curve):
+            ax.plot(xs, [p["accuracy"] for p in curve], "-o", color=c, label=f"{name} accuracy")
+        else:
+            ax.plot(xs, [p["proxy_accuracy"] for p in curve], "--o", color=c, label=f"{name} proxy accuracy")
+        ax2.plot(xs, [p["loss"] for p in curve], ":s", color=c, alpha=0.8, label=f"{name} probe loss")
+        threshold = r["solved_threshold"]
+        sk = r["self_knowledge_correlation"]
+        ax.plot([], [], " ", label=f"{name} self-knowledge r = {'n/a' if sk is None or math.isnan(sk) else f'{sk:+.2f}'}")
+    if threshold is not None:
+        ax2.axhline(threshold, color="grey", lw=0.8, ls="--", label="solved threshold 0.5 ln V")
+    ax.set_xscale("log")
+    ax.set_ylim(-0.03, 1.03)
+    ax.set_xlabel("range (tokens between the needle and its query)")
+    ax.set_ylabel("needle accuracy")
+    ax2.set_ylabel("self-reported probe loss (nats)")
+    h1, l1 = ax.get_legend_handles_labels()
+    h2, l2 = ax2.get_legend_handles_labels()
+    ax.legend(h1 + h2, l1 + l2, fontsize=7, loc="best")
+    ax.set_title("E7 forgetting curve")
+    fig.tight_layout()
+    path = Path(path)
+    try:
+        _atomic_write(path, lambda f: fig.savefig(f, format="png"))
+    finally:
+        plt.close(fig)
+    return path
