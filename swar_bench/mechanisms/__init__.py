@@ -4,30 +4,59 @@ Each class is a ``torch.nn.Module`` built as ``Cls(vocab_size=40, d_model=64, n_
 and selectable by ``class_path`` in a LightningCLI config (``configs/mechanisms/*.yaml``).
 """
 
+from swar_bench.mechanisms.adapter import LossOnlyAdapter
+from swar_bench.mechanisms.attention import CausalAttention, SlidingWindowAttention
 from swar_bench.mechanisms.base import Block, Mixer, MixerLM, ShortConvolution
 from swar_bench.mechanisms.delta_net import DeltaNet, GatedDeltaNet
+from swar_bench.mechanisms.linear_attention import MultiScaleRetention, ScalarDecayLinearAttention
+from swar_bench.mechanisms.mamba2 import Mamba2
 from swar_bench.mechanisms.oracle import Oracle, OracleState
 from swar_bench.mechanisms.protocol import (
     ContextMechanism,
+    is_fixed_size,
     iter_state_tensors,
     map_state,
     measure_state_bytes,
+    state_bytes_at,
 )
 from swar_bench.mechanisms.recurrent import GRU, LSTM
+
+MECHANISMS = (
+    "ScalarDecayLinearAttention",
+    "MultiScaleRetention",
+    "DeltaNet",
+    "GatedDeltaNet",
+    "Mamba2",
+    "GRU",
+    "LSTM",
+    "SlidingWindowAttention",
+    "CausalAttention",
+    "Oracle",
+)
+"""Names of the mechanism classes exported here, in the order the docs list them."""
 
 __all__ = [
     "GRU",
     "LSTM",
+    "MECHANISMS",
     "Block",
+    "CausalAttention",
     "ContextMechanism",
     "DeltaNet",
     "GatedDeltaNet",
+    "LossOnlyAdapter",
+    "Mamba2",
     "Mixer",
     "MixerLM",
+    "MultiScaleRetention",
     "Oracle",
     "OracleState",
+    "ScalarDecayLinearAttention",
     "ShortConvolution",
+    "SlidingWindowAttention",
+    "is_fixed_size",
     "iter_state_tensors",
     "map_state",
     "measure_state_bytes",
+    "state_bytes_at",
 ]

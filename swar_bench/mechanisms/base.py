@@ -43,11 +43,16 @@ class Mixer(nn.Module):
     """
 
     def init_state(
-        self, batch_size: int, device: torch.device | str | None = None, dtype: torch.dtype | None = None
+        self,
+        batch_size: int,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
     ) -> State:
         raise NotImplementedError
 
-    def state_bytes(self, batch_size: int, seq_len: int = 0, dtype: torch.dtype | None = None) -> int:
+    def state_bytes(
+        self, batch_size: int, seq_len: int = 0, dtype: torch.dtype | None = None
+    ) -> int:
         """Bytes of this mixer's state for ``batch_size`` sequences after ``seq_len`` tokens, with
         floating-point state tensors in ``dtype`` (float32 when None)."""
         raise NotImplementedError
@@ -121,7 +126,9 @@ class MixerLM(nn.Module):
         self.n_layers = check_positive_int("n_layers", n_layers)
         check_positive_int("mlp_ratio", mlp_ratio)
         self.embedding = nn.Embedding(vocab_size, d_model)
-        self.blocks = nn.ModuleList([Block(d_model, mixer_factory(i), mlp_ratio) for i in range(n_layers)])
+        self.blocks = nn.ModuleList(
+            [Block(d_model, mixer_factory(i), mlp_ratio) for i in range(n_layers)]
+        )
         self.norm = nn.RMSNorm(d_model)
         self.head = nn.Linear(d_model, vocab_size, bias=False)
         self.apply(self._init_weights)
@@ -153,7 +160,10 @@ class MixerLM(nn.Module):
         return self.embedding.weight.device
 
     def init_state(
-        self, batch_size: int, device: torch.device | str | None = None, dtype: torch.dtype | None = None
+        self,
+        batch_size: int,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype | None = None,
     ) -> tuple:
         """Empty state: a tuple with each block's mixer state, floats in ``dtype`` (float32 when None)
         on ``device`` (the parameters' device when None)."""
@@ -184,7 +194,9 @@ class MixerLM(nn.Module):
         """The same state cut from the autograd graph (truncated BPTT boundary)."""
         return map_state(torch.Tensor.detach, state)
 
-    def state_bytes(self, batch_size: int, seq_len: int = 0, dtype: torch.dtype | None = None) -> int:
+    def state_bytes(
+        self, batch_size: int, seq_len: int = 0, dtype: torch.dtype | None = None
+    ) -> int:
         """Bytes of the state for ``batch_size`` sequences (float tensors in ``dtype``, float32 when
         None). ``seq_len`` (tokens seen) matters only when ``fixed_size_state`` is False."""
         check_positive_int("batch_size", batch_size)
@@ -210,7 +222,9 @@ class ShortConvolution(nn.Module):
         nn.init.kaiming_uniform_(self.weight, a=5**0.5)
 
     def init_state(self, batch_size: int, device=None, dtype=None) -> torch.Tensor:
-        return torch.zeros(batch_size, self.channels, self.kernel_size - 1, device=device, dtype=dtype)
+        return torch.zeros(
+            batch_size, self.channels, self.kernel_size - 1, device=device, dtype=dtype
+        )
 
     def state_bytes(self, batch_size: int, dtype: torch.dtype | None = None) -> int:
         return batch_size * self.channels * (self.kernel_size - 1) * dtype_bytes(dtype)

@@ -20,6 +20,7 @@ from swar_bench.mechanisms.base import (
     check_positive_int,
     dtype_bytes,
 )
+from swar_bench.mechanisms.ops.backend import check_backend, check_mode
 from swar_bench.mechanisms.ops.gated_delta_rule import gated_delta_rule
 
 
@@ -59,7 +60,7 @@ class DeltaRuleMixer(Mixer):
         self.d_model, self.n_heads, self.gated = d_model, n_heads, gated
         self.head_dim = check_heads(d_model, n_heads)
         self.chunk_size = check_positive_int("chunk_size", chunk_size)
-        self.mode, self.backend = mode, backend
+        self.mode, self.backend = check_mode(mode), check_backend(backend)
         self.qkv_proj = nn.Linear(d_model, 3 * d_model, bias=False)
         self.conv = ShortConvolution(3 * d_model, conv_size, activation=True)
         self.beta_proj = nn.Linear(d_model, n_heads, bias=False)
@@ -74,11 +75,15 @@ class DeltaRuleMixer(Mixer):
             self.dt_bias = nn.Parameter(dt + torch.log(-torch.expm1(-dt)))  # inverse softplus
 
     def init_state(self, batch_size, device=None, dtype=None):
-        memory = torch.zeros(batch_size, self.n_heads, self.head_dim, self.head_dim, device=device, dtype=dtype)
+        memory = torch.zeros(
+            batch_size, self.n_heads, self.head_dim, self.head_dim, device=device, dtype=dtype
+        )
         return self.conv.init_state(batch_size, device, dtype), memory
 
     def state_bytes(self, batch_size, seq_len=0, dtype=None) -> int:
-        return self.conv.state_bytes(batch_size, dtype) + batch_size * self.n_heads * self.head_dim**2 * dtype_bytes(dtype)
+        return self.conv.state_bytes(
+            batch_size, dtype
+        ) + batch_size * self.n_heads * self.head_dim**2 * dtype_bytes(dtype)
 
     def state_flops_per_token(self, seq_len=0) -> float:
         # per head: decay (K*V), retrieve S^T k (2KV), write k v^T (2KV), read S^T q (2KV)
@@ -98,7 +103,15 @@ class DeltaRuleMixer(Mixer):
         else:
             g = x.new_zeros(B, T, H, dtype=torch.float32)
         o, new_memory = gated_delta_rule(
-            q, k, v, g, beta, initial_state=memory, mode=self.mode, chunk_size=self.chunk_size, backend=self.backend
+            q,
+            k,
+            v,
+            g,
+            beta,
+            initial_state=memory,
+            mode=self.mode,
+            chunk_size=self.chunk_size,
+            backend=self.backend,
         )
         o = self.o_norm(o)
         if self.gated:
@@ -131,7 +144,10 @@ class DeltaNet(MixerLM):
         check_heads(d_model, n_heads)
         super().__init__(
             lambda i: DeltaRuleMixer(d_model, n_heads, False, conv_size, chunk_size, mode, backend),
-            vocab_size, d_model, n_layers, mlp_ratio,
+            vocab_size,
+            d_model,
+            n_layers,
+            mlp_ratio,
         )
 
 
@@ -161,5 +177,8 @@ class GatedDeltaNet(MixerLM):
         check_heads(d_model, n_heads)
         super().__init__(
             lambda i: DeltaRuleMixer(d_model, n_heads, True, conv_size, chunk_size, mode, backend),
-            vocab_size, d_model, n_layers, mlp_ratio,
+            vocab_size,
+            d_model,
+            n_layers,
+            mlp_ratio,
         )

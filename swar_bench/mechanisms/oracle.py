@@ -111,7 +111,9 @@ class Oracle(nn.Module):
     def detach_state(self, state: OracleState) -> OracleState:
         return map_state(torch.Tensor.detach, state)
 
-    def _last_occurrence(self, hit: torch.Tensor, values: torch.Tensor, carried: torch.Tensor) -> torch.Tensor:
+    def _last_occurrence(
+        self, hit: torch.Tensor, values: torch.Tensor, carried: torch.Tensor
+    ) -> torch.Tensor:
         """For ``hit [B, T, S]`` (bool), ``values [B, T]`` and ``carried [B, S]``: the value at the latest
         hit at or before each t per slot s, else the carried one. -> ``[B, T, S]``."""
         B, T, S = hit.shape
@@ -120,7 +122,9 @@ class Oracle(nn.Module):
         taken = values.gather(1, last.clamp(min=0).reshape(B, T * S)).view(B, T, S)
         return torch.where(last >= 0, taken, carried.unsqueeze(1).expand(B, T, S))
 
-    def forward(self, input_ids: torch.Tensor, state: OracleState | None = None) -> tuple[torch.Tensor, OracleState]:
+    def forward(
+        self, input_ids: torch.Tensor, state: OracleState | None = None
+    ) -> tuple[torch.Tensor, OracleState]:
         """``input_ids[B, T]`` -> ``(logits[B, T, vocab_size]`` float32, state)``; position t's logits
         predict token t + 1. Vectorised over T (cumulative maxima), exact for any chunking."""
         if input_ids.dim() != 2:
@@ -142,12 +146,16 @@ class Oracle(nn.Module):
         is_write = (prev(2) == W) & prev_is_key & is_value
         n_writes = state.n_writes.unsqueeze(1) + is_write.long().cumsum(1)  # [B, T]
         key_slots = torch.arange(self.n_keys, device=x.device)
-        write_hit = is_write.unsqueeze(-1) & ((prev(1) - FIRST_KEY).unsqueeze(-1) == key_slots)  # [B, T, K]
+        write_hit = is_write.unsqueeze(-1) & (
+            (prev(1) - FIRST_KEY).unsqueeze(-1) == key_slots
+        )  # [B, T, K]
         last_write = self._last_occurrence(write_hit, n_writes, state.last_write)
         last_value = self._last_occurrence(write_hit, x, state.last_value)
 
         # Passkey "PK p1 p2 p3 p4": digit j sits j + 1 tokens after PK.
-        pk_hit = torch.stack([prev(j + 1) == PK for j in range(PASSKEY_LEN)], dim=-1) & is_value.unsqueeze(-1)
+        pk_hit = torch.stack(
+            [prev(j + 1) == PK for j in range(PASSKEY_LEN)], dim=-1
+        ) & is_value.unsqueeze(-1)
         passkey = self._last_occurrence(pk_hit, x, state.passkey)  # [B, T, 4]
 
         target = torch.full_like(x, -1)
@@ -166,7 +174,9 @@ class Oracle(nn.Module):
 
         logits = torch.zeros(B, T, self.vocab_size, device=x.device, dtype=torch.float32)
         answered = target >= 0
-        logits.scatter_(2, target.clamp(min=0).unsqueeze(-1), self.answer_logit * answered.unsqueeze(-1).float())
+        logits.scatter_(
+            2, target.clamp(min=0).unsqueeze(-1), self.answer_logit * answered.unsqueeze(-1).float()
+        )
         new_state = OracleState(
             recent=ext[:, ext.shape[1] - LOOKBACK :].clone(),
             n_writes=n_writes[:, -1].clone() if T else state.n_writes,

@@ -9,7 +9,8 @@ chunk with the state carried must give the same logits as one call on the whole 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Iterator, Protocol, runtime_checkable
+from collections.abc import Iterator
+from typing import Any, Protocol, runtime_checkable
 
 import torch
 
@@ -95,3 +96,17 @@ def map_state(fn, state: State) -> State:
 def measure_state_bytes(state: State) -> int:
     """Bytes held by the tensors of a state: sum of ``numel * element_size``."""
     return sum(t.numel() * t.element_size() for t in iter_state_tensors(state))
+
+
+def is_fixed_size(mechanism: Any) -> bool:
+    """Whether a mechanism's state size is independent of the tokens seen: its
+    ``fixed_size_state`` attribute, True when absent (full attention's KV cache sets it False)."""
+    return bool(getattr(mechanism, "fixed_size_state", True))
+
+
+def state_bytes_at(mechanism: Any, batch_size: int, seq_len: int) -> int:
+    """State bytes for ``batch_size`` sequences after ``seq_len`` tokens: ``state_bytes(batch_size)``
+    for a fixed-size mechanism, ``state_bytes(batch_size, seq_len=seq_len)`` for a growing one."""
+    if is_fixed_size(mechanism):
+        return int(mechanism.state_bytes(batch_size))
+    return int(mechanism.state_bytes(batch_size, seq_len=seq_len))

@@ -48,7 +48,9 @@ class LSTMMixer(Mixer):
 
     def forward(self, x, state):
         h, c = state
-        y, (h2, c2) = self.rnn(x, (h.to(x.dtype).unsqueeze(0).contiguous(), c.to(x.dtype).unsqueeze(0).contiguous()))
+        y, (h2, c2) = self.rnn(
+            x, (h.to(x.dtype).unsqueeze(0).contiguous(), c.to(x.dtype).unsqueeze(0).contiguous())
+        )
         return y, (h2.squeeze(0).to(h.dtype), c2.squeeze(0).to(c.dtype))
 
 
@@ -59,7 +61,9 @@ class GRU(MixerLM):
     Args: vocab_size, d_model, n_layers, mlp_ratio as in ``MixerLM``.
     """
 
-    def __init__(self, vocab_size: int = 40, d_model: int = 64, n_layers: int = 2, mlp_ratio: int = 4):
+    def __init__(
+        self, vocab_size: int = 40, d_model: int = 64, n_layers: int = 2, mlp_ratio: int = 4
+    ):
         super().__init__(lambda i: GRUMixer(d_model), vocab_size, d_model, n_layers, mlp_ratio)
 
 
@@ -70,5 +74,7 @@ class LSTM(MixerLM):
     Args: vocab_size, d_model, n_layers, mlp_ratio as in ``MixerLM``.
     """
 
-    def __init__(self, vocab_size: int = 40, d_model: int = 64, n_layers: int = 2, mlp_ratio: int = 4):
+    def __init__(
+        self, vocab_size: int = 40, d_model: int = 64, n_layers: int = 2, mlp_ratio: int = 4
+    ):
         super().__init__(lambda i: LSTMMixer(d_model), vocab_size, d_model, n_layers, mlp_ratio)

@@ -14,14 +14,25 @@ CONFIGS = sorted((Path(__file__).resolve().parents[2] / "configs" / "mechanisms"
 def test_there_is_a_config_per_mechanism():
     import swar_bench.mechanisms as mech
 
-    named = {yaml.safe_load(p.read_text())["model"]["mechanism"]["class_path"].rsplit(".", 1)[1] for p in CONFIGS}
+    named = {
+        yaml.safe_load(p.read_text())["model"]["mechanism"]["class_path"].rsplit(".", 1)[1]
+        for p in CONFIGS
+    }
     exported = {n for n in mech.__all__ if isinstance(getattr(mech, n), type) and n in EXPECTED}
     assert named == exported
 
 
 EXPECTED = {
-    "ScalarDecayLinearAttention", "MultiScaleRetention", "DeltaNet", "GatedDeltaNet", "Mamba2",
-    "GRU", "LSTM", "SlidingWindowAttention", "CausalAttention", "Oracle",
+    "ScalarDecayLinearAttention",
+    "MultiScaleRetention",
+    "DeltaNet",
+    "GatedDeltaNet",
+    "Mamba2",
+    "GRU",
+    "LSTM",
+    "SlidingWindowAttention",
+    "CausalAttention",
+    "Oracle",
 }
 
 

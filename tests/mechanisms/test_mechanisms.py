@@ -13,10 +13,15 @@ from swar_bench.mechanisms import ContextMechanism, measure_state_bytes
 T_TEST = 40
 SMALL = {"vocab_size": 40, "d_model": 16, "n_layers": 2}
 LEARNED = {
-    "GRU": {**SMALL},
-    "LSTM": {**SMALL},
+    "ScalarDecayLinearAttention": {**SMALL, "decay": 0.9, "chunk_size": 16},
+    "MultiScaleRetention": {**SMALL, "n_heads": 2, "decays": [0.9, 1.0], "chunk_size": 16},
     "DeltaNet": {**SMALL, "n_heads": 2, "chunk_size": 16},
     "GatedDeltaNet": {**SMALL, "n_heads": 2, "chunk_size": 16},
+    "Mamba2": {**SMALL, "d_state": 8, "head_dim": 8, "chunk_size": 16},
+    "GRU": {**SMALL},
+    "LSTM": {**SMALL},
+    "SlidingWindowAttention": {**SMALL, "n_heads": 2, "window": 8},
+    "CausalAttention": {**SMALL, "n_heads": 2},
 }
 ALL = {**LEARNED, "Oracle": {"vocab_size": 40}}
 
@@ -67,21 +72,43 @@ def test_token_by_token_equals_one_call(name):
     assert (full - stepped).abs().max().item() <= 1e-5
 
 
+def test_every_exported_mechanism_is_tested():
+    assert set(ALL) == set(mech.MECHANISMS)
+
+
 @pytest.mark.parametrize("name", sorted(ALL))
 def test_protocol_and_state_bytes(name):
     model = build(name)
     assert isinstance(model, ContextMechanism)
     assert model.vocab_size == 40
     assert model.n_params == sum(p.numel() for p in model.parameters())
-    assert model.flops_per_token >= 2 * (model.n_params - model.vocab_size * ALL[name].get("d_model", 0))
+    embedding = model.vocab_size * ALL[name].get("d_model", 0)
+    assert model.flops_per_token >= 2 * (model.n_params - embedding)
+    if not mech.is_fixed_size(model):
+        return  # see test_causal_attention_state_grows_with_tokens
     for B in (1, 3):
-        state = model.init_state(B)
-        assert model.state_bytes(B) == measure_state_bytes(state) > 0
-    if getattr(model, "fixed_size_state", True):
-        with torch.no_grad():
-            for T in (64, 4096):
-                _, state = model(stream_tokens(1, T, seed=T), model.init_state(1))
-                assert measure_state_bytes(state) == model.state_bytes(1)
+        assert model.state_bytes(B) == measure_state_bytes(model.init_state(B)) > 0
+    with torch.no_grad():
+        for T in (64, 4096):
+            _, state = model(stream_tokens(1, T, seed=T), model.init_state(1))
+            assert (
+                measure_state_bytes(state)
+                == model.state_bytes(1)
+                == mech.state_bytes_at(model, 1, T)
+            )
+
+
+def test_causal_attention_state_grows_with_tokens():
+    model = build("CausalAttention")
+    assert model.fixed_size_state is False and not mech.is_fixed_size(model)
+    d_model, n_layers = 16, 2
+    assert model.state_bytes(2) == measure_state_bytes(model.init_state(2)) == 0
+    with torch.no_grad():
+        for T in (64, 1000):
+            _, state = model(stream_tokens(2, T, seed=T), model.init_state(2))
+            expected = 2 * n_layers * 2 * T * d_model * 4  # K and V, float32
+            assert measure_state_bytes(state) == model.state_bytes(2, seq_len=T) == expected
+            assert mech.state_bytes_at(model, 2, T) == expected
 
 
 @pytest.mark.parametrize("name", sorted(LEARNED))

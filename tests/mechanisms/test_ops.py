@@ -40,7 +40,9 @@ def _close(a, b):
 @pytest.mark.parametrize("chunk_size", [16, 64])
 def test_gated_delta_rule_matches_fla_naive(T, chunk_size):
     q, k, v, g, beta, s0 = _inputs(T=T)
-    ref_o, ref_s = fla_gdr.naive_recurrent_gated_delta_rule(q, k, v, beta, g, initial_state=s0, output_final_state=True)
+    ref_o, ref_s = fla_gdr.naive_recurrent_gated_delta_rule(
+        q, k, v, beta, g, initial_state=s0, output_final_state=True
+    )
     o, s = recurrent_gated_delta_rule(q, k, v, g, beta, initial_state=s0)
     _close(o, ref_o)
     _close(s, ref_s)
@@ -58,7 +60,11 @@ def test_delta_rule_is_gated_delta_rule_without_decay():
     q, k, v, _, beta, s0 = _inputs(T=64)
     g = torch.zeros_like(beta)
     ref_o, ref_s = fla_dr.delta_rule_recurrence(
-        q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), beta.transpose(1, 2), initial_state=s0
+        q.transpose(1, 2),
+        k.transpose(1, 2),
+        v.transpose(1, 2),
+        beta.transpose(1, 2),
+        initial_state=s0,
     )
     for fn in (recurrent_gated_delta_rule, chunk_gated_delta_rule):
         o, s = fn(q, k, v, g, beta, initial_state=s0)
@@ -77,7 +83,9 @@ def test_delta_rule_is_gated_delta_rule_without_decay():
 @pytest.mark.parametrize("chunk_size", [16, 64])
 def test_simple_gla_matches_fla_naive(T, chunk_size):
     q, k, v, g, _, s0 = _inputs(T=T)
-    ref_o, ref_s = fla_gla.naive_recurrent_simple_gla(q, k, v, g, initial_state=s0.clone(), output_final_state=True)
+    ref_o, ref_s = fla_gla.naive_recurrent_simple_gla(
+        q, k, v, g, initial_state=s0.clone(), output_final_state=True
+    )
     o, s = recurrent_simple_gla(q, k, v, g, initial_state=s0)
     _close(o, ref_o)
     _close(s, ref_s)

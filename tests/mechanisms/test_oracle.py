@@ -58,7 +58,9 @@ def test_all_labels_of_generated_examples():
     ps = pytest.importorskip("swar_bench.tasks.passkey_swar")
     model = Oracle()
     for n_writes in (32, 128):
-        examples = ps.generate_examples([ps.example_seed("test", n_writes, i) for i in range(4)], n_writes)
+        examples = ps.generate_examples(
+            [ps.example_seed("test", n_writes, i) for i in range(4)], n_writes
+        )
         for ex in examples:
             ids = torch.tensor(ex["input_ids"].astype(np.int64))[None]
             labels = torch.tensor(ex["labels"].astype(np.int64))[None]

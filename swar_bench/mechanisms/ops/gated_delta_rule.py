@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import torch
 
-from swar_bench.mechanisms.ops.simple_gla import _resolve_mode, _use_fla, _zero_state
+from swar_bench.mechanisms.ops.backend import resolve_mode, use_fla
+from swar_bench.mechanisms.ops.simple_gla import _zero_state
 
 
 def _check(q, k, v, g, beta) -> None:
@@ -94,7 +95,7 @@ def chunk_gated_delta_rule(
     dtype = v.dtype
     B, T, H, K = q.shape
     V = v.shape[-1]
-    scale = K ** -0.5 if scale is None else scale
+    scale = K**-0.5 if scale is None else scale
     S = _zero_state(q, v) if initial_state is None else initial_state.float()
     if T == 0:
         return v.new_zeros(v.shape), S
@@ -152,15 +153,23 @@ def gated_delta_rule(
     Returns ``(o [B, T, H, V], final_state [B, H, K, V] float32)``. Raises ValueError on an
     unknown mode / backend, or backend "fla" where the kernels cannot run.
     """
-    mode = _resolve_mode(mode, q.shape[1])
-    if _use_fla(backend, q):
+    mode = resolve_mode(mode, q.shape[1])
+    if use_fla(backend, q):
         if mode == "chunk":
             from fla.ops.gated_delta_rule import chunk_gated_delta_rule as fla_op
         else:
             from fla.ops.gated_delta_rule import fused_recurrent_gated_delta_rule as fla_op
         init = None if initial_state is None else initial_state.float()
+        q, k, v, beta = (t.contiguous() for t in (q, k, v, beta))
         o, S = fla_op(
-            q, k, v, g=g.float(), beta=beta, scale=scale, initial_state=init, output_final_state=True
+            q,
+            k,
+            v,
+            g=g.float().contiguous(),
+            beta=beta,
+            scale=scale,
+            initial_state=init,
+            output_final_state=True,
         )
         return o, S.float()
     if mode == "chunk":

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import torch
 
-from swar_bench.mechanisms.ops.backend import fla_kernels_usable
+from swar_bench.mechanisms.ops.backend import resolve_mode, use_fla
 
 
 def _check(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor) -> None:
@@ -93,7 +93,7 @@ def chunk_simple_gla(
     dtype = v.dtype
     B, T, H, K = q.shape
     V = v.shape[-1]
-    scale = K ** -0.5 if scale is None else scale
+    scale = K**-0.5 if scale is None else scale
     S = _zero_state(q, v) if initial_state is None else initial_state.float()
     if T == 0:
         return v.new_zeros(v.shape), S
@@ -144,34 +144,26 @@ def simple_gla(
     Returns ``(o [B, T, H, V], final_state [B, H, K, V] float32)``. Raises ValueError on an
     unknown mode / backend, or backend "fla" where the kernels cannot run.
     """
-    mode = _resolve_mode(mode, q.shape[1])
-    if _use_fla(backend, q):
+    mode = resolve_mode(mode, q.shape[1])
+    if use_fla(backend, q):
         if mode == "chunk":
             from fla.ops.simple_gla import chunk_simple_gla as fla_op
         else:
             from fla.ops.simple_gla import fused_recurrent_simple_gla as fla_op
         init = None if initial_state is None else initial_state.float()
-        o, S = fla_op(q, k, v, g=g.float(), scale=scale, initial_state=init, output_final_state=True)
+        q, k, v = (t.contiguous() for t in (q, k, v))
+        o, S = fla_op(
+            q,
+            k,
+            v,
+            g=g.float().contiguous(),
+            scale=scale,
+            initial_state=init,
+            output_final_state=True,
+        )
         return o, S.float()
     if mode == "chunk":
-        return chunk_simple_gla(q, k, v, g, scale=scale, initial_state=initial_state, chunk_size=chunk_size)
+        return chunk_simple_gla(
+            q, k, v, g, scale=scale, initial_state=initial_state, chunk_size=chunk_size
+        )
     return recurrent_simple_gla(q, k, v, g, scale=scale, initial_state=initial_state)
-
-
-def _resolve_mode(mode: str, T: int) -> str:
-    if mode == "auto":
-        return "recurrent" if T < 16 else "chunk"
-    if mode not in ("chunk", "recurrent"):
-        raise ValueError(f"mode must be 'auto', 'chunk' or 'recurrent', got {mode!r}")
-    return mode
-
-
-def _use_fla(backend: str, x: torch.Tensor) -> bool:
-    if backend not in ("auto", "torch", "fla"):
-        raise ValueError(f"backend must be 'auto', 'torch' or 'fla', got {backend!r}")
-    if backend == "torch":
-        return False
-    usable = x.is_cuda and fla_kernels_usable()
-    if backend == "fla" and not usable:
-        raise ValueError("backend='fla' needs a CUDA tensor and an importable fla package with triton")
-    return usable

@@ -1,0 +1,159 @@
+"""Mamba-2 (Dao & Gu, 2024, "Transformers are SSMs: Generalized Models and Efficient Algorithms
+Through Structured State Space Duality").
+
+The SSD layer, as in the paper's Figure 6 / ``mamba_ssm``'s ``Mamba2`` with one B/C group:
+``in_proj(x) -> (z, x, B, C, dt)``; short causal conv + SiLU over ``(x, B, C)``;
+``dt = softplus(dt + dt_bias)``, ``A = -exp(A_log)`` per head; the scalar-decay recurrence
+
+    h_t = exp(A dt_t) h_{t-1} + dt_t B_t x_t^T       h: [d_state, head_dim] per head
+    y_t = C_t^T h_t + D x_t
+
+(run as ``simple_gla`` with ``q = C``, ``k = dt * B``, ``v = x``, ``g = A dt``, scale 1); then
+``RMSNorm(y * SiLU(z))`` and ``out_proj``. The state expansion is ``d_state``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from swar_bench.mechanisms.base import (
+    Mixer,
+    MixerLM,
+    ShortConvolution,
+    check_positive_int,
+    dtype_bytes,
+)
+from swar_bench.mechanisms.ops.backend import check_backend, check_mode
+from swar_bench.mechanisms.ops.simple_gla import simple_gla
+
+
+class Mamba2Mixer(Mixer):
+    """One SSD layer; state ``(conv [B, d_inner + 2 * d_state, conv_size - 1],
+    ssm [B, n_heads, d_state, head_dim])`` with ``d_inner = expand * d_model``,
+    ``n_heads = d_inner / head_dim``.
+
+    Raises:
+        ValueError: when ``head_dim`` does not divide ``expand * d_model``, or on a bad mode / backend.
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        d_state: int = 16,
+        head_dim: int = 32,
+        expand: int = 2,
+        conv_size: int = 4,
+        chunk_size: int = 64,
+        mode: str = "auto",
+        backend: str = "auto",
+    ):
+        super().__init__()
+        self.d_inner = check_positive_int("expand", expand) * d_model
+        self.d_state = check_positive_int("d_state", d_state)
+        self.head_dim = check_positive_int("head_dim", head_dim)
+        if self.d_inner % head_dim:
+            raise ValueError(f"head_dim={head_dim} must divide expand * d_model = {self.d_inner}")
+        self.n_heads = self.d_inner // head_dim
+        self.chunk_size = check_positive_int("chunk_size", chunk_size)
+        self.mode, self.backend = check_mode(mode), check_backend(backend)
+        self.in_proj = nn.Linear(d_model, 2 * self.d_inner + 2 * d_state + self.n_heads, bias=False)
+        self.conv = ShortConvolution(self.d_inner + 2 * d_state, conv_size, activation=True)
+        # mamba_ssm initialisation: A ~ U(1, 16), dt ~ logU(1e-3, 1e-1), D = 1.
+        self.A_log = nn.Parameter(torch.log(torch.empty(self.n_heads).uniform_(1.0, 16.0)))
+        dt = torch.exp(torch.rand(self.n_heads) * (math.log(0.1) - math.log(1e-3)) + math.log(1e-3))
+        self.dt_bias = nn.Parameter(dt + torch.log(-torch.expm1(-dt)))  # inverse softplus
+        self.D = nn.Parameter(torch.ones(self.n_heads))
+        self.norm = nn.RMSNorm(self.d_inner)
+        self.out_proj = nn.Linear(self.d_inner, d_model, bias=False)
+
+    def init_state(self, batch_size, device=None, dtype=None):
+        ssm = torch.zeros(
+            batch_size, self.n_heads, self.d_state, self.head_dim, device=device, dtype=dtype
+        )
+        return self.conv.init_state(batch_size, device, dtype), ssm
+
+    def state_bytes(self, batch_size, seq_len=0, dtype=None) -> int:
+        ssm = batch_size * self.n_heads * self.d_state * self.head_dim * dtype_bytes(dtype)
+        return self.conv.state_bytes(batch_size, dtype) + ssm
+
+    def state_flops_per_token(self, seq_len=0) -> float:
+        # per head: decay (N*P), write dt B x^T (2NP), read C^T h (2NP), skip D x (2P)
+        return self.conv.flops_per_token() + self.n_heads * (
+            5.0 * self.d_state * self.head_dim + 2.0 * self.head_dim
+        )
+
+    def forward(self, x, state):
+        conv_state, ssm = state
+        B, T, _ = x.shape
+        H, P, N = self.n_heads, self.head_dim, self.d_state
+        z, xbc, dt = self.in_proj(x).split([self.d_inner, self.d_inner + 2 * N, H], dim=-1)
+        xbc, conv_state = self.conv(xbc, conv_state)
+        xs, b, c = xbc.split([self.d_inner, N, N], dim=-1)
+        dt = nn.functional.softplus(dt.float() + self.dt_bias)  # [B, T, H]
+        g = -self.A_log.exp() * dt
+        xs = xs.reshape(B, T, H, P)
+        k = (b.float().unsqueeze(2) * dt.unsqueeze(-1)).to(xs.dtype)  # [B, T, H, N]
+        q = c.unsqueeze(2).expand(B, T, H, N)
+        y, new_ssm = simple_gla(
+            q,
+            k,
+            xs,
+            g,
+            scale=1.0,
+            initial_state=ssm,
+            mode=self.mode,
+            chunk_size=self.chunk_size,
+            backend=self.backend,
+        )
+        y = y + xs * self.D.view(1, 1, H, 1).to(xs.dtype)
+        y = self.norm(y.reshape(B, T, H * P) * nn.functional.silu(z))
+        return self.out_proj(y), (conv_state, new_ssm.to(ssm.dtype))
+
+
+class Mamba2(MixerLM):
+    """Backbone with Mamba-2 (SSD) mixers: data-dependent scalar decay per head, state expansion
+    ``d_state``. Fixed-size state per layer: ``n_heads * d_state * head_dim`` SSM floats +
+    ``(expand * d_model + 2 * d_state) * (conv_size - 1)`` conv floats.
+
+    Args:
+        vocab_size, d_model, n_layers, mlp_ratio: as in ``MixerLM``.
+        d_state: state expansion N; head_dim: P; expand: d_inner / d_model; conv_size: tokens;
+        chunk_size, mode, backend: see ``ops.simple_gla.simple_gla``.
+
+    Raises:
+        ValueError: on bad sizes.
+    """
+
+    def __init__(
+        self,
+        vocab_size: int = 40,
+        d_model: int = 64,
+        n_layers: int = 2,
+        d_state: int = 16,
+        head_dim: int = 32,
+        expand: int = 2,
+        conv_size: int = 4,
+        chunk_size: int = 64,
+        mode: str = "auto",
+        backend: str = "auto",
+        mlp_ratio: int = 4,
+    ):
+        check_positive_int("d_model", d_model)
+        if (check_positive_int("expand", expand) * d_model) % check_positive_int(
+            "head_dim", head_dim
+        ):
+            raise ValueError(
+                f"head_dim={head_dim} must divide expand * d_model = {expand * d_model}"
+            )
+        super().__init__(
+            lambda i: Mamba2Mixer(
+                d_model, d_state, head_dim, expand, conv_size, chunk_size, mode, backend
+            ),
+            vocab_size,
+            d_model,
+            n_layers,
+            mlp_ratio,
+        )
