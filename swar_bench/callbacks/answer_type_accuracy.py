@@ -26,6 +26,7 @@ from torchmetrics import Metric
 
 from swar_bench.callbacks.reporting import (
     format_fraction,
+    log_epoch_value,
     markdown_table,
     report_dir,
     save_figure_atomic,
@@ -437,14 +438,7 @@ class AnswerTypeAccuracy(Callback):
         for i, n in enumerate(report.n_writes):
             for k, kind in enumerate(KINDS):
                 if report.count[i, k] > 0:
-                    pl_module.log(
-                        f"{prefix}/acc/{kind}/n{n}",
-                        float(acc[i, k]),
-                        on_step=False,
-                        on_epoch=True,
-                        batch_size=1,
-                        add_dataloader_idx=False,
-                    )
+                    log_epoch_value(pl_module, f"{prefix}/acc/{kind}/n{n}", acc[i, k])
         return report
 
     def on_validation_epoch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:

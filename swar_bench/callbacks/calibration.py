@@ -31,6 +31,7 @@ from torchmetrics import Metric
 from swar_bench.callbacks.answer_type_accuracy import check_eval_outputs, check_n_writes_values
 from swar_bench.callbacks.reporting import (
     MISSING,
+    log_epoch_value,
     markdown_table,
     report_dir,
     tensorboard_experiments,
@@ -258,11 +259,10 @@ class Calibration(Callback):
 
     def _finish(self, metric: CalibrationCounts, pl_module: pl.LightningModule, prefix: str) -> CalibrationReport:
         report = CalibrationReport.from_counts(metric.n_writes_values, metric.compute())
-        log = dict(on_step=False, on_epoch=True, batch_size=1, add_dataloader_idx=False)
         for n, ece in zip(report.n_writes, report.ece):
-            pl_module.log(f"{prefix}/ece/n{n}", float(ece), **log)
+            log_epoch_value(pl_module, f"{prefix}/ece/n{n}", ece)
         if report.n_writes:
-            pl_module.log(f"{prefix}/self_knowledge_correlation", report.correlation.value, **log)
+            log_epoch_value(pl_module, f"{prefix}/self_knowledge_correlation", report.correlation.value)
             if report.correlation.reason is not None:
                 rank_zero_info(f"{prefix}/self_knowledge_correlation is NaN: {report.correlation.reason}")
         return report

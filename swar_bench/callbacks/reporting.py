@@ -63,6 +63,24 @@ def tensorboard_experiments(trainer: pl.Trainer) -> list[Any]:
     return [logger.experiment for logger in trainer.loggers if isinstance(logger, TensorBoardLogger)]
 
 
+def log_epoch_value(pl_module: pl.LightningModule, name: str, value: float) -> None:
+    """Log an epoch-level value that torchmetrics has already reduced across ranks.
+
+    Every rank holds the same value, so Lightning's sync uses ``max`` (exact, unlike a mean of
+    copies) only to tell Lightning the value is global.
+    """
+    pl_module.log(
+        name,
+        float(value),
+        on_step=False,
+        on_epoch=True,
+        batch_size=1,
+        sync_dist=True,
+        reduce_fx="max",
+        add_dataloader_idx=False,
+    )
+
+
 def format_fraction(value: float, count: int, digits: int = 3) -> str:
     """``"0.953 (512)"``, or ``"— (0)"`` when nothing was observed (``count == 0`` or NaN)."""
     if count == 0 or not math.isfinite(value):

@@ -138,11 +138,12 @@ class _CurrentN(IterableDataset):
 class CurriculumDataModule(pl.LightningDataModule):
     """Serves 2-row batches of the last N given to ``set_train_n`` (32 before any call)."""
 
-    def __init__(self) -> None:
+    def __init__(self, val_batches: list[dict] | None = None) -> None:
         super().__init__()
         self.n_writes = 32
         self.calls: list[int] = []
         self.served: list[int] = []
+        self.val_batches = val_batches or []
 
     def set_train_n(self, n_writes: int) -> None:
         self.calls.append(n_writes)
@@ -150,6 +151,9 @@ class CurriculumDataModule(pl.LightningDataModule):
 
     def train_dataloader(self) -> DataLoader:
         return DataLoader(_CurrentN(self), batch_size=None)
+
+    def val_dataloader(self) -> DataLoader:
+        return eval_loader(self.val_batches)
 
 
 class TrainLossModule(pl.LightningModule):
@@ -168,3 +172,10 @@ class TrainLossModule(pl.LightningModule):
 
     def configure_optimizers(self):
         return torch.optim.SGD(self.parameters(), lr=0.05)
+
+
+class TrainEvalModule(TrainLossModule):
+    """``TrainLossModule`` whose validation step returns each pre-built batch as its outputs."""
+
+    def validation_step(self, batch: dict, batch_idx: int) -> dict:
+        return batch

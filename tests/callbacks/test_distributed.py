@@ -1,0 +1,124 @@
+"""Two gloo processes give the numbers of one process.
+
+One ``torch.multiprocessing.spawn`` of 2 CPU processes (``init_process_group("gloo")``) checks:
+1. the metric states, each rank fed half of the batches, reduce exactly to the one-process states;
+2. inside a Lightning DDP fit (reusing that process group), the callbacks log the values of a
+   one-process run, and the length curriculum makes the same choices on every rank.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+
+import lightning.pytorch as pl
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+from swar_bench.callbacks import AnswerTypeAccuracy, AnswerTypeCounts, Calibration, CalibrationCounts, LengthCurriculum
+
+from .fakes import BATCH_N32, BATCH_N64, CurriculumDataModule, EvalOutputsModule, TrainEvalModule, eval_loader, random_outputs
+
+WORLD_SIZE = 2
+# Four batches: the distributed sampler gives rank 0 the two n64 batches and rank 1 the two n32
+# ones, so no rank alone can log what one process logs. The losses differ per N, so the
+# self-knowledge correlation is defined.
+N32_LOW_LOSS = dict(BATCH_N32, loss=BATCH_N32["loss"] * 0.25)
+N32_ALL_WRONG = dict(N32_LOW_LOSS, pred=BATCH_N32["target"] + 1)
+N64_ALL_RIGHT = dict(BATCH_N64, pred=BATCH_N64["target"].clone())
+VAL_BATCHES = [BATCH_N64, N32_LOW_LOSS, N64_ALL_RIGHT, N32_ALL_WRONG]
+
+
+def _random_batches() -> list[dict]:
+    g = torch.Generator().manual_seed(11)
+    # Rank 0 gets the even batches, rank 1 the odd ones: n2048 only ever reaches rank 1.
+    plan = [(32, 3), (2048, 2), (64, 4), (256, 1), (32, 2), (64, 3), (256, 2)]
+    return [random_outputs(g, n, batch_size=b, per_row=12) for n, b in plan]
+
+
+def _counts(batches: list[dict]) -> dict[str, torch.Tensor]:
+    accuracy, calibration = AnswerTypeCounts(), CalibrationCounts()
+    for batch in batches:
+        accuracy.update_from_outputs(batch)
+        calibration.update_from_outputs(batch)
+    out = {f"acc.{k}": v for k, v in accuracy.compute().items()}
+    out.update({f"cal.{k}": v for k, v in calibration.compute().items()})
+    return out
+
+
+class _RecordCurriculum(LengthCurriculum):
+    def __init__(self, path: str) -> None:
+        super().__init__(seed=4)
+        self.path = path
+
+    def on_fit_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        state = {"counts": self.choice_counts.tolist(), "alpha": self.bandit.alpha.tolist(), "flops": self.flops_spent}
+        with open(f"{self.path}.rank{trainer.global_rank}.json", "w") as handle:
+            json.dump(state, handle)
+
+
+def _trainer(callbacks: list, **kwargs) -> pl.Trainer:
+    return pl.Trainer(
+        accelerator="cpu",
+        logger=False,
+        callbacks=callbacks,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        **kwargs,
+    )
+
+
+def _worker(rank: int, out_dir: str) -> None:
+    dist.init_process_group("gloo", init_method=f"file://{out_dir}/init", rank=rank, world_size=WORLD_SIZE)
+    try:
+        torch.save(_counts(_random_batches()[rank::WORLD_SIZE]), os.path.join(out_dir, f"counts.rank{rank}.pt"))
+
+        # Lightning finds the process group already initialized and joins it (LOCAL_RANK set:
+        # processes launched externally, as under torchrun).
+        os.environ.update(LOCAL_RANK=str(rank), NODE_RANK="0", WORLD_SIZE=str(WORLD_SIZE))
+        callbacks = [
+            AnswerTypeAccuracy(write_reports=False),
+            Calibration(write_reports=False),
+            _RecordCurriculum(os.path.join(out_dir, "curriculum")),
+        ]
+        trainer = _trainer(
+            callbacks, devices=WORLD_SIZE, strategy="ddp", max_steps=6, val_check_interval=6,
+            check_val_every_n_epoch=None, num_sanity_val_steps=0,
+        )
+        trainer.fit(TrainEvalModule(), datamodule=CurriculumDataModule(VAL_BATCHES))
+        logged = {k: float(v) for k, v in trainer.callback_metrics.items() if k.startswith("val/")}
+        logged["world_size"] = trainer.world_size
+        with open(os.path.join(out_dir, f"logged.rank{rank}.json"), "w") as handle:
+            json.dump(logged, handle)
+    finally:
+        dist.destroy_process_group()
+
+
+def test_two_gloo_processes_match_one_process(tmp_path):
+    mp.spawn(_worker, args=(str(tmp_path),), nprocs=WORLD_SIZE, join=True)
+
+    single = _counts(_random_batches())
+    assert int(single["acc.count"].sum()) > 0
+    for rank in range(WORLD_SIZE):
+        reduced = torch.load(tmp_path / f"counts.rank{rank}.pt")
+        assert reduced.keys() == single.keys()
+        for key, value in single.items():
+            if value.dtype == torch.int64:
+                assert torch.equal(reduced[key], value), (rank, key)
+            else:  # float64 sums: the order of additions differs between the runs
+                torch.testing.assert_close(reduced[key], value, rtol=1e-12, atol=1e-9)
+
+    one = _trainer([AnswerTypeAccuracy(write_reports=False), Calibration(write_reports=False)])
+    one.validate(EvalOutputsModule(), eval_loader(VAL_BATCHES), verbose=False)
+    expected = {k: float(v) for k, v in one.callback_metrics.items()}
+    assert len(expected) == 13 + 2 + 1  # observed N x kind (no stale at n32), ECE per N, correlation
+    assert math.isfinite(expected["val/self_knowledge_correlation"])
+    for rank in range(WORLD_SIZE):
+        assert json.loads((tmp_path / f"logged.rank{rank}.json").read_text()) == dict(expected, world_size=WORLD_SIZE)
+
+    rank0, rank1 = (json.loads((tmp_path / f"curriculum.rank{r}.json").read_text()) for r in range(WORLD_SIZE))
+    assert rank0 == rank1
+    assert sum(rank0["counts"]) == 7  # one choice at train start, one after each of 6 steps
