@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import lightning.pytorch as pl
 import numpy as np
@@ -79,27 +81,36 @@ def age_bin_labels(age_bin_upper: Sequence[int] = AGE_BIN_UPPER) -> tuple[str, .
     return tuple(labels + [f">{int(age_bin_upper[-1])}"])
 
 
-def check_n_writes_values(n_writes_values: Sequence[int], name: str = "n_writes_values") -> tuple[int, ...]:
+def check_n_writes_values(
+    n_writes_values: Sequence[int], name: str = "n_writes_values"
+) -> tuple[int, ...]:
     """Sorted, de-duplicated positive ints; raises ``ValueError`` (one line) otherwise."""
     try:
         values = sorted({int(n) for n in n_writes_values})
     except (TypeError, ValueError):
-        raise ValueError(f"{name}={n_writes_values!r}: expected a sequence of positive integers") from None
+        raise ValueError(
+            f"{name}={n_writes_values!r}: expected a sequence of positive integers"
+        ) from None
     if not values or values[0] < 1 or any(int(n) != n for n in n_writes_values):
-        raise ValueError(f"{name}={n_writes_values!r}: expected a non-empty sequence of positive integers")
+        raise ValueError(
+            f"{name}={n_writes_values!r}: expected a non-empty sequence of positive integers"
+        )
     return tuple(values)
 
 
 def check_eval_outputs(outputs: Any, keys: Sequence[str], stage: str) -> Mapping[str, Any]:
-    """The evaluation step's outputs dict (contract 4), or ``ValueError`` naming what is missing."""
+    """The evaluation step's outputs dict (contract 4); ``TypeError`` when it is not a mapping,
+    ``ValueError`` naming the missing keys."""
     if not isinstance(outputs, Mapping):
-        raise ValueError(
+        raise TypeError(
             f"{stage}_step returned {type(outputs).__name__}: expected the evaluation outputs dict "
             f"with keys {', '.join(keys)}"
         )
     missing = [k for k in keys if k not in outputs]
     if missing:
-        raise ValueError(f"{stage}_step outputs lack {', '.join(missing)}: expected keys {', '.join(keys)}")
+        raise ValueError(
+            f"{stage}_step outputs lack {', '.join(missing)}: expected keys {', '.join(keys)}"
+        )
     return outputs
 
 
@@ -135,13 +146,22 @@ class AnswerTypeCounts(Metric):
         super().__init__(**kwargs)
         self.n_writes_values = check_n_writes_values(n_writes_values)
         upper = [int(a) for a in age_bin_upper]
-        if not upper or upper[0] < 1 or any(b <= a for a, b in zip(upper, upper[1:])):
-            raise ValueError(f"age_bin_upper={age_bin_upper!r}: expected strictly increasing ages >= 1")
+        if not upper or upper[0] < 1 or any(b <= a for a, b in itertools.pairwise(upper)):
+            raise ValueError(
+                f"age_bin_upper={age_bin_upper!r}: expected strictly increasing ages >= 1"
+            )
         self.age_bin_upper = tuple(upper)
         self._n_index = {n: i for i, n in enumerate(self.n_writes_values)}
         n_rows, n_age = len(self.n_writes_values), len(self.age_bin_upper) + 1
-        for name, cols in (("correct", len(KINDS)), ("count", len(KINDS)), ("age_correct", n_age), ("age_count", n_age)):
-            self.add_state(name, default=torch.zeros(n_rows, cols, dtype=torch.int64), dist_reduce_fx="sum")
+        for name, cols in (
+            ("correct", len(KINDS)),
+            ("count", len(KINDS)),
+            ("age_correct", n_age),
+            ("age_count", n_age),
+        ):
+            self.add_state(
+                name, default=torch.zeros(n_rows, cols, dtype=torch.int64), dist_reduce_fx="sum"
+            )
 
     def n_index(self, n_writes: int) -> int:
         """Row of ``n_writes`` in the states; ``ValueError`` when it is not one of ``n_writes_values``."""
@@ -168,7 +188,9 @@ class AnswerTypeCounts(Metric):
         tensors = (pred, target, answer_kind, key_age, row)
         if any(t.dim() != 1 or t.shape != pred.shape for t in tensors):
             shapes = [tuple(t.shape) for t in tensors]
-            raise ValueError(f"pred/target/answer_kind/key_age/row shapes {shapes}: expected 1-D tensors of one length M")
+            raise ValueError(
+                f"pred/target/answer_kind/key_age/row shapes {shapes}: expected 1-D tensors of one length M"
+            )
         correct = pred == target
         masks = torch.stack(
             [
@@ -239,9 +261,12 @@ class AccuracyReport:
         n_writes_values: Sequence[int],
         counts: Mapping[str, torch.Tensor],
         age_bin_upper: Sequence[int] = AGE_BIN_UPPER,
-    ) -> "AccuracyReport":
+    ) -> AccuracyReport:
         """Keep the rows of ``AnswerTypeCounts.compute()`` whose N had any supervised position."""
-        arrays = {k: counts[k].detach().cpu().numpy().astype(np.int64) for k in ("correct", "count", "age_correct", "age_count")}
+        arrays = {
+            k: counts[k].detach().cpu().numpy().astype(np.int64)
+            for k in ("correct", "count", "age_correct", "age_count")
+        }
         keep = arrays["count"][:, KINDS.index("all")] > 0
         return cls(
             n_writes=tuple(int(n) for n, k in zip(n_writes_values, keep) if k),
@@ -274,7 +299,9 @@ class AccuracyReport:
         if kind not in KINDS:
             raise ValueError(f"kind={kind!r}: expected one of {list(KINDS)}")
         if n_writes not in self.n_writes:
-            raise ValueError(f"n_writes={n_writes!r}: expected one of the evaluated {list(self.n_writes)}")
+            raise ValueError(
+                f"n_writes={n_writes!r}: expected one of the evaluated {list(self.n_writes)}"
+            )
         return float(self.accuracy[self.n_writes.index(n_writes), KINDS.index(kind)])
 
     def count_of(self, kind: str, n_writes: int) -> int:
@@ -303,7 +330,9 @@ def accuracy_csv(report: AccuracyReport) -> str:
     acc = report.accuracy
     for i, n in enumerate(report.n_writes):
         for k, kind in enumerate(KINDS):
-            writer.writerow([n, kind, int(report.correct[i, k]), int(report.count[i, k]), f"{acc[i, k]:.6f}"])
+            writer.writerow(
+                [n, kind, int(report.correct[i, k]), int(report.count[i, k]), f"{acc[i, k]:.6f}"]
+            )
     return buf.getvalue()
 
 
@@ -318,7 +347,15 @@ def age_accuracy_csv(report: AccuracyReport) -> str:
     for i, n in enumerate(report.n_writes):
         for b, label in enumerate(labels):
             writer.writerow(
-                [n, label, int(lo[b]), int(hi[b]), int(report.age_correct[i, b]), int(report.age_count[i, b]), f"{acc[i, b]:.6f}"]
+                [
+                    n,
+                    label,
+                    int(lo[b]),
+                    int(hi[b]),
+                    int(report.age_correct[i, b]),
+                    int(report.age_count[i, b]),
+                    f"{acc[i, b]:.6f}",
+                ]
             )
     return buf.getvalue()
 
@@ -396,8 +433,8 @@ class AnswerTypeAccuracy(Callback):
         write_reports: set False to only log metrics.
 
     Raises:
-        ValueError: an evaluation step that does not return the contract-4 dict, or an N outside
-            ``n_writes_values``.
+        TypeError / ValueError: an evaluation step that does not return the contract-4 dict, or
+            an N outside ``n_writes_values``.
     """
 
     def __init__(
@@ -432,8 +469,12 @@ class AnswerTypeAccuracy(Callback):
         metric.reset()
         metric.to(pl_module.device)
 
-    def _finish(self, metric: AnswerTypeCounts, pl_module: pl.LightningModule, prefix: str) -> AccuracyReport:
-        report = AccuracyReport.from_counts(metric.n_writes_values, metric.compute(), metric.age_bin_upper)
+    def _finish(
+        self, metric: AnswerTypeCounts, pl_module: pl.LightningModule, prefix: str
+    ) -> AccuracyReport:
+        report = AccuracyReport.from_counts(
+            metric.n_writes_values, metric.compute(), metric.age_bin_upper
+        )
         acc = report.accuracy
         for i, n in enumerate(report.n_writes):
             for k, kind in enumerate(KINDS):
@@ -445,7 +486,13 @@ class AnswerTypeAccuracy(Callback):
         self._start(self.val_counts, pl_module)
 
     def on_validation_batch_end(
-        self, trainer: pl.Trainer, pl_module: pl.LightningModule, outputs: Any, batch: Any, batch_idx: int, dataloader_idx: int = 0
+        self,
+        trainer: pl.Trainer,
+        pl_module: pl.LightningModule,
+        outputs: Any,
+        batch: Any,
+        batch_idx: int,
+        dataloader_idx: int = 0,
     ) -> None:
         self.val_counts.update_from_outputs(outputs, "validation")
 
@@ -456,7 +503,13 @@ class AnswerTypeAccuracy(Callback):
         self._start(self.test_counts, pl_module)
 
     def on_test_batch_end(
-        self, trainer: pl.Trainer, pl_module: pl.LightningModule, outputs: Any, batch: Any, batch_idx: int, dataloader_idx: int = 0
+        self,
+        trainer: pl.Trainer,
+        pl_module: pl.LightningModule,
+        outputs: Any,
+        batch: Any,
+        batch_idx: int,
+        dataloader_idx: int = 0,
     ) -> None:
         self.test_counts.update_from_outputs(outputs, "test")
 
@@ -464,7 +517,9 @@ class AnswerTypeAccuracy(Callback):
         self.test_report = self._finish(self.test_counts, pl_module, "test")
         if self.write_reports and trainer.is_global_zero:
             if not self.test_report.n_writes:
-                rank_zero_warn("AnswerTypeAccuracy: the test pass had no supervised positions; no report written")
+                rank_zero_warn(
+                    "AnswerTypeAccuracy: the test pass had no supervised positions; no report written"
+                )
                 return
             self.report_paths = self._write(trainer, self.test_report)
 
@@ -476,12 +531,17 @@ class AnswerTypeAccuracy(Callback):
             write_text_atomic(out / REPORT_FILES[1], accuracy_csv(report)),
             write_text_atomic(out / REPORT_FILES[2], age_accuracy_csv(report)),
         ]
-        figures = {"accuracy_vs_n_writes": plot_accuracy_vs_n_writes(report), "accuracy_vs_key_age": plot_accuracy_vs_key_age(report)}
+        figures = {
+            "accuracy_vs_n_writes": plot_accuracy_vs_n_writes(report),
+            "accuracy_vs_key_age": plot_accuracy_vs_key_age(report),
+        }
         for name, fig in figures.items():
             paths.append(save_figure_atomic(fig, out / f"{name}.png"))
         for experiment in tensorboard_experiments(trainer):
             experiment.add_text("test/answer_type_accuracy", table, global_step=trainer.global_step)
             for name, fig in figures.items():
-                experiment.add_figure(f"test/{name}", fig, global_step=trainer.global_step, close=False)
+                experiment.add_figure(
+                    f"test/{name}", fig, global_step=trainer.global_step, close=False
+                )
             experiment.flush()
         return [str(p) for p in paths]

@@ -18,8 +18,9 @@ from __future__ import annotations
 import csv
 import io
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import lightning.pytorch as pl
 import numpy as np
@@ -53,7 +54,9 @@ class Correlation:
     reason: str | None = None
 
 
-def self_knowledge_correlation(error_rate: Sequence[float], mean_loss: Sequence[float]) -> Correlation:
+def self_knowledge_correlation(
+    error_rate: Sequence[float], mean_loss: Sequence[float]
+) -> Correlation:
     """Pearson correlation of ``error_rate`` (1 - accuracy, one per N) and ``mean_loss`` (nats per
     answer token, one per N), from the referee card (seed 001, "Calibrated forgetting curves").
 
@@ -67,26 +70,39 @@ def self_knowledge_correlation(error_rate: Sequence[float], mean_loss: Sequence[
     err = np.asarray(error_rate, dtype=np.float64)
     loss = np.asarray(mean_loss, dtype=np.float64)
     if err.shape != loss.shape or err.ndim != 1:
-        raise ValueError(f"error_rate has shape {err.shape} and mean_loss {loss.shape}: expected two 1-D sequences of one length")
+        raise ValueError(
+            f"error_rate has shape {err.shape} and mean_loss {loss.shape}: expected two 1-D sequences of one length"
+        )
     if not (np.isfinite(err).all() and np.isfinite(loss).all()):
-        raise ValueError(f"error_rate={err.tolist()} / mean_loss={loss.tolist()}: expected finite numbers")
+        raise ValueError(
+            f"error_rate={err.tolist()} / mean_loss={loss.tolist()}: expected finite numbers"
+        )
     if err.size < 2:
         return Correlation(math.nan, f"{err.size} evaluated N: the correlation needs at least 2")
     de, dl = err - err.mean(), loss - loss.mean()
     if not de.any():
         return Correlation(math.nan, f"the error rate is {err[0]:.6g} at every N (zero variance)")
     if not dl.any():
-        return Correlation(math.nan, f"the mean answer loss is {loss[0]:.6g} at every N (zero variance)")
-    return Correlation(float(np.dot(de, dl) / math.sqrt(float(np.dot(de, de)) * float(np.dot(dl, dl)))))
+        return Correlation(
+            math.nan, f"the mean answer loss is {loss[0]:.6g} at every N (zero variance)"
+        )
+    return Correlation(
+        float(np.dot(de, dl) / math.sqrt(float(np.dot(de, de)) * float(np.dot(dl, dl))))
+    )
 
 
-def expected_calibration_error(bin_count: np.ndarray, bin_confidence: np.ndarray, bin_correct: np.ndarray) -> float:
+def expected_calibration_error(
+    bin_count: np.ndarray, bin_confidence: np.ndarray, bin_correct: np.ndarray
+) -> float:
     """L1 ECE from per-bin sums: ``sum_b |correct_b - confidence_b| / sum_b count_b``; NaN when
     the bins are empty. Inputs ``[n_bins + 1]``: token counts, summed confidences, correct tokens."""
     total = float(np.sum(bin_count))
     if total == 0:
         return math.nan
-    return float(np.abs(np.asarray(bin_correct, np.float64) - np.asarray(bin_confidence, np.float64)).sum() / total)
+    return float(
+        np.abs(np.asarray(bin_correct, np.float64) - np.asarray(bin_confidence, np.float64)).sum()
+        / total
+    )
 
 
 class CalibrationCounts(Metric):
@@ -109,7 +125,9 @@ class CalibrationCounts(Metric):
     is_differentiable = False
     higher_is_better = False
 
-    def __init__(self, n_writes_values: Sequence[int] = ALLOWED_N, n_bins: int = N_BINS, **kwargs: Any) -> None:
+    def __init__(
+        self, n_writes_values: Sequence[int] = ALLOWED_N, n_bins: int = N_BINS, **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
         self.n_writes_values = check_n_writes_values(n_writes_values)
         if isinstance(n_bins, bool) or int(n_bins) != n_bins or n_bins < 1:
@@ -118,12 +136,29 @@ class CalibrationCounts(Metric):
         self._n_index = {n: i for i, n in enumerate(self.n_writes_values)}
         rows = len(self.n_writes_values)
         self.add_state("count", default=torch.zeros(rows, dtype=torch.int64), dist_reduce_fx="sum")
-        self.add_state("correct", default=torch.zeros(rows, dtype=torch.int64), dist_reduce_fx="sum")
-        self.add_state("loss_sum", default=torch.zeros(rows, dtype=torch.float64), dist_reduce_fx="sum")
-        for name, dtype in (("bin_count", torch.int64), ("bin_correct", torch.int64), ("bin_confidence", torch.float64)):
-            self.add_state(name, default=torch.zeros(rows, self.n_bins + 1, dtype=dtype), dist_reduce_fx="sum")
+        self.add_state(
+            "correct", default=torch.zeros(rows, dtype=torch.int64), dist_reduce_fx="sum"
+        )
+        self.add_state(
+            "loss_sum", default=torch.zeros(rows, dtype=torch.float64), dist_reduce_fx="sum"
+        )
+        for name, dtype in (
+            ("bin_count", torch.int64),
+            ("bin_correct", torch.int64),
+            ("bin_confidence", torch.float64),
+        ):
+            self.add_state(
+                name, default=torch.zeros(rows, self.n_bins + 1, dtype=dtype), dist_reduce_fx="sum"
+            )
 
-    def update(self, pred: torch.Tensor, target: torch.Tensor, loss: torch.Tensor, confidence: torch.Tensor, n_writes: int) -> None:
+    def update(
+        self,
+        pred: torch.Tensor,
+        target: torch.Tensor,
+        loss: torch.Tensor,
+        confidence: torch.Tensor,
+        n_writes: int,
+    ) -> None:
         """Add one evaluation batch (contract 4): ``pred`` / ``target`` int64 ``[M]``, ``loss``
         float ``[M]`` per-token cross-entropy (nats), ``confidence`` float ``[M]`` softmax
         probability of ``pred``; ``n_writes`` the batch's N."""
@@ -132,9 +167,13 @@ class CalibrationCounts(Metric):
         i = self._n_index[int(n_writes)]
         tensors = (pred, target, loss, confidence)
         if any(t.dim() != 1 or t.shape != pred.shape for t in tensors):
-            raise ValueError(f"pred/target/loss/confidence shapes {[tuple(t.shape) for t in tensors]}: expected 1-D tensors of one length M")
+            raise ValueError(
+                f"pred/target/loss/confidence shapes {[tuple(t.shape) for t in tensors]}: expected 1-D tensors of one length M"
+            )
         if confidence.numel() and bool(((confidence < 0) | (confidence > 1)).any()):
-            raise ValueError("confidence outside [0, 1]: expected the softmax probability of the predicted token")
+            raise ValueError(
+                "confidence outside [0, 1]: expected the softmax probability of the predicted token"
+            )
         correct = pred == target
         conf = confidence.detach().to(torch.float64)
         self.count[i] += pred.numel()
@@ -149,7 +188,13 @@ class CalibrationCounts(Metric):
     def update_from_outputs(self, outputs: Mapping[str, Any], stage: str = "validation") -> None:
         """``update`` from an evaluation step's outputs dict (contract 4)."""
         outputs = check_eval_outputs(outputs, CALIBRATION_OUTPUT_KEYS, stage)
-        self.update(outputs["pred"], outputs["target"], outputs["loss"], outputs["confidence"], int(outputs["n_writes"]))
+        self.update(
+            outputs["pred"],
+            outputs["target"],
+            outputs["loss"],
+            outputs["confidence"],
+            int(outputs["n_writes"]),
+        )
 
     def compute(self) -> dict[str, torch.Tensor]:
         names = ("count", "correct", "loss_sum", "bin_count", "bin_correct", "bin_confidence")
@@ -174,7 +219,9 @@ class CalibrationReport:
     correlation: Correlation
 
     @classmethod
-    def from_counts(cls, n_writes_values: Sequence[int], counts: Mapping[str, torch.Tensor]) -> "CalibrationReport":
+    def from_counts(
+        cls, n_writes_values: Sequence[int], counts: Mapping[str, torch.Tensor]
+    ) -> CalibrationReport:
         """Build the report from ``CalibrationCounts.compute()``."""
         a = {k: v.detach().cpu().numpy() for k, v in counts.items()}
         keep = a["count"] > 0
@@ -184,7 +231,9 @@ class CalibrationReport:
         ece = np.array(
             [
                 expected_calibration_error(c, f, k)
-                for c, f, k in zip(a["bin_count"][keep], a["bin_confidence"][keep], a["bin_correct"][keep])
+                for c, f, k in zip(
+                    a["bin_count"][keep], a["bin_confidence"][keep], a["bin_correct"][keep]
+                )
             ],
             dtype=np.float64,
         )
@@ -202,9 +251,13 @@ def calibration_table(report: CalibrationReport) -> str:
     """Markdown table (N, answer tokens, accuracy, mean answer loss, ECE) and the correlation line."""
     rows = [
         [f"n{n}", str(int(c)), f"{a:.4f}", f"{l:.4f}", f"{e:.4f}"]
-        for n, c, a, l, e in zip(report.n_writes, report.count, report.accuracy, report.mean_loss, report.ece)
+        for n, c, a, l, e in zip(
+            report.n_writes, report.count, report.accuracy, report.mean_loss, report.ece
+        )
     ]
-    table = markdown_table(["n_writes", "answer tokens", "accuracy", "mean answer loss (nats)", "ECE"], rows)
+    table = markdown_table(
+        ["n_writes", "answer tokens", "accuracy", "mean answer loss (nats)", "ECE"], rows
+    )
     corr = report.correlation
     value = f"{corr.value:.4f}" if math.isfinite(corr.value) else f"{MISSING} ({corr.reason})"
     return table + f"\nself-knowledge correlation: {value}\n"
@@ -215,7 +268,9 @@ def calibration_csv(report: CalibrationReport) -> str:
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(["n_writes", "count", "accuracy", "mean_loss", "ece"])
-    for n, c, a, l, e in zip(report.n_writes, report.count, report.accuracy, report.mean_loss, report.ece):
+    for n, c, a, l, e in zip(
+        report.n_writes, report.count, report.accuracy, report.mean_loss, report.ece
+    ):
         writer.writerow([n, int(c), f"{a:.6f}", f"{l:.6f}", f"{e:.6f}"])
     return buf.getvalue()
 
@@ -257,14 +312,20 @@ class Calibration(Callback):
         self.test_report: CalibrationReport | None = None
         self.report_paths: list[str] = []
 
-    def _finish(self, metric: CalibrationCounts, pl_module: pl.LightningModule, prefix: str) -> CalibrationReport:
+    def _finish(
+        self, metric: CalibrationCounts, pl_module: pl.LightningModule, prefix: str
+    ) -> CalibrationReport:
         report = CalibrationReport.from_counts(metric.n_writes_values, metric.compute())
         for n, ece in zip(report.n_writes, report.ece):
             log_epoch_value(pl_module, f"{prefix}/ece/n{n}", ece)
         if report.n_writes:
-            log_epoch_value(pl_module, f"{prefix}/self_knowledge_correlation", report.correlation.value)
+            log_epoch_value(
+                pl_module, f"{prefix}/self_knowledge_correlation", report.correlation.value
+            )
             if report.correlation.reason is not None:
-                rank_zero_info(f"{prefix}/self_knowledge_correlation is NaN: {report.correlation.reason}")
+                rank_zero_info(
+                    f"{prefix}/self_knowledge_correlation is NaN: {report.correlation.reason}"
+                )
         return report
 
     def on_validation_epoch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
@@ -272,7 +333,13 @@ class Calibration(Callback):
         self.val_counts.to(pl_module.device)
 
     def on_validation_batch_end(
-        self, trainer: pl.Trainer, pl_module: pl.LightningModule, outputs: Any, batch: Any, batch_idx: int, dataloader_idx: int = 0
+        self,
+        trainer: pl.Trainer,
+        pl_module: pl.LightningModule,
+        outputs: Any,
+        batch: Any,
+        batch_idx: int,
+        dataloader_idx: int = 0,
     ) -> None:
         self.val_counts.update_from_outputs(outputs, "validation")
 
@@ -284,7 +351,13 @@ class Calibration(Callback):
         self.test_counts.to(pl_module.device)
 
     def on_test_batch_end(
-        self, trainer: pl.Trainer, pl_module: pl.LightningModule, outputs: Any, batch: Any, batch_idx: int, dataloader_idx: int = 0
+        self,
+        trainer: pl.Trainer,
+        pl_module: pl.LightningModule,
+        outputs: Any,
+        batch: Any,
+        batch_idx: int,
+        dataloader_idx: int = 0,
     ) -> None:
         self.test_counts.update_from_outputs(outputs, "test")
 

@@ -21,7 +21,8 @@ batches of that N, with the module's ``last_train_loss``; the choice goes to the
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import lightning.pytorch as pl
 import numpy as np
@@ -93,7 +94,9 @@ class LengthCurriculum(Callback):
         n_arms = len(self.n_writes_values)
         self.bandit = ThompsonBernoulli(n_arms, seed=self.seed)
         self.ledger = None if budget_flops is None else FlopLedger(budget_flops, n_arms)
-        tokens = np.array([expected_tokens_per_example(n, query_rate) for n in self.n_writes_values])
+        tokens = np.array(
+            [expected_tokens_per_example(n, query_rate) for n in self.n_writes_values]
+        )
         self.relative_cost = tokens / tokens.min()
         self._expected_tokens = tokens
         self.n_params: int | None = None
@@ -107,7 +110,9 @@ class LengthCurriculum(Callback):
     def arm_of(self, n_writes: int) -> int:
         """Arm index of a training N; ``ValueError`` when it is not one of ``n_writes_values``."""
         if int(n_writes) not in self.n_writes_values:
-            raise ValueError(f"training batch n_writes={n_writes!r}: expected one of the curriculum's {list(self.n_writes_values)}")
+            raise ValueError(
+                f"training batch n_writes={n_writes!r}: expected one of the curriculum's {list(self.n_writes_values)}"
+            )
         return self.n_writes_values.index(int(n_writes))
 
     def next_cost_flops(self) -> np.ndarray | None:
@@ -145,7 +150,9 @@ class LengthCurriculum(Callback):
         """
         arm = self.arm_of(n_writes)
         if self.n_params is None:
-            raise RuntimeError("LengthCurriculum.n_params is unset: it is read from the module at fit start")
+            raise RuntimeError(
+                "LengthCurriculum.n_params is unset: it is read from the module at fit start"
+            )
         flops = 6.0 * self.n_params * float(tokens)
         self.flops_spent += flops
         self._flops_per_expected_token = flops / float(self._expected_tokens[arm])
@@ -174,10 +181,17 @@ class LengthCurriculum(Callback):
         trainer.datamodule.set_train_n(n)
 
     def on_train_batch_end(
-        self, trainer: pl.Trainer, pl_module: pl.LightningModule, outputs: Any, batch: Any, batch_idx: int
+        self,
+        trainer: pl.Trainer,
+        pl_module: pl.LightningModule,
+        outputs: Any,
+        batch: Any,
+        batch_idx: int,
     ) -> None:
         if not hasattr(pl_module, "last_train_loss"):
-            raise TypeError(f"LengthCurriculum needs {type(pl_module).__name__}.last_train_loss (mean loss of the last training batch)")
+            raise TypeError(
+                f"LengthCurriculum needs {type(pl_module).__name__}.last_train_loss (mean loss of the last training batch)"
+            )
         n = int(batch["n_writes"][0])
         local = torch.tensor(
             [float(pl_module.last_train_loss), float(batch["input_ids"].numel()), float(n)],
@@ -187,14 +201,18 @@ class LengthCurriculum(Callback):
         world = trainer.world_size
         total = trainer.strategy.reduce(local, reduce_op="sum") if world > 1 else local
         if float(total[2]) != n * world:
-            raise ValueError(f"ranks trained different n_writes in one step (this rank n_writes={n}): expected one N per step")
+            raise ValueError(
+                f"ranks trained different n_writes in one step (this rank n_writes={n}): expected one N per step"
+            )
         next_n = self.observe(n, float(total[0]) / world, int(total[1]))
-        log = dict(on_step=True, on_epoch=False, batch_size=1)
+        log = {"on_step": True, "on_epoch": False, "batch_size": 1}
         pl_module.log("curriculum/flops_spent", self.flops_spent, **log)
         for value, mean in zip(self.n_writes_values, self.bandit.posterior_mean()):
             pl_module.log(f"curriculum/posterior_mean/n{value}", float(mean), **log)
         if next_n is None:
-            rank_zero_info(f"LengthCurriculum: the FLOP budget ({self.ledger.budget_flops:.4g} FLOPs) is spent; stopping")
+            rank_zero_info(
+                f"LengthCurriculum: the FLOP budget ({self.ledger.budget_flops:.4g} FLOPs) is spent; stopping"
+            )
             trainer.should_stop = True
             return
         pl_module.log("curriculum/n_writes", float(next_n), **log)
@@ -223,7 +241,9 @@ class LengthCurriculum(Callback):
                 f"checkpoint curriculum over n_writes {state_dict['n_writes_values']}: expected {list(self.n_writes_values)}"
             )
         if (state_dict["ledger_spent"] is None) != (self.ledger is None):
-            raise ValueError("checkpoint and configuration disagree on budget_flops (one has a FLOP ledger, the other not)")
+            raise ValueError(
+                "checkpoint and configuration disagree on budget_flops (one has a FLOP ledger, the other not)"
+            )
         self.bandit.alpha[:] = state_dict["alpha"]
         self.bandit.beta[:] = state_dict["beta"]
         self.bandit.pulls[:] = state_dict["pulls"]

@@ -10,8 +10,9 @@ from __future__ import annotations
 import math
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import lightning.pytorch as pl
 from lightning.pytorch.loggers import TensorBoardLogger
@@ -60,7 +61,9 @@ def report_dir(trainer: pl.Trainer, out_dir: str | os.PathLike | None) -> Path:
 
 def tensorboard_experiments(trainer: pl.Trainer) -> list[Any]:
     """The ``SummaryWriter`` of every ``TensorBoardLogger`` attached to ``trainer`` (may be empty)."""
-    return [logger.experiment for logger in trainer.loggers if isinstance(logger, TensorBoardLogger)]
+    return [
+        logger.experiment for logger in trainer.loggers if isinstance(logger, TensorBoardLogger)
+    ]
 
 
 def log_epoch_value(pl_module: pl.LightningModule, name: str, value: float) -> None:

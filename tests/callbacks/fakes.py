@@ -76,7 +76,9 @@ BATCH_N32 = eval_outputs(
 )
 
 
-def random_outputs(generator: torch.Generator, n_writes: int, batch_size: int, per_row: int) -> dict:
+def random_outputs(
+    generator: torch.Generator, n_writes: int, batch_size: int, per_row: int
+) -> dict:
     """Random contract-4 outputs: ``per_row`` queries and 4 passkey tokens per row."""
     m = batch_size * (per_row + 4)
     row = torch.arange(batch_size).repeat_interleave(per_row + 4)
@@ -121,7 +123,7 @@ def eval_loader(batches: list[dict]) -> DataLoader:
 
 
 class _CurrentN(IterableDataset):
-    def __init__(self, datamodule: "CurriculumDataModule") -> None:
+    def __init__(self, datamodule: CurriculumDataModule) -> None:
         self.datamodule = datamodule
 
     def __iter__(self):

@@ -13,7 +13,14 @@ import torch
 from lightning.pytorch.loggers import TensorBoardLogger
 from matplotlib.image import imread
 
-from swar_bench.callbacks import AGE_BIN_UPPER, KINDS, AccuracyReport, AnswerTypeAccuracy, AnswerTypeCounts, accuracy_table
+from swar_bench.callbacks import (
+    AGE_BIN_UPPER,
+    KINDS,
+    AccuracyReport,
+    AnswerTypeAccuracy,
+    AnswerTypeCounts,
+    accuracy_table,
+)
 from swar_bench.callbacks.answer_type_accuracy import REPORT_FILES, age_bin_labels
 from swar_bench.tasks.oracle import ANSWER_KINDS
 
@@ -58,16 +65,28 @@ def test_absent_kind_is_nan_with_count_zero_and_a_dash_in_the_table():
     assert report.count_of("ar_expired_stale", 32) == 0
     assert math.isnan(report.accuracy_of("ar_expired_stale", 32))
     table = accuracy_table(report)
-    row = [line for line in table.splitlines() if line.startswith("| n32")][0]
+    row = next(line for line in table.splitlines() if line.startswith("| n32"))
     cells = [c.strip() for c in row.strip("|").split("|")]
-    assert cells == ["n32", "1.000 (1)", "0.000 (1)", "— (0)", "0.000 (1)", "1.000 (4)", "1.000 (1)", "0.833 (6)"]
+    assert cells == [
+        "n32",
+        "1.000 (1)",
+        "0.000 (1)",
+        "— (0)",
+        "0.000 (1)",
+        "1.000 (4)",
+        "1.000 (1)",
+        "0.833 (6)",
+    ]
 
 
 def test_passkey_exact_groups_by_row_not_by_position_order():
     # Row 0 has one wrong passkey token, row 1 none; positions alternate between rows.
     positions = [(r, "passkey", -1, not (r == 0 and j == 2)) for j in range(4) for r in (0, 1)]
     report = _report([eval_outputs(128, positions, batch_size=2)])
-    assert (report.count_of("passkey_exact", 128), report.accuracy_of("passkey_exact", 128)) == (2, 0.5)
+    assert (report.count_of("passkey_exact", 128), report.accuracy_of("passkey_exact", 128)) == (
+        2,
+        0.5,
+    )
     assert report.accuracy_of("passkey", 128) == 7 / 8
     # The same row index in another batch is another example.
     report = _report([eval_outputs(128, positions, 2), eval_outputs(128, positions, 2)])
@@ -100,8 +119,10 @@ def test_bad_inputs_are_refused_with_one_line():
     with pytest.raises(ValueError, match=r"n_writes=48: expected one of \[32, 64"):
         metric.update_from_outputs(dict(BATCH_N32, n_writes=48))
     with pytest.raises(ValueError, match="outputs lack key_age, row"):
-        metric.update_from_outputs({k: v for k, v in BATCH_N32.items() if k not in ("key_age", "row")})
-    with pytest.raises(ValueError, match="expected the evaluation outputs dict"):
+        metric.update_from_outputs(
+            {k: v for k, v in BATCH_N32.items() if k not in ("key_age", "row")}
+        )
+    with pytest.raises(TypeError, match="expected the evaluation outputs dict"):
         metric.update_from_outputs(torch.tensor(1.0))
     with pytest.raises(ValueError, match="n_writes_values"):
         AnswerTypeCounts(n_writes_values=[])
@@ -125,7 +146,10 @@ def test_validate_logs_val_keys(tmp_path):
     trainer.validate(EvalOutputsModule(), eval_loader([BATCH_N64, BATCH_N32]), verbose=False)
     logged = trainer.logged_metrics
     expected = {
-        f"val/acc/{kind}/n{n}": correct / count for kind, by_n in EXPECTED.items() for n, (correct, count) in by_n.items() if count
+        f"val/acc/{kind}/n{n}": correct / count
+        for kind, by_n in EXPECTED.items()
+        for n, (correct, count) in by_n.items()
+        if count
     }
     assert set(logged) == set(expected)  # absent kinds (stale at n32) are not logged
     for key, value in expected.items():
@@ -149,11 +173,20 @@ def test_test_writes_tables_figures_and_tensorboard(tmp_path):
     rows = list(csv.DictReader(io.StringIO((out / "answer_type_accuracy.csv").read_text())))
     assert len(rows) == 2 * len(KINDS)
     by_key = {(int(r["n_writes"]), r["answer_type"]): r for r in rows}
-    assert by_key[(64, "ar_valid")] == {"n_writes": "64", "answer_type": "ar_valid", "correct": "4", "count": "6", "accuracy": "0.666667"}
-    assert by_key[(32, "ar_expired_stale")]["count"] == "0" and by_key[(32, "ar_expired_stale")]["accuracy"] == "nan"
+    assert by_key[(64, "ar_valid")] == {
+        "n_writes": "64",
+        "answer_type": "ar_valid",
+        "correct": "4",
+        "count": "6",
+        "accuracy": "0.666667",
+    }
+    assert (
+        by_key[(32, "ar_expired_stale")]["count"] == "0"
+        and by_key[(32, "ar_expired_stale")]["accuracy"] == "nan"
+    )
 
     ages = list(csv.DictReader(io.StringIO((out / "accuracy_by_key_age.csv").read_text())))
-    row = [r for r in ages if r["n_writes"] == "64" and r["key_age_bin"] == "33-64"][0]
+    row = next(r for r in ages if r["n_writes"] == "64" and r["key_age_bin"] == "33-64")
     assert (row["age_lo"], row["age_hi"], row["correct"], row["count"]) == ("33", "64", "2", "2")
 
     for name in ("accuracy_vs_n_writes.png", "accuracy_vs_key_age.png"):

@@ -10,7 +10,12 @@ import pytest
 import torch
 from torchmetrics.classification import BinaryCalibrationError
 
-from swar_bench.callbacks import Calibration, CalibrationCounts, CalibrationReport, self_knowledge_correlation
+from swar_bench.callbacks import (
+    Calibration,
+    CalibrationCounts,
+    CalibrationReport,
+    self_knowledge_correlation,
+)
 from swar_bench.callbacks.calibration import CALIBRATION_FILES
 
 from .fakes import EvalOutputsModule, eval_loader, eval_outputs, random_outputs
@@ -22,7 +27,9 @@ def test_pearson_by_hand():
     corr = self_knowledge_correlation([0.0, 0.5, 0.75], [0.1, 1.0, 2.0])
     assert corr.reason is None
     assert corr.value == pytest.approx(0.9757875, abs=1e-7)
-    assert corr.value == pytest.approx(np.corrcoef([0.0, 0.5, 0.75], [0.1, 1.0, 2.0])[0, 1], abs=1e-12)
+    assert corr.value == pytest.approx(
+        np.corrcoef([0.0, 0.5, 0.75], [0.1, 1.0, 2.0])[0, 1], abs=1e-12
+    )
     assert self_knowledge_correlation([0.0, 1.0], [2.0, 1.0]).value == pytest.approx(-1.0)
 
 
@@ -64,7 +71,9 @@ def test_ece_by_hand_and_per_n_report():
     metric = CalibrationCounts()
     metric.update_from_outputs(_ece_batch())
     # n64: all correct at confidence 0.5 -> ECE 0.5; accuracy 1; mean loss 0.5.
-    metric.update_from_outputs(eval_outputs(64, [(0, "ar_valid", 1, True, 0.5, 0.5)] * 3, batch_size=1))
+    metric.update_from_outputs(
+        eval_outputs(64, [(0, "ar_valid", 1, True, 0.5, 0.5)] * 3, batch_size=1)
+    )
     report = CalibrationReport.from_counts(metric.n_writes_values, metric.compute())
     assert report.n_writes == (32, 64)
     np.testing.assert_array_equal(report.count, [4, 3])
@@ -97,7 +106,11 @@ def test_confidence_outside_unit_interval_is_refused():
 def test_lightning_logs_ece_and_correlation_and_writes_files(tmp_path):
     callback = Calibration(out_dir=str(tmp_path / "reports"))
     trainer = pl.Trainer(
-        accelerator="cpu", logger=False, callbacks=[callback], enable_checkpointing=False, enable_progress_bar=False,
+        accelerator="cpu",
+        logger=False,
+        callbacks=[callback],
+        enable_checkpointing=False,
+        enable_progress_bar=False,
         enable_model_summary=False,
     )
     n64 = eval_outputs(64, [(0, "ar_valid", 1, True, 0.5, 0.5)] * 3, batch_size=1)
@@ -120,4 +133,7 @@ def test_lightning_logs_ece_and_correlation_and_writes_files(tmp_path):
         "32,4,0.500000,1.275000,0.287500",
         "64,3,1.000000,0.500000,0.500000",
     ]
-    assert "self-knowledge correlation: 1.0000" in (tmp_path / "reports" / "calibration.md").read_text()
+    assert (
+        "self-knowledge correlation: 1.0000"
+        in (tmp_path / "reports" / "calibration.md").read_text()
+    )

@@ -17,9 +17,23 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from swar_bench.callbacks import AnswerTypeAccuracy, AnswerTypeCounts, Calibration, CalibrationCounts, LengthCurriculum
+from swar_bench.callbacks import (
+    AnswerTypeAccuracy,
+    AnswerTypeCounts,
+    Calibration,
+    CalibrationCounts,
+    LengthCurriculum,
+)
 
-from .fakes import BATCH_N32, BATCH_N64, CurriculumDataModule, EvalOutputsModule, TrainEvalModule, eval_loader, random_outputs
+from .fakes import (
+    BATCH_N32,
+    BATCH_N64,
+    CurriculumDataModule,
+    EvalOutputsModule,
+    TrainEvalModule,
+    eval_loader,
+    random_outputs,
+)
 
 WORLD_SIZE = 2
 # Four batches: the distributed sampler gives rank 0 the two n64 batches and rank 1 the two n32
@@ -54,7 +68,11 @@ class _RecordCurriculum(LengthCurriculum):
         self.path = path
 
     def on_fit_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        state = {"counts": self.choice_counts.tolist(), "alpha": self.bandit.alpha.tolist(), "flops": self.flops_spent}
+        state = {
+            "counts": self.choice_counts.tolist(),
+            "alpha": self.bandit.alpha.tolist(),
+            "flops": self.flops_spent,
+        }
         with open(f"{self.path}.rank{trainer.global_rank}.json", "w") as handle:
             json.dump(state, handle)
 
@@ -72,9 +90,14 @@ def _trainer(callbacks: list, **kwargs) -> pl.Trainer:
 
 
 def _worker(rank: int, out_dir: str) -> None:
-    dist.init_process_group("gloo", init_method=f"file://{out_dir}/init", rank=rank, world_size=WORLD_SIZE)
+    dist.init_process_group(
+        "gloo", init_method=f"file://{out_dir}/init", rank=rank, world_size=WORLD_SIZE
+    )
     try:
-        torch.save(_counts(_random_batches()[rank::WORLD_SIZE]), os.path.join(out_dir, f"counts.rank{rank}.pt"))
+        torch.save(
+            _counts(_random_batches()[rank::WORLD_SIZE]),
+            os.path.join(out_dir, f"counts.rank{rank}.pt"),
+        )
 
         # Lightning finds the process group already initialized and joins it (LOCAL_RANK set:
         # processes launched externally, as under torchrun).
@@ -85,8 +108,13 @@ def _worker(rank: int, out_dir: str) -> None:
             _RecordCurriculum(os.path.join(out_dir, "curriculum")),
         ]
         trainer = _trainer(
-            callbacks, devices=WORLD_SIZE, strategy="ddp", max_steps=6, val_check_interval=6,
-            check_val_every_n_epoch=None, num_sanity_val_steps=0,
+            callbacks,
+            devices=WORLD_SIZE,
+            strategy="ddp",
+            max_steps=6,
+            val_check_interval=6,
+            check_val_every_n_epoch=None,
+            num_sanity_val_steps=0,
         )
         trainer.fit(TrainEvalModule(), datamodule=CurriculumDataModule(VAL_BATCHES))
         logged = {k: float(v) for k, v in trainer.callback_metrics.items() if k.startswith("val/")}
@@ -114,11 +142,17 @@ def test_two_gloo_processes_match_one_process(tmp_path):
     one = _trainer([AnswerTypeAccuracy(write_reports=False), Calibration(write_reports=False)])
     one.validate(EvalOutputsModule(), eval_loader(VAL_BATCHES), verbose=False)
     expected = {k: float(v) for k, v in one.callback_metrics.items()}
-    assert len(expected) == 13 + 2 + 1  # observed N x kind (no stale at n32), ECE per N, correlation
+    assert (
+        len(expected) == 13 + 2 + 1
+    )  # observed N x kind (no stale at n32), ECE per N, correlation
     assert math.isfinite(expected["val/self_knowledge_correlation"])
     for rank in range(WORLD_SIZE):
-        assert json.loads((tmp_path / f"logged.rank{rank}.json").read_text()) == dict(expected, world_size=WORLD_SIZE)
+        assert json.loads((tmp_path / f"logged.rank{rank}.json").read_text()) == dict(
+            expected, world_size=WORLD_SIZE
+        )
 
-    rank0, rank1 = (json.loads((tmp_path / f"curriculum.rank{r}.json").read_text()) for r in range(WORLD_SIZE))
+    rank0, rank1 = (
+        json.loads((tmp_path / f"curriculum.rank{r}.json").read_text()) for r in range(WORLD_SIZE)
+    )
     assert rank0 == rank1
     assert sum(rank0["counts"]) == 7  # one choice at train start, one after each of 6 steps

@@ -46,7 +46,9 @@ def test_select_returns_a_training_n_and_unknown_n_is_refused():
     cb = LengthCurriculum(seed=3)
     cb.n_params = 1
     assert all(cb.select() in TRAIN_N for _ in range(20))
-    with pytest.raises(ValueError, match=r"n_writes=48: expected one of the curriculum's \[32, 64, 128, 256\]"):
+    with pytest.raises(
+        ValueError, match=r"n_writes=48: expected one of the curriculum's \[32, 64, 128, 256\]"
+    ):
         cb.observe(48, 1.0, tokens=100)
 
 
@@ -84,7 +86,7 @@ def test_a_masked_arm_is_never_chosen_while_others_can_pay():
 
 
 def test_state_dict_round_trip_resumes_exactly():
-    kwargs = dict(n_writes_values=TRAIN_N, budget_flops=6 * 20 * 972.0, seed=5)
+    kwargs = {"n_writes_values": TRAIN_N, "budget_flops": 6 * 20 * 972.0, "seed": 5}
     a = LengthCurriculum(**kwargs)
     a.n_params = 1
     _, n = _drive(a, steps=7)
