@@ -26,6 +26,7 @@ two paths cannot drift apart by consuming random numbers in a different order.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import os
@@ -46,6 +47,9 @@ SPLIT_SEEDS: dict[str, int] = {"train": 1, "validation": 2, "test": 3}
 
 SPLIT_SIZES: dict[str, int] = {"train": 100_000, "validation": 1_000, "test": 1_000}
 """Examples per config in each split of the release (card, "Configs and splits")."""
+
+MAX_KEYS = 64
+"""Largest ``n_keys`` the generator supports (key sets are 64-bit masks)."""
 
 IGNORE_INDEX = -100
 """``labels`` value at unsupervised positions (card, "Columns"; the HF / PyTorch convention)."""
@@ -92,7 +96,7 @@ class PasskeySwarParams:
         for name in ("query_rate", "valid_frac", "drift_rate"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
-                raise ValueError(f"PasskeySwarParams.{name}={value!r}: expected a number")
+                raise ValueError(f"PasskeySwarParams.{name}={value!r}: expected a number")  # noqa: TRY004 (the project reports bad values as ValueError)
             if not math.isfinite(value) or value < 0:
                 raise ValueError(f"PasskeySwarParams.{name}={value!r}: expected a finite number >= 0")
         if self.query_rate > 1000:
@@ -104,6 +108,11 @@ class PasskeySwarParams:
             raise ValueError(
                 f"PasskeySwarParams.active_min={self.active_min} > active_max={self.active_max}: "
                 "expected active_min <= active_max"
+            )
+        if self.n_keys > MAX_KEYS:
+            raise ValueError(
+                f"PasskeySwarParams.n_keys={self.n_keys}: expected n_keys <= {MAX_KEYS} "
+                "(the batched generator holds key sets in 64-bit masks)"
             )
         if self.active_max > self.n_keys:
             raise ValueError(
@@ -271,20 +280,20 @@ def _check_seed(seed: int) -> int:
 
 _GAMMA = 0x9E3779B97F4A7C15
 _MASK64 = (1 << 64) - 1
+_U32 = np.uint64(32)
+_LO32 = np.uint64(0xFFFFFFFF)
 
-# One stream per random decision; draw i of a write stream belongs to write i (0-based), draw i
-# of a query stream to the example's i-th query (0-based, in stream order).
-STREAM_PASSKEY = 0  # 4 draws: passkey values
-STREAM_ACTIVE_SIZE = 1  # 1 draw: size of the active set
+# One stream per kind of decision. Draw i of a per-write stream belongs to write i (0-based),
+# draw i of the query stream to the example's i-th query (0-based, in stream order). A 64-bit
+# draw serves two decisions: its high and its low 32 bits.
+STREAM_PASSKEY = 0  # 4 draws; hi: passkey value
+STREAM_ACTIVE_SIZE = 1  # 1 draw; hi: size of the active set
 STREAM_ACTIVE_ORDER = 2  # n_keys draws: a random order of the keys; the active set is its head
-STREAM_KEY = 3  # per write: position in the active set of the written key
-STREAM_VALUE = 4  # per write: written value
-STREAM_DRIFT = 5  # per write: drift coin
-STREAM_DRIFT_OUT = 6  # per write: position in the active set of the key swapped out
-STREAM_DRIFT_IN = 7  # per write: rank among inactive keys (ascending id) of the key swapped in
-STREAM_N_QUERIES = 8  # per write: number of queries that follow it
-STREAM_KIND = 9  # per query: valid (coin < valid_frac) or expired
-STREAM_CHOICE = 10  # per query: rank of the queried key among the candidates (ascending id)
+STREAM_WRITE = 3  # per write; hi: slot in the active set of the written key, lo: its value
+STREAM_EVENTS = 4  # per write; hi: drift coin, lo: number of queries that follow the write
+STREAM_SWAP = 5  # per write, read when the drift coin fires; hi: active slot swapped out,
+#                  lo: rank (ascending id) among inactive keys of the key swapped in
+STREAM_QUERY = 6  # per query; hi: valid/expired coin, lo: rank of the key among the candidates
 
 
 def _mix64(z: np.ndarray) -> np.ndarray:
@@ -323,36 +332,48 @@ def stream_bits(seeds: np.ndarray | int, stream: int, count: int) -> np.ndarray:
     return out[0] if seeds_arr.ndim == 0 else out
 
 
-def uniform_index(bits: np.ndarray, n: np.ndarray | int) -> np.ndarray:
-    """Uniform integer in ``[0, n)`` from 64 random bits: ``((bits >> 32) * n) >> 32`` (the
+def hi32(bits: np.ndarray) -> np.ndarray:
+    """High 32 bits of each draw, ``uint64``."""
+    return np.asarray(bits, dtype=np.uint64) >> _U32
+
+
+def lo32(bits: np.ndarray) -> np.ndarray:
+    """Low 32 bits of each draw, ``uint64``."""
+    return np.asarray(bits, dtype=np.uint64) & _LO32
+
+
+def uniform_index(u32: np.ndarray, n: np.ndarray | int) -> np.ndarray:
+    """Uniform integer in ``[0, n)`` from 32 random bits: ``(u32 * n) >> 32`` (the
     multiply-shift map; bias < n / 2**32). ``int64``, broadcast shape."""
     n = np.asarray(n).astype(np.uint64)
-    return (((np.asarray(bits, dtype=np.uint64) >> np.uint64(32)) * n) >> np.uint64(32)).astype(np.int64)
+    return ((np.asarray(u32, dtype=np.uint64) * n) >> _U32).view(np.int64)
 
 
-def unit_float(bits: np.ndarray) -> np.ndarray:
-    """Uniform float64 in ``[0, 1)`` from the top 53 of 64 random bits (exact conversion)."""
-    return (np.asarray(bits, dtype=np.uint64) >> np.uint64(11)).astype(np.float64) * (2.0**-53)
+def prob32(p: float) -> int:
+    """``round(p * 2**32)``: a coin on 32 random bits ``u32`` comes up when ``u32 < prob32(p)``
+    (probability ``p`` to within ``2**-33``; ``p = 1`` always, ``p = 0`` never)."""
+    return min(round(float(p) * 2.0**32), 2**32)
 
 
 def query_thresholds(params: PasskeySwarParams) -> np.ndarray:
-    """``t[k-1] = p**k`` for ``k = 1, 2, ...`` while ``p**k >= 2**-53``, ``p = q / (1 + q)``:
-    ``float64 [K]``, decreasing. A write is followed by ``#{k : u < t[k-1]}`` queries for one
-    uniform ``u``; then ``P(#queries >= k) = p**k``, the law of "queries follow while a coin with
-    probability p comes up" (card, "Format")."""
+    """``t[k-1] = prob32(p**k)`` for ``k = 1, 2, ...`` while it is ``>= 1``,
+    ``p = q / (1 + q)``: ``uint64 [K]``, non-increasing. A write is followed by
+    ``#{k : u32 < t[k-1]}`` queries for one 32-bit draw ``u32``, so ``P(#queries >= k) = p**k``:
+    the law of "queries follow while a coin with probability p comes up" (card, "Format"),
+    truncated where ``p**k < 2**-33``."""
     p = params.query_prob
     out = []
     t = p
-    while t >= 2.0**-53 and p > 0:
-        out.append(t)
+    while p > 0 and prob32(t) >= 1:
+        out.append(prob32(t))
         t *= p
-    return np.asarray(out, dtype=np.float64)
+    return np.asarray(out, dtype=np.uint64)
 
 
-def _n_queries(u: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
-    """``#{k : u < thresholds[k]}`` for decreasing thresholds: ``int64``, shape of ``u``."""
+def n_queries_from(u32: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
+    """``#{k : u32 < thresholds[k]}`` for non-increasing thresholds: ``int64``, shape of ``u32``."""
     ascending = thresholds[::-1]
-    return (len(thresholds) - np.searchsorted(ascending, u, side="right")).astype(np.int64)
+    return (len(thresholds) - np.searchsorted(ascending, u32, side="right")).astype(np.int64)
 
 
 # --------------------------------------------------------------------------------------------
@@ -385,7 +406,7 @@ def make_example(seed: int, n_writes: int, params: PasskeySwarParams | None = No
 
     Randomness: draw ``i`` of stream ``s`` (the ``STREAM_*`` constants) is
     ``stream_bits(seed, s, ...)[i]``; uniform choices use :func:`uniform_index`, coins
-    :func:`unit_float`, query counts :func:`query_thresholds`.
+    :func:`prob32`, query counts :func:`query_thresholds`.
 
     Args:
         seed: example seed, ``0 <= seed < 2**63`` (see :func:`example_seed`).
@@ -408,30 +429,30 @@ def make_example(seed: int, n_writes: int, params: PasskeySwarParams | None = No
     voc = vocab(params)
     w = params.w
 
-    def index_draws(stream: int, count: int, m: int) -> list[int]:
-        return uniform_index(stream_bits(seed, stream, count), m).tolist()
+    def pick(u32: int, m: int) -> int:  # uniform_index on Python ints
+        return (u32 * m) >> 32
 
-    passkey = index_draws(STREAM_PASSKEY, PASSKEY_LEN, params.n_values)
-    size = params.active_min + index_draws(STREAM_ACTIVE_SIZE, 1, params.active_max - params.active_min + 1)[0]
+    def draws(stream: int, count: int) -> tuple[list[int], list[int]]:
+        bits = stream_bits(seed, stream, count)
+        return hi32(bits).tolist(), lo32(bits).tolist()
+
+    passkey = [pick(u, params.n_values) for u in draws(STREAM_PASSKEY, PASSKEY_LEN)[0]]
+    size = params.active_min + pick(draws(STREAM_ACTIVE_SIZE, 1)[0][0], params.active_max - params.active_min + 1)
     order_bits = stream_bits(seed, STREAM_ACTIVE_ORDER, params.n_keys).tolist()
     active = sorted(range(params.n_keys), key=lambda k: (order_bits[k], k))[:size]
 
-    key_pos = index_draws(STREAM_KEY, n, size)
-    values = index_draws(STREAM_VALUE, n, params.n_values)
-    drift_u = unit_float(stream_bits(seed, STREAM_DRIFT, n)).tolist()
-    drift_out = index_draws(STREAM_DRIFT_OUT, n, size)
-    drift_in_bits = stream_bits(seed, STREAM_DRIFT_IN, n)
+    slot_u, value_u = draws(STREAM_WRITE, n)
+    drift_u, count_u = draws(STREAM_EVENTS, n)
+    swap_out_u, swap_in_u = draws(STREAM_SWAP, n)
     thresholds = query_thresholds(params).tolist()
-    query_u = unit_float(stream_bits(seed, STREAM_N_QUERIES, n)).tolist()
     n_queries = []
-    for u in query_u:
+    for u in count_u:
         k = 0
         while k < len(thresholds) and u < thresholds[k]:
             k += 1
         n_queries.append(k)
-    total_queries = sum(n_queries)
-    kind_u = unit_float(stream_bits(seed, STREAM_KIND, total_queries)).tolist()
-    choice_bits = stream_bits(seed, STREAM_CHOICE, total_queries)
+    kind_u, choice_u = draws(STREAM_QUERY, sum(n_queries))
+    drift_thr, valid_thr = prob32(params.drift_rate), prob32(params.valid_frac)
 
     tokens = [BOS, PK] + [voc.value_id(v) for v in passkey]
     labels = [IGNORE_INDEX] * len(tokens)
@@ -440,24 +461,22 @@ def make_example(seed: int, n_writes: int, params: PasskeySwarParams | None = No
     last_value: dict[int, int] = {}
     query = 0
     for j in range(n):
-        key, value = active[key_pos[j]], values[j]
+        key, value = active[pick(slot_u[j], size)], pick(value_u[j], params.n_values)
         tokens += [W, voc.key_id(key), voc.value_id(value)]
         labels += [IGNORE_INDEX] * 3
         last_write[key], last_value[key] = j, value
 
         inactive = [k for k in range(params.n_keys) if k not in active]
-        if drift_u[j] < params.drift_rate and inactive:
-            active[drift_out[j]] = inactive[int(uniform_index(drift_in_bits[j], len(inactive)))]
+        if drift_u[j] < drift_thr and inactive:
+            active[pick(swap_out_u[j], size)] = inactive[pick(swap_in_u[j], len(inactive))]
 
         for _ in range(n_queries[j]):
             age = {k: j - t + 1 for k, t in last_write.items()}
             valid = [k for k in range(params.n_keys) if k in age and age[k] <= w]
             expired = [k for k in range(params.n_keys) if k not in age or age[k] > 2 * w]
-            want_valid = kind_u[query] < params.valid_frac
-            if not expired:
-                want_valid = True
+            want_valid = kind_u[query] < valid_thr or not expired
             candidates = valid if want_valid else expired
-            key = candidates[int(uniform_index(choice_bits[query], len(candidates)))]
+            key = candidates[pick(choice_u[query], len(candidates))]
             answer = voc.value_id(last_value[key]) if want_valid else NULL
             tokens += [Q, voc.key_id(key), answer]
             labels += [IGNORE_INDEX, IGNORE_INDEX, answer]
@@ -508,10 +527,10 @@ class FlatBatch:
     def answer_types(self, b: int) -> list[str]:
         """``answer_type`` of example ``b`` (queries in order, then ``passkey`` x 4)."""
         flags = self.answer_valid[self.query_offsets[b] : self.query_offsets[b + 1]]
-        return _ANSWER_NAMES[flags.astype(np.int64)].tolist() + ["passkey"] * PASSKEY_LEN
+        return [_ANSWER_NAMES[int(f)] for f in flags] + _PASSKEY_TYPES
 
     def example(self, b: int) -> dict:
-        """Example ``b`` as :func:`make_example` returns it."""
+        """Example ``b`` as :func:`make_example` returns it (arrays are copies)."""
         lo, hi = self.offsets[b], self.offsets[b + 1]
         return {
             "input_ids": self.input_ids[lo:hi].copy(),
@@ -521,8 +540,27 @@ class FlatBatch:
             "seed": int(self.seeds[b]),
         }
 
+    def examples(self) -> list[dict]:
+        """All examples as :func:`make_example` returns them; the arrays are disjoint views
+        into this batch's buffers (no copies)."""
+        names = _ANSWER_OBJECTS[self.answer_valid.view(np.int8)].tolist()  # shared str objects
+        off, qoff = self.offsets.tolist(), self.query_offsets.tolist()
+        ids, labels, seeds, n = self.input_ids, self.labels, self.seeds.tolist(), self.n_writes
+        return [
+            {
+                "input_ids": ids[off[b] : off[b + 1]],
+                "labels": labels[off[b] : off[b + 1]],
+                "answer_type": names[qoff[b] : qoff[b + 1]] + _PASSKEY_TYPES,
+                "n_writes": n,
+                "seed": seeds[b],
+            }
+            for b in range(len(seeds))
+        ]
 
-_ANSWER_NAMES = np.array(["ar_expired", "ar_valid"], dtype=object)
+
+_ANSWER_NAMES = ("ar_expired", "ar_valid")
+_ANSWER_OBJECTS = np.array(_ANSWER_NAMES, dtype=object)
+_PASSKEY_TYPES = ["passkey"] * PASSKEY_LEN
 
 _MAX_BATCH_WRITES = 1 << 21  # writes simulated at once: bounds memory to ~100 MB per chunk
 
@@ -564,7 +602,7 @@ def generate_examples(seeds: Sequence[int] | np.ndarray, n_writes: int, params: 
     the keys and dtypes of :func:`make_example`.
     """
     flat = generate_flat(seeds, n_writes, params)
-    return [flat.example(b) for b in range(len(flat))]
+    return flat.examples()
 
 
 def _concat_flat(parts: list[FlatBatch], n_writes: int, seeds: np.ndarray) -> FlatBatch:
@@ -588,127 +626,209 @@ def _concat_flat(parts: list[FlatBatch], n_writes: int, seeds: np.ndarray) -> Fl
     )
 
 
+def popcount(x: np.ndarray) -> np.ndarray:
+    """Number of set bits of each ``uint64``: ``int64``, shape of ``x``."""
+    x = np.asarray(x, dtype=np.uint64)
+    if hasattr(np, "bitwise_count"):
+        return np.bitwise_count(x).astype(np.int64)
+    x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
+    x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2)) & np.uint64(0x3333333333333333))
+    x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
+    with np.errstate(over="ignore"):
+        return ((x * np.uint64(0x0101010101010101)) >> np.uint64(56)).astype(np.int64)
+
+
+def select_bit(mask: np.ndarray, rank: np.ndarray, n_bits: int) -> np.ndarray:
+    """Position of the ``rank``-th (0-based) set bit of each ``uint64`` mask, by binary search
+    over prefix popcounts: ``int64``. Requires ``0 <= rank < popcount(mask)``, ``n_bits <= 64``."""
+    mask = np.asarray(mask, dtype=np.uint64)
+    rank = np.asarray(rank, dtype=np.int64)
+    lo = np.zeros(mask.shape, dtype=np.int64)  # the lowest `lo` bits hold <= rank set bits
+    step = 1 << max(0, (n_bits - 1).bit_length() - 1)
+    while step:
+        cand = lo + step
+        ok = cand < n_bits
+        low = (np.uint64(1) << np.minimum(cand, 63).astype(np.uint64)) - np.uint64(1)
+        ok &= popcount(mask & low) <= rank
+        lo = np.where(ok, cand, lo)
+        step >>= 1
+    return lo
+
+
+@functools.lru_cache(maxsize=1)
+def _select_table() -> np.ndarray:
+    """``table[mask, rank]`` = position of the ``rank``-th set bit of a 16-bit ``mask``
+    (-1 where ``rank >= popcount(mask)``): ``int8 [65536, 16]``, built once."""
+    masks = np.repeat(np.arange(1 << 16, dtype=np.uint64), 16)
+    ranks = np.tile(np.arange(16, dtype=np.int64), 1 << 16)
+    table = np.where(ranks < popcount(masks), select_bit(masks, ranks, 16), -1)
+    return table.astype(np.int8).reshape(1 << 16, 16)
+
+
+def select_key(mask: np.ndarray, rank: np.ndarray, n_keys: int) -> np.ndarray:
+    """:func:`select_bit` for key sets: a table lookup when ``n_keys <= 16``. ``int64``."""
+    if n_keys <= 16:
+        return _select_table()[np.asarray(mask).astype(np.intp), rank].astype(np.int64)
+    return select_bit(mask, rank, n_keys)
+
+
+def or_levels(bits: np.ndarray, max_span: int) -> dict[int, np.ndarray]:
+    """Sliding-window ORs of power-of-two spans along axis 1 of an unsigned integer array
+    ``[B, N]``: ``{span: out}`` with ``out[:, j] = bits[:, max(0, j - span + 1)] | ... | bits[:, j]``
+    for ``span = 1, 2, 4, ... <= max_span`` (doubling)."""
+    levels = {1: bits}
+    span = 1
+    while 2 * span <= max_span:
+        nxt = levels[span].copy()
+        nxt[:, span:] |= levels[span][:, :-span]
+        span *= 2
+        levels[span] = nxt
+    return levels
+
+
+def window_or(levels: dict[int, np.ndarray], length: int) -> np.ndarray:
+    """Sliding-window OR of any ``length >= 1`` from :func:`or_levels` (two overlapping
+    power-of-two windows)."""
+    span = 1 << (length.bit_length() - 1)
+    out = levels[span]
+    rest = length - span
+    if rest:
+        out = out.copy()
+        out[:, rest:] |= levels[span][:, :-rest]
+    return out
+
+
 def _generate_chunk(seeds: np.ndarray, n: int, params: PasskeySwarParams) -> FlatBatch:
+    # Arrays over writes are [B, N], example-major, so that every pass runs through memory in
+    # the order of the output. The only Python loop is over drift events (~drift_rate * N).
     B = len(seeds)
     n_keys, w, A = params.n_keys, params.w, params.active_max
     voc = vocab(params)
     rows = np.arange(B)
+    steps = np.arange(n, dtype=np.uint64)[None, :]
+    mask_dtype = np.uint16 if n_keys <= 16 else np.uint32 if n_keys <= 32 else np.uint64
+    one, all_keys = np.ones(1, dtype=mask_dtype), mask_dtype((1 << n_keys) - 1)
 
-    passkey = uniform_index(stream_bits(seeds, STREAM_PASSKEY, PASSKEY_LEN), params.n_values)  # [B, 4]
+    passkey = uniform_index(hi32(stream_bits(seeds, STREAM_PASSKEY, PASSKEY_LEN)), params.n_values)  # [B, 4]
     size = params.active_min + uniform_index(
-        stream_bits(seeds, STREAM_ACTIVE_SIZE, 1)[:, 0], params.active_max - params.active_min + 1
+        hi32(stream_bits(seeds, STREAM_ACTIVE_SIZE, 1)[:, 0]), params.active_max - params.active_min + 1
     )  # [B]
     order = np.argsort(stream_bits(seeds, STREAM_ACTIVE_ORDER, n_keys), axis=1, kind="stable")
-    active = np.ascontiguousarray(order[:, :A])  # [B, A]; only the first size[b] slots are active
-    is_active = np.zeros((B, n_keys), dtype=bool)
-    is_active[rows[:, None], active] = np.arange(A)[None, :] < size[:, None]
+    active = order[:, :A].astype(np.int8)  # [B, A]; only the first size[b] slots are active
 
-    # Per-write draws, laid out [N, B] so that step j reads a contiguous row.
-    def write_draws(stream: int) -> np.ndarray:
-        return np.ascontiguousarray(stream_bits(seeds, stream, n).T)
+    write = bits_at(stream_keys(seeds, STREAM_WRITE)[:, None], steps)  # [B, N]
+    slot = uniform_index(hi32(write), size[:, None])  # active slot of the written key
+    values = uniform_index(lo32(write), params.n_values)  # [B, N]
+    del write
+    events = bits_at(stream_keys(seeds, STREAM_EVENTS)[:, None], steps)  # [B, N]
+    drift = hi32(events) < np.uint64(prob32(params.drift_rate))  # [B, N] swap after write j
+    drift &= (size < n_keys)[:, None]
+    count_u = lo32(events)
+    del events
+    thresholds = query_thresholds(params)
+    n_queries = np.zeros((B, n), dtype=np.int64)  # [B, N] queries after write j
+    if thresholds.size:
+        some = np.flatnonzero(count_u < thresholds[0])
+        n_queries.reshape(-1)[some] = n_queries_from(count_u.reshape(-1)[some], thresholds)
+    del count_u
 
-    slot = uniform_index(write_draws(STREAM_KEY), size[None, :]) + (rows * A)[None, :]  # [N, B] flat slot
-    values = uniform_index(write_draws(STREAM_VALUE), params.n_values).T  # [B, N]
-    drift = unit_float(write_draws(STREAM_DRIFT)) < params.drift_rate  # [N, B]
-    drift &= (size < n_keys)[None, :]
-    drift_out = uniform_index(write_draws(STREAM_DRIFT_OUT), size[None, :])  # [N, B]
-    drift_in = write_draws(STREAM_DRIFT_IN)  # [N, B] raw bits
-    n_queries = _n_queries(unit_float(stream_bits(seeds, STREAM_N_QUERIES, n)), query_thresholds(params))  # [B, N]
-    has_queries = np.ascontiguousarray(n_queries.T > 0)  # [N, B]
-    inactive_count = n_keys - size  # [B]
+    # The active set changes only at drift events: loop over the e-th event of every example,
+    # keeping the active slots of each epoch (between two events).
+    eb, ej = np.nonzero(drift)  # example-major, in write order
+    n_events = np.bincount(eb, minlength=B)  # [B]
+    n_epochs = int(n_events.max(initial=0)) + 1
+    ee = np.arange(eb.size) - np.repeat(np.cumsum(n_events) - n_events, n_events)  # event rank
+    swap = bits_at(stream_keys(seeds, STREAM_SWAP)[eb], ej)  # draws only where the coin fired
+    ev_out = np.zeros((n_epochs, B), dtype=np.int64)
+    ev_in = np.zeros((n_epochs, B), dtype=np.int64)
+    ev_out[ee, eb] = uniform_index(hi32(swap), size[eb])
+    ev_in[ee, eb] = uniform_index(lo32(swap), n_keys - size[eb])
+    del eb, ej, ee, swap
+    active_set = np.bitwise_or.reduce(
+        np.where(np.arange(A)[None, :] < size[:, None], np.left_shift(one, active.astype(mask_dtype)), 0),
+        axis=1,
+    ).astype(mask_dtype)  # [B] bit mask of the active keys
+    epochs = np.empty((B, n_epochs, A), dtype=np.int8)  # active slots (key ids) in each epoch
+    epochs[:, 0] = active
+    for e in range(1, n_epochs):
+        epochs[:, e] = epochs[:, e - 1]
+        r = np.flatnonzero(n_events >= e)
+        out = ev_out[e - 1, r]
+        old = epochs[r, e, out]
+        new = select_key(~active_set[r] & all_keys, ev_in[e - 1, r], n_keys)
+        epochs[r, e, out] = new
+        active_set[r] ^= np.left_shift(one, old.astype(mask_dtype)) | np.left_shift(one, new.astype(mask_dtype))
+    epoch = np.cumsum(drift, axis=1) - drift  # [B, N] epoch of write j (events strictly before)
+    keys = epochs.reshape(-1)[((rows * n_epochs)[:, None] + epoch) * A + slot].astype(np.int64)  # [B, N]
+    del slot, drift, epoch, epochs, ev_out, ev_in
 
-    # The sequential part: the active set drifts and each key's latest write moves forward.
-    # Queries do not change the state, so each write with queries only snapshots `last_write`.
-    active_flat = active.reshape(-1)
-    keys = np.empty((n, B), dtype=np.int64)  # written key per write
-    last_write = np.full(B * n_keys, -1, dtype=np.int32)  # [B * n_keys] flat
-    row_base = rows * n_keys
-    snap_rows, snap_writes, snaps = [], [], []
-    for j in range(n):
-        key = active_flat[slot[j]]
-        keys[j] = key
-        last_write[row_base + key] = j
-
-        d = np.flatnonzero(drift[j])
-        if d.size:
-            rank = uniform_index(drift_in[j, d], inactive_count[d])
-            new_key = np.argmax(np.cumsum(~is_active[d], axis=1) == (rank + 1)[:, None], axis=1)
-            out_slot = d * A + drift_out[j, d]
-            is_active[d, active_flat[out_slot]] = False
-            is_active[d, new_key] = True
-            active_flat[out_slot] = new_key
-
-        qr = np.flatnonzero(has_queries[j])
-        if qr.size:
-            snap_rows.append(qr)
-            snap_writes.append(np.full(qr.size, j, dtype=np.int64))
-            snaps.append(last_write.reshape(B, n_keys)[qr])
-    keys = keys.T  # [B, N]
-
-    # Queries, all at once. Order them by (example, write, rank within the write).
+    # Queries, vectorised, in example order. After write j the valid keys are those written in
+    # the last w writes (age <= w); the expired ones were not written in the last 2w writes
+    # (age > 2w, or never written). Key sets are bit masks.
     q_total = n_queries.sum(axis=1)  # [B]
     query_offsets = np.zeros(B + 1, dtype=np.int64)
     np.cumsum(q_total, out=query_offsets[1:])
-    q_before = np.cumsum(n_queries, axis=1) - n_queries  # [B, N] queries before write j
+    q_before = np.cumsum(n_queries, axis=1) - n_queries  # [B, N] queries of b before write j
     n_q = int(query_offsets[-1])
+    q_valid = np.zeros(n_q, dtype=bool)
     if n_q:
-        s_rows = np.concatenate(snap_rows)
-        s_writes = np.concatenate(snap_writes)
-        s_last = np.concatenate(snaps)  # [S, n_keys]
-        by_example = np.lexsort((s_writes, s_rows))
-        s_rows, s_writes, s_last = s_rows[by_example], s_writes[by_example], s_last[by_example]
-        reps = n_queries[s_rows, s_writes]
-        qb = np.repeat(s_rows, reps)  # example of each query
-        q_write = np.repeat(s_writes, reps)  # write after which the query comes
-        q_rank = np.arange(n_q) - np.repeat(np.cumsum(reps) - reps, reps)  # rank within the write
+        levels = or_levels(np.left_shift(one, keys.astype(mask_dtype)), 2 * w)
+        valid_sets = window_or(levels, w)  # [B, N]
+        recent_sets = window_or(levels, 2 * w)
+        per_write = n_queries.reshape(-1)
+        flat_write = np.repeat(np.arange(B * n, dtype=np.int64), per_write)  # b * N + j per query
+        qb, q_write = np.divmod(flat_write, n)
         qi = np.arange(n_q) - query_offsets[qb]  # query index within its example
-        lw = np.repeat(s_last, reps, axis=0)  # [M, n_keys] latest write of each key
-        age = q_write[:, None] - lw + 1
-        written = lw >= 0
-        valid_mask = written & (age <= w)
-        expired_mask = ~written | (age > 2 * w)
-        q_valid = unit_float(bits_at(stream_keys(seeds, STREAM_KIND)[qb], qi)) < params.valid_frac
-        q_valid |= ~expired_mask.any(axis=1)
-        cand = np.where(q_valid[:, None], valid_mask, expired_mask)
-        rank = uniform_index(bits_at(stream_keys(seeds, STREAM_CHOICE)[qb], qi), cand.sum(axis=1))
-        q_key = np.argmax(np.cumsum(cand, axis=1) == (rank + 1)[:, None], axis=1)
-        q_src = lw[np.arange(n_q), q_key]  # the write that set the queried key
-        q_answer = np.where(q_valid, voc.value_offset + values[qb, np.maximum(q_src, 0)], NULL)
-    else:
-        q_valid = np.zeros(0, dtype=bool)
+        draw = bits_at(stream_keys(seeds, STREAM_QUERY)[qb], qi)
+        expired_sets = ~recent_sets.reshape(-1)[flat_write] & all_keys
+        q_valid = (hi32(draw) < np.uint64(prob32(params.valid_frac))) | (expired_sets == 0)
+        cand = np.where(q_valid, valid_sets.reshape(-1)[flat_write], expired_sets)
+        del expired_sets, valid_sets, recent_sets
+        q_key = select_key(cand, uniform_index(lo32(draw), popcount(cand)), n_keys)
+        del cand, draw
+        # A valid query's answer: the value of the key's latest write. Its offset back from
+        # write j is < w; find it by binary lifting over the window ORs: step back by `span`
+        # whenever the key is absent from the `span` writes ending at the current position.
+        v_idx = np.flatnonzero(q_valid)
+        v_bit = np.left_shift(one, q_key[v_idx].astype(mask_dtype))
+        src = flat_write[v_idx]  # b * N + j, moved back to the answering write
+        span = 1 << ((w - 1).bit_length() - 1) if w > 1 else 0
+        while span:
+            absent = (levels[span].reshape(-1)[src] & v_bit) == 0
+            src = np.where(absent, src - span, src)
+            span >>= 1
+        q_answer = np.full(n_q, NULL, dtype=np.int16)
+        q_answer[v_idx] = voc.value_offset + values.reshape(-1)[src]
 
-    # Layout: BOS PK p1..p4 | per write j: W k v, then its queries Q k a | PKQ p1..p4 EOS
-    lengths = 12 + 3 * (n + q_total)
-    offsets = np.zeros(B + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    total = int(offsets[-1])
-    ids = np.empty(total, dtype=np.int16)
-    labels = np.full(total, IGNORE_INDEX, dtype=np.int16)
-    start = offsets[:-1]
-    pk_vals = (voc.value_offset + passkey).astype(np.int16)
-    ids[start] = BOS
-    ids[start + 1] = PK
-    ids[(start + 2)[:, None] + np.arange(PASSKEY_LEN)] = pk_vals
-    wpos = start[:, None] + 6 + 3 * (np.arange(n)[None, :] + q_before)  # [B, N]
-    ids[wpos] = W
-    ids[wpos + 1] = voc.key_offset + keys
-    ids[wpos + 2] = voc.value_offset + values
+    # Layout in triples: (BOS PK p1) (p2 p3 p4) | write j: (W k v), then its queries (Q k a) |
+    # (PKQ p1 p2) (p3 p4 EOS).
+    t_off = np.zeros(B + 1, dtype=np.int64)
+    np.cumsum(4 + n + q_total, out=t_off[1:])
+    ids = np.empty((int(t_off[-1]), 3), dtype=np.int16)
+    labels = np.full(ids.shape, IGNORE_INDEX, dtype=np.int16)
+    first, last_t = t_off[:-1], t_off[1:] - 1
+    pk = (voc.value_offset + passkey).astype(np.int16)
+    ids[first, 0], ids[first, 1], ids[first, 2] = BOS, PK, pk[:, 0]
+    ids[first + 1] = pk[:, 1:]
+    ids[last_t - 1, 0], ids[last_t - 1, 1:] = PKQ, pk[:, :2]
+    ids[last_t, :2], ids[last_t, 2] = pk[:, 2:], EOS
+    labels[last_t - 1, 1:] = pk[:, :2]
+    labels[last_t, :2] = pk[:, 2:]
+    w_row = (first[:, None] + 2 + np.arange(n)[None, :] + q_before).reshape(-1)  # [B * N]
+    ids[w_row, 0] = W
+    ids[w_row, 1] = voc.key_offset + keys.reshape(-1)
+    ids[w_row, 2] = voc.value_offset + values.reshape(-1)
+    del w_row
     if n_q:
-        qpos = start[qb] + 6 + 3 * (q_write + 1 + q_before[qb, q_write] + q_rank)
-        ids[qpos] = Q
-        ids[qpos + 1] = voc.key_offset + q_key
-        ids[qpos + 2] = q_answer
-        labels[qpos + 2] = q_answer
-    end = offsets[1:]
-    ids[end - 6] = PKQ
-    tail = (end - 5)[:, None] + np.arange(PASSKEY_LEN)
-    ids[tail] = pk_vals
-    labels[tail] = pk_vals
-    ids[end - 1] = EOS
+        q_row = first[qb] + 3 + q_write + qi  # after the head, write j and the earlier queries
+        ids[q_row, 0] = Q
+        ids[q_row, 1] = voc.key_offset + q_key
+        ids[q_row, 2] = q_answer
+        labels[q_row, 2] = q_answer
     return FlatBatch(
-        input_ids=ids,
-        labels=labels,
-        offsets=offsets,
+        input_ids=ids.reshape(-1),
+        labels=labels.reshape(-1),
+        offsets=3 * t_off,
         answer_valid=q_valid,
         query_offsets=query_offsets,
         n_writes=n,

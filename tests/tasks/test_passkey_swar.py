@@ -40,6 +40,7 @@ def test_params_defaults_are_the_cards():
         ({"valid_frac": 1.5}, "valid_frac"),
         ({"drift_rate": float("nan")}, "drift_rate"),
         ({"w": 2.5}, "w"),
+        ({"n_keys": 65, "active_max": 8}, "n_keys"),
     ],
 )
 def test_params_reject_bad_values(kwargs, field):
@@ -85,21 +86,51 @@ def _splitmix64_reference(state: int, count: int) -> list[int]:
 def test_streams_are_splitmix64():
     # Published first output of SplitMix64 from state 0.
     assert _splitmix64_reference(0, 1) == [0xE220A8397B1DCDAF]
-    seed, stream = 2 * 10**12 + 64 * 10**6 + 3, ps.STREAM_VALUE
+    seed, stream = 2 * 10**12 + 64 * 10**6 + 3, ps.STREAM_WRITE
     base = _splitmix64_reference(seed, 1)[0]
     key = _splitmix64_reference((base + stream * 0x9E3779B97F4A7C15) & ((1 << 64) - 1), 1)[0]
     assert int(ps.stream_keys(np.array([seed]), stream)[0]) == key
     assert ps.stream_bits(seed, stream, 5).tolist() == _splitmix64_reference(key, 5)
 
 
-def test_uniform_index_and_coin_maps():
-    bits = np.array([0, (1 << 63), (1 << 64) - 1], dtype=np.uint64)
-    assert ps.uniform_index(bits, 16).tolist() == [0, 8, 15]
-    assert ps.unit_float(bits).tolist() == [0.0, 0.5, 1 - 2.0**-53]
-    # query counts: P(K >= k) = p**k
+def test_uniform_index_coins_and_query_counts():
+    bits = np.array([0, (1 << 63) + 5, (1 << 64) - 1], dtype=np.uint64)
+    assert ps.hi32(bits).tolist() == [0, 1 << 31, (1 << 32) - 1]
+    assert ps.lo32(bits).tolist() == [0, 5, (1 << 32) - 1]
+    assert ps.uniform_index(ps.hi32(bits), 16).tolist() == [0, 8, 15]
+    assert (ps.prob32(0.0), ps.prob32(0.5), ps.prob32(1.0)) == (0, 1 << 31, 1 << 32)
+    # query counts: P(K >= k) = p**k with p = q / (1 + q) = 0.2
     t = ps.query_thresholds(PasskeySwarParams())
-    assert t[0] == pytest.approx(0.2) and t[1] == pytest.approx(0.04)
-    assert ps._n_queries(np.array([0.5, 0.1, 0.03, 0.0]), t).tolist() == [0, 1, 2, len(t)]
+    assert t[0] == ps.prob32(0.2) and t[1] == ps.prob32(0.04) and t[-1] >= 1
+    assert ps.prob32(0.2 ** (len(t) + 1)) == 0
+    u = np.array([ps.prob32(0.5), t[0] - 1, t[1] - 1, t[1], 0], dtype=np.uint64)
+    assert ps.n_queries_from(u, t).tolist() == [0, 1, 2, 1, len(t)]
+    assert ps.query_thresholds(PasskeySwarParams(query_rate=0.0)).size == 0
+
+
+def test_bit_helpers_match_plain_python():
+    rng = np.random.default_rng(0)
+    masks = rng.integers(0, 1 << 62, size=300, dtype=np.int64).astype(np.uint64) | np.uint64(1)
+    counts = ps.popcount(masks)
+    assert counts.tolist() == [int(m).bit_count() for m in masks]
+    ranks = (rng.random(300) * counts).astype(np.int64)
+    expect = [[i for i in range(64) if int(m) >> i & 1][r] for m, r in zip(masks, ranks)]
+    assert ps.select_bit(masks, ranks, 64).tolist() == expect
+    small = masks & np.uint64(0xFFFF)
+    small[small == 0] = 1
+    r16 = np.zeros(300, dtype=np.int64)
+    assert ps.select_key(small, r16, 16).tolist() == [(int(m) & -int(m)).bit_length() - 1 for m in small]
+    bits = (np.uint16(1) << rng.integers(0, 16, size=(3, 50)).astype(np.uint16)).astype(np.uint16)
+    levels = ps.or_levels(bits, 32)
+    assert sorted(levels) == [1, 2, 4, 8, 16, 32]
+    for length in (1, 3, 16, 32):
+        got = ps.window_or(levels, length)
+        for b in range(3):
+            for j in range(50):
+                want = 0
+                for t in range(max(0, j - length + 1), j + 1):
+                    want |= int(bits[b, t])
+                assert int(got[b, j]) == want
 
 
 def test_make_example_format():
@@ -182,6 +213,8 @@ def test_batched_generator_equals_reference(n_writes):
         PasskeySwarParams(w=4, n_keys=6, active_min=6, active_max=6, valid_frac=0.2),  # never drifts
         PasskeySwarParams(w=1, n_keys=3, n_values=2, active_min=1, active_max=2, drift_rate=1.0, valid_frac=0.0),
         PasskeySwarParams(query_rate=0.0),
+        PasskeySwarParams(w=5, n_keys=24, n_values=30, active_min=3, active_max=12, drift_rate=0.3),  # 32-bit sets
+        PasskeySwarParams(w=8, n_keys=64, active_min=20, active_max=40, query_rate=0.6),  # 64-bit sets
     ],
 )
 def test_batched_generator_equals_reference_other_params(params):
