@@ -205,3 +205,11 @@ def test_out_dir_overrides_the_log_dir(tmp_path):
     trainer = _trainer(tmp_path / "logs", [callback])
     trainer.test(EvalOutputsModule(), eval_loader([BATCH_N32]), verbose=False)
     assert sorted(p.name for p in (tmp_path / "reports").iterdir()) == sorted(REPORT_FILES)
+
+
+def test_empty_filler_batch_counts_nothing():
+    # Ranks with fewer examples evaluate filler batches with no supervised position (M = 0).
+    empty = eval_outputs(256, [], batch_size=0)
+    report = _report([empty, BATCH_N32])
+    assert report.n_writes == (32,)
+    np.testing.assert_array_equal(report.count, _report([BATCH_N32]).count)

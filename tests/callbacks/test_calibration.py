@@ -137,3 +137,12 @@ def test_lightning_logs_ece_and_correlation_and_writes_files(tmp_path):
         "self-knowledge correlation: 1.0000"
         in (tmp_path / "reports" / "calibration.md").read_text()
     )
+
+
+def test_empty_filler_batch_counts_nothing():
+    metric = CalibrationCounts()
+    metric.update_from_outputs(eval_outputs(256, [], batch_size=0))
+    metric.update_from_outputs(_ece_batch())
+    report = CalibrationReport.from_counts(metric.n_writes_values, metric.compute())
+    assert report.n_writes == (32,)
+    np.testing.assert_allclose(report.ece, [0.2875], atol=1e-7)
