@@ -1,0 +1,201 @@
+"""Forward + backward throughput of the linear-attention cells: chunk-parallel form vs the
+token-by-token recurrence of the same cell vs fla's naive recurrent reference, side by side.
+
+    python benchmarks/bench_mechanisms.py [--seq-len 512] [--batch-size 8] [--repeats 5] [--threads 1]
+
+Prints a markdown table (tokens/s = batch_size * seq_len / median seconds of one forward +
+backward) and the speed-up ratios; exits 1 when a form could not be measured (an exception, a
+non-finite result, or forms that disagree by more than 1e-4).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from collections.abc import Callable
+
+import torch
+from torch.nn.functional import logsigmoid, normalize
+
+from swar_bench.mechanisms import GatedDeltaNet
+from swar_bench.mechanisms.ops import (
+    chunk_gated_delta_rule,
+    chunk_simple_gla,
+    recurrent_gated_delta_rule,
+    recurrent_simple_gla,
+)
+
+
+def cell_inputs(
+    batch_size: int, seq_len: int, n_heads: int, head_dim: int
+) -> dict[str, torch.Tensor]:
+    gen = torch.Generator().manual_seed(0)
+    shape = (batch_size, seq_len, n_heads)
+    return {
+        "q": torch.randn(*shape, head_dim, generator=gen),
+        "k": normalize(torch.randn(*shape, head_dim, generator=gen), dim=-1),
+        "v": torch.randn(*shape, head_dim, generator=gen),
+        "g": logsigmoid(torch.randn(*shape, generator=gen) + 3.0),
+        "beta": torch.rand(*shape, generator=gen),
+        "initial_state": torch.randn(batch_size, n_heads, head_dim, head_dim, generator=gen),
+    }
+
+
+def fwd_bwd(fn: Callable, inputs: dict[str, torch.Tensor]) -> tuple[float, torch.Tensor]:
+    """Seconds for one forward + backward, and the output (for the agreement check)."""
+    leaves = {k: v.clone().requires_grad_() for k, v in inputs.items()}
+    start = time.perf_counter()
+    o, s = fn(**leaves)
+    (o.square().mean() + s.square().mean()).backward()
+    return time.perf_counter() - start, o.detach()
+
+
+def measure(
+    fn: Callable, inputs: dict[str, torch.Tensor], repeats: int
+) -> tuple[float, torch.Tensor]:
+    _, out = fwd_bwd(fn, inputs)  # warm-up
+    times = [fwd_bwd(fn, inputs)[0] for _ in range(repeats)]
+    return statistics.median(times), out
+
+
+def cell_rows(args) -> list[tuple[str, str, float, torch.Tensor]]:
+    from fla.ops.gated_delta_rule.naive import naive_recurrent_gated_delta_rule
+    from fla.ops.simple_gla.naive import naive_recurrent_simple_gla
+
+    gdr = cell_inputs(
+        args.batch_size, args.seq_len, n_heads=2, head_dim=32
+    )  # GatedDeltaNet at d_model=64
+    gla = {
+        k: v for k, v in cell_inputs(args.batch_size, args.seq_len, 1, 64).items() if k != "beta"
+    }
+    forms = [
+        ("gated delta rule (H=2, K=V=32)", "chunk-parallel (ours)", chunk_gated_delta_rule, gdr),
+        (
+            "gated delta rule (H=2, K=V=32)",
+            "token-by-token (ours)",
+            recurrent_gated_delta_rule,
+            gdr,
+        ),
+        (
+            "gated delta rule (H=2, K=V=32)",
+            "fla naive_recurrent_gated_delta_rule",
+            lambda q, k, v, g, beta, initial_state: naive_recurrent_gated_delta_rule(
+                q, k, v, beta, g, initial_state=initial_state, output_final_state=True
+            ),
+            gdr,
+        ),
+        (
+            "scalar-decay linear attention (H=1, K=V=64)",
+            "chunk-parallel (ours)",
+            chunk_simple_gla,
+            gla,
+        ),
+        (
+            "scalar-decay linear attention (H=1, K=V=64)",
+            "token-by-token (ours)",
+            recurrent_simple_gla,
+            gla,
+        ),
+        (
+            "scalar-decay linear attention (H=1, K=V=64)",
+            "fla naive_recurrent_simple_gla",
+            lambda q, k, v, g, initial_state: naive_recurrent_simple_gla(
+                q, k, v, g, initial_state=initial_state, output_final_state=True
+            ),
+            gla,
+        ),
+    ]
+    rows = []
+    for cell, form, fn, inputs in forms:
+        seconds, out = measure(fn, inputs, args.repeats)
+        rows.append((cell, form, seconds, out))
+    return rows
+
+
+def model_rows(args) -> list[tuple[str, str, float, torch.Tensor]]:
+    x = torch.randint(
+        0, 40, (args.batch_size, args.seq_len), generator=torch.Generator().manual_seed(0)
+    )
+    rows = []
+    for mode in ("chunk", "recurrent"):
+        torch.manual_seed(0)
+        model = GatedDeltaNet(mode=mode)
+
+        def step(model=model):
+            model.zero_grad()
+            start = time.perf_counter()
+            logits, _ = model(x, model.init_state(args.batch_size))
+            logits.logsumexp(-1).mean().backward()
+            return time.perf_counter() - start, logits.detach()
+
+        step()
+        times = [step()[0] for _ in range(args.repeats)]
+        rows.append(
+            (
+                "GatedDeltaNet model (d_model=64, 2 layers)",
+                f"mode={mode}",
+                statistics.median(times),
+                step()[1],
+            )
+        )
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--seq-len", type=int, default=512, help="tokens per sequence (default 512)"
+    )
+    parser.add_argument("--batch-size", type=int, default=8, help="sequences per call (default 8)")
+    parser.add_argument(
+        "--repeats", type=int, default=5, help="timed repeats, median reported (default 5)"
+    )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch CPU threads (default 1: stable ratios on a shared machine)",
+    )
+    args = parser.parse_args(argv)
+    if min(args.seq_len, args.batch_size, args.repeats, args.threads) < 1:
+        parser.error("--seq-len, --batch-size, --repeats and --threads must be >= 1")
+    torch.set_num_threads(args.threads)
+    try:
+        rows = cell_rows(args) + model_rows(args)
+    except Exception as exc:  # noqa: BLE001 -- any failure means the benchmark could not measure
+        print(f"error: could not measure: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    tokens = args.batch_size * args.seq_len
+    print(
+        f"forward+backward, T={args.seq_len}, B={args.batch_size}, torch {torch.__version__}, "
+        f"{torch.get_num_threads()} threads, median of {args.repeats}\n"
+    )
+    print("| cell | form | ms | tokens/s | chunk speed-up |")
+    print("|---|---|---:|---:|---:|")
+    ok = True
+    by_cell: dict[str, list] = {}
+    for cell, form, seconds, out in rows:
+        by_cell.setdefault(cell, []).append((form, seconds, out))
+    for cell, forms in by_cell.items():
+        chunk_seconds, chunk_out = forms[0][1], forms[0][2]
+        for form, seconds, out in forms:
+            agree = torch.isfinite(out).all() and (out - chunk_out).abs().max().item() <= 1e-4
+            ok &= bool(agree)
+            ratio = seconds / chunk_seconds
+            print(
+                f"| {cell} | {form} | {1e3 * seconds:.1f} | {tokens / seconds:,.0f} | "
+                f"{'-' if form == forms[0][0] else f'{ratio:.1f}x'} |"
+            )
+    if not ok:
+        print(
+            "error: a form disagrees with the chunk-parallel form by more than 1e-4",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,21 @@
+"""The table in docs/MECHANISMS.md is what the code reports."""
+
+from pathlib import Path
+
+from swar_bench.mechanisms.summary import markdown_table, summary_rows
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "MECHANISMS.md"
+
+
+def test_docs_table_matches_the_code():
+    assert markdown_table() in DOC.read_text()
+
+
+def test_rows_state_sizes():
+    rows = {r["name"]: r for r in summary_rows(seq_len=100)}
+    assert rows["CausalAttention"]["state_bytes"] == 2 * 2 * 100 * 64 * 4
+    assert rows["CausalAttention"]["fixed_size"] is False
+    assert rows["GRU"]["state_bytes"] == 2 * 64 * 4
+    assert rows["GatedDeltaNet"]["state_bytes"] == 2 * (2 * 32 * 32 + 3 * 64 * 3) * 4
+    assert rows["Oracle"]["n_params"] == 0
+    assert all(r["fixed_size"] for n, r in rows.items() if n != "CausalAttention")
