@@ -32,7 +32,13 @@ from swar_bench.tasks.passkey_swar import (
     vocab,
 )
 
-ANSWER_KINDS: tuple[str, ...] = ("none", "ar_valid", "ar_expired_stale", "ar_expired_never", "passkey")
+ANSWER_KINDS: tuple[str, ...] = (
+    "none",
+    "ar_valid",
+    "ar_expired_stale",
+    "ar_expired_never",
+    "passkey",
+)
 """Answer-kind codes (index = code): ``ar_expired`` of the card split into *stale* (written
 earlier, idle for more than 2w writes) and *never-written* keys (card, "Answer rule")."""
 
@@ -102,10 +108,19 @@ def verify_example(
                 f"(expected 1..{voc.size - 1})"
             )
     if T < MIN_LEN:
-        raise OracleError(f"{ex_id}: bad structure: truncated example of {T} tokens (at least {MIN_LEN} expected)")
+        raise OracleError(
+            f"{ex_id}: bad structure: truncated example of {T} tokens (at least {MIN_LEN} expected)"
+        )
     if len(labels) != T:
-        raise OracleError(f"{ex_id}: bad structure: {len(labels)} labels for {T} input_ids (expected equal lengths)")
-    for pos, tok, name in ((0, BOS, "BOS"), (1, PK, "PK"), (T - TAIL_LEN, PKQ, "PKQ"), (T - 1, EOS, "EOS")):
+        raise OracleError(
+            f"{ex_id}: bad structure: {len(labels)} labels for {T} input_ids (expected equal lengths)"
+        )
+    for pos, tok, name in (
+        (0, BOS, "BOS"),
+        (1, PK, "PK"),
+        (T - TAIL_LEN, PKQ, "PKQ"),
+        (T - 1, EOS, "EOS"),
+    ):
         if ids[pos] != tok:
             raise OracleError(
                 f"{_where(ex_id, pos)}: bad structure: expected {name}, found {voc.tokens[ids[pos]]} "
@@ -133,9 +148,13 @@ def verify_example(
     for start in range(HEAD_LEN, T - TAIL_LEN, 3):
         op, key, val = ids[start : start + 3]
         if op not in (W, Q):
-            raise OracleError(f"{_where(ex_id, start)}: bad structure: expected W or Q, found {voc.tokens[op]}")
+            raise OracleError(
+                f"{_where(ex_id, start)}: bad structure: expected W or Q, found {voc.tokens[op]}"
+            )
         if not voc.is_key(key):
-            raise OracleError(f"{_where(ex_id, start + 1)}: bad structure: expected a key, found {voc.tokens[key]}")
+            raise OracleError(
+                f"{_where(ex_id, start + 1)}: bad structure: expected a key, found {voc.tokens[key]}"
+            )
         if op == W:
             if not voc.is_value(val):
                 raise OracleError(
@@ -146,10 +165,16 @@ def verify_example(
             last_write[key], last_value[key] = n_writes, val
             continue
         if n_writes == 0:
-            raise OracleError(f"{_where(ex_id, start)}: bad structure: query before the first write")
+            raise OracleError(
+                f"{_where(ex_id, start)}: bad structure: query before the first write"
+            )
         name = voc.tokens[key]
         if key not in last_write:
-            answer, kind, rule = NULL, "ar_expired", f"{name} was never written, so the answer is NULL"
+            answer, kind, rule = (
+                NULL,
+                "ar_expired",
+                f"{name} was never written, so the answer is NULL",
+            )
         else:
             age = n_writes - last_write[key] + 1
             if params.w < age <= 2 * params.w:
@@ -164,10 +189,16 @@ def verify_example(
                 answer, kind = NULL, "ar_expired"
                 rule = f"{name} has age {age} > 2w={2 * params.w}, so the answer is NULL"
         if val != answer:
-            raise OracleError(f"{_where(ex_id, start + 2)}: wrong answer: found {voc.tokens[val]}; {rule}")
+            raise OracleError(
+                f"{_where(ex_id, start + 2)}: wrong answer: found {voc.tokens[val]}; {rule}"
+            )
         expected_labels[start + 2] = answer
         expected_types.append(kind)
-    if "n_writes" in example and example["n_writes"] is not None and int(example["n_writes"]) != n_writes:
+    if (
+        "n_writes" in example
+        and example["n_writes"] is not None
+        and int(example["n_writes"]) != n_writes
+    ):
         raise OracleError(
             f"{ex_id}: bad structure: n_writes={int(example['n_writes'])} but the stream has {n_writes} writes "
             "(truncated example?)"
@@ -208,7 +239,9 @@ def verify_example(
             )
 
 
-def annotate(input_ids: Any, params: PasskeySwarParams | None = None) -> tuple[np.ndarray, np.ndarray]:
+def annotate(
+    input_ids: Any, params: PasskeySwarParams | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Answer kind and key age at every position of one example (vectorised oracle).
 
     Args:
@@ -231,7 +264,9 @@ def annotate(input_ids: Any, params: PasskeySwarParams | None = None) -> tuple[n
     ids = np.asarray(input_ids).reshape(-1).astype(np.int64)
     T = ids.size
     if T < MIN_LEN or (T - MIN_LEN) % 3:
-        raise OracleError(f"annotate: {T} tokens is not 12 + 3 * (writes + queries) (truncated example?)")
+        raise OracleError(
+            f"annotate: {T} tokens is not 12 + 3 * (writes + queries) (truncated example?)"
+        )
     if ids[0] != BOS or ids[1] != PK or ids[T - TAIL_LEN] != PKQ or ids[T - 1] != EOS:
         raise OracleError("annotate: bad structure: expected BOS PK ... PKQ p1 p2 p3 p4 EOS")
     triples = ids[HEAD_LEN : T - TAIL_LEN].reshape(-1, 3)
@@ -239,9 +274,13 @@ def annotate(input_ids: Any, params: PasskeySwarParams | None = None) -> tuple[n
     is_w, is_q = op == W, op == Q
     if not np.all(is_w | is_q):
         bad = int(np.flatnonzero(~(is_w | is_q))[0])
-        raise OracleError(f"annotate: position {HEAD_LEN + 3 * bad}: bad structure: expected W or Q")
+        raise OracleError(
+            f"annotate: position {HEAD_LEN + 3 * bad}: bad structure: expected W or Q"
+        )
     write_no = np.cumsum(is_w)  # writes so far, including this triple
-    last = np.full(len(triples), -1, dtype=np.int64)  # write number of the queried key's latest write
+    last = np.full(
+        len(triples), -1, dtype=np.int64
+    )  # write number of the queried key's latest write
     for k in np.unique(key[is_q]):
         w_idx = np.flatnonzero(is_w & (key == k))
         q_idx = np.flatnonzero(is_q & (key == k))
@@ -261,7 +300,9 @@ def annotate(input_ids: Any, params: PasskeySwarParams | None = None) -> tuple[n
     answer_kind = np.zeros(T, dtype=np.int8)
     key_age = np.full(T, -1, dtype=np.int32)
     pos = HEAD_LEN + 3 * q_idx + 2
-    answer_kind[pos] = np.where(never, AR_EXPIRED_NEVER, np.where(age <= params.w, AR_VALID, AR_EXPIRED_STALE))
+    answer_kind[pos] = np.where(
+        never, AR_EXPIRED_NEVER, np.where(age <= params.w, AR_VALID, AR_EXPIRED_STALE)
+    )
     key_age[pos] = np.where(never, -1, age)
     answer_kind[T - TAIL_LEN + 1 : T - 1] = PASSKEY
     return answer_kind, key_age

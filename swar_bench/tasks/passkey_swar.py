@@ -95,15 +95,21 @@ class PasskeySwarParams:
                 raise ValueError(f"PasskeySwarParams.{name}={value!r}: expected an integer >= 1")
         for name in ("query_rate", "valid_frac", "drift_rate"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
+            if isinstance(value, bool) or not isinstance(
+                value, (int, float, np.floating, np.integer)
+            ):
                 raise ValueError(f"PasskeySwarParams.{name}={value!r}: expected a number")  # noqa: TRY004 (the project reports bad values as ValueError)
             if not math.isfinite(value) or value < 0:
-                raise ValueError(f"PasskeySwarParams.{name}={value!r}: expected a finite number >= 0")
+                raise ValueError(
+                    f"PasskeySwarParams.{name}={value!r}: expected a finite number >= 0"
+                )
         if self.query_rate > 1000:
             raise ValueError(f"PasskeySwarParams.query_rate={self.query_rate!r}: expected <= 1000")
         for name in ("valid_frac", "drift_rate"):
             if getattr(self, name) > 1:
-                raise ValueError(f"PasskeySwarParams.{name}={getattr(self, name)!r}: expected a probability in [0, 1]")
+                raise ValueError(
+                    f"PasskeySwarParams.{name}={getattr(self, name)!r}: expected a probability in [0, 1]"
+                )
         if self.active_min > self.active_max:
             raise ValueError(
                 f"PasskeySwarParams.active_min={self.active_min} > active_max={self.active_max}: "
@@ -249,7 +255,11 @@ def example_seed(split: str, n_writes: int, index: int) -> int:
     _check_n_writes(n_writes)
     if not 1 <= int(n_writes) < 10**6:
         raise ValueError(f"n_writes={n_writes!r}: expected 1 <= n_writes < 10**6 for a seed")
-    if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or not 0 <= index < 10**6:
+    if (
+        isinstance(index, bool)
+        or not isinstance(index, (int, np.integer))
+        or not 0 <= index < 10**6
+    ):
         raise ValueError(f"index={index!r}: expected an integer in [0, 10**6)")
     return SPLIT_SEEDS[split] * 10**12 + int(n_writes) * 10**6 + int(index)
 
@@ -437,7 +447,9 @@ def make_example(seed: int, n_writes: int, params: PasskeySwarParams | None = No
         return hi32(bits).tolist(), lo32(bits).tolist()
 
     passkey = [pick(u, params.n_values) for u in draws(STREAM_PASSKEY, PASSKEY_LEN)[0]]
-    size = params.active_min + pick(draws(STREAM_ACTIVE_SIZE, 1)[0][0], params.active_max - params.active_min + 1)
+    size = params.active_min + pick(
+        draws(STREAM_ACTIVE_SIZE, 1)[0][0], params.active_max - params.active_min + 1
+    )
     order_bits = stream_bits(seed, STREAM_ACTIVE_ORDER, params.n_keys).tolist()
     active = sorted(range(params.n_keys), key=lambda k: (order_bits[k], k))[:size]
 
@@ -565,7 +577,9 @@ _PASSKEY_TYPES = ["passkey"] * PASSKEY_LEN
 _MAX_BATCH_WRITES = 1 << 21  # writes simulated at once: bounds memory to ~100 MB per chunk
 
 
-def generate_flat(seeds: Sequence[int] | np.ndarray, n_writes: int, params: PasskeySwarParams | None = None) -> FlatBatch:
+def generate_flat(
+    seeds: Sequence[int] | np.ndarray, n_writes: int, params: PasskeySwarParams | None = None
+) -> FlatBatch:
     """Batched generator, flat output: identical, example by example, to :func:`make_example`.
 
     Vectorised over the batch with numpy: the writes are a loop of ``n_writes`` steps, each
@@ -584,18 +598,25 @@ def generate_flat(seeds: Sequence[int] | np.ndarray, n_writes: int, params: Pass
     _check_n_writes(n_writes)
     seeds = np.asarray(seeds)
     if seeds.ndim != 1 or (seeds.size and not np.issubdtype(seeds.dtype, np.integer)):
-        raise ValueError(f"seeds: expected a 1-D sequence of integers, got shape {seeds.shape} dtype {seeds.dtype}")
+        raise ValueError(
+            f"seeds: expected a 1-D sequence of integers, got shape {seeds.shape} dtype {seeds.dtype}"
+        )
     if seeds.size and (seeds.min() < 0 or int(seeds.max()) >= 2**63):
         raise ValueError("seeds: expected integers in [0, 2**63)")
     seeds = seeds.astype(np.int64)
     chunk = max(1, _MAX_BATCH_WRITES // int(n_writes))
-    parts = [_generate_chunk(seeds[i : i + chunk], int(n_writes), params) for i in range(0, len(seeds), chunk)]
+    parts = [
+        _generate_chunk(seeds[i : i + chunk], int(n_writes), params)
+        for i in range(0, len(seeds), chunk)
+    ]
     if len(parts) == 1:
         return parts[0]
     return _concat_flat(parts, int(n_writes), seeds)
 
 
-def generate_examples(seeds: Sequence[int] | np.ndarray, n_writes: int, params: PasskeySwarParams | None = None) -> list[dict]:
+def generate_examples(
+    seeds: Sequence[int] | np.ndarray, n_writes: int, params: PasskeySwarParams | None = None
+) -> list[dict]:
     """Batched generator: ``[make_example(s, n_writes, params) for s in seeds]``, fast.
 
     See :func:`generate_flat` (same arguments and errors). Returns a list of ``B`` dicts with
@@ -709,9 +730,12 @@ def _generate_chunk(seeds: np.ndarray, n: int, params: PasskeySwarParams) -> Fla
     mask_dtype = np.uint16 if n_keys <= 16 else np.uint32 if n_keys <= 32 else np.uint64
     one, all_keys = np.ones(1, dtype=mask_dtype), mask_dtype((1 << n_keys) - 1)
 
-    passkey = uniform_index(hi32(stream_bits(seeds, STREAM_PASSKEY, PASSKEY_LEN)), params.n_values)  # [B, 4]
+    passkey = uniform_index(
+        hi32(stream_bits(seeds, STREAM_PASSKEY, PASSKEY_LEN)), params.n_values
+    )  # [B, 4]
     size = params.active_min + uniform_index(
-        hi32(stream_bits(seeds, STREAM_ACTIVE_SIZE, 1)[:, 0]), params.active_max - params.active_min + 1
+        hi32(stream_bits(seeds, STREAM_ACTIVE_SIZE, 1)[:, 0]),
+        params.active_max - params.active_min + 1,
     )  # [B]
     order = np.argsort(stream_bits(seeds, STREAM_ACTIVE_ORDER, n_keys), axis=1, kind="stable")
     active = order[:, :A].astype(np.int8)  # [B, A]; only the first size[b] slots are active
@@ -745,7 +769,9 @@ def _generate_chunk(seeds: np.ndarray, n: int, params: PasskeySwarParams) -> Fla
     ev_in[ee, eb] = uniform_index(lo32(swap), n_keys - size[eb])
     del eb, ej, ee, swap
     active_set = np.bitwise_or.reduce(
-        np.where(np.arange(A)[None, :] < size[:, None], np.left_shift(one, active.astype(mask_dtype)), 0),
+        np.where(
+            np.arange(A)[None, :] < size[:, None], np.left_shift(one, active.astype(mask_dtype)), 0
+        ),
         axis=1,
     ).astype(mask_dtype)  # [B] bit mask of the active keys
     epochs = np.empty((B, n_epochs, A), dtype=np.int8)  # active slots (key ids) in each epoch
@@ -757,9 +783,13 @@ def _generate_chunk(seeds: np.ndarray, n: int, params: PasskeySwarParams) -> Fla
         old = epochs[r, e, out]
         new = select_key(~active_set[r] & all_keys, ev_in[e - 1, r], n_keys)
         epochs[r, e, out] = new
-        active_set[r] ^= np.left_shift(one, old.astype(mask_dtype)) | np.left_shift(one, new.astype(mask_dtype))
+        active_set[r] ^= np.left_shift(one, old.astype(mask_dtype)) | np.left_shift(
+            one, new.astype(mask_dtype)
+        )
     epoch = np.cumsum(drift, axis=1) - drift  # [B, N] epoch of write j (events strictly before)
-    keys = epochs.reshape(-1)[((rows * n_epochs)[:, None] + epoch) * A + slot].astype(np.int64)  # [B, N]
+    keys = epochs.reshape(-1)[((rows * n_epochs)[:, None] + epoch) * A + slot].astype(
+        np.int64
+    )  # [B, N]
     del slot, drift, epoch, epochs, ev_out, ev_in
 
     # Queries, vectorised, in example order. After write j the valid keys are those written in

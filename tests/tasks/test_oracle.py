@@ -44,7 +44,12 @@ def v(i: int) -> int:
 
 
 def _copy(ex: dict) -> dict:
-    return {**ex, "input_ids": ex["input_ids"].copy(), "labels": ex["labels"].copy(), "answer_type": list(ex["answer_type"])}
+    return {
+        **ex,
+        "input_ids": ex["input_ids"].copy(),
+        "labels": ex["labels"].copy(),
+        "answer_type": list(ex["answer_type"]),
+    }
 
 
 @pytest.fixture(scope="module")
@@ -167,7 +172,10 @@ CORRUPTIONS = {
     "missing EOS": (_missing_eos, "expected EOS"),
     "token out of vocabulary": (_out_of_vocab, "not in the vocabulary"),
     "PAD inside": (_pad_inside, "not in the vocabulary"),
-    "truncated example": (_truncated, "n_writes=128 but the stream has 127 writes|answer_type length mismatch"),
+    "truncated example": (
+        _truncated,
+        "n_writes=128 but the stream has 127 writes|answer_type length mismatch",
+    ),
     "cut inside a triple": (_cut_mid_triple, "not whole W k v / Q k a triples"),
     "answer_type length mismatch": (_answer_type_too_short, "answer_type length mismatch"),
 }
@@ -202,7 +210,13 @@ def _hand_example(stream: list[int], n_writes: int, passkey=PASSKEY_TOKENS) -> d
     for t in range(len(ids) - 5, len(ids) - 1):
         labels[t] = ids[t]
     types += ["passkey"] * 4
-    return {"input_ids": np.array(ids, np.int16), "labels": np.array(labels, np.int16), "answer_type": types, "n_writes": n_writes, "seed": 77}
+    return {
+        "input_ids": np.array(ids, np.int16),
+        "labels": np.array(labels, np.int16),
+        "answer_type": types,
+        "n_writes": n_writes,
+        "seed": 77,
+    }
 
 
 def test_rejects_gray_zone_query():
@@ -234,7 +248,9 @@ def test_age_boundaries_by_hand():
 
 def test_rejects_query_before_first_write():
     ex = _hand_example([Q, k(0), NULL, W, k(0), v(1)], 1)
-    with pytest.raises(OracleError, match="position 6: bad structure: query before the first write"):
+    with pytest.raises(
+        OracleError, match="position 6: bad structure: query before the first write"
+    ):
         verify_example(ex)
 
 
@@ -266,11 +282,18 @@ def test_annotate_matches_backward_scan_and_labels():
             ids = ex["input_ids"].astype(np.int64)
             kind, age = annotate(ids, params)
             assert kind.dtype == np.int8 and age.dtype == np.int32 and kind.shape == ids.shape
-            assert np.array_equal(np.flatnonzero(kind), np.flatnonzero(ex["labels"] != IGNORE_INDEX))
+            assert np.array_equal(
+                np.flatnonzero(kind), np.flatnonzero(ex["labels"] != IGNORE_INDEX)
+            )
             ref = _reference_ages(ids, params.w)
             for pos, (code, a) in ref.items():
                 assert (kind[pos], age[pos]) == (code, a)
-            names = {AR_VALID: "ar_valid", AR_EXPIRED_STALE: "ar_expired", AR_EXPIRED_NEVER: "ar_expired", PASSKEY: "passkey"}
+            names = {
+                AR_VALID: "ar_valid",
+                AR_EXPIRED_STALE: "ar_expired",
+                AR_EXPIRED_NEVER: "ar_expired",
+                PASSKEY: "passkey",
+            }
             assert [names[c] for c in kind[kind > 0].tolist()] == ex["answer_type"]
 
 

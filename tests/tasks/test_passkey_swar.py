@@ -23,8 +23,14 @@ from swar_bench.tasks.passkey_swar import (
 
 def test_params_defaults_are_the_cards():
     assert PasskeySwarParams().to_dict() == {
-        "w": 16, "n_keys": 16, "n_values": 16, "query_rate": 0.25, "valid_frac": 0.5,
-        "drift_rate": 0.1, "active_min": 6, "active_max": 8,
+        "w": 16,
+        "n_keys": 16,
+        "n_values": 16,
+        "query_rate": 0.25,
+        "valid_frac": 0.5,
+        "drift_rate": 0.1,
+        "active_min": 6,
+        "active_max": 8,
     }
     assert PasskeySwarParams().query_prob == pytest.approx(0.2)
 
@@ -54,7 +60,9 @@ def test_vocab_matches_the_card(tmp_path):
     assert (v.key_id(0), v.key_id(15), v.value_id(0), v.value_id(15), v.size) == (8, 23, 24, 39, 40)
     path = ps.write_vocab_json(tmp_path / "vocab.json")
     mapping = json.loads(Path(path).read_text())
-    assert len(mapping) == 40 and mapping["NULL"] == 7 and mapping["k0"] == 8 and mapping["v15"] == 39
+    assert (
+        len(mapping) == 40 and mapping["NULL"] == 7 and mapping["k0"] == 8 and mapping["v15"] == 39
+    )
     small = vocab(PasskeySwarParams(n_keys=4, n_values=3, active_min=2, active_max=3))
     assert (small.key_id(3), small.value_id(0), small.size) == (11, 12, 15)
 
@@ -62,7 +70,9 @@ def test_vocab_matches_the_card(tmp_path):
 def test_example_seed_formula_and_errors():
     assert example_seed("validation", 256, 7) == 2 * 10**12 + 256 * 10**6 + 7
     assert example_seed("train", 32, 0) == 10**12 + 32 * 10**6
-    assert split_seeds("test", 64, 3, start=5).tolist() == [example_seed("test", 64, i) for i in (5, 6, 7)]
+    assert split_seeds("test", 64, 3, start=5).tolist() == [
+        example_seed("test", 64, i) for i in (5, 6, 7)
+    ]
     with pytest.raises(ValueError, match="split='dev'"):
         example_seed("dev", 32, 0)
     with pytest.raises(ValueError, match="n_writes=0"):
@@ -119,7 +129,9 @@ def test_bit_helpers_match_plain_python():
     small = masks & np.uint64(0xFFFF)
     small[small == 0] = 1
     r16 = np.zeros(300, dtype=np.int64)
-    assert ps.select_key(small, r16, 16).tolist() == [(int(m) & -int(m)).bit_length() - 1 for m in small]
+    assert ps.select_key(small, r16, 16).tolist() == [
+        (int(m) & -int(m)).bit_length() - 1 for m in small
+    ]
     bits = (np.uint16(1) << rng.integers(0, 16, size=(3, 50)).astype(np.uint16)).astype(np.uint16)
     levels = ps.or_levels(bits, 32)
     assert sorted(levels) == [1, 2, 4, 8, 16, 32]
@@ -143,7 +155,9 @@ def test_make_example_format():
     T = len(ids)
     n_queries = len(ex["answer_type"]) - 4
     assert T == 12 + 3 * (64 + n_queries)
-    assert ids[0] == voc.BOS and ids[1] == voc.PK and ids[T - 6] == voc.PKQ and ids[T - 1] == voc.EOS
+    assert (
+        ids[0] == voc.BOS and ids[1] == voc.PK and ids[T - 6] == voc.PKQ and ids[T - 1] == voc.EOS
+    )
     assert ids[2:6].tolist() == ids[T - 5 : T - 1].tolist()
     triples = ids[6 : T - 6].reshape(-1, 3)
     assert (triples[:, 0] == voc.W).sum() == 64 and (triples[:, 0] == voc.Q).sum() == n_queries
@@ -209,12 +223,22 @@ def test_batched_generator_equals_reference(n_writes):
 @pytest.mark.parametrize(
     "params",
     [
-        PasskeySwarParams(w=2, n_keys=5, n_values=3, active_min=1, active_max=4, drift_rate=0.5, query_rate=1.5),
-        PasskeySwarParams(w=4, n_keys=6, active_min=6, active_max=6, valid_frac=0.2),  # never drifts
-        PasskeySwarParams(w=1, n_keys=3, n_values=2, active_min=1, active_max=2, drift_rate=1.0, valid_frac=0.0),
+        PasskeySwarParams(
+            w=2, n_keys=5, n_values=3, active_min=1, active_max=4, drift_rate=0.5, query_rate=1.5
+        ),
+        PasskeySwarParams(
+            w=4, n_keys=6, active_min=6, active_max=6, valid_frac=0.2
+        ),  # never drifts
+        PasskeySwarParams(
+            w=1, n_keys=3, n_values=2, active_min=1, active_max=2, drift_rate=1.0, valid_frac=0.0
+        ),
         PasskeySwarParams(query_rate=0.0),
-        PasskeySwarParams(w=5, n_keys=24, n_values=30, active_min=3, active_max=12, drift_rate=0.3),  # 32-bit sets
-        PasskeySwarParams(w=8, n_keys=64, active_min=20, active_max=40, query_rate=0.6),  # 64-bit sets
+        PasskeySwarParams(
+            w=5, n_keys=24, n_values=30, active_min=3, active_max=12, drift_rate=0.3
+        ),  # 32-bit sets
+        PasskeySwarParams(
+            w=8, n_keys=64, active_min=20, active_max=40, query_rate=0.6
+        ),  # 64-bit sets
     ],
 )
 def test_batched_generator_equals_reference_other_params(params):
@@ -237,7 +261,9 @@ def test_batched_generator_chunks_identically(monkeypatch):
 
 def test_no_expired_candidate_falls_back_to_valid():
     # Two keys, both always active: once both are written within 2w writes, no key is expired.
-    params = PasskeySwarParams(w=16, n_keys=2, active_min=2, active_max=2, valid_frac=0.0, query_rate=1.0)
+    params = PasskeySwarParams(
+        w=16, n_keys=2, active_min=2, active_max=2, valid_frac=0.0, query_rate=1.0
+    )
     for seed in range(20):
         ex = make_example(seed, 40, params)
         verify_example(ex, params)

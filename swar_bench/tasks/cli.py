@@ -1,0 +1,322 @@
+"""`swar-bench data ...`: generate, inspect and check passkey_swar data.
+
+    swar-bench data generate --out DIR [--configs n32,n64] [--splits validation,test] [--num-examples K]
+    swar-bench data stats [--source generate|DIR|HUB_ID] [--configs ...] [--splits ...] [--num-examples K] [--report stats.md]
+    swar-bench data verify SOURCE [--configs ...] [--splits ...] [--regenerate]
+    swar-bench data check SOURCE [--configs ...] [--splits ...]
+    swar-bench data show [--source generate|DIR|HUB_ID] --config n32 [--split validation] [--index 0]
+    swar-bench data vocab --out vocab.json
+
+Errors a user can cause are reported as one line on stderr (exit status 2; 1 when a check
+finds a violation).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Iterator
+
+from swar_bench.tasks.hub_io import (
+    DataSourceError,
+    card_splits,
+    check_disjoint,
+    config_name,
+    iter_examples,
+    load_split,
+    parse_config,
+    verify_dataset,
+    write_dataset,
+)
+from swar_bench.tasks.oracle import OracleError, annotate
+from swar_bench.tasks.passkey_swar import (
+    ALLOWED_N,
+    SPLIT_SEEDS,
+    SPLIT_SIZES,
+    PasskeySwarParams,
+    atomic_write_text,
+    generate_flat,
+    split_seeds,
+    vocab,
+    write_vocab_json,
+)
+from swar_bench.tasks.stats import compute_stats, format_report, format_table
+
+GENERATE = "generate"
+
+
+class _UsageError(ValueError):
+    pass
+
+
+def _csv(value: str | None) -> list[str] | None:
+    return [x.strip() for x in value.split(",") if x.strip()] if value else None
+
+
+def _configs(value: str | None) -> list[str]:
+    configs = _csv(value) or [config_name(n) for n in ALLOWED_N]
+    for c in configs:
+        parse_config(c)
+    return configs
+
+
+def _splits(value: str | None) -> list[str] | None:
+    splits = _csv(value)
+    for s in splits or []:
+        if s not in SPLIT_SEEDS:
+            raise _UsageError(
+                f"--splits: {s!r} is not a split; expected some of {','.join(SPLIT_SEEDS)}"
+            )
+    return splits
+
+
+def _params(value: str | None) -> PasskeySwarParams:
+    if not value:
+        return PasskeySwarParams()
+    try:
+        fields = json.loads(value)
+    except json.JSONDecodeError as exc:
+        raise _UsageError(
+            f"--params={value!r}: expected a JSON object, e.g. '{{\"w\": 8}}' ({exc.msg})"
+        ) from exc
+    if not isinstance(fields, dict):
+        raise _UsageError(f"--params={value!r}: expected a JSON object of PasskeySwarParams fields")
+    unknown = set(fields) - set(PasskeySwarParams().to_dict())
+    if unknown:
+        raise _UsageError(
+            f"--params: unknown field(s) {sorted(unknown)}; expected some of {sorted(PasskeySwarParams().to_dict())}"
+        )
+    return PasskeySwarParams(**fields)
+
+
+def _num_examples(value: int | None) -> int | None:
+    if value is not None and not 1 <= value < 10**6:
+        raise _UsageError(f"--num-examples={value}: expected an integer in [1, 10**6)")
+    return value
+
+
+def _generated(split: str, n: int, num_examples: int, params: PasskeySwarParams) -> Iterator[dict]:
+    seeds = split_seeds(split, n, num_examples)
+    step = max(1, (1 << 21) // n)
+    for start in range(0, len(seeds), step):
+        yield from generate_flat(seeds[start : start + step], n, params).examples()
+
+
+def _examples(
+    source: str, config: str, split: str, num_examples: int | None, params: PasskeySwarParams
+) -> Iterator[dict]:
+    if source == GENERATE:
+        n = parse_config(config)
+        yield from _generated(split, n, num_examples or SPLIT_SIZES[split], params)
+        return
+    ds = load_split(source, config, split)
+    if num_examples is not None:
+        ds = ds.select(range(min(num_examples, len(ds))))
+    yield from iter_examples(ds)
+
+
+def _pairs(
+    configs: list[str], splits: list[str] | None, default: tuple[str, ...] | None = None
+) -> list[tuple[str, str]]:
+    out = []
+    for c in configs:
+        n = parse_config(c)
+        for s in splits or default or card_splits(n):
+            if s == "train" and s not in card_splits(n) and splits is None:
+                continue
+            out.append((c, s))
+    return out
+
+
+def cmd_generate(args) -> int:
+    paths = write_dataset(
+        args.out,
+        configs=_configs(args.configs),
+        splits=_splits(args.splits),
+        num_examples=_num_examples(args.num_examples),
+        params=_params(args.params),
+        progress=not args.no_progress,
+    )
+    print(f"wrote {len(paths)} parquet files, README.md and vocab.json under {args.out}")
+    return 0
+
+
+def cmd_stats(args) -> int:
+    params = _params(args.params)
+    num = _num_examples(args.num_examples)
+    stats = []
+    for config, split in _pairs(
+        _configs(args.configs), _splits(args.splits), default=("validation",)
+    ):
+        stats.append(
+            compute_stats(_examples(args.source, config, split, num, params), config, split, params)
+        )
+    print(format_table(stats, compare_card=not args.no_compare), end="")
+    if args.report:
+        atomic_write_text(args.report, format_report(stats, compare_card=not args.no_compare))
+        print(f"report written to {args.report}")
+    return 0
+
+
+def cmd_verify(args) -> int:
+    params = _params(args.params)
+    total = 0
+    for config, split in _pairs(_configs(args.configs), _splits(args.splits)):
+        if os.path.isdir(args.source) and not os.path.isdir(os.path.join(args.source, config)):
+            continue
+        try:
+            ds = load_split(args.source, config, split)
+        except DataSourceError:
+            if os.path.isdir(args.source):
+                continue  # a local folder need not hold every split
+            raise
+        try:
+            count = verify_dataset(ds, params, regenerate=args.regenerate)
+        except (OracleError, DataSourceError) as exc:
+            print(f"{config}/{split}: FAILED: {exc}", file=sys.stderr)
+            return 1
+        total += count
+        print(
+            f"{config}/{split}: {count} examples pass the oracle"
+            + (" and regenerate from their seeds" if args.regenerate else "")
+        )
+    if total == 0:
+        raise DataSourceError(f"no config/split found under {args.source!r} to verify")
+    return 0
+
+
+def cmd_check(args) -> int:
+    configs = _configs(args.configs)
+    if os.path.isdir(args.source):
+        configs = [c for c in configs if os.path.isdir(os.path.join(args.source, c))]
+        if not configs:
+            raise DataSourceError(
+                f"no n{{N}} config folder under {args.source!r}: expected the Hub layout"
+            )
+    report = check_disjoint(args.source, configs, _splits(args.splits))
+    if report:
+        for config, pairs in report.items():
+            for (a, b), n in pairs.items():
+                print(f"{config}: {n} examples shared between {a} and {b}", file=sys.stderr)
+        return 1
+    print(f"splits are disjoint in {len(configs)} config(s): {', '.join(configs)}")
+    return 0
+
+
+def cmd_show(args) -> int:
+    params = _params(args.params)
+    if args.index < 0:
+        raise _UsageError(f"--index={args.index}: expected an integer >= 0")
+    for i, ex in enumerate(_examples(args.source, args.config, args.split, args.index + 1, params)):
+        if i == args.index:
+            voc = vocab(params)
+            kind, age = annotate(ex["input_ids"], params)
+            print(
+                f"{args.config}/{args.split} index {i} seed {ex['seed']} n_writes {ex['n_writes']} tokens {len(ex['input_ids'])}"
+            )
+            print(voc.decode(ex["input_ids"]))
+            ages = age[kind > 0]
+            print(
+                "answer_type:",
+                " ".join(
+                    f"{t}@{a}" if a >= 0 else t for t, a in zip(ex["answer_type"], ages.tolist())
+                ),
+            )
+            return 0
+    raise _UsageError(f"--index={args.index}: the split has fewer examples")
+
+
+def cmd_vocab(args) -> int:
+    path = write_vocab_json(args.out, _params(args.params))
+    print(f"wrote {path} ({vocab(_params(args.params)).size} tokens)")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="swar-bench data", description="passkey_swar data: generate, stats, verify, check."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def common(p, source: bool = False, positional_source: bool = False):
+        p.add_argument(
+            "--configs", help="comma-separated configs, e.g. n32,n64 (default: all of the card's)"
+        )
+        p.add_argument("--splits", help="comma-separated splits, e.g. validation,test")
+        p.add_argument("--params", help="generator parameters as JSON (default: the card's)")
+        if positional_source:
+            p.add_argument("source", help="a local folder in the Hub layout or a Hub dataset id")
+        elif source:
+            p.add_argument(
+                "--source",
+                default=GENERATE,
+                help="'generate' (default), a local folder or a Hub dataset id",
+            )
+
+    p = sub.add_parser("generate", help="write parquet in the Hub layout")
+    p.add_argument("--out", required=True, help="output folder")
+    p.add_argument(
+        "--num-examples", type=int, help="examples per split (default: the card's sizes)"
+    )
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    common(p)
+    p.set_defaults(func=cmd_generate)
+
+    p = sub.add_parser("stats", help="print the card's statistics table")
+    p.add_argument(
+        "--num-examples", type=int, help="examples per split (default: all / the card's sizes)"
+    )
+    p.add_argument("--report", help="also write a stats.md-style markdown report here")
+    p.add_argument("--no-compare", action="store_true", help="do not show the card's values")
+    common(p, source=True)
+    p.set_defaults(func=cmd_stats)
+
+    p = sub.add_parser("verify", help="run the oracle on every example")
+    p.add_argument(
+        "--regenerate",
+        action="store_true",
+        help="also check make_example(seed) reproduces each example",
+    )
+    common(p, positional_source=True)
+    p.set_defaults(func=cmd_verify)
+
+    p = sub.add_parser("check", help="check that splits share no example")
+    common(p, positional_source=True)
+    p.set_defaults(func=cmd_check)
+
+    p = sub.add_parser("show", help="print one example, decoded")
+    p.add_argument("--config", required=True)
+    p.add_argument("--split", default="validation", choices=list(SPLIT_SEEDS))
+    p.add_argument("--index", type=int, default=0)
+    p.add_argument(
+        "--source",
+        default=GENERATE,
+        help="'generate' (default), a local folder or a Hub dataset id",
+    )
+    p.add_argument("--params", help="generator parameters as JSON (default: the card's)")
+    p.set_defaults(func=cmd_show)
+
+    p = sub.add_parser("vocab", help="write vocab.json")
+    p.add_argument("--out", default="vocab.json")
+    p.add_argument("--params", help="generator parameters as JSON (default: the card's)")
+    p.set_defaults(func=cmd_vocab)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``swar-bench data``; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (DataSourceError, _UsageError, OracleError, ValueError, OSError) as exc:
+        print(f"swar-bench data {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"swar-bench data {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,459 @@
+"""passkey_swar on disk and on the Hub: parquet in the Hub repository's layout.
+
+Layout (card, "Configs and splits" and "Columns")::
+
+    DIR/README.md                               # YAML header: one `configs:` entry per n{N}
+    DIR/vocab.json
+    DIR/n{N}/{split}-00000-of-00001.parquet     # input_ids list<int16>, labels list<int16>,
+                                                # answer_type list<string>, n_writes int64, seed int64
+
+so that ``datasets.load_dataset(DIR, "n32", split="validation")`` loads a local copy exactly as
+``datasets.load_dataset("irodkin/passkey_swar", "n32", split="validation")`` loads the release.
+Files are written to a temporary name in the same folder and renamed when complete.
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import json
+import os
+import re
+import tempfile
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from swar_bench.tasks.oracle import verify_example
+from swar_bench.tasks.passkey_swar import (
+    ALLOWED_N,
+    SPLIT_SEEDS,
+    SPLIT_SIZES,
+    TRAIN_N,
+    FlatBatch,
+    PasskeySwarParams,
+    atomic_write_text,
+    generate_flat,
+    make_example,
+    split_seeds,
+    write_vocab_json,
+)
+
+HUB_ID = "irodkin/passkey_swar"
+"""The released dataset on the Hugging Face Hub (card, "Generation")."""
+
+COLUMNS = ("input_ids", "labels", "answer_type", "n_writes", "seed")
+_ANSWER_DICT = ("ar_expired", "ar_valid", "passkey")
+_CONFIG_RE = re.compile(r"^n([1-9][0-9]*)$")
+_ROWS_PER_BATCH_WRITES = 1 << 21  # writes generated (and written as one row group) at a time
+
+
+class DataSourceError(ValueError, RuntimeError):
+    """A dataset source cannot give the requested data (offline Hub, missing folder, config or
+    split, bad layout); the message is one sentence naming the value and what was expected."""
+
+
+def config_name(n_writes: int) -> str:
+    """``"n{N}"``, the config of ``N`` writes."""
+    return f"n{int(n_writes)}"
+
+
+def parse_config(config: str) -> int:
+    """``N`` of a config name ``"n{N}"``.
+
+    Raises:
+        DataSourceError: not of the form ``n{N}`` with ``N >= 1``.
+    """
+    m = _CONFIG_RE.match(str(config))
+    if not m:
+        raise DataSourceError(
+            f"config={config!r}: expected 'n' followed by the number of writes, e.g. 'n256'"
+        )
+    return int(m.group(1))
+
+
+def card_splits(n_writes: int) -> tuple[str, ...]:
+    """The splits the card has for config ``n{N}`` (train only for N in 32..256)."""
+    return ("train", "validation", "test") if n_writes in TRAIN_N else ("validation", "test")
+
+
+def split_path(out_dir: str | os.PathLike, config: str, split: str) -> str:
+    """``DIR/n{N}/{split}-00000-of-00001.parquet``."""
+    return os.path.join(os.fspath(out_dir), config, f"{split}-00000-of-00001.parquet")
+
+
+def arrow_schema():
+    """The card's columns as a pyarrow schema."""
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            ("input_ids", pa.list_(pa.int16())),
+            ("labels", pa.list_(pa.int16())),
+            ("answer_type", pa.list_(pa.string())),
+            ("n_writes", pa.int64()),
+            ("seed", pa.int64()),
+        ]
+    )
+
+
+def flat_to_table(flat: FlatBatch):
+    """A generated batch as a pyarrow Table with the card's schema (no per-example copies)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    B = len(flat)
+    offsets = flat.offsets.astype(np.int32)
+    input_ids = pa.ListArray.from_arrays(
+        pa.array(offsets), pa.array(flat.input_ids, type=pa.int16())
+    )
+    labels = pa.ListArray.from_arrays(pa.array(offsets), pa.array(flat.labels, type=pa.int16()))
+    q_total = np.diff(flat.query_offsets)
+    at_offsets = (flat.query_offsets + 4 * np.arange(B + 1)).astype(np.int32)  # queries + 4 passkey
+    codes = np.full(int(at_offsets[-1]), 2, dtype=np.int8)
+    query_rows = np.arange(int(flat.query_offsets[-1])) + 4 * np.repeat(np.arange(B), q_total)
+    codes[query_rows] = flat.answer_valid
+    names = pc.take(pa.array(list(_ANSWER_DICT), type=pa.string()), pa.array(codes))
+    answer_type = pa.ListArray.from_arrays(pa.array(at_offsets), names)
+    return pa.Table.from_arrays(
+        [
+            input_ids,
+            labels,
+            answer_type,
+            pa.array(np.full(B, flat.n_writes, dtype=np.int64)),
+            pa.array(flat.seeds.astype(np.int64)),
+        ],
+        schema=arrow_schema(),
+    )
+
+
+def _check_request(
+    configs: Sequence[str], splits: Sequence[str] | None, strict_train: bool
+) -> list[tuple[str, str]]:
+    pairs = []
+    for config in configs:
+        n = parse_config(config)
+        for split in splits or card_splits(n):
+            if split not in SPLIT_SEEDS:
+                raise DataSourceError(f"split={split!r}: expected one of {sorted(SPLIT_SEEDS)}")
+            if split == "train" and n not in TRAIN_N and strict_train:
+                raise DataSourceError(
+                    f"config {config} has no train split (the card trains on {', '.join(config_name(t) for t in TRAIN_N)})"
+                )
+            pairs.append((config, split))
+    return pairs
+
+
+def write_split(
+    path: str | os.PathLike,
+    split: str,
+    n_writes: int,
+    num_examples: int,
+    params: PasskeySwarParams | None = None,
+    progress=None,
+) -> str:
+    """Generate examples ``0 .. num_examples - 1`` of a split and write them to one parquet file
+    atomically (temporary file in the same folder, then rename). ``progress``: an object with
+    ``update(n_examples)`` (e.g. a tqdm bar). Returns the path."""
+    import pyarrow.parquet as pq
+
+    params = params or PasskeySwarParams()
+    path = os.fspath(path)
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    seeds = split_seeds(split, n_writes, num_examples)
+    per_batch = max(1, _ROWS_PER_BATCH_WRITES // int(n_writes))
+    fd, tmp = tempfile.mkstemp(
+        dir=os.path.dirname(os.path.abspath(path)), prefix=".tmp-", suffix=".parquet"
+    )
+    os.close(fd)
+    try:
+        with pq.ParquetWriter(tmp, arrow_schema(), compression="zstd") as writer:
+            for start in range(0, len(seeds), per_batch):
+                batch = seeds[start : start + per_batch]
+                writer.write_table(flat_to_table(generate_flat(batch, n_writes, params)))
+                if progress is not None:
+                    progress.update(len(batch))
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+def write_readme(out_dir: str | os.PathLike, params: PasskeySwarParams | None = None) -> str:
+    """(Re)write ``DIR/README.md`` with a YAML ``configs:`` header listing every parquet file
+    present under ``DIR/n{N}/`` (so repeated ``generate`` calls accumulate configs)."""
+    params = params or PasskeySwarParams()
+    out_dir = os.fspath(out_dir)
+    found: dict[int, list[str]] = {}
+    for path in sorted(glob.glob(os.path.join(out_dir, "n*", "*-00000-of-00001.parquet"))):
+        config = os.path.basename(os.path.dirname(path))
+        split = os.path.basename(path).split("-")[0]
+        if _CONFIG_RE.match(config) and split in SPLIT_SEEDS:
+            found.setdefault(parse_config(config), []).append(split)
+    lines = ["---", "configs:"]
+    order = list(SPLIT_SEEDS)
+    for n in sorted(found):
+        lines += [f"- config_name: {config_name(n)}", "  data_files:"]
+        for split in sorted(found[n], key=order.index):
+            lines += [
+                f"  - split: {split}",
+                f"    path: {config_name(n)}/{split}-00000-of-00001.parquet",
+            ]
+    lines += ["---", "", "# passkey_swar (generated locally)", ""]
+    lines += [
+        "Passkey + Sliding-Window Associative Recall, generated by `swar-bench data generate` in the",
+        f"layout of the Hub dataset `{HUB_ID}`. Per-example seed = split_seed * 10**12 + N * 10**6 + index;",
+        "`swar_bench.tasks.passkey_swar.make_example(seed, N, params)` reproduces an example exactly.",
+        "",
+        f"Parameters: `{json.dumps(params.to_dict())}`; split seeds `{json.dumps(SPLIT_SEEDS)}`.",
+        "",
+    ]
+    path = os.path.join(out_dir, "README.md")
+    atomic_write_text(path, "\n".join(lines))
+    return path
+
+
+def write_dataset(
+    out_dir: str | os.PathLike,
+    configs: Sequence[str] | None = None,
+    splits: Sequence[str] | None = None,
+    num_examples: int | None = None,
+    params: PasskeySwarParams | None = None,
+    progress: bool = True,
+) -> list[str]:
+    """Generate configs/splits into ``out_dir`` in the Hub layout (parquet, README.md, vocab.json).
+
+    Args:
+        out_dir: target folder (created).
+        configs: e.g. ``["n32", "n64"]``; default: every config of the card.
+        splits: e.g. ``["validation", "test"]``; default: the card's splits of each config.
+        num_examples: examples per split; default: the card's sizes (train 100,000, else 1,000).
+        params: generator parameters (default: the card's).
+        progress: show a tqdm progress bar (examples).
+
+    Returns:
+        The parquet paths written.
+
+    Raises:
+        DataSourceError: bad config/split name, or ``train`` asked for a config without one.
+        ValueError: ``num_examples`` outside ``[1, 10**6)``.
+    """
+    params = params or PasskeySwarParams()
+    configs = list(configs) if configs else [config_name(n) for n in ALLOWED_N]
+    pairs = _check_request(configs, splits, strict_train=num_examples is None)
+    if num_examples is not None and not 1 <= int(num_examples) < 10**6:
+        raise ValueError(f"num_examples={num_examples!r}: expected an integer in [1, 10**6)")
+    sizes = {
+        pair: int(num_examples) if num_examples is not None else SPLIT_SIZES[pair[1]]
+        for pair in pairs
+    }
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=sum(sizes.values()), unit="ex", desc="passkey_swar", dynamic_ncols=True)
+    paths = []
+    try:
+        for config, split in pairs:
+            if bar is not None:
+                bar.set_postfix_str(f"{config}/{split}")
+            n = parse_config(config)
+            paths.append(
+                write_split(
+                    split_path(out_dir, config, split),
+                    split,
+                    n,
+                    sizes[(config, split)],
+                    params,
+                    bar,
+                )
+            )
+    finally:
+        if bar is not None:
+            bar.close()
+    write_vocab_json(os.path.join(os.fspath(out_dir), "vocab.json"), params)
+    write_readme(out_dir, params)
+    return paths
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return (text[0] if text else type(exc).__name__)[:300]
+
+
+def load_split(
+    source: str | os.PathLike = HUB_ID,
+    config: str = "n32",
+    split: str = "validation",
+    verify: bool = False,
+    params: PasskeySwarParams | None = None,
+    cache_dir: str | None = None,
+):
+    """Load one config/split as a ``datasets.Dataset`` from the Hub or a local Hub-layout folder.
+
+    Args:
+        source: a Hub dataset id (default ``irodkin/passkey_swar``) or a local folder written by
+            :func:`write_dataset` (or a download of the Hub repository).
+        config: ``"n{N}"``.
+        split: ``"train"``, ``"validation"`` or ``"test"``.
+        verify: run the oracle (:func:`verify_example`) on every example.
+        params: parameters the data was generated with, for verification (default: the card's).
+        cache_dir: passed to ``datasets.load_dataset``.
+
+    Returns:
+        ``datasets.Dataset`` with the card's columns.
+
+    Raises:
+        DataSourceError: unreachable Hub / offline, missing folder, config or split, or columns
+            other than the card's (one sentence).
+        OracleError: ``verify`` and an example breaks a rule (names its index).
+    """
+    parse_config(config)
+    if split not in SPLIT_SEEDS:
+        raise DataSourceError(f"split={split!r}: expected one of {sorted(SPLIT_SEEDS)}")
+    import datasets
+
+    source = os.fspath(source)
+    local = os.path.isdir(source)
+    if local:
+        files = sorted(glob.glob(os.path.join(source, config, f"{split}-*.parquet")))
+        if not files:
+            raise DataSourceError(
+                f"no file {os.path.join(source, config, split + '-*.parquet')}: expected a folder in the "
+                f"Hub layout with config {config} and split {split} (write one with "
+                f"`swar-bench data generate --out {source} --configs {config} --splits {split}`)"
+            )
+        try:
+            ds = datasets.load_dataset(
+                "parquet", data_files={split: files}, split=split, cache_dir=cache_dir
+            )
+        except Exception as exc:  # the datasets library raises many types; report one sentence
+            raise DataSourceError(f"could not read {files[0]}: {_first_line(exc)}") from exc
+    else:
+        if source.startswith((".", "/", "~")) or os.sep in source.strip("/").replace("/", "", 1):
+            raise DataSourceError(
+                f"source={source!r}: no such folder, and not a Hub dataset id 'owner/name'"
+            )
+        try:
+            ds = datasets.load_dataset(source, config, split=split, cache_dir=cache_dir)
+        except Exception as exc:
+            raise DataSourceError(
+                f"could not load {source!r} config {config!r} split {split!r} ({type(exc).__name__}: "
+                f"{_first_line(exc)}); expected a reachable Hub dataset (or its cache with HF_HUB_OFFLINE=1) "
+                "or a local folder from `swar-bench data generate --out DIR`"
+            ) from exc
+    missing = [c for c in COLUMNS if c not in ds.column_names]
+    if missing:
+        raise DataSourceError(
+            f"{source} {config}/{split} lacks columns {missing}: expected {list(COLUMNS)}"
+        )
+    if verify:
+        verify_dataset(ds, params)
+    return ds
+
+
+def iter_examples(ds, batch_size: int = 256) -> Iterable[dict]:
+    """Examples of a ``datasets.Dataset`` (or pyarrow Table) as dicts of numpy arrays, in order."""
+    table = ds.data.table if hasattr(ds, "data") else ds
+    for batch in table.to_batches(max_chunksize=batch_size):
+        cols = {name: batch.column(name) for name in COLUMNS}
+        ids_off = cols["input_ids"].offsets.to_numpy()
+        ids_val = cols["input_ids"].values.to_numpy(zero_copy_only=False)
+        lab_off = cols["labels"].offsets.to_numpy()
+        lab_val = cols["labels"].values.to_numpy(zero_copy_only=False)
+        types = cols["answer_type"].to_pylist()
+        n_writes = cols["n_writes"].to_numpy()
+        seeds = cols["seed"].to_numpy()
+        for i in range(batch.num_rows):
+            yield {
+                "input_ids": ids_val[ids_off[i] : ids_off[i + 1]],
+                "labels": lab_val[lab_off[i] : lab_off[i + 1]],
+                "answer_type": types[i],
+                "n_writes": int(n_writes[i]),
+                "seed": int(seeds[i]),
+            }
+
+
+def verify_dataset(ds, params: PasskeySwarParams | None = None, regenerate: bool = False) -> int:
+    """Run the oracle on every example (and, with ``regenerate``, check that ``make_example``
+    reproduces each from its seed). Returns the number of examples checked.
+
+    Raises:
+        OracleError: the first example that breaks a rule (message names seed, index, position).
+        DataSourceError: ``regenerate`` and an example differs from its regeneration.
+    """
+    params = params or PasskeySwarParams()
+    count = 0
+    for index, ex in enumerate(iter_examples(ds)):
+        verify_example(ex, params, index=index)
+        if regenerate:
+            again = make_example(ex["seed"], ex["n_writes"], params)
+            if not (
+                np.array_equal(again["input_ids"], ex["input_ids"])
+                and np.array_equal(again["labels"], ex["labels"])
+                and again["answer_type"] == ex["answer_type"]
+            ):
+                raise DataSourceError(
+                    f"example seed={ex['seed']} index={index}: differs from make_example(seed, {ex['n_writes']}) "
+                    "(expected the stored example to be reproducible from its seed)"
+                )
+        count += 1
+    return count
+
+
+def example_hashes(ds) -> np.ndarray:
+    """BLAKE2b-128 of each example's ``input_ids`` (as int16 bytes): ``bytes`` objects ``[B]``."""
+    return np.array(
+        [
+            hashlib.blake2b(
+                np.asarray(ex["input_ids"], dtype=np.int16).tobytes(), digest_size=16
+            ).digest()
+            for ex in iter_examples(ds)
+        ],
+        dtype=object,
+    )
+
+
+def shared_examples(hashes: dict[str, np.ndarray]) -> dict[tuple[str, str], int]:
+    """Number of identical examples for each pair of splits (``{split: hashes}``) that share any."""
+    sets = {split: set(h.tolist()) for split, h in hashes.items()}
+    names = sorted(sets)
+    out = {}
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            shared = len(sets[a] & sets[b])
+            if shared:
+                out[(a, b)] = shared
+    return out
+
+
+def check_disjoint(
+    source: str | os.PathLike,
+    configs: Sequence[str],
+    splits: Sequence[str] | None = None,
+    cache_dir: str | None = None,
+) -> dict:
+    """Split-disjointness check (card, "Sanity checks"): for each config, hash every example's
+    ``input_ids`` in each available split and count examples shared between splits.
+
+    Returns:
+        ``{config: {(split_a, split_b): n_shared}}`` with only the non-empty pairs; ``{}`` when
+        every config's splits are disjoint.
+    """
+    report = {}
+    for config in configs:
+        n = parse_config(config)
+        hashes = {}
+        for split in splits or card_splits(n):
+            local = os.path.isdir(os.fspath(source))
+            if local and not glob.glob(
+                os.path.join(os.fspath(source), config, f"{split}-*.parquet")
+            ):
+                continue
+            hashes[split] = example_hashes(load_split(source, config, split, cache_dir=cache_dir))
+        shared = shared_examples(hashes)
+        if shared:
+            report[config] = shared
+    return report

@@ -1,0 +1,183 @@
+"""Hub-layout parquet I/O: layout, schema, datasets loading, errors, disjointness, atomicity."""
+
+from __future__ import annotations
+
+import os
+
+import datasets
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from swar_bench.tasks import hub_io
+from swar_bench.tasks.hub_io import (
+    DataSourceError,
+    check_disjoint,
+    load_split,
+    split_path,
+    verify_dataset,
+    write_dataset,
+)
+from swar_bench.tasks.oracle import OracleError
+from swar_bench.tasks.passkey_swar import example_seed, generate_examples, make_example
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory):
+    out = tmp_path_factory.mktemp("passkey_swar")
+    write_dataset(out, ["n32", "n64"], ["validation", "test"], num_examples=30, progress=False)
+    return out
+
+
+@pytest.fixture
+def cache(tmp_path):
+    return str(tmp_path / "hf_cache")
+
+
+def test_layout_and_schema(data_dir):
+    names = sorted(
+        os.path.relpath(os.path.join(d, f), data_dir) for d, _, fs in os.walk(data_dir) for f in fs
+    )
+    assert names == [
+        "README.md",
+        "n32/test-00000-of-00001.parquet",
+        "n32/validation-00000-of-00001.parquet",
+        "n64/test-00000-of-00001.parquet",
+        "n64/validation-00000-of-00001.parquet",
+        "vocab.json",
+    ]
+    table = pq.read_table(split_path(data_dir, "n64", "validation"))
+    assert table.schema.names == ["input_ids", "labels", "answer_type", "n_writes", "seed"]
+    assert table.schema.field("input_ids").type == pa.list_(pa.int16())
+    assert table.schema.field("labels").type == pa.list_(pa.int16())
+    assert table.schema.field("answer_type").type == pa.list_(pa.string())
+    assert (
+        table.schema.field("n_writes").type == pa.int64()
+        and table.schema.field("seed").type == pa.int64()
+    )
+    rows = table.to_pylist()
+    assert [r["seed"] for r in rows] == [example_seed("validation", 64, i) for i in range(30)]
+    ref = generate_examples([r["seed"] for r in rows[:5]], 64)
+    for row, ex in zip(rows, ref):
+        assert (
+            row["input_ids"] == ex["input_ids"].tolist() and row["labels"] == ex["labels"].tolist()
+        )
+        assert row["answer_type"] == ex["answer_type"] and row["n_writes"] == 64
+    readme = (data_dir / "README.md").read_text()
+    assert readme.startswith(
+        "---\nconfigs:\n- config_name: n32\n  data_files:\n  - split: validation\n"
+    )
+    assert "    path: n64/test-00000-of-00001.parquet\n" in readme
+
+
+def test_datasets_loads_the_folder_by_config_and_split(data_dir, cache):
+    ds = datasets.load_dataset(str(data_dir), "n32", split="validation", cache_dir=cache)
+    assert len(ds) == 30 and ds[0]["seed"] == example_seed("validation", 32, 0)
+    assert (
+        ds[3]["input_ids"]
+        == make_example(example_seed("validation", 32, 3), 32)["input_ids"].tolist()
+    )
+
+
+def test_load_split_local_with_verification(data_dir, cache):
+    ds = load_split(str(data_dir), "n64", "test", verify=True, cache_dir=cache)
+    assert len(ds) == 30 and ds.column_names == [
+        "input_ids",
+        "labels",
+        "answer_type",
+        "n_writes",
+        "seed",
+    ]
+    assert verify_dataset(ds, regenerate=True) == 30
+
+
+def test_load_split_errors_are_one_sentence(data_dir, cache, monkeypatch):
+    with pytest.raises(DataSourceError, match=r"no file .*n128.*validation-\*\.parquet") as err:
+        load_split(str(data_dir), "n128", "validation", cache_dir=cache)
+    assert "\n" not in str(err.value)
+    with pytest.raises(DataSourceError, match="config='128'"):
+        load_split(str(data_dir), "128", "validation")
+    with pytest.raises(DataSourceError, match="split='dev'"):
+        load_split(str(data_dir), "n32", "dev")
+    with pytest.raises(DataSourceError, match="no such folder"):
+        load_split("./missing/folder", "n32", "validation")
+
+    def offline(*args, **kwargs):
+        raise ConnectionError(
+            "Couldn't reach 'irodkin/passkey_swar' on the Hub (LocalEntryNotFoundError)\nmore"
+        )
+
+    monkeypatch.setattr(datasets, "load_dataset", offline)
+    with pytest.raises(
+        DataSourceError,
+        match=r"could not load 'irodkin/passkey_swar' config 'n32'.*ConnectionError",
+    ) as err:
+        load_split("irodkin/passkey_swar", "n32", "validation")
+    assert "\n" not in str(err.value)
+    assert isinstance(err.value, ValueError) and isinstance(err.value, RuntimeError)
+
+
+def test_verification_names_the_bad_example(tmp_path, cache):
+    write_dataset(tmp_path, ["n32"], ["validation"], num_examples=6, progress=False)
+    path = split_path(tmp_path, "n32", "validation")
+    rows = pq.read_table(path).to_pylist()
+    rows[4]["labels"][0] = rows[4]["input_ids"][0]  # a label off an answer position
+    pq.write_table(pa.Table.from_pylist(rows, schema=hub_io.arrow_schema()), path)
+    with pytest.raises(
+        OracleError, match=r"seed=2000032000004 index=4: position 0: label off an answer position"
+    ):
+        load_split(str(tmp_path), "n32", "validation", verify=True, cache_dir=cache)
+
+
+def test_disjointness_check_finds_shared_examples(data_dir, tmp_path, cache):
+    assert check_disjoint(str(data_dir), ["n32", "n64"], cache_dir=cache) == {}
+    write_dataset(tmp_path, ["n32"], ["validation", "test"], num_examples=8, progress=False)
+    val = pq.read_table(split_path(tmp_path, "n32", "validation"))
+    test = pq.read_table(split_path(tmp_path, "n32", "test")).to_pylist()
+    test[2] = val.to_pylist()[5]
+    test[6] = val.to_pylist()[1]
+    pq.write_table(
+        pa.Table.from_pylist(test, schema=hub_io.arrow_schema()),
+        split_path(tmp_path, "n32", "test"),
+    )
+    assert check_disjoint(str(tmp_path), ["n32"], cache_dir=cache) == {
+        "n32": {("test", "validation"): 2}
+    }
+
+
+def test_writes_are_atomic(tmp_path, monkeypatch):
+    calls = {"n": 0}
+    real = hub_io.generate_flat
+
+    def failing(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise RuntimeError("disk full")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(hub_io, "_ROWS_PER_BATCH_WRITES", 32 * 4)  # several row groups
+    monkeypatch.setattr(hub_io, "generate_flat", failing)
+    with pytest.raises(RuntimeError, match="disk full"):
+        write_dataset(tmp_path, ["n32"], ["validation"], num_examples=10, progress=False)
+    assert os.listdir(tmp_path / "n32") == []  # no partial file, no temporary left behind
+
+
+def test_row_groups_concatenate_identically(tmp_path, monkeypatch):
+    monkeypatch.setattr(hub_io, "_ROWS_PER_BATCH_WRITES", 64 * 3)
+    write_dataset(tmp_path, ["n64"], ["test"], num_examples=10, progress=False)
+    f = pq.ParquetFile(split_path(tmp_path, "n64", "test"))
+    assert f.metadata.num_row_groups == 4
+    ids = f.read().column("input_ids").to_pylist()
+    seeds = [example_seed("test", 64, i) for i in range(10)]
+    assert ids == [ex["input_ids"].tolist() for ex in generate_examples(seeds, 64)]
+
+
+def test_write_dataset_rejects_bad_requests(tmp_path):
+    with pytest.raises(DataSourceError, match="config n512 has no train split"):
+        write_dataset(tmp_path, ["n512"], ["train"], progress=False)
+    with pytest.raises(DataSourceError, match="split='dev'"):
+        write_dataset(tmp_path, ["n32"], ["dev"], num_examples=2, progress=False)
+    with pytest.raises(ValueError, match="num_examples=0"):
+        write_dataset(tmp_path, ["n32"], ["test"], num_examples=0, progress=False)
+    assert np.array_equal(hub_io.card_splits(64), ("train", "validation", "test"))
