@@ -15,6 +15,7 @@ import io
 import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import lightning.pytorch as pl
@@ -515,16 +516,19 @@ class AnswerTypeAccuracy(Callback):
 
     def on_test_epoch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         self.test_report = self._finish(self.test_counts, pl_module, "test")
-        if self.write_reports and trainer.is_global_zero:
-            if not self.test_report.n_writes:
-                rank_zero_warn(
-                    "AnswerTypeAccuracy: the test pass had no supervised positions; no report written"
-                )
-                return
-            self.report_paths = self._write(trainer, self.test_report)
+        if not self.write_reports:
+            return
+        out = report_dir(trainer, self.out_dir)  # on every rank: trainer.log_dir is a collective
+        if not trainer.is_global_zero:
+            return
+        if not self.test_report.n_writes:
+            rank_zero_warn(
+                "AnswerTypeAccuracy: the test pass had no supervised positions; no report written"
+            )
+            return
+        self.report_paths = self._write(trainer, out, self.test_report)
 
-    def _write(self, trainer: pl.Trainer, report: AccuracyReport) -> list[str]:
-        out = report_dir(trainer, self.out_dir)
+    def _write(self, trainer: pl.Trainer, out: Path, report: AccuracyReport) -> list[str]:
         table = accuracy_table(report)
         paths = [
             write_text_atomic(out / REPORT_FILES[0], table),

@@ -363,12 +363,14 @@ class Calibration(Callback):
 
     def on_test_epoch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         self.test_report = self._finish(self.test_counts, pl_module, "test")
-        if not (self.write_reports and trainer.is_global_zero):
+        if not self.write_reports:
+            return
+        out = report_dir(trainer, self.out_dir)  # on every rank: trainer.log_dir is a collective
+        if not trainer.is_global_zero:
             return
         if not self.test_report.n_writes:
             rank_zero_warn("Calibration: the test pass had no answer tokens; no report written")
             return
-        out = report_dir(trainer, self.out_dir)
         table = calibration_table(self.test_report)
         self.report_paths = [
             str(write_text_atomic(out / CALIBRATION_FILES[0], table)),

@@ -52,7 +52,7 @@ def save_figure_atomic(figure: Any, path: str | os.PathLike, dpi: int = 120) -> 
 
 def report_dir(trainer: pl.Trainer, out_dir: str | os.PathLike | None) -> Path:
     """``out_dir`` when given, else the logger's ``log_dir`` (``trainer.log_dir``; the Trainer's
-    ``default_root_dir`` without a logger)."""
+    ``default_root_dir`` without a logger). Call it on every rank: ``trainer.log_dir`` broadcasts."""
     if out_dir is not None:
         return Path(out_dir)
     log_dir = trainer.log_dir

@@ -3,7 +3,8 @@
 One ``torch.multiprocessing.spawn`` of 2 CPU processes (``init_process_group("gloo")``) checks:
 1. the metric states, each rank fed half of the batches, reduce exactly to the one-process states;
 2. inside a Lightning DDP fit (reusing that process group), the callbacks log the values of a
-   one-process run, and the length curriculum makes the same choices on every rank.
+   one-process run, and the length curriculum makes the same choices on every rank;
+3. a DDP test pass writes the one-process report files once, into the logger's log_dir.
 """
 
 from __future__ import annotations
@@ -11,11 +12,14 @@ from __future__ import annotations
 import json
 import math
 import os
+import time
 
 import lightning.pytorch as pl
+import pytest
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
+from lightning.pytorch.loggers import TensorBoardLogger
 
 from swar_bench.callbacks import (
     AnswerTypeAccuracy,
@@ -24,6 +28,8 @@ from swar_bench.callbacks import (
     CalibrationCounts,
     LengthCurriculum,
 )
+from swar_bench.callbacks.answer_type_accuracy import REPORT_FILES
+from swar_bench.callbacks.calibration import CALIBRATION_FILES
 
 from .fakes import (
     BATCH_N32,
@@ -36,6 +42,7 @@ from .fakes import (
 )
 
 WORLD_SIZE = 2
+HANG_LIMIT_S = 300
 # Four batches: the distributed sampler gives rank 0 the two n64 batches and rank 1 the two n32
 # ones, so no rank alone can log what one process logs. The losses differ per N, so the
 # self-knowledge correlation is defined.
@@ -77,10 +84,10 @@ class _RecordCurriculum(LengthCurriculum):
             json.dump(state, handle)
 
 
-def _trainer(callbacks: list, **kwargs) -> pl.Trainer:
+def _trainer(callbacks: list, logger: TensorBoardLogger | bool = False, **kwargs) -> pl.Trainer:
     return pl.Trainer(
         accelerator="cpu",
-        logger=False,
+        logger=logger,
         callbacks=callbacks,
         enable_checkpointing=False,
         enable_progress_bar=False,
@@ -121,12 +128,28 @@ def _worker(rank: int, out_dir: str) -> None:
         logged["world_size"] = trainer.world_size
         with open(os.path.join(out_dir, f"logged.rank{rank}.json"), "w") as handle:
             json.dump(logged, handle)
+
+        # Test-end reports: written once (rank 0) into the logger's log_dir, which every rank
+        # must ask for (trainer.log_dir broadcasts).
+        logger = TensorBoardLogger(out_dir, name="ddp_reports")
+        tester = _trainer(
+            [AnswerTypeAccuracy(), Calibration()], devices=WORLD_SIZE, strategy="ddp", logger=logger
+        )
+        tester.test(EvalOutputsModule(), eval_loader(VAL_BATCHES), verbose=False)
     finally:
         dist.destroy_process_group()
 
 
 def test_two_gloo_processes_match_one_process(tmp_path):
-    mp.spawn(_worker, args=(str(tmp_path),), nprocs=WORLD_SIZE, join=True)
+    context = mp.spawn(_worker, args=(str(tmp_path),), nprocs=WORLD_SIZE, join=False)
+    deadline = time.monotonic() + HANG_LIMIT_S
+    while not context.join(timeout=2):
+        if time.monotonic() > deadline:  # a collective called on one rank only never returns
+            for process in context.processes:
+                process.kill()
+            pytest.fail(
+                f"the 2-process run did not finish within {HANG_LIMIT_S} s: a rank is stuck"
+            )
 
     single = _counts(_random_batches())
     assert int(single["acc.count"].sum()) > 0
@@ -150,6 +173,18 @@ def test_two_gloo_processes_match_one_process(tmp_path):
         assert json.loads((tmp_path / f"logged.rank{rank}.json").read_text()) == dict(
             expected, world_size=WORLD_SIZE
         )
+
+    single_reports = tmp_path / "single_reports"
+    files = REPORT_FILES[:3] + CALIBRATION_FILES
+    callbacks = [
+        AnswerTypeAccuracy(out_dir=str(single_reports)),
+        Calibration(out_dir=str(single_reports)),
+    ]
+    _trainer(callbacks).test(EvalOutputsModule(), eval_loader(VAL_BATCHES), verbose=False)
+    ddp_reports = tmp_path / "ddp_reports" / "version_0"
+    for name in files:
+        assert (ddp_reports / name).read_text() == (single_reports / name).read_text(), name
+    assert (ddp_reports / "accuracy_vs_key_age.png").stat().st_size > 0
 
     rank0, rank1 = (
         json.loads((tmp_path / f"curriculum.rank{r}.json").read_text()) for r in range(WORLD_SIZE)
