@@ -11,6 +11,7 @@ import torch
 from torchmetrics.classification import BinaryCalibrationError
 
 from swar_bench.callbacks import (
+    AnswerTypeCounts,
     Calibration,
     CalibrationCounts,
     CalibrationReport,
@@ -146,3 +147,23 @@ def test_empty_filler_batch_counts_nothing():
     report = CalibrationReport.from_counts(metric.n_writes_values, metric.compute())
     assert report.n_writes == (32,)
     np.testing.assert_allclose(report.ece, [0.2875], atol=1e-7)
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_counts_on_cuda_equal_cpu():
+    g = torch.Generator().manual_seed(3)
+    batches = [random_outputs(g, n, batch_size=4, per_row=9) for n in (32, 256, 4096)]
+    results = []
+    for device in ("cpu", "cuda"):
+        accuracy, calibration = AnswerTypeCounts().to(device), CalibrationCounts().to(device)
+        for batch in batches:
+            moved = {
+                k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in batch.items()
+            }
+            accuracy.update_from_outputs(moved)
+            calibration.update_from_outputs(moved)
+        merged = {**accuracy.compute(), **{f"cal.{k}": v for k, v in calibration.compute().items()}}
+        results.append({k: v.cpu() for k, v in merged.items()})
+    for key, value in results[0].items():
+        torch.testing.assert_close(results[1][key], value, rtol=1e-12, atol=1e-9, msg=key)
