@@ -140,12 +140,11 @@ class _CurrentN(IterableDataset):
 class CurriculumDataModule(pl.LightningDataModule):
     """Serves 2-row batches of the last N given to ``set_train_n`` (32 before any call)."""
 
-    def __init__(self, val_batches: list[dict] | None = None) -> None:
+    def __init__(self) -> None:
         super().__init__()
         self.n_writes = 32
         self.calls: list[int] = []
         self.served: list[int] = []
-        self.val_batches = val_batches or []
 
     def set_train_n(self, n_writes: int) -> None:
         self.calls.append(n_writes)
@@ -153,6 +152,14 @@ class CurriculumDataModule(pl.LightningDataModule):
 
     def train_dataloader(self) -> DataLoader:
         return DataLoader(_CurrentN(self), batch_size=None)
+
+
+class CurriculumEvalDataModule(CurriculumDataModule):
+    """``CurriculumDataModule`` that also serves pre-built evaluation batches for validation."""
+
+    def __init__(self, val_batches: list[dict]) -> None:
+        super().__init__()
+        self.val_batches = val_batches
 
     def val_dataloader(self) -> DataLoader:
         return eval_loader(self.val_batches)

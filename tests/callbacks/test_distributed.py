@@ -34,7 +34,7 @@ from swar_bench.callbacks.calibration import CALIBRATION_FILES
 from .fakes import (
     BATCH_N32,
     BATCH_N64,
-    CurriculumDataModule,
+    CurriculumEvalDataModule,
     EvalOutputsModule,
     TrainEvalModule,
     eval_loader,
@@ -123,7 +123,7 @@ def _worker(rank: int, out_dir: str) -> None:
             check_val_every_n_epoch=None,
             num_sanity_val_steps=0,
         )
-        trainer.fit(TrainEvalModule(), datamodule=CurriculumDataModule(VAL_BATCHES))
+        trainer.fit(TrainEvalModule(), datamodule=CurriculumEvalDataModule(VAL_BATCHES))
         logged = {k: float(v) for k, v in trainer.callback_metrics.items() if k.startswith("val/")}
         logged["world_size"] = trainer.world_size
         with open(os.path.join(out_dir, f"logged.rank{rank}.json"), "w") as handle:
