@@ -232,7 +232,8 @@ class ShortConvolution(nn.Module):
     def forward(self, x: torch.Tensor, state: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         xt = torch.cat([state.to(x.dtype), x.transpose(1, 2)], dim=-1)  # [B, C, K - 1 + T]
         y = nn.functional.conv1d(xt, self.weight.to(x.dtype), groups=self.channels)
-        new_state = xt[..., xt.shape[-1] - (self.kernel_size - 1) :].to(state.dtype)
+        # a copy, not a view: a sharded block must not return views (FSDP2 hooks)
+        new_state = xt[..., xt.shape[-1] - (self.kernel_size - 1) :].to(state.dtype).clone()
         y = y.transpose(1, 2)
         return (nn.functional.silu(y) if self.activation else y), new_state
 

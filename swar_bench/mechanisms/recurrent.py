@@ -28,7 +28,7 @@ class GRUMixer(Mixer):
 
     def forward(self, x, state):
         y, h = self.rnn(x, state.to(x.dtype).unsqueeze(0).contiguous())
-        return y, h.squeeze(0).to(state.dtype)
+        return y, h.squeeze(0).to(state.dtype).clone()  # not a view (FSDP2 hooks)
 
 
 class LSTMMixer(Mixer):
@@ -51,7 +51,7 @@ class LSTMMixer(Mixer):
         y, (h2, c2) = self.rnn(
             x, (h.to(x.dtype).unsqueeze(0).contiguous(), c.to(x.dtype).unsqueeze(0).contiguous())
         )
-        return y, (h2.squeeze(0).to(h.dtype), c2.squeeze(0).to(c.dtype))
+        return y, (h2.squeeze(0).to(h.dtype).clone(), c2.squeeze(0).to(c.dtype).clone())
 
 
 class GRU(MixerLM):

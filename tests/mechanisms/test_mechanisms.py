@@ -146,3 +146,38 @@ def test_bad_sizes_raise_one_line_value_errors(name):
 def test_heads_must_divide_width():
     with pytest.raises(ValueError, match="n_heads=3 must divide d_model=16"):
         mech.GatedDeltaNet(d_model=16, n_heads=3)
+
+
+def test_outputs_and_states_are_not_views():
+    # FSDP2 registers backward hooks on a sharded block's outputs; a view would lose them.
+    for name in LEARNED:
+        model = build(name)
+        x = stream_tokens(2, 20, seed=0)
+        for block, state in zip(model.blocks, model.init_state(2)):
+            y, new_state = block(model.embedding(x), state)
+            assert all(t._base is None for t in [y, *mech.iter_state_tensors(new_state)]), name
+
+
+def test_fully_shard_per_block_keeps_the_logits(tmp_path):
+    dist = pytest.importorskip("torch.distributed")
+    if not dist.is_available() or dist.is_initialized():
+        pytest.skip("needs a fresh torch.distributed")
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+
+    dist.init_process_group("gloo", init_method=f"file://{tmp_path / 'pg'}", rank=0, world_size=1)
+    try:
+        mesh = init_device_mesh("cpu", (1,))
+        x = stream_tokens(2, 20, seed=0)
+        for name in LEARNED:
+            reference, model = build(name), build(name)
+            for block in model.blocks:
+                fully_shard(block, mesh=mesh)
+            fully_shard(model, mesh=mesh)
+            expected, _ = reference(x, reference.init_state(2))
+            logits, _ = model(x, model.init_state(2))
+            logits.sum().backward()
+            assert (logits - expected).abs().max().item() <= 1e-6, name
+            assert model.n_params == reference.n_params
+    finally:
+        dist.destroy_process_group()
