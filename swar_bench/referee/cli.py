@@ -42,9 +42,12 @@ def build_parser():
     return parser
 
 
-def _error(message: str) -> int:
-    first = str(message).strip().splitlines()[0] if str(message).strip() else "invalid arguments"
-    print(f"{PROG}: error: {first}", file=sys.stderr)
+def _error(message: object, limit: int = 400) -> int:
+    """Print ``message`` as one line (whitespace collapsed, cut at ``limit`` characters); return 2."""
+    line = " ".join(str(message).split()) or "invalid arguments"
+    if len(line) > limit:
+        line = line[: limit - 3] + "..."
+    print(f"{PROG}: error: {line}", file=sys.stderr)
     return 2
 
 
@@ -59,7 +62,8 @@ def _run(argv: list[str]) -> int:
     seed = cfg.seed
     torch.manual_seed(cfg.init_seed if cfg.init_seed is not None else seed)
     try:
-        mechanism = parser.instantiate_classes(cfg).mechanism
+        instantiate = getattr(parser, "instantiate", None) or parser.instantiate_classes
+        mechanism = instantiate(cfg).mechanism
     except Exception as e:
         return _error(f"could not build the mechanism {cfg.mechanism.class_path}: {e}")
     kwargs = {k: v for k, v in vars(cfg).items()

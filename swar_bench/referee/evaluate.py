@@ -28,6 +28,7 @@ from swar_bench.referee.suites import (
     SUITE_NAMES,
     make_batch,
     markov_optimal_loss,
+    markov_oracle_loss,
     random_permutation,
 )
 from swar_bench.referee.stream import Runner, count_params, stream
@@ -271,7 +272,7 @@ def _run_cell(
     n_trained = len(train_losses)
 
     runner = Runner(fresh, vocab)
-    per_row_loss, per_row_correct, tail_loss, tail_n, eval_tokens = [], [], 0.0, 0, 0
+    per_row_loss, per_row_correct, tail_loss, tail_n, eval_tokens, oracle = [], [], 0.0, 0, 0, 0.0
     state_info = None
     for first in range(0, cfg["n_eval_trials"], B):
         rows = min(B, cfg["n_eval_trials"] - first)
@@ -281,6 +282,8 @@ def _run_cell(
         if out.correct is not None:
             per_row_correct.extend((out.correct / np.maximum(out.n_supervised, 1)).tolist())
         tail_loss += float(out.tail_loss_sum.sum())
+        if suite == "perplexity":
+            oracle += markov_oracle_loss(x, y, vocab=vocab, perm=perm, resample_prob=cfg["resample_prob"])
         tail_n += int(out.tail_n_supervised.sum())
         eval_tokens += out.tokens
         if measure_state and first + rows >= cfg["n_eval_trials"]:
@@ -301,6 +304,7 @@ def _run_cell(
         cell["perplexity"] = float(math.exp(loss))
         cell["tail_loss"] = tail_loss / max(1, tail_n)
         cell["optimal_loss"] = markov_optimal_loss(vocab, cfg["resample_prob"])
+        cell["oracle_loss"] = oracle / eval_tokens
     tokens = {"train_forward": n_trained * step_fwd, "train_backward": n_trained * step_bwd, "eval": eval_tokens}
     train_flops = flops(n_params, tokens_forward=tokens["train_forward"], tokens_backward=tokens["train_backward"])
     eval_flops = flops(n_params, tokens_forward=eval_tokens)
@@ -373,7 +377,8 @@ def evaluate(
         ``solved_threshold``, ``accuracy_note``, ``suites`` (suite -> one cell per range: range,
         accuracy (exact argmax, ``None`` for loss-only), proxy_accuracy (fraction of trials with
         loss < threshold), loss (nats), solved, train_steps, train_stopped, tokens, flops; the
-        perplexity cells also perplexity, tail_loss, optimal_loss), ``forgetting_curve`` (needle,
+        perplexity cells also perplexity, tail_loss (last ``tbptt_steps`` positions), optimal_loss
+        (the stream's entropy), oracle_loss (the true model's loss on the same held-out streams)), ``forgetting_curve`` (needle,
         one point per range), ``self_knowledge_correlation`` (``None`` = NaN, with
         ``self_knowledge_reason``), ``state``, ``curriculum``, ``tokens``, ``flops``, ``flop_rule``.
 

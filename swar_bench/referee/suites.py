@@ -200,6 +200,25 @@ def markov_optimal_loss(vocab: int, resample_prob: float) -> float:
     return float(h)
 
 
+def markov_oracle_loss(
+    input_ids: np.ndarray, targets: np.ndarray, *, vocab: int, perm: np.ndarray, resample_prob: float
+) -> float:
+    """Summed loss (nats) of the true next-token distribution on given ``markov_suite`` streams.
+
+    The Bayes-optimal model pays ``-ln(1 - resample_prob + resample_prob / vocab)`` where the rule held
+    and ``-ln(resample_prob / vocab)`` elsewhere; divided by the token count this is the floor for
+    *these* held-out streams, which differs from ``markov_optimal_loss`` by sampling noise.
+    """
+    q = float(resample_prob) / int(vocab)
+    hit = np.asarray(targets) == np.asarray(perm)[np.asarray(input_ids)]
+    n_hit = int(hit.sum())
+    n_miss = int(hit.size - n_hit)
+    total = -n_hit * np.log(1.0 - float(resample_prob) + q)
+    if n_miss:
+        total -= n_miss * np.log(q)
+    return float(total)
+
+
 PROBE_SUITES: dict[str, Callable[..., Instance]] = {
     "needle": needle_suite,
     "copy": copy_suite,

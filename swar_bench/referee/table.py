@@ -79,9 +79,10 @@ def comparison_table(results: Mapping[str, Any]) -> str:
         f"solved = probe loss < 0.5 * ln({p['vocab']}) = {first['solved_threshold']:.3f} nats",
         "",
     ]
+    rows = [["suite / mechanism"] + [f"range={r}" for r in ranges]]
     for suite in SUITE_NAMES:
         head = "ppl / acc" if suite == "perplexity" else "acc / proxy / loss"
-        rows = [[f"{suite} ({head})"] + [f"range={r}" for r in ranges]]
+        rows.append([f"{suite} ({head})"] + [""] * len(ranges))
         for name, r in named.items():
             row = [f"  {name}"]
             for c in r["suites"][suite]:
@@ -90,7 +91,7 @@ def comparison_table(results: Mapping[str, Any]) -> str:
                 else:
                     row.append(f"{_fmt(c['accuracy'], '.2f')} / {c['proxy_accuracy']:.2f} / {c['loss']:.3f}")
             rows.append(row)
-        lines += _grid(rows) + [""]
+    lines += _grid(rows) + [""]
     rows = [["mechanism", "n_params", "state_bytes", "within_budget", "FLOPs total", "self_knowledge_r", "curriculum pulls"]]
     for name, r in named.items():
         st = r["state"]

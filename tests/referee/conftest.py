@@ -13,6 +13,15 @@ from swar_bench.mechanisms.protocol import map_state
 VOCAB = 17
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _one_torch_thread():
+    """Tiny models run faster on one thread on a shared machine; restored after each module."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 def small_gru(seed: int = 0, vocab_size: int = VOCAB, d_model: int = 16) -> GRU:
     """A freshly initialised one-block GRU mechanism (deterministic for a given seed)."""
     torch.manual_seed(seed)

@@ -12,6 +12,7 @@ from swar_bench.referee.suites import (
     make_batch,
     mark,
     markov_optimal_loss,
+    markov_oracle_loss,
     markov_suite,
     multi_hop_suite,
     needle_suite,
@@ -124,3 +125,13 @@ def test_train_and_eval_instances_are_disjoint_and_deterministic():
     np.testing.assert_array_equal(a[2:], b)
     with pytest.raises(ValueError, match="split"):
         instance_rng(0, "test", "needle", 10, 0)
+
+
+def test_markov_oracle_loss_is_the_true_models_loss():
+    vocab, eps = 5, 0.3
+    perm = random_permutation(np.random.default_rng(0), vocab)
+    x, y = markov_suite(np.random.default_rng(1), length=64, vocab=vocab, perm=perm, resample_prob=eps)
+    probs = np.full((vocab, vocab), eps / vocab)
+    probs[np.arange(vocab), perm] += 1 - eps
+    expected = -np.log(probs[x, y]).sum()
+    assert markov_oracle_loss(x, y, vocab=vocab, perm=perm, resample_prob=eps) == pytest.approx(expected)
