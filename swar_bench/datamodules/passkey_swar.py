@@ -1,0 +1,454 @@
+"""PasskeySwarDataModule: passkey_swar batches, generated on the fly or read from the Hub layout.
+
+Every batch holds one N (``n_writes``) and follows contract 3: ``input_ids[B, T]`` int64 right
+padded with PAD=0, ``labels[B, T]`` int64 (-100 unsupervised), ``answer_kind[B, T]`` int64 and
+``key_age[B, T]`` int64 from ``swar_bench.tasks.oracle.annotate``, ``n_writes[B]`` and
+``seed[B]`` int64.
+
+Which example goes where (the dataset card, "Columns": seed = split_seed * 10**12 + N * 10**6
++ index):
+
+- Training: a stream of global steps s = 0, 1, 2, ...; at each step every data-parallel rank
+  gets one batch of the same N (``set_train_n``'s choice, else a seeded draw from
+  ``train_configs``). The c-th training batch of N on rank r holds the indices
+  ``(c * world_size + r) * batch_size + [0, batch_size)``: ranks and steps never share an
+  index and no index is skipped. Indices are chosen in the main process (a sampler), so the
+  dataloader workers only build what they are told; every (rank, worker) pair therefore builds
+  disjoint examples.
+- Evaluation: for each N, indices ``0 .. eval_examples - 1``; rank r takes ``r, r + W, ...``
+  and batches them. Ranks that end with fewer batches of some N get *filler* batches (one PAD
+  row, no supervised position, ``seed`` -1) so every rank runs the same number of steps
+  (collectives stay matched) while no example is evaluated twice or dropped.
+
+Resuming: the DataModule's ``state_dict`` holds the training stream's position (steps issued,
+per-N batch counters, the batches issued to the loader but not yet consumed, the curriculum's
+N). A run killed after step k and resumed from its checkpoint sees the same batches as an
+uninterrupted run.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from typing import Any, Iterator, Sequence
+
+import lightning.pytorch as pl
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, Dataset, DistributedSampler
+
+DEFAULT_TRAIN_CONFIGS = (32, 64, 128, 256)
+DEFAULT_EVAL_CONFIGS = (32, 64, 128, 256, 512, 1024)
+FILLER_SEED = -1
+
+# A batch key, built in the main process and sent to the workers:
+# (split, n_writes, indices); an empty ``indices`` is a filler batch.
+BatchKey = tuple
+
+
+def parse_configs(configs: Sequence[int | str] | int | str, name: str) -> tuple[int, ...]:
+    """``[32, "n64", ...]`` -> ``(32, 64, ...)``, checked against the card's N set.
+
+    Raises:
+        ValueError: an entry that is not an integer N / ``"n<N>"`` in ``ALLOWED_N``, or an
+            empty list; the message names the value and the allowed set.
+    """
+    from swar_bench.tasks.passkey_swar import ALLOWED_N
+
+    if isinstance(configs, (int, str)):
+        configs = [configs]
+    out = []
+    for c in configs:
+        text = str(c).strip()
+        digits = text[1:] if text.lower().startswith("n") else text
+        if not digits.isdigit() or int(digits) not in ALLOWED_N:
+            allowed = ", ".join(str(n) for n in ALLOWED_N)
+            raise ValueError(f"{name}: {c!r} is not an allowed N; expected one of {allowed} (or 'n<N>')")
+        if int(digits) not in out:
+            out.append(int(digits))
+    if not out:
+        raise ValueError(f"{name} is empty; expected at least one N")
+    return tuple(out)
+
+
+def collate_examples(
+    examples: Sequence[dict], n_writes: int, annotate, params=None
+) -> dict[str, torch.Tensor]:
+    """Right-pad examples of one N into a contract-3 batch.
+
+    ``examples``: dicts with ``input_ids`` / ``labels`` (int arrays [T_i]) and ``seed``.
+    ``annotate``: ``swar_bench.tasks.oracle.annotate`` (``input_ids -> (answer_kind, key_age)``).
+    Returns int64 tensors ``input_ids``, ``labels``, ``answer_kind``, ``key_age`` [B, T_max],
+    ``n_writes`` and ``seed`` [B]; padding is PAD=0 / -100 / 0 / -1.
+    """
+    B = len(examples)
+    T = max(len(e["input_ids"]) for e in examples)
+    input_ids = np.zeros((B, T), dtype=np.int64)
+    labels = np.full((B, T), -100, dtype=np.int64)
+    answer_kind = np.zeros((B, T), dtype=np.int64)
+    key_age = np.full((B, T), -1, dtype=np.int64)
+    for i, e in enumerate(examples):
+        ids = np.asarray(e["input_ids"])
+        t = len(ids)
+        input_ids[i, :t] = ids
+        labels[i, :t] = np.asarray(e["labels"])
+        kind, age = annotate(ids.astype(np.int16), params)
+        answer_kind[i, :t] = kind
+        key_age[i, :t] = age
+    return {
+        "input_ids": torch.from_numpy(input_ids),
+        "labels": torch.from_numpy(labels),
+        "answer_kind": torch.from_numpy(answer_kind),
+        "key_age": torch.from_numpy(key_age),
+        "n_writes": torch.full((B,), n_writes, dtype=torch.int64),
+        "seed": torch.tensor([int(e["seed"]) for e in examples], dtype=torch.int64),
+    }
+
+
+def filler_batch(n_writes: int) -> dict[str, torch.Tensor]:
+    """One PAD row with no supervised position: keeps ranks in step, adds nothing to metrics."""
+    return {
+        "input_ids": torch.zeros((1, 1), dtype=torch.int64),
+        "labels": torch.full((1, 1), -100, dtype=torch.int64),
+        "answer_kind": torch.zeros((1, 1), dtype=torch.int64),
+        "key_age": torch.full((1, 1), -1, dtype=torch.int64),
+        "n_writes": torch.full((1,), n_writes, dtype=torch.int64),
+        "seed": torch.full((1,), FILLER_SEED, dtype=torch.int64),
+    }
+
+
+class PasskeySwarBatches(Dataset):
+    """Map-style dataset whose items are whole batches, addressed by a ``BatchKey``.
+
+    ``source="generate"`` builds examples with ``generate_examples(seeds, N)`` from the card's
+    seed formula; otherwise ``source`` (a Hub id or a local folder in the Hub layout) is read
+    with ``swar_bench.tasks.hub_io.load_split`` and an index past the end of a split wraps.
+    """
+
+    def __init__(self, source: str = "generate", params=None) -> None:
+        self.source = source
+        self.params = params
+        self._splits: dict[tuple[str, int], Any] = {}
+
+    def split_size(self, split: str, n_writes: int) -> int | None:
+        """Examples available in ``split`` for N (None: unbounded generated stream)."""
+        if self.source == "generate":
+            return None
+        return len(self._load(split, n_writes))
+
+    def _load(self, split: str, n_writes: int):
+        key = (split, n_writes)
+        if key not in self._splits:
+            from swar_bench.tasks.hub_io import load_split
+
+            self._splits[key] = load_split(self.source, f"n{n_writes}", split)
+        return self._splits[key]
+
+    def examples(self, split: str, n_writes: int, indices: Sequence[int]) -> list[dict]:
+        if self.source == "generate":
+            from swar_bench.tasks.passkey_swar import example_seed, generate_examples
+
+            seeds = [example_seed(split, n_writes, int(i)) for i in indices]
+            return generate_examples(seeds, n_writes, self.params)
+        ds = self._load(split, n_writes)
+        rows = ds.select([int(i) % len(ds) for i in indices])
+        return [dict(r) for r in rows]
+
+    def __getitem__(self, key: BatchKey) -> dict[str, torch.Tensor]:
+        from swar_bench.tasks.oracle import annotate
+
+        split, n_writes, indices = key
+        if not indices:
+            return filler_batch(n_writes)
+        return collate_examples(self.examples(split, n_writes, indices), n_writes, annotate, self.params)
+
+
+class TrainStream:
+    """Position of the training stream (shared by the sampler and the DataModule, main process).
+
+    All ranks hold the same stream state (the N of step s does not depend on the rank), so the
+    state saved by rank 0 resumes every rank.
+    """
+
+    def __init__(self, train_configs: tuple[int, ...], batch_size: int, batches_per_epoch: int, seed: int) -> None:
+        self.train_configs = train_configs
+        self.batch_size = batch_size
+        self.batches_per_epoch = batches_per_epoch
+        self.seed = seed
+        self.train_n: int | None = None
+        self.issued = 0  # steps handed to the loader
+        self.consumed = 0  # steps that reached training_step
+        self.counters: dict[int, int] = {}  # batches of each N issued
+        self.pending: deque[tuple[int, int, int]] = deque()  # (step, N, counter) issued, not consumed
+
+    def next_n(self, step: int) -> int:
+        if self.train_n is not None:
+            return self.train_n
+        rng = np.random.default_rng([self.seed, step])
+        return int(self.train_configs[rng.integers(len(self.train_configs))])
+
+    def issue(self) -> tuple[int, int, int]:
+        step = self.issued
+        n = self.next_n(step)
+        c = self.counters.get(n, 0)
+        self.counters[n] = c + 1
+        self.issued += 1
+        entry = (step, n, c)
+        self.pending.append(entry)
+        return entry
+
+    def consume(self, n_writes: int) -> None:
+        if not self.pending:
+            raise RuntimeError("a training batch arrived that the sampler never issued")
+        step, n, _ = self.pending.popleft()
+        if n != n_writes:
+            raise RuntimeError(f"training stream out of order: expected a batch of N={n} at step {step}, got N={n_writes}")
+        self.consumed = step + 1
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "issued": self.issued,
+            "consumed": self.consumed,
+            "counters": {int(k): int(v) for k, v in self.counters.items()},
+            "pending": [list(p) for p in self.pending],
+            "train_n": self.train_n,
+            "batch_size": self.batch_size,
+            "seed": self.seed,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        if state["batch_size"] != self.batch_size or state["seed"] != self.seed:
+            raise ValueError(
+                f"checkpoint's data stream used batch_size={state['batch_size']}, seed={state['seed']}; "
+                f"this run has batch_size={self.batch_size}, seed={self.seed}: resume with the same data settings"
+            )
+        self.issued = int(state["issued"])
+        self.consumed = int(state["consumed"])
+        self.counters = {int(k): int(v) for k, v in state["counters"].items()}
+        self.pending = deque(tuple(p) for p in state["pending"])
+        self.train_n = state["train_n"]
+
+
+class TrainBatchSampler(DistributedSampler):
+    """Yields the training ``BatchKey``s of one rank, one epoch at a time (main process).
+
+    A ``DistributedSampler`` subclass so Lightning does not wrap it again: it already shards
+    by rank (see the module docstring for the index formula).
+    """
+
+    def __init__(self, stream: TrainStream, rank: int, world_size: int, limit: int | None) -> None:
+        self.stream = stream
+        self.rank = rank
+        self.num_replicas = world_size
+        self.limit = limit  # examples available per N (None: generated, bounded by the seed formula)
+        self.epoch = 0
+
+    def _indices(self, n: int, counter: int) -> tuple[int, ...]:
+        start = (counter * self.num_replicas + self.rank) * self.stream.batch_size
+        stop = start + self.stream.batch_size
+        if self.limit is None and stop > 10**6:
+            raise RuntimeError(
+                f"the training stream for N={n} used all 1,000,000 indices of the card's seed formula; "
+                "lower examples_per_epoch x max_epochs or add train_configs"
+            )
+        return tuple(range(start, stop))
+
+    def __len__(self) -> int:
+        return self.stream.batches_per_epoch
+
+    def __iter__(self) -> Iterator[BatchKey]:
+        s = self.stream
+        epoch_end = (s.consumed // s.batches_per_epoch + 1) * s.batches_per_epoch
+        # batches issued before a checkpoint but never trained on come first, in order
+        replay = list(s.pending)
+        for step, n, c in replay:
+            if step >= epoch_end:
+                break
+            yield ("train", n, self._indices(n, c))
+        while s.issued < epoch_end:
+            step, n, c = s.issue()
+            yield ("train", n, self._indices(n, c))
+
+
+class TrainLoader(DataLoader):
+    """The training DataLoader, stateful for Lightning's loop checkpointing: its state is the
+    training stream's (the same object the DataModule's ``state_dict`` saves)."""
+
+    def __init__(self, *args: Any, stream: TrainStream, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.stream = stream
+
+    def state_dict(self) -> dict[str, Any]:
+        return self.stream.state_dict()
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        self.stream.load_state_dict(state_dict)
+
+
+class EvalBatchSampler(DistributedSampler):
+    """Yields one rank's evaluation ``BatchKey``s: exact sharding, equal counts via fillers."""
+
+    def __init__(self, keys: list[BatchKey]) -> None:
+        self.keys = keys
+        self.epoch = 0
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def __iter__(self) -> Iterator[BatchKey]:
+        return iter(self.keys)
+
+
+def eval_keys(
+    split: str, configs: Sequence[int], num_examples: dict[int, int], batch_size: int, rank: int, world_size: int
+) -> list[BatchKey]:
+    """Rank ``rank``'s evaluation batches: indices ``rank, rank + W, ...`` of each N, in batches
+    of ``batch_size``, then filler keys up to the largest batch count of any rank for that N."""
+    keys: list[BatchKey] = []
+    for n in configs:
+        total = num_examples[n]
+        per_rank = [list(range(r, total, world_size)) for r in range(world_size)]
+        n_batches = max(math.ceil(len(ix) / batch_size) for ix in per_rank)
+        mine = per_rank[rank]
+        for b in range(n_batches):
+            chunk = tuple(mine[b * batch_size : (b + 1) * batch_size])
+            keys.append((split, n, chunk))
+    return keys
+
+
+class PasskeySwarDataModule(pl.LightningDataModule):
+    """passkey_swar for Lightning: bucketed by N, generated or read, exact under DDP, resumable.
+
+    Args:
+        source: ``"generate"`` (default: examples built from the card's seed formula, no files),
+            a Hub id (e.g. ``irodkin/passkey_swar``) or a local folder in the Hub layout.
+        train_configs: N values (ints or ``"n<N>"``) drawn for training (default 32..256).
+        val_configs / test_configs: N values evaluated (any of the card's 32..16384).
+        batch_size: examples per batch per rank.
+        eval_batch_size: examples per evaluation batch (default: ``batch_size``).
+        num_workers: dataloader worker processes.
+        examples_per_epoch: training examples per epoch over all ranks (batches per epoch per
+            rank = examples_per_epoch // (batch_size * world_size), at least 1).
+        eval_examples: examples per N in validation / test (card: 1000; fewer for quick runs).
+        seed: seeds the per-step draw of N from ``train_configs`` (the examples themselves
+            come from the card's seed formula).
+        task_params: ``PasskeySwarParams`` fields as a dict (default: the card's parameters).
+
+    Raises:
+        ValueError: an N outside the card's set, a non-positive size, an unknown source kind.
+    """
+
+    def __init__(
+        self,
+        source: str = "generate",
+        train_configs: Sequence[int | str] = DEFAULT_TRAIN_CONFIGS,
+        val_configs: Sequence[int | str] = DEFAULT_EVAL_CONFIGS,
+        test_configs: Sequence[int | str] = DEFAULT_EVAL_CONFIGS,
+        batch_size: int = 32,
+        eval_batch_size: int | None = None,
+        num_workers: int = 0,
+        examples_per_epoch: int = 100_000,
+        eval_examples: int = 1000,
+        seed: int = 0,
+        task_params: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__()
+        self.source = source
+        self.train_configs = parse_configs(train_configs, "train_configs")
+        self.val_configs = parse_configs(val_configs, "val_configs")
+        self.test_configs = parse_configs(test_configs, "test_configs")
+        for name, value in (("batch_size", batch_size), ("examples_per_epoch", examples_per_epoch), ("eval_examples", eval_examples)):
+            if int(value) < 1:
+                raise ValueError(f"{name}={value} is invalid; expected a positive integer")
+        if num_workers < 0:
+            raise ValueError(f"num_workers={num_workers} is invalid; expected >= 0")
+        self.batch_size = int(batch_size)
+        self.eval_batch_size = int(eval_batch_size or batch_size)
+        self.num_workers = int(num_workers)
+        self.examples_per_epoch = int(examples_per_epoch)
+        self.eval_examples = int(eval_examples)
+        self.seed = int(seed)
+        self.params = None
+        if task_params:
+            from swar_bench.tasks.passkey_swar import PasskeySwarParams
+
+            self.params = PasskeySwarParams(**task_params)
+        self.dataset = PasskeySwarBatches(source, self.params)
+        self.stream = TrainStream(self.train_configs, self.batch_size, 1, self.seed)
+        self._pending_state: dict[str, Any] | None = None
+
+    # ------------------------------------------------------------------ ranks
+
+    def _rank_world(self) -> tuple[int, int]:
+        trainer = self.trainer
+        if trainer is not None:
+            kwargs = getattr(trainer.strategy, "distributed_sampler_kwargs", None)
+            if kwargs:
+                return int(kwargs["rank"]), int(kwargs["num_replicas"])
+            return 0, 1
+        if torch.distributed.is_available() and torch.distributed.is_initialized():
+            return torch.distributed.get_rank(), torch.distributed.get_world_size()
+        return 0, 1
+
+    # ------------------------------------------------------------------ curriculum
+
+    def set_train_n(self, n_writes: int) -> None:
+        """Serve N = ``n_writes`` in the next training batches (contract 4, the curriculum).
+
+        Takes effect from the next batch the sampler issues; batches already prefetched by the
+        loader (Lightning's one-batch lookahead plus ``num_workers * prefetch_factor``) keep
+        their N. Raises ValueError for an N outside the card's set.
+        """
+        self.stream.train_n = parse_configs([n_writes], "set_train_n")[0]
+
+    # ------------------------------------------------------------------ loaders
+
+    def _loader(self, sampler, cls=DataLoader, **kwargs: Any) -> DataLoader:
+        return cls(
+            self.dataset,
+            batch_size=None,
+            sampler=sampler,
+            num_workers=self.num_workers,
+            persistent_workers=False,
+            **kwargs,
+        )
+
+    def train_dataloader(self) -> DataLoader:
+        rank, world = self._rank_world()
+        self.stream.batches_per_epoch = max(1, self.examples_per_epoch // (self.batch_size * world))
+        limit = None
+        if self.source != "generate":
+            limit = min(self.dataset.split_size("train", n) for n in self.train_configs)
+        return self._loader(TrainBatchSampler(self.stream, rank, world, limit), TrainLoader, stream=self.stream)
+
+    def _eval_loader(self, split: str, configs: tuple[int, ...]) -> DataLoader:
+        rank, world = self._rank_world()
+        counts = {}
+        for n in configs:
+            size = self.dataset.split_size(split, n)
+            counts[n] = self.eval_examples if size is None else min(size, self.eval_examples)
+        keys = eval_keys(split, configs, counts, self.eval_batch_size, rank, world)
+        return self._loader(EvalBatchSampler(keys))
+
+    def val_dataloader(self) -> DataLoader:
+        return self._eval_loader("validation", self.val_configs)
+
+    def test_dataloader(self) -> DataLoader:
+        return self._eval_loader("test", self.test_configs)
+
+    def predict_dataloader(self) -> DataLoader:
+        return self._eval_loader("test", self.test_configs)
+
+    # ------------------------------------------------------------------ consumption / resume
+
+    def on_before_batch_transfer(self, batch: Any, dataloader_idx: int) -> Any:
+        trainer = self.trainer
+        if trainer is not None and trainer.training:
+            self.stream.consume(int(batch["n_writes"][0]))
+        return batch
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"train_stream": self.stream.state_dict()}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        self.stream.load_state_dict(state_dict["train_stream"])

@@ -1,0 +1,171 @@
+"""The main job (`make demo` = `swar-bench demo`): train the quickstart model, then test it per N.
+
+Trains ``configs/quickstart.yaml`` (a small Gated DeltaNet) on generated passkey_swar for at most
+``--max-minutes`` (10) minutes on ``--threads`` (2) CPU threads, stopping early once validation
+at n32 reaches ``--target`` (0.9) on ar_valid, ar_expired and passkey; then tests it on
+N in {32, 64, 128, 256, 512, 1024}, prints the per-N x answer-kind accuracy table and the
+calibration table, and writes the tables and figures (the ``AnswerTypeAccuracy`` and
+``Calibration`` callbacks) into the run's log folder under ``runs/quickstart/``.
+
+Exit code: 0 when the run finished and the target was met on the n32 validation, 3 when it
+finished without meeting it, 2 for bad arguments.
+"""
+
+from __future__ import annotations
+
+import os
+
+# On a shared or small machine, OpenMP threads that spin while waiting for work slow every step
+# down by 10x or more once other processes compete for the cores; sleeping waiters do not.
+# Only effective when set before torch starts its thread pool, hence before importing torch.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import argparse  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import lightning.pytorch as pl  # noqa: E402
+import torch  # noqa: E402
+
+TARGET_KINDS = ("ar_valid", "ar_expired", "passkey")
+TARGET_N = 32
+
+
+def default_config() -> Path:
+    """``configs/quickstart.yaml`` of the source tree (falls back to the working directory)."""
+    here = Path(__file__).resolve().parent.parent / "configs" / "quickstart.yaml"
+    return here if here.exists() else Path("configs") / "quickstart.yaml"
+
+
+class StopAtTarget(pl.Callback):
+    """Stops training once every ``val/acc/<kind>/n<N>`` of ``kinds`` is >= ``target``.
+
+    Reads the metrics logged by ``AnswerTypeAccuracy`` at the end of each validation; records
+    the first optimizer step and wall time (seconds since fit start) at which they were met.
+    """
+
+    def __init__(self, target: float = 0.9, kinds: tuple[str, ...] = TARGET_KINDS, n_writes: int = TARGET_N) -> None:
+        self.target = target
+        self.keys = [f"val/acc/{k}/n{n_writes}" for k in kinds]
+        self.reached_at: tuple[int, float] | None = None
+        self.history: list[tuple[int, float, dict[str, float]]] = []
+        self._t0 = time.monotonic()
+
+    def on_fit_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        self._t0 = time.monotonic()
+
+    def on_validation_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        if trainer.sanity_checking:
+            return
+        values = {k: float(trainer.callback_metrics[k]) for k in self.keys if k in trainer.callback_metrics}
+        elapsed = time.monotonic() - self._t0
+        self.history.append((trainer.global_step, elapsed, values))
+        if trainer.is_global_zero:
+            shown = "  ".join(f"{k.split('/')[2]}={v:.3f}" for k, v in values.items())
+            loss = getattr(pl_module, "last_train_loss", float("nan"))
+            print(f"demo: step {trainer.global_step:5d}  {elapsed:5.0f}s  train loss {loss:.3f}  n{TARGET_N} val  {shown}", flush=True)
+        if len(values) == len(self.keys) and all(v >= self.target for v in values.values()):
+            if self.reached_at is None:
+                self.reached_at = (trainer.global_step, elapsed)
+            trainer.should_stop = True
+
+
+def _parse(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="swar-bench demo", description=__doc__.splitlines()[0])
+    p.add_argument("--config", type=Path, default=None, help="LightningCLI config (default: configs/quickstart.yaml)")
+    p.add_argument("--max-minutes", type=float, default=10.0, help="training wall-clock budget (minutes)")
+    p.add_argument("--threads", type=int, default=2, help="torch CPU threads")
+    p.add_argument("--target", type=float, default=0.9, help="n32 validation accuracy that ends training early")
+    p.add_argument("overrides", nargs="*", help="extra LightningCLI arguments, e.g. --trainer.max_steps=200")
+    args, extra = p.parse_known_args(argv)
+    args.overrides = list(args.overrides) + extra
+    if args.max_minutes <= 0:
+        p.error(f"--max-minutes={args.max_minutes} is invalid; expected a positive number of minutes")
+    if args.threads < 1:
+        p.error(f"--threads={args.threads} is invalid; expected >= 1")
+    if not 0 < args.target <= 1:
+        p.error(f"--target={args.target} is invalid; expected a value in (0, 1]")
+    return args
+
+
+def _max_time(minutes: float) -> str:
+    seconds = int(round(minutes * 60))
+    return f"00:{seconds // 3600:02d}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the demo; see the module docstring for the exit codes."""
+    from jsonargparse import ArgumentError
+
+    from swar_bench.callbacks import AnswerTypeAccuracy, Calibration
+    from swar_bench.datamodules.passkey_swar import PasskeySwarDataModule
+    from swar_bench.lightning_cli import TRAINER_DEFAULTS, SwarBenchCLI, _parse_error_line
+    from swar_bench.module import TBPTTModule
+
+    args = _parse(list(sys.argv[1:] if argv is None else argv))
+    config = args.config or default_config()
+    if not config.exists():
+        print(f"swar-bench demo: error: config {str(config)!r} not found; expected a LightningCLI YAML file", file=sys.stderr)
+        return 2
+    torch.set_num_threads(args.threads)
+    stopper = StopAtTarget(args.target)
+    cli_args = ["--config", str(config), f"--trainer.max_time={_max_time(args.max_minutes)}", *args.overrides]
+    try:
+        cli = SwarBenchCLI(
+            TBPTTModule, PasskeySwarDataModule, args=cli_args, run=False,
+            trainer_defaults={**TRAINER_DEFAULTS, "callbacks": [stopper]},
+            save_config_kwargs={"overwrite": True}, parser_kwargs={"exit_on_error": False},
+        )
+    except ArgumentError as err:
+        print(f"swar-bench demo: error: {_parse_error_line(str(err))}", file=sys.stderr)
+        return 2
+    except ValueError as err:
+        print(f"swar-bench demo: error: {str(err).splitlines()[0]}", file=sys.stderr)
+        return 2
+    trainer, model, data = cli.trainer, cli.model, cli.datamodule
+    mech = model.mechanism
+    print(
+        f"demo: training {type(mech).__name__} ({mech.n_params:,} params, state {mech.state_bytes(1):,} bytes/sequence) "
+        f"on train N={list(data.train_configs)} for at most {args.max_minutes:g} min on {args.threads} threads",
+        flush=True,
+    )
+    t0 = time.monotonic()
+    try:
+        trainer.fit(model, datamodule=data)
+    except FloatingPointError as err:
+        print(f"swar-bench demo: training stopped: {str(err).splitlines()[0]}", file=sys.stderr)
+        return 1
+    train_s = time.monotonic() - t0
+    t1 = time.monotonic()
+    trainer.test(model, datamodule=data, verbose=False)
+    test_s = time.monotonic() - t1
+    accuracy = next(cb for cb in trainer.callbacks if isinstance(cb, AnswerTypeAccuracy))
+    calibration = next(cb for cb in trainer.callbacks if isinstance(cb, Calibration))
+    print("\nTest accuracy per N x answer kind:\n")
+    print(accuracy.table())
+    if calibration.test_report is not None:
+        from swar_bench.callbacks import calibration_table
+
+        print("\nCalibration:\n")
+        print(calibration_table(calibration.test_report))
+    for path in [*accuracy.report_paths, *calibration.report_paths]:
+        print(f"wrote {path}")
+    reached = stopper.reached_at
+    last = stopper.history[-1][2] if stopper.history else {}
+    if reached is not None:
+        print(
+            f"\ndemo: target {args.target} on {', '.join(TARGET_KINDS)} at n{TARGET_N} validation reached at optimizer step "
+            f"{reached[0]} after {reached[1]:.0f}s; training {train_s:.0f}s, test {test_s:.0f}s"
+        )
+        return 0
+    shown = ", ".join(f"{k.split('/')[2]}={v:.3f}" for k, v in last.items()) or "no validation ran"
+    print(
+        f"\ndemo: target {args.target} NOT reached at n{TARGET_N} validation ({shown}); "
+        f"training {train_s:.0f}s, test {test_s:.0f}s"
+    )
+    return 3
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,329 @@
+"""TBPTTModule: the one LightningModule; trains and evaluates any ContextMechanism.
+
+Training is truncated backpropagation through time: each batch ``input_ids[B, T]`` is cut into
+chunks of ``tbptt_steps`` tokens; the mechanism's state is carried from chunk to chunk and cut
+from the autograd graph (``detach_state``) at every chunk boundary; the optimizer steps once per
+chunk (or once per sequence with ``step_per_chunk=False``). Evaluation streams each sequence the
+same way under ``no_grad``, so memory does not grow with the sequence length (N=16384 writes,
+about 61k tokens, needs the same memory as N=32). See ``DESIGN.md``, "The data path".
+
+The loss follows the Hugging Face shift: ``labels[:, t]`` is the target for the token at
+position ``t``, so ``logits[:, t]`` is scored against ``labels[:, t + 1]``; across a chunk
+boundary the last logit of a chunk predicts the first label of the next chunk.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import lightning.pytorch as pl
+import torch
+import torch.nn.functional as F
+
+IGNORE_INDEX = -100
+
+
+def warmup_cosine(step: int, warmup_steps: int, max_steps: int | None, min_lr_ratio: float) -> float:
+    """LR multiplier at optimizer step ``step`` (0-based): linear warmup, then cosine decay.
+
+    ``(step + 1) / warmup_steps`` for the first ``warmup_steps`` steps, then a half cosine from
+    1 down to ``min_lr_ratio`` at ``max_steps`` (held there after it). With ``max_steps`` None
+    the multiplier stays 1 after warmup. (Loshchilov & Hutter 2017, SGDR; the warmup of
+    Goyal et al. 2017.)
+    """
+    if step < warmup_steps:
+        return (step + 1) / warmup_steps
+    if max_steps is None or max_steps <= warmup_steps:
+        return 1.0
+    progress = min(1.0, (step - warmup_steps) / (max_steps - warmup_steps))
+    return min_lr_ratio + (1.0 - min_lr_ratio) * 0.5 * (1.0 + math.cos(math.pi * progress))
+
+
+def shift_targets(labels: torch.Tensor) -> torch.Tensor:
+    """HF shift: ``targets[:, t] = labels[:, t + 1]``; the last position gets -100.
+
+    ``labels[B, T]`` int64 -> ``targets[B, T]`` int64, aligned with the logits.
+    """
+    targets = torch.full_like(labels, IGNORE_INDEX)
+    targets[:, :-1] = labels[:, 1:]
+    return targets
+
+
+class TBPTTModule(pl.LightningModule):
+    """Trains / evaluates a ContextMechanism on passkey_swar batches with truncated BPTT.
+
+    Args:
+        mechanism: any ``torch.nn.Module`` following the ContextMechanism protocol
+            (``swar_bench/mechanisms/protocol.py``); with no trainable parameters (the Oracle)
+            no optimizer is built and training only logs the loss.
+        lr: peak AdamW learning rate.
+        weight_decay: AdamW weight decay, applied to parameters with 2 or more dims only.
+        betas: AdamW betas.
+        warmup_steps: optimizer steps of linear warmup.
+        max_steps: optimizer steps of the cosine horizon; None takes ``trainer.max_steps`` when
+            it is set (> 0), else the LR stays at its peak after warmup.
+        min_lr_ratio: the LR at the end of the cosine, as a fraction of ``lr``.
+        tbptt_steps: tokens per chunk (>= 1); gradients do not flow across chunk boundaries.
+        grad_clip: max global gradient norm (None or 0: no clipping).
+        step_per_chunk: True: one optimizer step per chunk (loss = mean over the chunk's
+            supervised positions). False: gradients of all chunks accumulate and the optimizer
+            steps once per sequence (loss = mean over the whole batch's supervised positions).
+
+    Batches follow contract 3 (``input_ids``, ``labels``, ``answer_kind``, ``key_age``,
+    ``n_writes``, ``seed``). ``validation_step`` / ``test_step`` / ``predict_step`` return the
+    contract-4 dict (1-D tensors over the M supervised positions of the batch).
+
+    Raises:
+        ValueError: a mechanism without the protocol's methods, ``tbptt_steps < 1``, ``lr <= 0``, ``warmup_steps < 0``, or a
+            ``min_lr_ratio`` outside [0, 1].
+        FloatingPointError: a non-finite training loss; raised before backward, so no weights
+            are updated and no checkpoint is written after it.
+    """
+
+    def __init__(
+        self,
+        mechanism: torch.nn.Module,
+        lr: float = 3e-3,
+        weight_decay: float = 0.01,
+        betas: tuple[float, float] = (0.9, 0.95),
+        warmup_steps: int = 100,
+        max_steps: int | None = None,
+        min_lr_ratio: float = 0.1,
+        tbptt_steps: int = 256,
+        grad_clip: float | None = 1.0,
+        step_per_chunk: bool = True,
+    ) -> None:
+        super().__init__()
+        if int(tbptt_steps) < 1:
+            raise ValueError(f"tbptt_steps={tbptt_steps} is invalid; expected an integer >= 1 (tokens per chunk)")
+        if not lr > 0:
+            raise ValueError(f"lr={lr} is invalid; expected a positive learning rate")
+        if warmup_steps < 0:
+            raise ValueError(f"warmup_steps={warmup_steps} is invalid; expected >= 0")
+        if not 0.0 <= min_lr_ratio <= 1.0:
+            raise ValueError(f"min_lr_ratio={min_lr_ratio} is invalid; expected a value in [0, 1]")
+        missing = [a for a in ("init_state", "detach_state", "vocab_size") if not hasattr(mechanism, a)]
+        if not isinstance(mechanism, torch.nn.Module) or missing:
+            raise ValueError(
+                f"mechanism {type(mechanism).__name__} is not a ContextMechanism (missing {', '.join(missing) or 'nn.Module'}); "
+                "expected a class following swar_bench/mechanisms/protocol.py"
+            )
+        self.save_hyperparameters(ignore=["mechanism"])
+        self.mechanism = mechanism
+        self.lr = float(lr)
+        self.weight_decay = float(weight_decay)
+        self.betas = tuple(betas)
+        self.warmup_steps = int(warmup_steps)
+        self.max_steps = max_steps
+        self.min_lr_ratio = float(min_lr_ratio)
+        self.tbptt_steps = int(tbptt_steps)
+        self.grad_clip = grad_clip
+        self.step_per_chunk = bool(step_per_chunk)
+        self.automatic_optimization = False
+        self.last_train_loss: float = float("nan")
+        self.tokens_seen: int = 0
+
+    # ------------------------------------------------------------------ setup
+
+    @property
+    def has_trainable_params(self) -> bool:
+        return any(p.requires_grad for p in self.mechanism.parameters())
+
+    def configure_model(self) -> None:
+        """Shard the mechanism per block: FSDP2 under ModelParallelStrategy, FSDP1 under FSDPStrategy."""
+        from lightning.pytorch.strategies import FSDPStrategy, ModelParallelStrategy
+
+        from swar_bench.distributed import parallelize_mechanism, wrap_blocks_fsdp1
+
+        if self._trainer is None:
+            return
+        if isinstance(self.trainer.strategy, ModelParallelStrategy):
+            parallelize_mechanism(self.mechanism, self.device_mesh["data_parallel"])
+        elif isinstance(self.trainer.strategy, FSDPStrategy):
+            wrap_blocks_fsdp1(self.mechanism)
+
+    def configure_optimizers(self) -> Any:
+        params = [p for p in self.mechanism.parameters() if p.requires_grad]
+        if not params:
+            return None
+        decay = [p for p in params if p.dim() >= 2]
+        no_decay = [p for p in params if p.dim() < 2]
+        groups = [{"params": decay, "weight_decay": self.weight_decay}]
+        if no_decay:
+            groups.append({"params": no_decay, "weight_decay": 0.0})
+        optimizer = torch.optim.AdamW(groups, lr=self.lr, betas=self.betas)
+        horizon = self.max_steps
+        if horizon is None and self._trainer is not None and self.trainer.max_steps > 0:
+            horizon = self.trainer.max_steps
+        warmup, ratio = self.warmup_steps, self.min_lr_ratio
+        scheduler = torch.optim.lr_scheduler.LambdaLR(
+            optimizer, lambda step: warmup_cosine(step, warmup, horizon, ratio)
+        )
+        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
+
+    # ------------------------------------------------------------------ helpers
+
+    def _distributed(self) -> bool:
+        return (
+            torch.distributed.is_available()
+            and torch.distributed.is_initialized()
+            and self._trainer is not None
+            and self.trainer.world_size > 1
+        )
+
+    def _synced_length(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """Right-pad the batch to the longest T over all ranks.
+
+        Every rank must run the same number of chunks: each chunk is a forward / backward with
+        collectives inside (DDP all-reduce, FSDP all-gather / reduce-scatter).
+        """
+        T = batch["input_ids"].shape[1]
+        if not self._distributed():
+            return batch
+        t = torch.tensor([T], dtype=torch.int64, device=self.device)
+        torch.distributed.all_reduce(t, op=torch.distributed.ReduceOp.MAX)
+        extra = int(t.item()) - T
+        if extra == 0:
+            return batch
+        fill = {"input_ids": 0, "labels": IGNORE_INDEX, "answer_kind": 0, "key_age": -1}
+        out = dict(batch)
+        for name, value in fill.items():
+            if name in batch:
+                out[name] = F.pad(batch[name], (0, extra), value=value)
+        return out
+
+    def _any_rank(self, flag: bool) -> bool:
+        if not self._distributed():
+            return flag
+        return bool(self.trainer.strategy.reduce_boolean_decision(flag, all=False))
+
+    def _optimizer_step(self) -> None:
+        optimizer = self.optimizers()
+        if self.grad_clip:
+            from lightning.pytorch.strategies import FSDPStrategy
+
+            if isinstance(self.trainer.strategy, FSDPStrategy):
+                # FSDP1 shards gradients: only the wrapped root can compute the global norm.
+                self.trainer.model.clip_grad_norm_(self.grad_clip)
+            else:
+                self.clip_gradients(optimizer, gradient_clip_val=self.grad_clip, gradient_clip_algorithm="norm")
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        self.lr_schedulers().step()
+
+    # ------------------------------------------------------------------ training
+
+    def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:
+        batch = self._synced_length(batch)
+        input_ids, targets = batch["input_ids"], shift_targets(batch["labels"])
+        B, T = input_ids.shape
+        trainable = self.has_trainable_params
+        n_total = (targets != IGNORE_INDEX).sum()
+        total_loss, total_count = 0.0, 0
+        state = self.mechanism.init_state(B, device=self.device)
+        with torch.set_grad_enabled(trainable):
+            for start in range(0, T, self.tbptt_steps):
+                ids = input_ids[:, start : start + self.tbptt_steps]
+                tgt = targets[:, start : start + self.tbptt_steps]
+                logits, state = self.mechanism(ids, state)
+                ce_sum = F.cross_entropy(
+                    logits.reshape(-1, logits.shape[-1]).float(), tgt.reshape(-1),
+                    ignore_index=IGNORE_INDEX, reduction="sum",
+                )
+                count = int((tgt != IGNORE_INDEX).sum())
+                if self._any_rank(not bool(torch.isfinite(ce_sum))):
+                    raise FloatingPointError(
+                        f"non-finite training loss ({ce_sum.item()}) at global step {self.global_step}, "
+                        f"batch {batch_idx}, n_writes={int(batch['n_writes'][0])}, tokens {start}..{start + ids.shape[1]}; "
+                        "stopping before the update, no checkpoint is written"
+                    )
+                total_loss += float(ce_sum.detach())
+                total_count += count
+                if trainable:
+                    denom = max(count, 1) if self.step_per_chunk else max(int(n_total), 1)
+                    self.manual_backward(ce_sum / denom)
+                    if self.step_per_chunk:
+                        self._optimizer_step()
+                state = self.mechanism.detach_state(state)
+        if trainable and not self.step_per_chunk:
+            self._optimizer_step()
+        self.last_train_loss = total_loss / max(total_count, 1)
+        self.tokens_seen += B * T
+        self.log("train/loss", self.last_train_loss, prog_bar=True, batch_size=B)
+        self.log("train/n_writes", float(batch["n_writes"][0]), batch_size=B)
+        if trainable:
+            self.log("lr", self.optimizers().param_groups[0]["lr"], prog_bar=True, batch_size=B)
+
+    # ------------------------------------------------------------------ evaluation
+
+    @torch.no_grad()
+    def evaluate_batch(self, batch: dict[str, torch.Tensor]) -> dict[str, Any]:
+        """Stream a batch chunk by chunk; the contract-4 outputs over its supervised positions.
+
+        Returns 1-D tensors over the M supervised positions (row-major order): ``pred`` int64,
+        ``target`` int64, ``loss`` float32 (nats), ``confidence`` float32, ``answer_kind``
+        int64, ``key_age`` int64, ``row`` int64; plus ``n_writes`` (int) and ``batch_size``
+        (int, rows with a real example: filler rows that pad a rank's shard have ``seed`` -1).
+        """
+        batch = self._synced_length(batch)
+        input_ids = batch["input_ids"]
+        B, T = input_ids.shape
+        targets = shift_targets(batch["labels"])
+        kind = shift_targets(batch["answer_kind"]).clamp_min(0)
+        age = torch.full_like(batch["key_age"], -1)
+        age[:, :-1] = batch["key_age"][:, 1:]
+        parts: dict[str, list[torch.Tensor]] = {k: [] for k in ("pred", "target", "loss", "confidence", "answer_kind", "key_age", "row", "pos")}
+        rows = torch.arange(B, device=input_ids.device)[:, None].expand(B, T)
+        positions = torch.arange(T, device=input_ids.device)[None, :].expand(B, T)
+        state = self.mechanism.init_state(B, device=self.device)
+        for start in range(0, T, self.tbptt_steps):
+            sl = slice(start, start + self.tbptt_steps)
+            logits, state = self.mechanism(input_ids[:, sl], state)
+            mask = targets[:, sl] != IGNORE_INDEX
+            if not bool(mask.any()):
+                continue
+            sel = logits[mask].float()
+            tgt = targets[:, sl][mask]
+            logp = torch.log_softmax(sel, dim=-1)
+            conf, pred = logp.exp().max(dim=-1)
+            parts["pred"].append(pred)
+            parts["target"].append(tgt)
+            parts["loss"].append(-logp.gather(1, tgt[:, None]).squeeze(1))
+            parts["confidence"].append(conf)
+            parts["answer_kind"].append(kind[:, sl][mask])
+            parts["key_age"].append(age[:, sl][mask])
+            parts["row"].append(rows[:, sl][mask])
+            parts["pos"].append(positions[:, sl][mask])
+        empty = {
+            "pred": torch.int64, "target": torch.int64, "loss": torch.float32, "confidence": torch.float32,
+            "answer_kind": torch.int64, "key_age": torch.int64, "row": torch.int64, "pos": torch.int64,
+        }
+        out: dict[str, Any] = {}
+        for name, dtype in empty.items():
+            out[name] = torch.cat(parts[name]).to(dtype) if parts[name] else torch.zeros(0, dtype=dtype, device=self.device)
+        # chunks visit positions column-block by column-block; restore row-major order
+        order = torch.argsort(out["row"] * T + out["pos"])
+        out = {k: v[order] for k, v in out.items()}
+        del out["pos"]
+        seeds = batch.get("seed")
+        out["n_writes"] = int(batch["n_writes"][0])
+        out["batch_size"] = int((seeds >= 0).sum()) if seeds is not None else B
+        return out
+
+    def _eval_step(self, batch: dict[str, torch.Tensor], prefix: str) -> dict[str, Any]:
+        out = self.evaluate_batch(batch)
+        m = out["loss"].numel()
+        # logged on every batch (filler batches with M = 0 weigh 0) so all ranks sync the same keys
+        mean = out["loss"].mean() if m else torch.zeros((), device=self.device)
+        self.log(f"{prefix}/loss", mean, batch_size=m, sync_dist=True, add_dataloader_idx=False)
+        return out
+
+    def validation_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> dict[str, Any]:
+        return self._eval_step(batch, "val")
+
+    def test_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> dict[str, Any]:
+        return self._eval_step(batch, "test")
+
+    def predict_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> dict[str, Any]:
+        return self.evaluate_batch(batch)

@@ -1,0 +1,142 @@
+"""PasskeySwarDataModule: seeds, bucketing, padding, exact eval sharding, curriculum N, workers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from swar_bench.datamodules.passkey_swar import (
+    FILLER_SEED,
+    PasskeySwarBatches,
+    PasskeySwarDataModule,
+    TrainBatchSampler,
+    TrainStream,
+    eval_keys,
+    parse_configs,
+)
+from swar_bench.tasks.oracle import annotate
+from swar_bench.tasks.passkey_swar import example_seed, make_example
+
+
+def _train_keys(world: int, rank: int, steps: int, configs=(32, 64), batch_size=4, seed=0):
+    stream = TrainStream(configs, batch_size, steps, seed)
+    sampler = TrainBatchSampler(stream, rank, world, limit=None)
+    keys = []
+    for key in sampler:
+        keys.append(key)
+        stream.consume(key[1])
+    return keys
+
+
+def test_train_seeds_disjoint_and_gapless_across_ranks():
+    world, steps, bs = 3, 12, 4
+    per_rank = [_train_keys(world, r, steps, batch_size=bs) for r in range(world)]
+    # every rank draws the same N at the same step (ranks stay in step)
+    assert [[k[1] for k in keys] for keys in per_rank] == [[k[1] for k in per_rank[0]]] * world
+    for n in (32, 64):
+        idx = [i for keys in per_rank for k in keys if k[1] == n for i in k[2]]
+        assert len(idx) == len(set(idx))  # nothing repeated
+        assert sorted(idx) == list(range(len(idx)))  # nothing skipped
+    assert {k[1] for k in per_rank[0]} == {32, 64}
+
+
+def test_batch_matches_generator_and_oracle_annotation():
+    ds = PasskeySwarBatches("generate")
+    batch = ds[("validation", 64, (0, 1, 2))]
+    assert batch["input_ids"].dtype == torch.int64 and batch["input_ids"].dim() == 2
+    assert batch["n_writes"].tolist() == [64, 64, 64]
+    for row, index in enumerate((0, 1, 2)):
+        seed = example_seed("validation", 64, index)
+        ex = make_example(seed, 64)
+        t = len(ex["input_ids"])
+        assert int(batch["seed"][row]) == seed
+        assert batch["input_ids"][row, :t].tolist() == ex["input_ids"].astype(int).tolist()
+        assert batch["labels"][row, :t].tolist() == ex["labels"].astype(int).tolist()
+        kind, age = annotate(ex["input_ids"])
+        assert batch["answer_kind"][row, :t].tolist() == kind.astype(int).tolist()
+        assert batch["key_age"][row, :t].tolist() == age.astype(int).tolist()
+        # right padding: PAD / -100 / none / -1
+        assert (batch["input_ids"][row, t:] == 0).all() and (batch["labels"][row, t:] == -100).all()
+        assert (batch["answer_kind"][row, t:] == 0).all() and (batch["key_age"][row, t:] == -1).all()
+        # answer_kind is set exactly on the supervised positions
+        assert ((batch["labels"][row] != -100) == (batch["answer_kind"][row] != 0)).all()
+
+
+@pytest.mark.parametrize("world", [1, 2, 3])
+def test_eval_sharding_exact_with_equal_step_counts(world):
+    counts = {32: 10, 64: 7}
+    shards = [eval_keys("validation", (32, 64), counts, 4, r, world) for r in range(world)]
+    assert len({len(s) for s in shards}) == 1  # same number of steps on every rank
+    for n, total in counts.items():
+        idx = [i for s in shards for k in s if k[1] == n for i in k[2]]
+        assert sorted(idx) == list(range(total))  # no duplicate, no drop
+        per_rank_n = [sum(1 for k in s if k[1] == n) for s in shards]
+        assert len(set(per_rank_n)) == 1
+    fillers = [k for s in shards for k in s if not k[2]]
+    filler = PasskeySwarBatches("generate")[("validation", 64, ())]
+    assert filler["seed"].tolist() == [FILLER_SEED] and (filler["labels"] == -100).all()
+    assert len(fillers) == sum(len(s) for s in shards) - sum(
+        -(-len(range(r, t, world)) // 4) for r in range(world) for t in counts.values()
+    )
+
+
+def test_eval_filler_when_a_rank_runs_short():
+    # 5 examples over 2 ranks in batches of 2: rank 0 gets [0,2],[4]; rank 1 gets [1,3] + filler
+    shards = [eval_keys("test", (32,), {32: 5}, 2, r, 2) for r in range(2)]
+    assert [k[2] for k in shards[0]] == [(0, 2), (4,)]
+    assert [k[2] for k in shards[1]] == [(1, 3), ()]
+
+
+def test_set_train_n_takes_effect_on_next_issued_batch():
+    dm = PasskeySwarDataModule(train_configs=[32, 64], batch_size=2, examples_per_epoch=20)
+    stream = dm.stream
+    stream.batches_per_epoch = 10
+    it = iter(TrainBatchSampler(stream, 0, 1, None))
+    first = next(it)
+    dm.set_train_n(256)
+    rest = [next(it) for _ in range(4)]
+    assert first[1] in (32, 64)
+    assert [k[1] for k in rest] == [256] * 4
+    assert [k[2] for k in rest] == [(0, 1), (2, 3), (4, 5), (6, 7)]
+    with pytest.raises(ValueError, match="48"):
+        dm.set_train_n(48)
+
+
+def test_workers_yield_the_same_batches_as_the_main_process():
+    def batches(workers):
+        dm = PasskeySwarDataModule(
+            train_configs=[32], val_configs=[32, 64], batch_size=3, eval_examples=7, num_workers=workers
+        )
+        dm.trainer = None
+        return list(dm.val_dataloader())
+
+    a, b = batches(0), batches(2)
+    assert len(a) == len(b) == 6
+    for x, y in zip(a, b):
+        assert x.keys() == y.keys() and all(torch.equal(x[k], y[k]) for k in x)
+
+
+def test_config_validation_messages():
+    assert parse_configs(["n32", 64, "128"], "x") == (32, 64, 128)
+    with pytest.raises(ValueError, match=r"val_configs: 48 is not an allowed N; expected one of 32, 64"):
+        PasskeySwarDataModule(val_configs=[48])
+    with pytest.raises(ValueError, match="batch_size=0"):
+        PasskeySwarDataModule(batch_size=0)
+
+
+def test_stream_state_roundtrip_replays_pending_batches():
+    stream = TrainStream((32, 64, 128), 2, 8, seed=5)
+    sampler = TrainBatchSampler(stream, 0, 1, None)
+    it = iter(sampler)
+    keys = [next(it) for _ in range(4)]  # 4 issued
+    for k in keys[:2]:
+        stream.consume(k[1])  # 2 consumed, 2 in flight
+    state = stream.state_dict()
+    resumed = TrainStream((32, 64, 128), 2, 8, seed=5)
+    resumed.load_state_dict(state)
+    replay = list(TrainBatchSampler(resumed, 0, 1, None))
+    reference = keys[2:] + list(it)
+    assert replay == reference and len(replay) == 6
+    with pytest.raises(ValueError, match="batch_size=2"):
+        TrainStream((32,), 4, 8, seed=5).load_state_dict(state)
