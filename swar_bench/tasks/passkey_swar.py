@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import gc
 import json
 import math
 import os
@@ -299,8 +300,8 @@ _LO32 = np.uint64(0xFFFFFFFF)
 STREAM_PASSKEY = 0  # 4 draws; hi: passkey value
 STREAM_ACTIVE_SIZE = 1  # 1 draw; hi: size of the active set
 STREAM_ACTIVE_ORDER = 2  # n_keys draws: a random order of the keys; the active set is its head
-STREAM_WRITE = 3  # per write; hi: slot in the active set of the written key, lo: its value
-STREAM_EVENTS = 4  # per write; hi: drift coin, lo: number of queries that follow the write
+STREAM_WRITE = 3  # per write; lo: (active slot of the written key, value) as one uniform
+#                   cell, hi: (drift coin, number of queries after the write), see write_cells
 STREAM_SWAP = 5  # per write, read when the drift coin fires; hi: active slot swapped out,
 #                  lo: rank (ascending id) among inactive keys of the key swapped in
 STREAM_QUERY = 6  # per query; hi: valid/expired coin, lo: rank of the key among the candidates
@@ -325,12 +326,26 @@ def stream_keys(seeds: np.ndarray, stream: int) -> np.ndarray:
         return _mix64(base + np.uint64(((stream + 1) * _GAMMA) & _MASK64))
 
 
+def _mix64_inplace(z: np.ndarray) -> np.ndarray:
+    """:func:`_mix64` overwriting ``z`` (an array this module owns): fewer temporaries."""
+    t = z >> np.uint64(30)
+    z ^= t
+    z *= np.uint64(0xBF58476D1CE4E5B9)
+    np.right_shift(z, np.uint64(27), out=t)
+    z ^= t
+    z *= np.uint64(0x94D049BB133111EB)
+    np.right_shift(z, np.uint64(31), out=t)
+    z ^= t
+    return z
+
+
 def bits_at(keys: np.ndarray, counters: np.ndarray) -> np.ndarray:
     """Draw ``counters`` (0-based) of the SplitMix64 sequences started at ``keys``: ``uint64``,
     broadcast shape of the inputs. The ``i``-th output is ``mix64(key + (i + 1) * GAMMA)``."""
     with np.errstate(over="ignore"):
         c = np.asarray(counters).astype(np.uint64) + np.uint64(1)
-        return _mix64(np.asarray(keys, dtype=np.uint64) + c * np.uint64(_GAMMA))
+        z = np.asarray(keys, dtype=np.uint64) + c * np.uint64(_GAMMA)
+        return _mix64_inplace(z) if z.ndim else _mix64(z)
 
 
 def stream_bits(seeds: np.ndarray | int, stream: int, count: int) -> np.ndarray:
@@ -365,19 +380,33 @@ def prob32(p: float) -> int:
     return min(round(float(p) * 2.0**32), 2**32)
 
 
-def query_thresholds(params: PasskeySwarParams) -> np.ndarray:
-    """``t[k-1] = prob32(p**k)`` for ``k = 1, 2, ...`` while it is ``>= 1``,
-    ``p = q / (1 + q)``: ``uint64 [K]``, non-increasing. A write is followed by
-    ``#{k : u32 < t[k-1]}`` queries for one 32-bit draw ``u32``, so ``P(#queries >= k) = p**k``:
-    the law of "queries follow while a coin with probability p comes up" (card, "Format"),
-    truncated where ``p**k < 2**-33``."""
+def query_thresholds(params: PasskeySwarParams, span: int = 2**32) -> np.ndarray:
+    """``t[k-1] = round(span * p**k)`` for ``k = 1, 2, ...`` while it is ``>= 1``,
+    ``p = q / (1 + q)``: ``uint64 [K]``, non-increasing. For ``v`` uniform in ``[0, span)``,
+    ``#{k : v < t[k-1]}`` queries follow a write, so ``P(#queries >= k) = p**k``: the law of
+    "queries follow while a coin with probability p comes up" (card, "Format"), truncated where
+    ``span * p**k < 1/2``."""
     p = params.query_prob
     out = []
     t = p
-    while p > 0 and prob32(t) >= 1:
-        out.append(prob32(t))
+    while p > 0 and round(span * t) >= 1:
+        out.append(round(span * t))
         t *= p
     return np.asarray(out, dtype=np.uint64)
+
+
+def write_cells(params: PasskeySwarParams) -> tuple[int, np.ndarray, np.ndarray]:
+    """How the high 32 bits ``u`` of a write's draw give (drift coin, number of queries):
+    ``drift = u < D`` with ``D = prob32(drift_rate)``; then ``v = u`` (drift) or ``u - D``
+    (no drift) is uniform on a range of ``D`` or ``2**32 - D`` values and the number of queries is
+    ``#{k : v < table[k]}`` with the table of that range (:func:`query_thresholds`). So the coin
+    and the count are independent and each has its law to within ``2**-32``.
+
+    Returns:
+        ``(D, table_drift, table_stay)``, the tables ``uint64``.
+    """
+    d = prob32(params.drift_rate)
+    return d, query_thresholds(params, d), query_thresholds(params, 2**32 - d)
 
 
 def n_queries_from(u32: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
@@ -453,18 +482,19 @@ def make_example(seed: int, n_writes: int, params: PasskeySwarParams | None = No
     order_bits = stream_bits(seed, STREAM_ACTIVE_ORDER, params.n_keys).tolist()
     active = sorted(range(params.n_keys), key=lambda k: (order_bits[k], k))[:size]
 
-    slot_u, value_u = draws(STREAM_WRITE, n)
-    drift_u, count_u = draws(STREAM_EVENTS, n)
+    event_u, cell_u = draws(STREAM_WRITE, n)
     swap_out_u, swap_in_u = draws(STREAM_SWAP, n)
-    thresholds = query_thresholds(params).tolist()
-    n_queries = []
-    for u in count_u:
+    drift_thr, table_drift, table_stay = write_cells(params)
+    drift, n_queries = [], []
+    for u in event_u:
+        drift.append(u < drift_thr)
+        v, table = (u, table_drift.tolist()) if drift[-1] else (u - drift_thr, table_stay.tolist())
         k = 0
-        while k < len(thresholds) and u < thresholds[k]:
+        while k < len(table) and v < table[k]:
             k += 1
         n_queries.append(k)
     kind_u, choice_u = draws(STREAM_QUERY, sum(n_queries))
-    drift_thr, valid_thr = prob32(params.drift_rate), prob32(params.valid_frac)
+    valid_thr = prob32(params.valid_frac)
 
     tokens = [BOS, PK] + [voc.value_id(v) for v in passkey]
     labels = [IGNORE_INDEX] * len(tokens)
@@ -473,13 +503,14 @@ def make_example(seed: int, n_writes: int, params: PasskeySwarParams | None = No
     last_value: dict[int, int] = {}
     query = 0
     for j in range(n):
-        key, value = active[pick(slot_u[j], size)], pick(value_u[j], params.n_values)
+        slot, value = divmod(pick(cell_u[j], size * params.n_values), params.n_values)
+        key = active[slot]
         tokens += [W, voc.key_id(key), voc.value_id(value)]
         labels += [IGNORE_INDEX] * 3
         last_write[key], last_value[key] = j, value
 
         inactive = [k for k in range(params.n_keys) if k not in active]
-        if drift_u[j] < drift_thr and inactive:
+        if drift[j] and inactive:
             active[pick(swap_out_u[j], size)] = inactive[pick(swap_in_u[j], len(inactive))]
 
         for _ in range(n_queries[j]):
@@ -555,23 +586,38 @@ class FlatBatch:
     def examples(self) -> list[dict]:
         """All examples as :func:`make_example` returns them; the arrays are disjoint views
         into this batch's buffers (no copies)."""
-        names = _ANSWER_OBJECTS[self.answer_valid.view(np.int8)].tolist()  # shared str objects
-        off, qoff = self.offsets.tolist(), self.query_offsets.tolist()
+        B = len(self.seeds)
+        # answer_type of all examples in one list (queries, then 4 x passkey, per example) of
+        # shared str objects; each example takes a slice.
+        type_off = self.query_offsets + PASSKEY_LEN * np.arange(B + 1)
+        codes = np.full(int(type_off[-1]), 2, dtype=np.int8)
+        q_total = np.diff(self.query_offsets)
+        codes[
+            np.arange(self.answer_valid.size) + PASSKEY_LEN * np.repeat(np.arange(B), q_total)
+        ] = self.answer_valid
+        names = _ANSWER_OBJECTS[codes].tolist()
+        off, t_off = self.offsets.tolist(), type_off.tolist()
         ids, labels, seeds, n = self.input_ids, self.labels, self.seeds.tolist(), self.n_writes
-        return [
-            {
-                "input_ids": ids[off[b] : off[b + 1]],
-                "labels": labels[off[b] : off[b + 1]],
-                "answer_type": names[qoff[b] : qoff[b + 1]] + _PASSKEY_TYPES,
-                "n_writes": n,
-                "seed": seeds[b],
-            }
-            for b in range(len(seeds))
-        ]
+        gc_was_enabled = gc.isenabled()
+        gc.disable()  # only new acyclic containers here; a collection pass would cost O(all)
+        try:
+            return [
+                {
+                    "input_ids": ids[off[b] : off[b + 1]],
+                    "labels": labels[off[b] : off[b + 1]],
+                    "answer_type": names[t_off[b] : t_off[b + 1]],
+                    "n_writes": n,
+                    "seed": seeds[b],
+                }
+                for b in range(B)
+            ]
+        finally:
+            if gc_was_enabled:
+                gc.enable()
 
 
 _ANSWER_NAMES = ("ar_expired", "ar_valid")
-_ANSWER_OBJECTS = np.array(_ANSWER_NAMES, dtype=object)
+_ANSWER_OBJECTS = np.array((*_ANSWER_NAMES, "passkey"), dtype=object)
 _PASSKEY_TYPES = ["passkey"] * PASSKEY_LEN
 
 _MAX_BATCH_WRITES = 1 << 21  # writes simulated at once: bounds memory to ~100 MB per chunk
@@ -741,20 +787,28 @@ def _generate_chunk(seeds: np.ndarray, n: int, params: PasskeySwarParams) -> Fla
     active = order[:, :A].astype(np.int8)  # [B, A]; only the first size[b] slots are active
 
     write = bits_at(stream_keys(seeds, STREAM_WRITE)[:, None], steps)  # [B, N]
-    slot = uniform_index(hi32(write), size[:, None])  # active slot of the written key
-    values = uniform_index(lo32(write), params.n_values)  # [B, N]
-    del write
-    events = bits_at(stream_keys(seeds, STREAM_EVENTS)[:, None], steps)  # [B, N]
-    drift = hi32(events) < np.uint64(prob32(params.drift_rate))  # [B, N] swap after write j
-    drift &= (size < n_keys)[:, None]
-    count_u = lo32(events)
-    del events
-    thresholds = query_thresholds(params)
+    cell = uniform_index(lo32(write), (size * params.n_values)[:, None])  # (slot, value) cells
+    slot, values = np.divmod(cell, params.n_values)  # [B, N] active slot, value
+    del cell
+    u = write
+    u >>= np.uint64(32)  # hi32, in place
+    drift_thr, table_drift, table_stay = write_cells(params)
+    drift = u < np.uint64(drift_thr)  # [B, N] drift coin after write j
+    np.subtract(u, np.uint64(drift_thr), out=u, where=~drift)
     n_queries = np.zeros((B, n), dtype=np.int64)  # [B, N] queries after write j
-    if thresholds.size:
-        some = np.flatnonzero(count_u < thresholds[0])
-        n_queries.reshape(-1)[some] = n_queries_from(count_u.reshape(-1)[some], thresholds)
-    del count_u
+    n_tables = max(table_drift.size, table_stay.size)
+    tables = np.zeros((2, n_tables + 1), dtype=np.uint64)  # row 1: drift; a 0 ends each table
+    tables[0, : table_stay.size], tables[1, : table_drift.size] = table_stay, table_drift
+    u_flat, n_queries_flat, drift_flat = u.reshape(-1), n_queries.reshape(-1), drift.reshape(-1)
+    hit = np.flatnonzero(u_flat < np.where(drift_flat, tables[1, 0], tables[0, 0]))
+    for k in range(1, n_tables + 1):  # #{k : v < table[k]}, on ever fewer writes
+        n_queries_flat[hit] = k
+        hit = hit[u_flat[hit] < tables[drift_flat[hit].view(np.int8), k]]
+        if not hit.size:
+            break
+    if size.max(initial=0) >= n_keys:  # every key active: nothing to swap in
+        drift &= (size < n_keys)[:, None]
+    del u, write
 
     # The active set changes only at drift events: loop over the e-th event of every example,
     # keeping the active slots of each epoch (between two events).
@@ -786,11 +840,16 @@ def _generate_chunk(seeds: np.ndarray, n: int, params: PasskeySwarParams) -> Fla
         active_set[r] ^= np.left_shift(one, old.astype(mask_dtype)) | np.left_shift(
             one, new.astype(mask_dtype)
         )
-    epoch = np.cumsum(drift, axis=1) - drift  # [B, N] epoch of write j (events strictly before)
-    keys = epochs.reshape(-1)[((rows * n_epochs)[:, None] + epoch) * A + slot].astype(
-        np.int64
-    )  # [B, N]
-    del slot, drift, epoch, epochs, ev_out, ev_in
+    # Epoch of write j = events of its example strictly before j, from one flat cumsum.
+    before = np.cumsum(drift.reshape(-1)) - drift.reshape(-1)  # events before (b, j), all rows
+    row_offset = rows * n_epochs - (np.cumsum(n_events) - n_events)  # [B]
+    before = before.reshape(B, n)
+    before += row_offset[:, None]  # now b * n_epochs + epoch
+    before *= A
+    before += slot
+    keys = epochs.reshape(-1)[before]  # [B, N] int8 written keys
+    del before
+    del slot, drift, epochs, ev_out, ev_in
 
     # Queries, vectorised, in example order. After write j the valid keys are those written in
     # the last w writes (age <= w); the expired ones were not written in the last 2w writes
@@ -798,7 +857,6 @@ def _generate_chunk(seeds: np.ndarray, n: int, params: PasskeySwarParams) -> Fla
     q_total = n_queries.sum(axis=1)  # [B]
     query_offsets = np.zeros(B + 1, dtype=np.int64)
     np.cumsum(q_total, out=query_offsets[1:])
-    q_before = np.cumsum(n_queries, axis=1) - n_queries  # [B, N] queries of b before write j
     n_q = int(query_offsets[-1])
     q_valid = np.zeros(n_q, dtype=bool)
     if n_q:
@@ -830,34 +888,40 @@ def _generate_chunk(seeds: np.ndarray, n: int, params: PasskeySwarParams) -> Fla
         q_answer = np.full(n_q, NULL, dtype=np.int16)
         q_answer[v_idx] = voc.value_offset + values.reshape(-1)[src]
 
-    # Layout in triples: (BOS PK p1) (p2 p3 p4) | write j: (W k v), then its queries (Q k a) |
-    # (PKQ p1 p2) (p3 p4 EOS).
+    # Layout in rows of 3 tokens: (BOS PK p1) (p2 p3 p4) | write j: (W k v), then its queries
+    # (Q k a) | (PKQ p1 p2) (p3 p4 EOS). Each write's row is repeated 1 + (its queries) times
+    # (one sequential pass), then the copies are overwritten by the query rows.
+    pk = (voc.value_offset + passkey).astype(np.int16)  # [B, 4]
+    records = np.empty((B, n + 4, 3), dtype=np.int16)
+    records[:, 0, 0], records[:, 0, 1], records[:, 0, 2] = BOS, PK, pk[:, 0]
+    records[:, 1] = pk[:, 1:]
+    records[:, 2 : n + 2, 0] = W
+    records[:, 2 : n + 2, 1] = keys
+    records[:, 2 : n + 2, 1] += voc.key_offset
+    records[:, 2 : n + 2, 2] = values
+    records[:, 2 : n + 2, 2] += voc.value_offset
+    records[:, n + 2, 0], records[:, n + 2, 1:] = PKQ, pk[:, :2]
+    records[:, n + 3, :2], records[:, n + 3, 2] = pk[:, 2:], EOS
+    repeats = np.empty((B, n + 4), dtype=np.int64)
+    repeats[:, :2] = repeats[:, n + 2 :] = 1
+    np.add(n_queries, 1, out=repeats[:, 2 : n + 2])
+    rows = np.repeat(records.reshape(-1, 3), repeats.reshape(-1), axis=0)  # [R, 3], all examples
+    del records, repeats
     t_off = np.zeros(B + 1, dtype=np.int64)
     np.cumsum(4 + n + q_total, out=t_off[1:])
-    ids = np.empty((int(t_off[-1]), 3), dtype=np.int16)
-    labels = np.full(ids.shape, IGNORE_INDEX, dtype=np.int16)
-    first, last_t = t_off[:-1], t_off[1:] - 1
-    pk = (voc.value_offset + passkey).astype(np.int16)
-    ids[first, 0], ids[first, 1], ids[first, 2] = BOS, PK, pk[:, 0]
-    ids[first + 1] = pk[:, 1:]
-    ids[last_t - 1, 0], ids[last_t - 1, 1:] = PKQ, pk[:, :2]
-    ids[last_t, :2], ids[last_t, 2] = pk[:, 2:], EOS
-    labels[last_t - 1, 1:] = pk[:, :2]
-    labels[last_t, :2] = pk[:, 2:]
-    w_row = (first[:, None] + 2 + np.arange(n)[None, :] + q_before).reshape(-1)  # [B * N]
-    ids[w_row, 0] = W
-    ids[w_row, 1] = voc.key_offset + keys.reshape(-1)
-    ids[w_row, 2] = voc.value_offset + values.reshape(-1)
-    del w_row
+    labels = np.full(rows.size, IGNORE_INDEX, dtype=np.int16)
+    tail = 3 * t_off[1:, None] + np.array([-5, -4, -3, -2])  # the 4 passkey tokens after PKQ
+    labels[tail] = pk
     if n_q:
-        q_row = first[qb] + 3 + q_write + qi  # after the head, write j and the earlier queries
-        ids[q_row, 0] = Q
-        ids[q_row, 1] = voc.key_offset + q_key
-        ids[q_row, 2] = q_answer
-        labels[q_row, 2] = q_answer
+        q_row = t_off[qb] + 3 + q_write + qi  # after the head, write j and the earlier queries
+        rows[q_row, 0] = Q
+        rows[q_row, 1] = voc.key_offset + q_key
+        rows[q_row, 2] = q_answer
+        labels[3 * q_row + 2] = q_answer
+    ids = rows.reshape(-1)
     return FlatBatch(
-        input_ids=ids.reshape(-1),
-        labels=labels.reshape(-1),
+        input_ids=ids,
+        labels=labels,
         offsets=3 * t_off,
         answer_valid=q_valid,
         query_offsets=query_offsets,
