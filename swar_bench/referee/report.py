@@ -13,6 +13,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker  # noqa: E402
 
 
 def _atomic_write(path: Path, write) -> None:
@@ -57,7 +58,7 @@ def plot_forgetting_curve(results: Mapping[str, Mapping[str, Any]], path: str | 
     Right axis: the mechanism's own mean probe loss (nats, dotted) with the solved threshold.
     Written as PNG atomically.
     """
-    fig, ax = plt.subplots(figsize=(7, 4.2), dpi=110)
+    fig, ax = plt.subplots(figsize=(7.5, 5.2), dpi=110)
     ax2 = ax.twinx()
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     threshold = None
@@ -76,15 +77,19 @@ def plot_forgetting_curve(results: Mapping[str, Mapping[str, Any]], path: str | 
     if threshold is not None:
         ax2.axhline(threshold, color="grey", lw=0.8, ls="--", label="solved threshold 0.5 ln V")
     ax.set_xscale("log")
+    ticks = sorted({p["range"] for r in results.values() for p in r["forgetting_curve"]})
+    ax.set_xticks(ticks)
+    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ax.set_ylim(-0.03, 1.03)
     ax.set_xlabel("range (tokens between the needle and its query)")
     ax.set_ylabel("needle accuracy")
     ax2.set_ylabel("self-reported probe loss (nats)")
     h1, l1 = ax.get_legend_handles_labels()
     h2, l2 = ax2.get_legend_handles_labels()
-    ax.legend(h1 + h2, l1 + l2, fontsize=7, loc="best")
     ax.set_title("E7 forgetting curve")
-    fig.tight_layout()
+    fig.legend(h1 + h2, l1 + l2, fontsize=7, loc="lower center", ncol=2, frameon=False)
+    fig.tight_layout(rect=(0, 0.02 + 0.035 * ((len(l1) + len(l2) + 1) // 2), 1, 1))
     path = Path(path)
     try:
         _atomic_write(path, lambda f: fig.savefig(f, format="png"))
