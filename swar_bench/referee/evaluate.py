@@ -31,7 +31,7 @@ from swar_bench.referee.suites import (
     markov_oracle_loss,
     random_permutation,
 )
-from swar_bench.referee.stream import Runner, count_params, stream
+from swar_bench.referee.stream import Runner, as_mechanism, count_params, stream
 from swar_bench.referee.train import flops, train_step_tokens, train_tbptt
 
 SCHEMA = "swar_bench.referee/1"
@@ -170,6 +170,7 @@ def length_curriculum(
     Raises:
         ValueError: bad ranges, ``n_rounds`` < 0, or a non-positive budget.
     """
+    mechanism = as_mechanism(mechanism)
     lengths = check_ranges(ranges, 1)
     n_rounds = _as_int("n_rounds", n_rounds, 0)
     n_params = count_params(mechanism)
@@ -385,6 +386,7 @@ def evaluate(
     Raises:
         ValueError: any argument outside its documented range (one line naming it).
     """
+    mechanism = as_mechanism(mechanism)
     hops = _as_int("hops", hops, 1)
     lengths = check_ranges(ranges, hops)
     seed = _as_int("seed", seed, 0)
@@ -466,6 +468,7 @@ def evaluate(
             )
         del fresh
 
+    reported = getattr(mechanism, "wrapped", mechanism)  # the adapted class, not LossOnlyAdapter
     needle = suites["needle"]
     use_exact = not runner.loss_only
     acc_key = "accuracy" if use_exact else "proxy_accuracy"
@@ -516,7 +519,7 @@ def evaluate(
         "protocol": {k: protocol[k] for k in PROTOCOL_KEYS},
         "settings": {"chunk_size": cfg["chunk_size"], "lr": cfg["lr"], "grad_clip": cfg["grad_clip"],
                      "compute_budget_flops_default": compute_budget_flops is None},
-        "mechanism": {"class": f"{type(mechanism).__module__}.{type(mechanism).__qualname__}",
+        "mechanism": {"class": f"{type(reported).__module__}.{type(reported).__qualname__}",
                       "n_params": n_params, "loss_only": runner.loss_only},
         "chance_loss": math.log(vocab),
         "solved_threshold": solved_threshold(vocab),

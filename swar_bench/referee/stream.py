@@ -20,6 +20,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from swar_bench.mechanisms.adapter import LossOnlyAdapter
 from swar_bench.mechanisms.protocol import State, map_state
 from swar_bench.referee.suites import IGNORE
 
@@ -38,6 +39,18 @@ def is_loss_only(mechanism: object) -> bool:
         return False
     forward = getattr(type(mechanism), "forward", None)
     return forward is None or forward is torch.nn.Module.forward
+
+
+def as_mechanism(mechanism: object) -> object:
+    """``mechanism`` itself, or a card-style loss-only one wrapped in the zoo's ``LossOnlyAdapter``.
+
+    A raw card-style mechanism (``step`` and no logits, no ``returns_logits`` flag) has
+    ``init_state(batch_size)`` without device / dtype; the adapter gives it the protocol's
+    signature and shares its parameters.
+    """
+    if getattr(mechanism, "returns_logits", None) is None and is_loss_only(mechanism):
+        return LossOnlyAdapter(mechanism)
+    return mechanism
 
 
 def count_params(mechanism: object) -> int:
@@ -111,6 +124,7 @@ class Runner:
     """
 
     def __init__(self, mechanism: object, vocab: int) -> None:
+        mechanism = as_mechanism(mechanism)
         self.mechanism = mechanism
         self.vocab = int(vocab)
         own = getattr(mechanism, "vocab_size", None)

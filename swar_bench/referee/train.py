@@ -98,6 +98,6 @@ def train_tbptt(
     optimizer.zero_grad(set_to_none=True)
     out.loss.backward()
     if grad_clip is not None:
-        torch.nn.utils.clip_grad_norm_(mechanism.parameters(), float(grad_clip))
+        torch.nn.utils.clip_grad_norm_(runner.mechanism.parameters(), float(grad_clip))
     optimizer.step()
     return TrainStep(float(out.loss.detach()), tokens_forward, tokens_backward)

@@ -28,16 +28,19 @@ def small_gru(seed: int = 0, vocab_size: int = VOCAB, d_model: int = 16) -> GRU:
     return GRU(vocab_size=vocab_size, d_model=d_model, n_layers=1, mlp_ratio=2)
 
 
-class LossOnlyGRU(nn.Module):
-    """The referee card's style: ``step(state, (x, y)) -> (state, mean_loss)``, no logits exposed."""
+class LossOnlyGRU:
+    """A mechanism in the referee card's own style, not an ``nn.Module``: ``init_state(batch_size)``,
+    ``step(state, (x, y)) -> (state, mean_loss)``, ``parameters()``, ``vocab``; no logits exposed."""
 
     def __init__(self, seed: int = 0):
-        super().__init__()
         self.inner = small_gru(seed)
-        self.vocab_size = self.inner.vocab_size
+        self.vocab = self.inner.vocab_size
 
-    def init_state(self, batch_size, device=None, dtype=None):
-        return self.inner.init_state(batch_size, device, dtype)
+    def parameters(self):
+        return self.inner.parameters()
+
+    def init_state(self, batch_size):
+        return self.inner.init_state(batch_size)
 
     def step(self, state, batch):
         x, y = batch

@@ -161,19 +161,29 @@ def test_flop_ledger_rations_long_ranges(make_gru, small_kwargs):
 
 
 def test_loss_only_mechanism_reports_only_the_proxy(loss_only_gru, small_kwargs):
+    before = copy.deepcopy(loss_only_gru.inner.state_dict())
     r = evaluate(loss_only_gru, **{**small_kwargs, "curriculum_rounds": 2})
-    assert r["mechanism"]["loss_only"] is True
+    assert all(torch.equal(before[k], v) for k, v in loss_only_gru.inner.state_dict().items())
+    assert r["mechanism"]["loss_only"] is True and r["mechanism"]["class"].endswith("LossOnlyGRU")
+    assert r["mechanism"]["n_params"] == loss_only_gru.inner.n_params
+    assert r["curriculum"]["rounds_run"] == 2
     assert "accuracy is None" in r["accuracy_note"]
     for cells in r["suites"].values():
         for c in cells:
             assert c["accuracy"] is None and 0.0 <= c["proxy_accuracy"] <= 1.0 and c["loss"] > 0
     assert r["state"]["state_bytes"] == 64
     assert "proxy_accuracy" in r["self_knowledge_reason"] or r["self_knowledge_correlation"] is None
-    # the loss is the mechanism's own: same weights with logits give the same probe losses
+    # the loss is the mechanism's own: the same weights with logits give the same probe losses
     with_logits = evaluate(loss_only_gru.inner, **{**small_kwargs, "curriculum_rounds": 2})
     for suite in r["suites"]:
         for a, b in zip(r["suites"][suite], with_logits["suites"][suite]):
             assert a["loss"] == pytest.approx(b["loss"], rel=1e-4)
+            assert a["proxy_accuracy"] == b["proxy_accuracy"]
+    # the zoo's adapter is accepted as is, with the same numbers
+    from swar_bench.mechanisms import LossOnlyAdapter
+
+    adapted = evaluate(LossOnlyAdapter(loss_only_gru), **{**small_kwargs, "curriculum_rounds": 2})
+    assert adapted["suites"] == r["suites"]
 
 
 def test_self_knowledge_correlation():
