@@ -89,6 +89,29 @@ class ThompsonBernoulli:
         """``float64[n_arms]`` Beta posterior means ``alpha / (alpha + beta)``."""
         return self.alpha / (self.alpha + self.beta)
 
+    def state_dict(self) -> dict:
+        """Everything needed to resume exactly: posteriors, pulls and the sampler's RNG state (JSON-ready)."""
+        return {
+            "alpha": self.alpha.tolist(),
+            "beta": self.beta.tolist(),
+            "pulls": self.pulls.tolist(),
+            "rng_state": self._rng.bit_generator.state,
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore a ``state_dict()``; later ``select`` calls continue the saved random stream.
+
+        Raises:
+            ValueError: the saved arrays do not have one entry per arm.
+        """
+        for key in ("alpha", "beta", "pulls"):
+            if len(state[key]) != self.n_arms:
+                raise ValueError(f"state_dict[{key!r}] has {len(state[key])} entries: expected {self.n_arms}")
+        self.alpha[:] = state["alpha"]
+        self.beta[:] = state["beta"]
+        self.pulls[:] = state["pulls"]
+        self._rng.bit_generator.state = state["rng_state"]
+
 
 class FlopLedger:
     """A FLOP budget split evenly across arms; an arm may only spend its own share.
@@ -161,3 +184,20 @@ class FlopLedger:
     def total_spent(self) -> float:
         """FLOPs paid by all arms together."""
         return float(self.spent.sum())
+
+    def state_dict(self) -> dict:
+        """``{"budget_flops", "n_arms", "spent"}`` (JSON-ready)."""
+        return {"budget_flops": self.budget_flops, "n_arms": self.n_arms, "spent": self.spent.tolist()}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore a ``state_dict()``.
+
+        Raises:
+            ValueError: the saved ledger had another budget or number of arms.
+        """
+        if float(state["budget_flops"]) != self.budget_flops or int(state["n_arms"]) != self.n_arms:
+            raise ValueError(
+                f"ledger state for budget {state['budget_flops']!r} / {state['n_arms']!r} arms: expected "
+                f"budget {self.budget_flops!r} / {self.n_arms} arms"
+            )
+        self.spent[:] = state["spent"]

@@ -112,3 +112,28 @@ def test_ledger_masks_expensive_arm_in_bandit_loop():
     assert b.pulls[1] <= 1  # share 100 FLOPs -> at most one pull of 60
     assert led.spent[1] <= 100.0 and led.spent[0] <= 100.0
     assert b.pulls.sum() <= 30
+
+
+def test_state_dict_round_trip_resumes_the_same_stream():
+    import json
+
+    a = ThompsonBernoulli(3, seed=4)
+    for r in (0.2, 0.9, 0.5):
+        a.update(a.select(), r)
+    saved = json.loads(json.dumps(a.state_dict()))
+    expected = [a.select() for _ in range(20)]
+    b = ThompsonBernoulli(3, seed=99)
+    b.load_state_dict(saved)
+    assert [b.select() for _ in range(20)] == expected
+    np.testing.assert_array_equal(b.alpha, a.alpha)
+    np.testing.assert_array_equal(b.pulls, a.pulls)
+    with pytest.raises(ValueError, match="expected 2"):
+        ThompsonBernoulli(2).load_state_dict(saved)
+
+    led = FlopLedger(100.0, 2)
+    led.pay(1, 30.0)
+    other = FlopLedger(100.0, 2)
+    other.load_state_dict(json.loads(json.dumps(led.state_dict())))
+    assert other.remaining(1) == 20.0 and other.remaining(0) == 50.0
+    with pytest.raises(ValueError, match="ledger state"):
+        FlopLedger(50.0, 2).load_state_dict(led.state_dict())
