@@ -37,6 +37,7 @@ from swar_bench.tasks.passkey_swar import (
     SPLIT_SIZES,
     PasskeySwarParams,
     atomic_write_text,
+    chunk_size,
     generate_flat,
     split_seeds,
     vocab,
@@ -99,7 +100,7 @@ def _num_examples(value: int | None) -> int | None:
 
 def _generated(split: str, n: int, num_examples: int, params: PasskeySwarParams) -> Iterator[dict]:
     seeds = split_seeds(split, n, num_examples)
-    step = max(1, (1 << 21) // n)
+    step = chunk_size(n)
     for start in range(0, len(seeds), step):
         yield from generate_flat(seeds[start : start + step], n, params).examples()
 

@@ -33,6 +33,7 @@ from swar_bench.tasks.passkey_swar import (
     FlatBatch,
     PasskeySwarParams,
     atomic_write_text,
+    chunk_size,
     generate_flat,
     make_example,
     split_seeds,
@@ -45,7 +46,6 @@ HUB_ID = "irodkin/passkey_swar"
 COLUMNS = ("input_ids", "labels", "answer_type", "n_writes", "seed")
 _ANSWER_DICT = ("ar_expired", "ar_valid", "passkey")
 _CONFIG_RE = re.compile(r"^n([1-9][0-9]*)$")
-_ROWS_PER_BATCH_WRITES = 1 << 21  # writes generated (and written as one row group) at a time
 
 
 class DataSourceError(ValueError, RuntimeError):
@@ -161,7 +161,7 @@ def write_split(
     path = os.fspath(path)
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     seeds = split_seeds(split, n_writes, num_examples)
-    per_batch = max(1, _ROWS_PER_BATCH_WRITES // int(n_writes))
+    per_batch = chunk_size(int(n_writes))
     fd, tmp = tempfile.mkstemp(
         dir=os.path.dirname(os.path.abspath(path)), prefix=".tmp-", suffix=".parquet"
     )

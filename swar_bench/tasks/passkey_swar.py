@@ -620,7 +620,15 @@ _ANSWER_NAMES = ("ar_expired", "ar_valid")
 _ANSWER_OBJECTS = np.array((*_ANSWER_NAMES, "passkey"), dtype=object)
 _PASSKEY_TYPES = ["passkey"] * PASSKEY_LEN
 
-_MAX_BATCH_WRITES = 1 << 21  # writes simulated at once: bounds memory to ~100 MB per chunk
+_MAX_BATCH_WRITES = 1 << 21  # writes simulated at once: ~200 MB of working memory
+
+
+def chunk_size(n_writes: int) -> int:
+    """Examples generated at once for ``n_writes``: about ``2**21`` writes (~200 MB of working
+    memory), but at least 256 examples up to twice that, since the drift-event loop costs per
+    chunk and long sequences want wide chunks."""
+    n = max(1, int(n_writes))
+    return max(1, _MAX_BATCH_WRITES // n, min(256, 2 * _MAX_BATCH_WRITES // n))
 
 
 def generate_flat(
@@ -650,7 +658,7 @@ def generate_flat(
     if seeds.size and (seeds.min() < 0 or int(seeds.max()) >= 2**63):
         raise ValueError("seeds: expected integers in [0, 2**63)")
     seeds = seeds.astype(np.int64)
-    chunk = max(1, _MAX_BATCH_WRITES // int(n_writes))
+    chunk = chunk_size(int(n_writes))
     parts = [
         _generate_chunk(seeds[i : i + chunk], int(n_writes), params)
         for i in range(0, len(seeds), chunk)
@@ -787,20 +795,29 @@ def _generate_chunk(seeds: np.ndarray, n: int, params: PasskeySwarParams) -> Fla
     active = order[:, :A].astype(np.int8)  # [B, A]; only the first size[b] slots are active
 
     write = bits_at(stream_keys(seeds, STREAM_WRITE)[:, None], steps)  # [B, N]
-    cell = uniform_index(lo32(write), (size * params.n_values)[:, None])  # (slot, value) cells
-    slot, values = np.divmod(cell, params.n_values)  # [B, N] active slot, value
+    cell = write & _LO32  # uniform_index(lo32(write), size * n_values), in place:
+    cell *= (size * params.n_values).astype(np.uint64)[:, None]
+    cell >>= _U32
+    cell = cell.view(np.int64)  # (slot, value) cells
+    if params.n_values & (params.n_values - 1) == 0:  # a power of two: shift and mask
+        slot = cell >> (params.n_values.bit_length() - 1)
+        values = cell & (params.n_values - 1)
+    else:
+        slot, values = np.divmod(cell, params.n_values)  # [B, N] active slot, value
     del cell
     u = write
     u >>= np.uint64(32)  # hi32, in place
     drift_thr, table_drift, table_stay = write_cells(params)
-    drift = u < np.uint64(drift_thr)  # [B, N] drift coin after write j
-    np.subtract(u, np.uint64(drift_thr), out=u, where=~drift)
+    stay = u >= np.uint64(drift_thr)
+    np.subtract(u, np.uint64(drift_thr), out=u, where=stay)
+    drift = np.logical_not(stay, out=stay)  # [B, N] drift coin after write j
     n_queries = np.zeros((B, n), dtype=np.int64)  # [B, N] queries after write j
     n_tables = max(table_drift.size, table_stay.size)
     tables = np.zeros((2, n_tables + 1), dtype=np.uint64)  # row 1: drift; a 0 ends each table
     tables[0, : table_stay.size], tables[1, : table_drift.size] = table_stay, table_drift
     u_flat, n_queries_flat, drift_flat = u.reshape(-1), n_queries.reshape(-1), drift.reshape(-1)
-    hit = np.flatnonzero(u_flat < np.where(drift_flat, tables[1, 0], tables[0, 0]))
+    hit = np.flatnonzero(u_flat < max(tables[0, 0], tables[1, 0]))
+    hit = hit[u_flat[hit] < tables[drift_flat[hit].view(np.int8), 0]]
     for k in range(1, n_tables + 1):  # #{k : v < table[k]}, on ever fewer writes
         n_queries_flat[hit] = k
         hit = hit[u_flat[hit] < tables[drift_flat[hit].view(np.int8), k]]
@@ -865,7 +882,10 @@ def _generate_chunk(seeds: np.ndarray, n: int, params: PasskeySwarParams) -> Fla
         recent_sets = window_or(levels, 2 * w)
         per_write = n_queries.reshape(-1)
         flat_write = np.repeat(np.arange(B * n, dtype=np.int64), per_write)  # b * N + j per query
-        qb, q_write = np.divmod(flat_write, n)
+        if n & (n - 1) == 0:  # the configs' N are powers of two: shift and mask
+            qb, q_write = flat_write >> (n.bit_length() - 1), flat_write & (n - 1)
+        else:
+            qb, q_write = np.divmod(flat_write, n)
         qi = np.arange(n_q) - query_offsets[qb]  # query index within its example
         draw = bits_at(stream_keys(seeds, STREAM_QUERY)[qb], qi)
         expired_sets = ~recent_sets.reshape(-1)[flat_write] & all_keys

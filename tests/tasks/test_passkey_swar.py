@@ -253,7 +253,7 @@ def test_batched_generator_equals_reference_other_params(params):
 def test_batched_generator_chunks_identically(monkeypatch):
     seeds = split_seeds("train", 32, 50)
     whole = generate_examples(seeds, 32)
-    monkeypatch.setattr(ps, "_MAX_BATCH_WRITES", 32 * 7)  # 8 chunks of 7 examples
+    monkeypatch.setattr(ps, "chunk_size", lambda n: 7)  # 8 chunks of 7 examples
     flat = ps.generate_flat(seeds, 32)
     assert flat.offsets.shape == (51,) and flat.query_offsets.shape == (51,)
     _assert_same([flat.example(b) for b in range(50)], whole)
