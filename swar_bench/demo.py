@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from swar_bench.callbacks import AnswerTypeAccuracy, Calibration
     from swar_bench.datamodules.passkey_swar import PasskeySwarDataModule
-    from swar_bench.lightning_cli import TRAINER_DEFAULTS, SwarBenchCLI, _parse_error_line
+    from swar_bench.lightning_cli import TRAINER_DEFAULTS, SwarBenchCLI, _parse_error_line, resolve_mechanism_names
     from swar_bench.module import TBPTTModule
 
     args = _parse(list(sys.argv[1:] if argv is None else argv))
@@ -111,6 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     stopper = StopAtTarget(args.target)
     cli_args = ["--config", str(config), f"--trainer.max_time={_max_time(args.max_minutes)}", *args.overrides]
+    cli_args = resolve_mechanism_names(cli_args)
     try:
         cli = SwarBenchCLI(
             TBPTTModule, PasskeySwarDataModule, args=cli_args, run=False,

@@ -45,6 +45,24 @@ def mechanism_names() -> list[str]:
     )
 
 
+def resolve_mechanism_names(argv: list[str]) -> list[str]:
+    """``--model.mechanism=GRU`` -> ``--model.mechanism=swar_bench.mechanisms.GRU``.
+
+    Short names are looked up in ``swar_bench.mechanisms`` first: some (``GRU``, ``LSTM``) are
+    also ``torch.nn`` classes, which makes them ambiguous to the parser.
+    """
+    names = set(mechanism_names())
+    out = list(argv)
+    for i, arg in enumerate(out):
+        if arg.startswith("--model.mechanism="):
+            value = arg.split("=", 1)[1]
+            if value in names:
+                out[i] = f"--model.mechanism=swar_bench.mechanisms.{value}"
+        elif arg == "--model.mechanism" and i + 1 < len(out) and out[i + 1] in names:
+            out[i + 1] = f"swar_bench.mechanisms.{out[i + 1]}"
+    return out
+
+
 class SwarBenchCLI(LightningCLI):
     """LightningCLI with the always-on checkpoint and metric callbacks of swar_bench."""
 
@@ -68,7 +86,9 @@ def _parse_error_line(message: str) -> str:
 
     key = re.match(r'Parser key "([^"]+)"', message)
     if key and key.group(1) == "model.mechanism":
-        unknown = re.search(r"dot import path string: (\S+)", message)
+        unknown = re.search(r"dot import path string: (\S+)", message) or re.search(
+            r"Expected a path but (\S+) either not accessible", message
+        )
         if unknown:
             names = ", ".join(mechanism_names())
             return (
@@ -92,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     """
     from jsonargparse import ArgumentError
 
-    argv = list(sys.argv[1:] if argv is None else argv)
+    argv = resolve_mechanism_names(list(sys.argv[1:] if argv is None else argv))
     try:
         SwarBenchCLI(
             TBPTTModule,

@@ -1,0 +1,78 @@
+"""LightningCLI: one-line config errors, the Oracle config end to end, mechanism swap and resume."""
+
+from __future__ import annotations
+
+import csv
+import logging
+from pathlib import Path
+
+import pytest
+import torch
+
+from swar_bench.lightning_cli import main
+
+CONFIGS = Path(__file__).resolve().parents[2] / "configs"
+
+
+def _error_line(capsys, argv):
+    code = main(argv)
+    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("swar-bench")]
+    return code, err
+
+
+@pytest.mark.parametrize(
+    "argv, expected",
+    [
+        (["fit", "--model.mechanism=NoSuchMixer"], r"unknown mechanism 'NoSuchMixer' for --model\.mechanism; expected .*GatedDeltaNet"),
+        (["fit", "--model.mechanism=GRU", "--model.tbptt_steps=0"], r"tbptt_steps=0 is invalid; expected an integer >= 1"),
+        (["fit", "--model.mechanism=GRU", "--data.test_configs=[32,100]"], r"test_configs: 100 is not an allowed N; expected one of 32, 64,"),
+    ],
+)
+def test_bad_config_is_one_line(capsys, argv, expected):
+    code, err = _error_line(capsys, argv)
+    assert code == 2
+    assert len(err) == 1
+    import re
+
+    assert re.search(expected, err[0]), err[0]
+
+
+def _common(tmp_path):
+    return [
+        f"--trainer.logger.init_args.save_dir={tmp_path}", f"--checkpoint.dirpath={tmp_path / 'ckpt'}",
+        "--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false",
+    ]
+
+
+def test_oracle_config_scores_one_everywhere(tmp_path):
+    argv = ["test", "--config", str(CONFIGS / "oracle.yaml"), "--data.test_configs=[32,128]", "--data.eval_examples=24",
+            "--data.eval_batch_size=8", *_common(tmp_path)]
+    assert main(argv) == 0
+    (table,) = tmp_path.glob("oracle/version_*/answer_type_accuracy.csv")
+    rows = list(csv.DictReader(table.open()))
+    assert {r["n_writes"] for r in rows} == {"32", "128"}
+    checked = [r for r in rows if int(r["count"]) > 0]
+    assert {r["answer_type"] for r in checked} >= {"ar_valid", "ar_expired", "ar_expired_stale", "passkey", "passkey_exact"}
+    assert all(float(r["accuracy"]) == 1.0 for r in checked)
+
+
+def test_mechanism_swap_and_resume_from_last(tmp_path, caplog):
+    base = ["--config", str(CONFIGS / "quickstart.yaml"), "--model.mechanism=swar_bench.mechanisms.GRU",
+            "--model.mechanism.init_args.d_model=8", "--model.mechanism.init_args.n_layers=1",
+            "--data.train_configs=[32]", "--data.batch_size=2", "--data.val_configs=[32]", "--data.eval_examples=2",
+            "--model.tbptt_steps=1000", "--trainer.val_check_interval=2", *_common(tmp_path)]
+    assert main(["fit", *base, "--trainer.max_steps=2"]) == 0
+    last = tmp_path / "ckpt" / "last.ckpt"
+    first = torch.load(last, weights_only=False)
+    assert first["global_step"] == 2
+    assert first["hyper_parameters"]["tbptt_steps"] == 1000
+    gru = __import__("swar_bench.mechanisms", fromlist=["GRU"]).GRU(d_model=8, n_layers=1)
+    assert sorted(first["state_dict"]) == sorted(f"mechanism.{k}" for k in gru.state_dict())
+    with caplog.at_level(logging.INFO):
+        assert main(["fit", *base, "--trainer.max_steps=4", "--ckpt_path", "last"]) == 0
+    assert any("Restored all states from the checkpoint" in r.getMessage() for r in caplog.records)
+    second = torch.load(last, weights_only=False)
+    assert second["global_step"] == 4
+    stream = second["PasskeySwarDataModule"]["train_stream"]
+    assert stream["consumed"] == 4 and stream["counters"] == {32: stream["issued"]}
+    assert stream["issued"] - stream["consumed"] == len(stream["pending"])
