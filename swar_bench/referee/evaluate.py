@@ -89,6 +89,18 @@ def self_knowledge_correlation(accuracies: Sequence[float], losses: Sequence[flo
     return max(-1.0, min(1.0, r)), ""
 
 
+def finite_or_none(obj: Any) -> Any:
+    """``obj`` with every non-finite float (NaN, inf: a diverged run) replaced by ``None``, recursively,
+    so the result is strict JSON and compares equal to itself."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: finite_or_none(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [finite_or_none(v) for v in obj]
+    return obj
+
+
 def _as_int(name: str, value: Any, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise ValueError(f"{name}={value!r}: expected an integer >= {minimum}")
@@ -302,7 +314,7 @@ def _run_cell(
         "solved": bool(loss < threshold),
     }
     if suite == "perplexity":
-        cell["perplexity"] = float(math.exp(loss))
+        cell["perplexity"] = math.exp(loss) if loss < 700 else float("inf")
         cell["tail_loss"] = tail_loss / max(1, tail_n)
         cell["optimal_loss"] = markov_optimal_loss(vocab, cfg["resample_prob"])
         cell["oracle_loss"] = oracle / eval_tokens
@@ -382,6 +394,7 @@ def evaluate(
         (the stream's entropy), oracle_loss (the true model's loss on the same held-out streams)), ``forgetting_curve`` (needle,
         one point per range), ``self_knowledge_correlation`` (``None`` = NaN, with
         ``self_knowledge_reason``), ``state``, ``curriculum``, ``tokens``, ``flops``, ``flop_rule``.
+        Non-finite numbers (a diverged run) are ``None``: the dict is strict JSON.
 
     Raises:
         ValueError: any argument outside its documented range (one line naming it).
@@ -514,7 +527,7 @@ def evaluate(
         "compute_budget_flops": budget,
         **{k: cfg[k] for k in PROTOCOL_KEYS if k in cfg and k not in ("seed", "vocab", "hops")},
     }
-    return {
+    return finite_or_none({
         "schema": SCHEMA,
         "protocol": {k: protocol[k] for k in PROTOCOL_KEYS},
         "settings": {"chunk_size": cfg["chunk_size"], "lr": cfg["lr"], "grad_clip": cfg["grad_clip"],
@@ -543,4 +556,4 @@ def evaluate(
         "flops": fl,
         "flop_rule": "6 * n_params per trained (forward + backward) token, 2 * n_params per forward-only token "
                      "(Kaplan et al. 2020); counted from the tokens processed",
-    }
+    })

@@ -89,7 +89,7 @@ def comparison_table(results: Mapping[str, Any]) -> str:
                 if suite == "perplexity":
                     row.append(f"{_fmt(c['perplexity'], '.3g')} / {_fmt(c['accuracy'], '.2f')}")
                 else:
-                    row.append(f"{_fmt(c['accuracy'], '.2f')} / {c['proxy_accuracy']:.2f} / {c['loss']:.3f}")
+                    row.append(f"{_fmt(c['accuracy'], '.2f')} / {_fmt(c['proxy_accuracy'], '.2f')} / {_fmt(c['loss'], '.3f')}")
             rows.append(row)
     lines += _grid(rows) + [""]
     rows = [["mechanism", "n_params", "state_bytes", "within_budget", "FLOPs total", "self_knowledge_r", "curriculum pulls"]]
@@ -101,7 +101,7 @@ def comparison_table(results: Mapping[str, Any]) -> str:
             str(r["mechanism"]["n_params"]),
             f"{st['state_bytes']:g}",
             "yes" if st["within_budget"] else "NO",
-            f"{r['flops']['total']:.3g}",
+            _fmt(r["flops"]["total"], ".3g"),
             _fmt(r["self_knowledge_correlation"], "+.3f"),
             "/".join(str(n) for n in cur["pulls"]) if cur else "-",
         ])

@@ -220,3 +220,17 @@ def test_length_curriculum_masks_arms_the_ledger_cannot_pay(make_gru):
     out = length_curriculum(m, torch.optim.Adam(m.parameters(), lr=1e-2), (4, 64), vocab=17, n_rounds=30,
                             compute_budget_flops=budget, seed=0, perm=perm, batch_size=2, tbptt_steps=8)
     assert out["pulls"] == [3, 0] and out["stopped"] == "flop ledger"
+
+
+def test_a_diverged_run_gives_strict_json(make_gru, small_kwargs):
+    import json
+
+    from swar_bench.referee.table import comparison_table
+
+    m = make_gru()
+    with torch.no_grad():
+        m.head.weight.fill_(float("nan"))
+    r = evaluate(m, **{**small_kwargs, "curriculum_rounds": 1})
+    json.dumps(r, allow_nan=False)
+    assert r["suites"]["needle"][0]["loss"] is None and r["self_knowledge_correlation"] is None
+    assert "  GRU " in comparison_table(r)
