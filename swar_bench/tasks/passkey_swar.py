@@ -444,8 +444,12 @@ def make_example(seed: int, n_writes: int, params: PasskeySwarParams | None = No
        it never happens with the card's parameters, so the card's valid share is unaffected.
 
     Randomness: draw ``i`` of stream ``s`` (the ``STREAM_*`` constants) is
-    ``stream_bits(seed, s, ...)[i]``; uniform choices use :func:`uniform_index`, coins
-    :func:`prob32`, query counts :func:`query_thresholds`.
+    ``stream_bits(seed, s, ...)[i]``. Write ``j`` uses one 64-bit draw: its low half picks the
+    (active slot, value) pair uniformly among ``size * n_values`` cells, its high half the drift
+    coin and the number of queries (:func:`write_cells`; "queries follow while a coin comes up"
+    is drawn as its geometric count, the same law). A swap reads :data:`STREAM_SWAP` at ``j``;
+    query ``i`` reads :data:`STREAM_QUERY` at ``i`` (kind coin, candidate rank). Uniform choices
+    use :func:`uniform_index`, coins :func:`prob32`.
 
     Args:
         seed: example seed, ``0 <= seed < 2**63`` (see :func:`example_seed`).
@@ -636,9 +640,14 @@ def generate_flat(
 ) -> FlatBatch:
     """Batched generator, flat output: identical, example by example, to :func:`make_example`.
 
-    Vectorised over the batch with numpy: the writes are a loop of ``n_writes`` steps, each
-    one numpy operation per decision over all ``B`` examples; every random number comes from
-    the same counter-based streams as :func:`make_example`.
+    Vectorised with numpy over all ``B * n_writes`` writes at once: the counter-based draws
+    (the same streams as :func:`make_example`), the active set through a loop over the e-th
+    drift event of every example (about ``drift_rate * N`` iterations), the key sets of each
+    query as sliding-window ORs of key bit masks, the answers by binary lifting, the layout by
+    repeating rows. Works in chunks of :func:`chunk_size` examples.
+
+    Returns:
+        :class:`FlatBatch` (``input_ids`` / ``labels`` int16 concatenated, offsets, answer kinds).
 
     Args:
         seeds: ``[B]`` example seeds in ``[0, 2**63)``.
