@@ -222,12 +222,10 @@ class LengthCurriculum(Callback):
     def state_dict(self) -> dict[str, Any]:
         return {
             "n_writes_values": list(self.n_writes_values),
-            "alpha": self.bandit.alpha.tolist(),
-            "beta": self.bandit.beta.tolist(),
-            "pulls": self.bandit.pulls.tolist(),
-            # The sampler's position, so a resumed run draws what the uninterrupted run would.
-            "rng_state": self.bandit._rng.bit_generator.state,
-            "ledger_spent": None if self.ledger is None else self.ledger.spent.tolist(),
+            # Posteriors, pulls and the sampler's position, so a resumed run draws what the
+            # uninterrupted run would.
+            "bandit": self.bandit.state_dict(),
+            "ledger": None if self.ledger is None else self.ledger.state_dict(),
             "prev_loss": self._prev_loss.tolist(),
             "flops_per_expected_token": self._flops_per_expected_token,
             "flops_spent": self.flops_spent,
@@ -240,16 +238,13 @@ class LengthCurriculum(Callback):
             raise ValueError(
                 f"checkpoint curriculum over n_writes {state_dict['n_writes_values']}: expected {list(self.n_writes_values)}"
             )
-        if (state_dict["ledger_spent"] is None) != (self.ledger is None):
+        if (state_dict["ledger"] is None) != (self.ledger is None):
             raise ValueError(
                 "checkpoint and configuration disagree on budget_flops (one has a FLOP ledger, the other not)"
             )
-        self.bandit.alpha[:] = state_dict["alpha"]
-        self.bandit.beta[:] = state_dict["beta"]
-        self.bandit.pulls[:] = state_dict["pulls"]
-        self.bandit._rng.bit_generator.state = state_dict["rng_state"]
+        self.bandit.load_state_dict(state_dict["bandit"])
         if self.ledger is not None:
-            self.ledger.spent[:] = state_dict["ledger_spent"]
+            self.ledger.load_state_dict(state_dict["ledger"])
         self._prev_loss[:] = state_dict["prev_loss"]
         self._flops_per_expected_token = state_dict["flops_per_expected_token"]
         self.flops_spent = float(state_dict["flops_spent"])
