@@ -10,7 +10,7 @@ a reward ``r`` in [0, 1] updates ``alpha += r``, ``beta += 1 - r``), as the refe
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -66,7 +66,9 @@ class ThompsonBernoulli:
             return int(np.argmax(samples))
         allowed = np.asarray(list(mask), dtype=bool)
         if allowed.shape != (self.n_arms,):
-            raise ValueError(f"mask has {allowed.size} entries: expected one bool per arm ({self.n_arms})")
+            raise ValueError(
+                f"mask has {allowed.size} entries: expected one bool per arm ({self.n_arms})"
+            )
         if not allowed.any():
             raise ValueError("mask allows no arm: expected at least one True entry")
         return int(np.argmax(np.where(allowed, samples, -np.inf)))
@@ -106,7 +108,9 @@ class ThompsonBernoulli:
         """
         for key in ("alpha", "beta", "pulls"):
             if len(state[key]) != self.n_arms:
-                raise ValueError(f"state_dict[{key!r}] has {len(state[key])} entries: expected {self.n_arms}")
+                raise ValueError(
+                    f"state_dict[{key!r}] has {len(state[key])} entries: expected {self.n_arms}"
+                )
         self.alpha[:] = state["alpha"]
         self.beta[:] = state["beta"]
         self.pulls[:] = state["pulls"]
@@ -177,7 +181,9 @@ class FlopLedger:
     def mask(self, flops_per_arm: Sequence[float]) -> list[bool]:
         """``[can_pay(arm, flops_per_arm[arm]) for arm]``: the arms whose next pull is affordable."""
         if len(flops_per_arm) != self.n_arms:
-            raise ValueError(f"flops_per_arm has {len(flops_per_arm)} entries: expected {self.n_arms}")
+            raise ValueError(
+                f"flops_per_arm has {len(flops_per_arm)} entries: expected {self.n_arms}"
+            )
         return [self.can_pay(a, f) for a, f in enumerate(flops_per_arm)]
 
     @property
@@ -187,7 +193,11 @@ class FlopLedger:
 
     def state_dict(self) -> dict:
         """``{"budget_flops", "n_arms", "spent"}`` (JSON-ready)."""
-        return {"budget_flops": self.budget_flops, "n_arms": self.n_arms, "spent": self.spent.tolist()}
+        return {
+            "budget_flops": self.budget_flops,
+            "n_arms": self.n_arms,
+            "spent": self.spent.tolist(),
+        }
 
     def load_state_dict(self, state: dict) -> None:
         """Restore a ``state_dict()``.

@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Optional
 
 import torch
 
@@ -29,16 +28,33 @@ def build_parser():
     """The jsonargparse parser of ``swar-bench referee`` (config file, mechanism, evaluate's arguments)."""
     from jsonargparse import ActionConfigFile, ArgumentParser
 
-    parser = ArgumentParser(prog=PROG, description="E7 long-context referee: train-then-probe at every range.",
-                            exit_on_error=False)
-    parser.add_argument("--config", action=ActionConfigFile, help="YAML config (mechanism + evaluate arguments).")
-    parser.add_argument("--mechanism", type=torch.nn.Module, required=True,
-                        help="The mechanism: class_path (e.g. swar_bench.mechanisms.GRU) and init_args.")
+    parser = ArgumentParser(
+        prog=PROG,
+        description="E7 long-context referee: train-then-probe at every range.",
+        exit_on_error=False,
+    )
+    parser.add_argument(
+        "--config", action=ActionConfigFile, help="YAML config (mechanism + evaluate arguments)."
+    )
+    parser.add_argument(
+        "--mechanism",
+        type=torch.nn.Module,
+        required=True,
+        help="The mechanism: class_path (e.g. swar_bench.mechanisms.GRU) and init_args.",
+    )
     parser.add_function_arguments(evaluate, skip={"mechanism"})
-    parser.add_argument("--init_seed", type=Optional[int], default=None,
-                        help="torch.manual_seed before building the mechanism (default: seed).")
-    parser.add_argument("--out", type=str, default="runs/referee", help="Output folder for result.json and the PNG.")
-    parser.add_argument("--name", type=Optional[str], default=None, help="Name of the mechanism in the table.")
+    parser.add_argument(
+        "--init_seed",
+        type=int | None,
+        default=None,
+        help="torch.manual_seed before building the mechanism (default: seed).",
+    )
+    parser.add_argument(
+        "--out", type=str, default="runs/referee", help="Output folder for result.json and the PNG."
+    )
+    parser.add_argument(
+        "--name", type=str | None, default=None, help="Name of the mechanism in the table."
+    )
     return parser
 
 
@@ -57,17 +73,20 @@ def _run(argv: list[str]) -> int:
         cfg = parser.parse_args(argv)
     except SystemExit as e:  # --help
         return int(e.code or 0)
-    except Exception as e:  # jsonargparse reports bad configs as ArgumentError / ValueError
+    except Exception as e:  # noqa: BLE001 - any bad config is reported as one line
         return _error(e)
     seed = cfg.seed
     torch.manual_seed(cfg.init_seed if cfg.init_seed is not None else seed)
     try:
         instantiate = getattr(parser, "instantiate", None) or parser.instantiate_classes
         mechanism = instantiate(cfg).mechanism
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001 - whatever the mechanism's constructor raises
         return _error(f"could not build the mechanism {cfg.mechanism.class_path}: {e}")
-    kwargs = {k: v for k, v in vars(cfg).items()
-              if k not in ("config", "mechanism", "init_seed", "out", "name", "__path__")}
+    kwargs = {
+        k: v
+        for k, v in vars(cfg).items()
+        if k not in ("config", "mechanism", "init_seed", "out", "name", "__path__")
+    }
     kwargs = {k: (list(v) if isinstance(v, tuple) else v) for k, v in kwargs.items()}
     try:
         result = evaluate(mechanism, **kwargs)
@@ -83,17 +102,27 @@ def _run(argv: list[str]) -> int:
 
 
 def _compare(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog=f"{PROG} compare", description="Compare saved referee results.")
-    parser.add_argument("results", nargs="+", help="result.json files written by `swar-bench referee`.")
-    parser.add_argument("--names", nargs="+", default=None, help="One name per result (default: file's folder).")
-    parser.add_argument("--plot", default=None, help="Also draw the forgetting curves into this PNG.")
+    parser = argparse.ArgumentParser(
+        prog=f"{PROG} compare", description="Compare saved referee results."
+    )
+    parser.add_argument(
+        "results", nargs="+", help="result.json files written by `swar-bench referee`."
+    )
+    parser.add_argument(
+        "--names", nargs="+", default=None, help="One name per result (default: file's folder)."
+    )
+    parser.add_argument(
+        "--plot", default=None, help="Also draw the forgetting curves into this PNG."
+    )
     try:
         args = parser.parse_args(argv)
     except SystemExit as e:
         return int(e.code or 0)
     names = args.names or [Path(p).parent.name or Path(p).stem for p in args.results]
     if len(names) != len(args.results):
-        return _error(f"--names has {len(names)} entries: expected one per result ({len(args.results)})")
+        return _error(
+            f"--names has {len(names)} entries: expected one per result ({len(args.results)})"
+        )
     if len(set(names)) != len(names):
         return _error(f"names {names}: expected distinct names (pass --names)")
     try:

@@ -14,14 +14,17 @@ that returns logits; FLOPs counted from the tokens actually processed (forward-o
 from __future__ import annotations
 
 import copy
+import itertools
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import torch
 
 from swar_bench.mechanisms.protocol import measure_state_bytes
 from swar_bench.referee.bandit import FlopLedger, ThompsonBernoulli
+from swar_bench.referee.stream import Runner, as_mechanism, count_params, stream
 from swar_bench.referee.suites import (
     DEFAULT_VOCAB,
     MIN_VOCAB,
@@ -31,7 +34,6 @@ from swar_bench.referee.suites import (
     markov_oracle_loss,
     random_permutation,
 )
-from swar_bench.referee.stream import Runner, as_mechanism, count_params, stream
 from swar_bench.referee.train import flops, train_step_tokens, train_tbptt
 
 SCHEMA = "swar_bench.referee/1"
@@ -60,7 +62,9 @@ def solved_threshold(vocab: int) -> float:
     return 0.5 * math.log(vocab)
 
 
-def self_knowledge_correlation(accuracies: Sequence[float], losses: Sequence[float]) -> tuple[float, str]:
+def self_knowledge_correlation(
+    accuracies: Sequence[float], losses: Sequence[float]
+) -> tuple[float, str]:
     """Pearson correlation across ranges of "how much it forgot" (``1 - accuracy``) and its own probe loss.
 
     Source: the E7 card, "Calibrated forgetting curves": near +1 when the mechanism is as surprised
@@ -74,7 +78,9 @@ def self_knowledge_correlation(accuracies: Sequence[float], losses: Sequence[flo
     a = [None if v is None else float(v) for v in accuracies]
     lo = [None if v is None else float(v) for v in losses]
     if len(a) != len(lo):
-        raise ValueError(f"{len(a)} accuracies and {len(lo)} losses: expected one of each per range")
+        raise ValueError(
+            f"{len(a)} accuracies and {len(lo)} losses: expected one of each per range"
+        )
     if len(a) < 2:
         return float("nan"), f"undefined: {len(a)} range(s), a correlation needs at least 2"
     if any(v is None or not math.isfinite(v) for v in a + lo):
@@ -82,7 +88,9 @@ def self_knowledge_correlation(accuracies: Sequence[float], losses: Sequence[flo
     forgot = np.array([1.0 - v for v in a])
     loss = np.array(lo)
     if np.ptp(forgot) == 0:
-        return float("nan"), f"undefined: accuracy is the same ({a[0]:.4g}) at every range (zero variance)"
+        return float(
+            "nan"
+        ), f"undefined: accuracy is the same ({a[0]:.4g}) at every range (zero variance)"
     if np.ptp(loss) == 0:
         return float("nan"), "undefined: probe loss is the same at every range (zero variance)"
     r = float(np.corrcoef(forgot, loss)[0, 1])
@@ -102,8 +110,9 @@ def finite_or_none(obj: Any) -> Any:
 
 
 def _as_int(name: str, value: Any, minimum: int) -> int:
+    # Bad user input is a ValueError throughout the project, whatever its type.
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise ValueError(f"{name}={value!r}: expected an integer >= {minimum}")
+        raise ValueError(f"{name}={value!r}: expected an integer >= {minimum}")  # noqa: TRY004
     if not math.isfinite(float(value)) or int(value) != value or int(value) < minimum:
         raise ValueError(f"{name}={value!r}: expected an integer >= {minimum}")
     return int(value)
@@ -125,7 +134,7 @@ def check_ranges(ranges: Sequence[float], hops: int) -> tuple[int, ...]:
         raise ValueError("ranges=(): expected at least one distance in tokens")
     minimum = max(2, 2 * int(hops))
     out = tuple(_as_int(f"ranges[{i}]", v, minimum) for i, v in enumerate(values))
-    if any(b <= a for a, b in zip(out[:-1], out[1:])):
+    if any(b <= a for a, b in itertools.pairwise(out)):
         raise ValueError(f"ranges={list(out)}: expected strictly increasing distances")
     return out
 
@@ -203,11 +212,25 @@ def length_curriculum(
             break
         arm = bandit.select(mask)
         x, y = make_batch(
-            "perplexity", seed=seed, split="curriculum", distance=lengths[arm], vocab=vocab,
-            first_index=rnd * batch_size, batch_size=batch_size, perm=perm, resample_prob=resample_prob,
+            "perplexity",
+            seed=seed,
+            split="curriculum",
+            distance=lengths[arm],
+            vocab=vocab,
+            first_index=rnd * batch_size,
+            batch_size=batch_size,
+            perm=perm,
+            resample_prob=resample_prob,
         )
         step = train_tbptt(
-            mechanism, opt, x, y, vocab=vocab, tbptt_steps=tbptt_steps, chunk_size=chunk_size, grad_clip=grad_clip
+            mechanism,
+            opt,
+            x,
+            y,
+            vocab=vocab,
+            tbptt_steps=tbptt_steps,
+            chunk_size=chunk_size,
+            grad_clip=grad_clip,
         )
         after = stream(runner, x, y, chunk_size=chunk_size, tail=tbptt_steps)
         loss_after = float(after.tail_loss_sum.sum() / max(1, after.tail_n_supervised.sum()))
@@ -220,7 +243,14 @@ def length_curriculum(
         ledger.pay(arm, pull_flops[arm])
         tokens_forward += pull[arm][0]
         tokens_backward += pull[arm][1]
-        history.append({"range": lengths[arm], "loss_before": step.loss, "loss_after": loss_after, "reward": reward})
+        history.append(
+            {
+                "range": lengths[arm],
+                "loss_before": step.loss,
+                "loss_after": loss_after,
+                "reward": reward,
+            }
+        )
     return {
         "ranges": list(lengths),
         "rounds": n_rounds,
@@ -242,7 +272,11 @@ def length_curriculum(
 
 
 def _optimizer(mechanism: object, lr: float) -> torch.optim.Optimizer | None:
-    params = [p for p in mechanism.parameters() if p.requires_grad] if hasattr(mechanism, "parameters") else []
+    params = (
+        [p for p in mechanism.parameters() if p.requires_grad]
+        if hasattr(mechanism, "parameters")
+        else []
+    )
     return torch.optim.Adam(params, lr=lr) if params else None
 
 
@@ -261,7 +295,12 @@ def _run_cell(
 ) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """Train ``fresh`` (a copy nobody else uses) on ``suite`` at ``distance``, then probe held-out instances."""
     vocab, B, tbptt = cfg["vocab"], cfg["batch_size"], cfg["tbptt_steps"]
-    batch_kw = dict(vocab=vocab, hops=cfg["hops"], perm=perm, resample_prob=cfg["resample_prob"])
+    batch_kw = {
+        "vocab": vocab,
+        "hops": cfg["hops"],
+        "perm": perm,
+        "resample_prob": cfg["resample_prob"],
+    }
     length = distance if suite == "perplexity" else distance + 1
     opt = _optimizer(fresh, cfg["lr"])
     step_fwd, step_bwd = train_step_tokens(B, length, tbptt)
@@ -275,9 +314,24 @@ def _run_cell(
             if ledger is not None and not ledger.can_pay(arm, step_flops):
                 stopped = "flop ledger"
                 break
-            x, y = make_batch(suite, seed=cfg["seed"], split="train", distance=distance, first_index=i * B, batch_size=B, **batch_kw)
+            x, y = make_batch(
+                suite,
+                seed=cfg["seed"],
+                split="train",
+                distance=distance,
+                first_index=i * B,
+                batch_size=B,
+                **batch_kw,
+            )
             step = train_tbptt(
-                fresh, opt, x, y, vocab=vocab, tbptt_steps=tbptt, chunk_size=cfg["chunk_size"], grad_clip=cfg["grad_clip"]
+                fresh,
+                opt,
+                x,
+                y,
+                vocab=vocab,
+                tbptt_steps=tbptt,
+                chunk_size=cfg["chunk_size"],
+                grad_clip=cfg["grad_clip"],
             )
             if ledger is not None:
                 ledger.pay(arm, step_flops)
@@ -289,20 +343,36 @@ def _run_cell(
     state_info = None
     for first in range(0, cfg["n_eval_trials"], B):
         rows = min(B, cfg["n_eval_trials"] - first)
-        x, y = make_batch(suite, seed=cfg["seed"], split="eval", distance=distance, first_index=first, batch_size=rows, **batch_kw)
-        out = stream(runner, x, y, chunk_size=cfg["chunk_size"], tail=tbptt if suite == "perplexity" else 0)
+        x, y = make_batch(
+            suite,
+            seed=cfg["seed"],
+            split="eval",
+            distance=distance,
+            first_index=first,
+            batch_size=rows,
+            **batch_kw,
+        )
+        out = stream(
+            runner, x, y, chunk_size=cfg["chunk_size"], tail=tbptt if suite == "perplexity" else 0
+        )
         per_row_loss.extend((out.loss_sum / np.maximum(out.n_supervised, 1)).tolist())
         if out.correct is not None:
             per_row_correct.extend((out.correct / np.maximum(out.n_supervised, 1)).tolist())
         tail_loss += float(out.tail_loss_sum.sum())
         if suite == "perplexity":
-            oracle += markov_oracle_loss(x, y, vocab=vocab, perm=perm, resample_prob=cfg["resample_prob"])
+            oracle += markov_oracle_loss(
+                x, y, vocab=vocab, perm=perm, resample_prob=cfg["resample_prob"]
+            )
         tail_n += int(out.tail_n_supervised.sum())
         eval_tokens += out.tokens
         if measure_state and first + rows >= cfg["n_eval_trials"]:
             measured = measure_state_bytes(out.state)
             empty = measure_state_bytes(runner.init_state(out.state_rows))
-            state_info = {"measured_bytes": measured, "batch_size": out.state_rows, "initial_bytes": empty}
+            state_info = {
+                "measured_bytes": measured,
+                "batch_size": out.state_rows,
+                "initial_bytes": empty,
+            }
 
     threshold = solved_threshold(vocab)
     loss = float(np.mean(per_row_loss))
@@ -318,8 +388,14 @@ def _run_cell(
         cell["tail_loss"] = tail_loss / max(1, tail_n)
         cell["optimal_loss"] = markov_optimal_loss(vocab, cfg["resample_prob"])
         cell["oracle_loss"] = oracle / eval_tokens
-    tokens = {"train_forward": n_trained * step_fwd, "train_backward": n_trained * step_bwd, "eval": eval_tokens}
-    train_flops = flops(n_params, tokens_forward=tokens["train_forward"], tokens_backward=tokens["train_backward"])
+    tokens = {
+        "train_forward": n_trained * step_fwd,
+        "train_backward": n_trained * step_bwd,
+        "eval": eval_tokens,
+    }
+    train_flops = flops(
+        n_params, tokens_forward=tokens["train_forward"], tokens_backward=tokens["train_backward"]
+    )
     eval_flops = flops(n_params, tokens_forward=eval_tokens)
     cell.update(
         train_steps=n_trained,
@@ -409,7 +485,9 @@ def evaluate(
     except (TypeError, ValueError):
         budget_bytes = float("nan")
     if not math.isfinite(budget_bytes) or budget_bytes <= 0:
-        raise ValueError(f"state_budget_bytes={state_budget_bytes!r}: expected a number of bytes > 0")
+        raise ValueError(
+            f"state_budget_bytes={state_budget_bytes!r}: expected a number of bytes > 0"
+        )
     cfg = {
         "seed": seed,
         "vocab": vocab,
@@ -440,7 +518,9 @@ def evaluate(
         except (TypeError, ValueError):
             budget = float("nan")
         if not math.isfinite(budget) or budget <= 0:
-            raise ValueError(f"compute_budget_flops={compute_budget_flops!r}: expected a number of FLOPs > 0")
+            raise ValueError(
+                f"compute_budget_flops={compute_budget_flops!r}: expected a number of FLOPs > 0"
+            )
 
     perm = random_permutation(np.random.default_rng([seed, 7]), vocab)
     suites: dict[str, list[dict[str, Any]]] = {}
@@ -454,8 +534,16 @@ def evaluate(
             with torch.random.fork_rng(devices=[]):
                 torch.manual_seed(seed)
                 cell, info = _run_cell(
-                    fresh, suite, distance, arm, ledger, n_steps=n_steps, cfg=cfg, perm=perm,
-                    n_params=n_params, measure_state=(suite == "needle" and arm == len(lengths) - 1),
+                    fresh,
+                    suite,
+                    distance,
+                    arm,
+                    ledger,
+                    n_steps=n_steps,
+                    cfg=cfg,
+                    perm=perm,
+                    n_params=n_params,
+                    measure_state=(suite == "needle" and arm == len(lengths) - 1),
                 )
             cells.append(cell)
             if info is not None:
@@ -474,10 +562,19 @@ def evaluate(
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             curriculum = length_curriculum(
-                fresh, _optimizer(fresh, cfg["lr"]), lengths, vocab=vocab, n_rounds=cfg["curriculum_rounds"],
-                compute_budget_flops=budget, seed=seed, perm=perm, batch_size=cfg["batch_size"],
-                tbptt_steps=cfg["tbptt_steps"], chunk_size=cfg["chunk_size"],
-                resample_prob=cfg["resample_prob"], grad_clip=cfg["grad_clip"],
+                fresh,
+                _optimizer(fresh, cfg["lr"]),
+                lengths,
+                vocab=vocab,
+                n_rounds=cfg["curriculum_rounds"],
+                compute_budget_flops=budget,
+                seed=seed,
+                perm=perm,
+                batch_size=cfg["batch_size"],
+                tbptt_steps=cfg["tbptt_steps"],
+                chunk_size=cfg["chunk_size"],
+                resample_prob=cfg["resample_prob"],
+                grad_clip=cfg["grad_clip"],
             )
         del fresh
 
@@ -485,7 +582,9 @@ def evaluate(
     needle = suites["needle"]
     use_exact = not runner.loss_only
     acc_key = "accuracy" if use_exact else "proxy_accuracy"
-    r, reason = self_knowledge_correlation([c[acc_key] for c in needle], [c["loss"] for c in needle])
+    r, reason = self_knowledge_correlation(
+        [c[acc_key] for c in needle], [c["loss"] for c in needle]
+    )
 
     per_seq = state_info["measured_bytes"] / state_info["batch_size"]
     initial = state_info["initial_bytes"] / state_info["batch_size"]
@@ -527,33 +626,48 @@ def evaluate(
         "compute_budget_flops": budget,
         **{k: cfg[k] for k in PROTOCOL_KEYS if k in cfg and k not in ("seed", "vocab", "hops")},
     }
-    return finite_or_none({
-        "schema": SCHEMA,
-        "protocol": {k: protocol[k] for k in PROTOCOL_KEYS},
-        "settings": {"chunk_size": cfg["chunk_size"], "lr": cfg["lr"], "grad_clip": cfg["grad_clip"],
-                     "compute_budget_flops_default": compute_budget_flops is None},
-        "mechanism": {"class": f"{type(reported).__module__}.{type(reported).__qualname__}",
-                      "n_params": n_params, "loss_only": runner.loss_only},
-        "chance_loss": math.log(vocab),
-        "solved_threshold": solved_threshold(vocab),
-        "accuracy_note": (
-            "accuracy: exact argmax accuracy at the probe positions; proxy_accuracy: fraction of "
-            "held-out trials whose probe loss < 0.5 * ln(vocab)"
-            if use_exact
-            else "loss-only mechanism (no logits): accuracy is None; only the loss-threshold proxy is reported"
-        ),
-        "suites": suites,
-        "forgetting_curve": [
-            {"range": c["range"], "accuracy": c["accuracy"], "proxy_accuracy": c["proxy_accuracy"], "loss": c["loss"]}
-            for c in needle
-        ],
-        "self_knowledge_correlation": None if math.isnan(r) else r,
-        "self_knowledge_reason": reason or f"Pearson r of (1 - needle {acc_key}) and needle probe loss across ranges",
-        "state": state,
-        "curriculum": curriculum,
-        "curriculum_reason": curriculum_reason,
-        "tokens": tok,
-        "flops": fl,
-        "flop_rule": "6 * n_params per trained (forward + backward) token, 2 * n_params per forward-only token "
-                     "(Kaplan et al. 2020); counted from the tokens processed",
-    })
+    return finite_or_none(
+        {
+            "schema": SCHEMA,
+            "protocol": {k: protocol[k] for k in PROTOCOL_KEYS},
+            "settings": {
+                "chunk_size": cfg["chunk_size"],
+                "lr": cfg["lr"],
+                "grad_clip": cfg["grad_clip"],
+                "compute_budget_flops_default": compute_budget_flops is None,
+            },
+            "mechanism": {
+                "class": f"{type(reported).__module__}.{type(reported).__qualname__}",
+                "n_params": n_params,
+                "loss_only": runner.loss_only,
+            },
+            "chance_loss": math.log(vocab),
+            "solved_threshold": solved_threshold(vocab),
+            "accuracy_note": (
+                "accuracy: exact argmax accuracy at the probe positions; proxy_accuracy: fraction of "
+                "held-out trials whose probe loss < 0.5 * ln(vocab)"
+                if use_exact
+                else "loss-only mechanism (no logits): accuracy is None; only the loss-threshold proxy is reported"
+            ),
+            "suites": suites,
+            "forgetting_curve": [
+                {
+                    "range": c["range"],
+                    "accuracy": c["accuracy"],
+                    "proxy_accuracy": c["proxy_accuracy"],
+                    "loss": c["loss"],
+                }
+                for c in needle
+            ],
+            "self_knowledge_correlation": None if math.isnan(r) else r,
+            "self_knowledge_reason": reason
+            or f"Pearson r of (1 - needle {acc_key}) and needle probe loss across ranges",
+            "state": state,
+            "curriculum": curriculum,
+            "curriculum_reason": curriculum_reason,
+            "tokens": tok,
+            "flops": fl,
+            "flop_rule": "6 * n_params per trained (forward + backward) token, 2 * n_params per forward-only token "
+            "(Kaplan et al. 2020); counted from the tokens processed",
+        }
+    )

@@ -6,14 +6,15 @@ import json
 import math
 import os
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import matplotlib.ticker  # noqa: E402
+import matplotlib.pyplot as plt
+import matplotlib.ticker
 
 
 def _atomic_write(path: Path, write) -> None:
@@ -48,10 +49,14 @@ def read_json(path: str | os.PathLike) -> dict[str, Any]:
     except FileNotFoundError:
         raise ValueError(f"{path}: no such file; expected a referee result JSON") from None
     except json.JSONDecodeError as e:
-        raise ValueError(f"{path}: not valid JSON ({e.msg} at line {e.lineno}); expected a referee result") from None
+        raise ValueError(
+            f"{path}: not valid JSON ({e.msg} at line {e.lineno}); expected a referee result"
+        ) from None
 
 
-def plot_forgetting_curve(results: Mapping[str, Mapping[str, Any]], path: str | os.PathLike) -> Path:
+def plot_forgetting_curve(
+    results: Mapping[str, Mapping[str, Any]], path: str | os.PathLike
+) -> Path:
     """Draw needle accuracy and the self-reported probe loss against range, one line per mechanism.
 
     Left axis: exact accuracy (solid; the loss-threshold proxy, dashed, for loss-only mechanisms).
@@ -69,11 +74,24 @@ def plot_forgetting_curve(results: Mapping[str, Mapping[str, Any]], path: str | 
         if all(p["accuracy"] is not None for p in curve):
             ax.plot(xs, [p["accuracy"] for p in curve], "-o", color=c, label=f"{name} accuracy")
         else:
-            ax.plot(xs, [p["proxy_accuracy"] for p in curve], "--o", color=c, label=f"{name} proxy accuracy")
-        ax2.plot(xs, [p["loss"] for p in curve], ":s", color=c, alpha=0.8, label=f"{name} probe loss")
+            ax.plot(
+                xs,
+                [p["proxy_accuracy"] for p in curve],
+                "--o",
+                color=c,
+                label=f"{name} proxy accuracy",
+            )
+        ax2.plot(
+            xs, [p["loss"] for p in curve], ":s", color=c, alpha=0.8, label=f"{name} probe loss"
+        )
         threshold = r["solved_threshold"]
         sk = r["self_knowledge_correlation"]
-        ax.plot([], [], " ", label=f"{name} self-knowledge r = {'n/a' if sk is None or math.isnan(sk) else f'{sk:+.2f}'}")
+        ax.plot(
+            [],
+            [],
+            " ",
+            label=f"{name} self-knowledge r = {'n/a' if sk is None or math.isnan(sk) else f'{sk:+.2f}'}",
+        )
     if threshold is not None:
         ax2.axhline(threshold, color="grey", lw=0.8, ls="--", label="solved threshold 0.5 ln V")
     ax.set_xscale("log")

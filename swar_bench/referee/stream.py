@@ -14,6 +14,7 @@ and the carried state is detached at every chunk boundary (truncated BPTT).
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -84,7 +85,7 @@ def chunk_bounds(length: int, chunk_size: int, split: int | None = None) -> list
         raise ValueError(f"chunk_size={chunk_size!r}: expected an integer >= 1")
     cuts = [0, length] if split is None or split <= 0 or split >= length else [0, split, length]
     out = []
-    for a, b in zip(cuts[:-1], cuts[1:]):
+    for a, b in itertools.pairwise(cuts):
         out.extend((s, min(s + chunk_size, b)) for s in range(a, b, chunk_size))
     return out
 
@@ -129,7 +130,9 @@ class Runner:
         self.vocab = int(vocab)
         own = getattr(mechanism, "vocab_size", None)
         if own is not None and self.vocab > int(own):
-            raise ValueError(f"vocab={vocab!r}: expected at most the mechanism's vocab_size ({own})")
+            raise ValueError(
+                f"vocab={vocab!r}: expected at most the mechanism's vocab_size ({own})"
+            )
         self.loss_only = is_loss_only(mechanism)
         self.device = mechanism_device(mechanism)
 
@@ -215,7 +218,12 @@ def stream(
     """
     B, T = input_ids.shape
     if runner.loss_only and B > 1:
-        parts = [stream(runner, input_ids[b : b + 1], targets[b : b + 1], chunk_size=chunk_size, tail=tail) for b in range(B)]
+        parts = [
+            stream(
+                runner, input_ids[b : b + 1], targets[b : b + 1], chunk_size=chunk_size, tail=tail
+            )
+            for b in range(B)
+        ]
         return StreamResult(
             state=parts[-1].state,
             state_rows=1,

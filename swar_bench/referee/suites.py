@@ -16,7 +16,7 @@ why the multi-hop target is taken mod ``vocab - 1``.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -49,7 +49,9 @@ def _check_distance(distance: int, minimum: int, what: str) -> int:
     return int(distance)
 
 
-def _filler(rng: np.random.Generator, size: int, vocab: int, exclude: int | None = None) -> np.ndarray:
+def _filler(
+    rng: np.random.Generator, size: int, vocab: int, exclude: int | None = None
+) -> np.ndarray:
     """``size`` uniform content tokens in ``[0, vocab - 1)``, never equal to ``exclude``."""
     if exclude is None:
         return rng.integers(0, vocab - 1, size=size, dtype=np.int64)
@@ -107,7 +109,9 @@ def copy_suite(rng: np.random.Generator, *, distance: int, vocab: int) -> Instan
     return x, y
 
 
-def multi_hop_suite(rng: np.random.Generator, *, distance: int, vocab: int, hops: int = 3) -> Instance:
+def multi_hop_suite(
+    rng: np.random.Generator, *, distance: int, vocab: int, hops: int = 3
+) -> Instance:
     """``hops`` anchors scattered across ``[0, distance)``; the probe at ``distance`` is their sum mod ``vocab - 1``.
 
     Layout (``T = distance + 1``): anchor ``i`` is the pair ``(MARK, a_i)`` at positions
@@ -126,7 +130,9 @@ def multi_hop_suite(rng: np.random.Generator, *, distance: int, vocab: int, hops
     if isinstance(hops, bool) or int(hops) != hops or hops < 1:
         raise ValueError(f"hops={hops!r}: expected an integer >= 1")
     hops = int(hops)
-    distance = _check_distance(distance, 2 * hops, f"multi_hop_suite with hops={hops} (one (MARK, value) pair per hop)")
+    distance = _check_distance(
+        distance, 2 * hops, f"multi_hop_suite with hops={hops} (one (MARK, value) pair per hop)"
+    )
     x = np.empty(distance + 1, dtype=np.int64)
     x[:distance] = _filler(rng, distance, vocab)
     slots = np.sort(rng.choice(distance // 2, size=hops, replace=False))
@@ -145,7 +151,12 @@ def random_permutation(rng: np.random.Generator, vocab: int) -> np.ndarray:
 
 
 def markov_suite(
-    rng: np.random.Generator, *, length: int, vocab: int, perm: np.ndarray, resample_prob: float = 0.1
+    rng: np.random.Generator,
+    *,
+    length: int,
+    vocab: int,
+    perm: np.ndarray,
+    resample_prob: float = 0.1,
 ) -> Instance:
     """An order-1 Markov stream: the next token is ``perm[token]``, or, with ``resample_prob``, uniform.
 
@@ -201,7 +212,12 @@ def markov_optimal_loss(vocab: int, resample_prob: float) -> float:
 
 
 def markov_oracle_loss(
-    input_ids: np.ndarray, targets: np.ndarray, *, vocab: int, perm: np.ndarray, resample_prob: float
+    input_ids: np.ndarray,
+    targets: np.ndarray,
+    *,
+    vocab: int,
+    perm: np.ndarray,
+    resample_prob: float,
 ) -> float:
     """Summed loss (nats) of the true next-token distribution on given ``markov_suite`` streams.
 
@@ -233,7 +249,9 @@ SPLITS = {"train": 0, "eval": 1, "curriculum": 2}
 """Seed-space split codes: instances of different splits come from disjoint seed tuples."""
 
 
-def instance_rng(seed: int, split: str, suite: str, distance: int, index: int) -> np.random.Generator:
+def instance_rng(
+    seed: int, split: str, suite: str, distance: int, index: int
+) -> np.random.Generator:
     """The generator of one instance, keyed by ``(seed, split, suite, distance, index)``.
 
     Training, held-out evaluation and the curriculum use different ``split`` codes, so their instances
@@ -248,7 +266,9 @@ def instance_rng(seed: int, split: str, suite: str, distance: int, index: int) -
         raise ValueError(f"suite={suite!r}: expected one of {SUITE_NAMES}")
     if seed < 0 or index < 0:
         raise ValueError(f"seed={seed!r}, index={index!r}: expected non-negative integers")
-    return np.random.default_rng([int(seed), SPLITS[split], SUITE_NAMES.index(suite), int(distance), int(index)])
+    return np.random.default_rng(
+        [int(seed), SPLITS[split], SUITE_NAMES.index(suite), int(distance), int(index)]
+    )
 
 
 def make_batch(
@@ -278,8 +298,14 @@ def make_batch(
         rng = instance_rng(seed, split, suite, distance, first_index + b)
         if suite == "perplexity":
             if perm is None:
-                raise ValueError("suite='perplexity' needs perm: expected a permutation of range(vocab)")
-            rows.append(markov_suite(rng, length=distance, vocab=vocab, perm=perm, resample_prob=resample_prob))
+                raise ValueError(
+                    "suite='perplexity' needs perm: expected a permutation of range(vocab)"
+                )
+            rows.append(
+                markov_suite(
+                    rng, length=distance, vocab=vocab, perm=perm, resample_prob=resample_prob
+                )
+            )
         elif suite == "multi_hop":
             rows.append(multi_hop_suite(rng, distance=distance, vocab=vocab, hops=hops))
         elif suite in PROBE_SUITES:

@@ -8,7 +8,8 @@ that instead of trusting the caller.
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from swar_bench.referee.evaluate import PROTOCOL_KEYS, SCHEMA
 from swar_bench.referee.suites import SUITE_NAMES
@@ -16,13 +17,17 @@ from swar_bench.referee.suites import SUITE_NAMES
 
 def _named(results: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
     if not isinstance(results, Mapping) or not results:
-        raise ValueError("results: expected one evaluate() result or a non-empty {name: result} mapping")
+        raise ValueError(
+            "results: expected one evaluate() result or a non-empty {name: result} mapping"
+        )
     if "schema" in results:
         return {str(results["mechanism"]["class"]).rsplit(".", 1)[-1]: results}
     named = {}
     for name, r in results.items():
         if not isinstance(r, Mapping) or r.get("schema") != SCHEMA:
-            raise ValueError(f"results[{name!r}]: expected an evaluate() result with schema {SCHEMA!r}")
+            raise ValueError(
+                f"results[{name!r}]: expected an evaluate() result with schema {SCHEMA!r}"
+            )
         named[str(name)] = r
     return named
 
@@ -74,8 +79,11 @@ def comparison_table(results: Mapping[str, Any]) -> str:
     p = first["protocol"]
     ranges = p["ranges"]
     lines = [
-        f"E7 referee: ranges {', '.join(str(r) for r in ranges)} tokens | seed {p['seed']} | vocab {p['vocab']} | "
-        f"state budget {p['state_budget_bytes']:g} B | FLOP budget {p['compute_budget_flops']:.3g} per ledger",
+        (
+            f"E7 referee: ranges {', '.join(str(r) for r in ranges)} tokens | seed {p['seed']} | "
+            f"vocab {p['vocab']} | state budget {p['state_budget_bytes']:g} B | "
+            f"FLOP budget {p['compute_budget_flops']:.3g} per ledger"
+        ),
         f"solved = probe loss < 0.5 * ln({p['vocab']}) = {first['solved_threshold']:.3f} nats",
         "",
     ]
@@ -89,26 +97,45 @@ def comparison_table(results: Mapping[str, Any]) -> str:
                 if suite == "perplexity":
                     row.append(f"{_fmt(c['perplexity'], '.3g')} / {_fmt(c['accuracy'], '.2f')}")
                 else:
-                    row.append(f"{_fmt(c['accuracy'], '.2f')} / {_fmt(c['proxy_accuracy'], '.2f')} / {_fmt(c['loss'], '.3f')}")
+                    row.append(
+                        f"{_fmt(c['accuracy'], '.2f')} / {_fmt(c['proxy_accuracy'], '.2f')} / {_fmt(c['loss'], '.3f')}"
+                    )
             rows.append(row)
     lines += _grid(rows) + [""]
-    rows = [["mechanism", "n_params", "state_bytes", "within_budget", "FLOPs total", "self_knowledge_r", "curriculum pulls"]]
+    rows = [
+        [
+            "mechanism",
+            "n_params",
+            "state_bytes",
+            "within_budget",
+            "FLOPs total",
+            "self_knowledge_r",
+            "curriculum pulls",
+        ]
+    ]
     for name, r in named.items():
         st = r["state"]
         cur = r.get("curriculum")
-        rows.append([
-            name,
-            str(r["mechanism"]["n_params"]),
-            f"{st['state_bytes']:g}",
-            "yes" if st["within_budget"] else "NO",
-            _fmt(r["flops"]["total"], ".3g"),
-            _fmt(r["self_knowledge_correlation"], "+.3f"),
-            "/".join(str(n) for n in cur["pulls"]) if cur else "-",
-        ])
+        rows.append(
+            [
+                name,
+                str(r["mechanism"]["n_params"]),
+                f"{st['state_bytes']:g}",
+                "yes" if st["within_budget"] else "NO",
+                _fmt(r["flops"]["total"], ".3g"),
+                _fmt(r["self_knowledge_correlation"], "+.3f"),
+                "/".join(str(n) for n in cur["pulls"]) if cur else "-",
+            ]
+        )
     lines += _grid(rows)
-    notes = [f"{name}: self_knowledge_r {r['self_knowledge_reason']}" for name, r in named.items()
-             if r["self_knowledge_correlation"] is None]
-    notes += [f"{name}: {r['accuracy_note']}" for name, r in named.items() if r["mechanism"]["loss_only"]]
+    notes = [
+        f"{name}: self_knowledge_r {r['self_knowledge_reason']}"
+        for name, r in named.items()
+        if r["self_knowledge_correlation"] is None
+    ]
+    notes += [
+        f"{name}: {r['accuracy_note']}" for name, r in named.items() if r["mechanism"]["loss_only"]
+    ]
     if notes:
         lines += [""] + notes
     return "\n".join(lines)

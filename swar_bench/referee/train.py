@@ -24,7 +24,10 @@ FORWARD_FLOPS_PER_PARAM = 2
 
 def flops(n_params: int, *, tokens_forward: int = 0, tokens_backward: int = 0) -> float:
     """``2 * n_params * tokens_forward + 6 * n_params * tokens_backward`` (FLOPs)."""
-    return float(FORWARD_FLOPS_PER_PARAM * n_params * tokens_forward + TRAIN_FLOPS_PER_PARAM * n_params * tokens_backward)
+    return float(
+        FORWARD_FLOPS_PER_PARAM * n_params * tokens_forward
+        + TRAIN_FLOPS_PER_PARAM * n_params * tokens_backward
+    )
 
 
 def train_step_tokens(batch_size: int, length: int, tbptt_steps: int) -> tuple[int, int]:

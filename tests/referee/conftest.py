@@ -45,7 +45,9 @@ class LossOnlyGRU:
     def step(self, state, batch):
         x, y = batch
         logits, state = self.inner(x, state)
-        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), y.reshape(-1), ignore_index=-100)
+        loss = F.cross_entropy(
+            logits.reshape(-1, logits.shape[-1]), y.reshape(-1), ignore_index=-100
+        )
         return state, loss
 
 
@@ -94,18 +96,18 @@ def growing_cache():
     return GrowingCache()
 
 
-SMALL = dict(
-    ranges=(6, 12),
-    state_budget_bytes=1024,
-    seed=0,
-    n_train_steps=3,
-    n_eval_trials=4,
-    perplexity_steps=2,
-    curriculum_rounds=5,
-    batch_size=4,
-    tbptt_steps=8,
-    chunk_size=5,
-)
+SMALL = {
+    "ranges": (6, 12),
+    "state_budget_bytes": 1024,
+    "seed": 0,
+    "n_train_steps": 3,
+    "n_eval_trials": 4,
+    "perplexity_steps": 2,
+    "curriculum_rounds": 5,
+    "batch_size": 4,
+    "tbptt_steps": 8,
+    "chunk_size": 5,
+}
 """Stand-in for the card's ranges (1e3 .. 1e6): the same code path at a size a test can afford."""
 
 

@@ -13,8 +13,8 @@ from swar_bench.referee.evaluate import (
     length_curriculum,
     self_knowledge_correlation,
 )
-from swar_bench.referee.suites import make_batch, random_permutation
 from swar_bench.referee.stream import Runner, chunk_bounds, stream
+from swar_bench.referee.suites import make_batch, random_permutation
 from swar_bench.referee.train import train_step_tokens, train_tbptt
 
 
@@ -26,8 +26,16 @@ def test_chunk_bounds():
 
 def test_streaming_does_not_depend_on_chunk_size(make_gru):
     m = make_gru()
-    x, y = make_batch("perplexity", seed=0, split="eval", distance=50, vocab=17, first_index=0, batch_size=3,
-                      perm=random_permutation(np.random.default_rng(0), 17))
+    x, y = make_batch(
+        "perplexity",
+        seed=0,
+        split="eval",
+        distance=50,
+        vocab=17,
+        first_index=0,
+        batch_size=3,
+        perm=random_permutation(np.random.default_rng(0), 17),
+    )
     runner = Runner(m, 17)
     a = stream(runner, x, y, chunk_size=50, tail=8)
     b = stream(runner, x, y, chunk_size=7, tail=8)
@@ -42,9 +50,15 @@ def test_streaming_does_not_depend_on_chunk_size(make_gru):
 def test_train_tbptt_counts_tokens_and_trains_only_the_probe_position(make_gru):
     m = make_gru()
     opt = torch.optim.SGD(m.parameters(), lr=0.1)
-    x, y = make_batch("copy", seed=0, split="train", distance=20, vocab=17, first_index=0, batch_size=2)
+    x, y = make_batch(
+        "copy", seed=0, split="train", distance=20, vocab=17, first_index=0, batch_size=2
+    )
     step = train_tbptt(m, opt, x, y, vocab=17, tbptt_steps=8, chunk_size=4)
-    assert (step.tokens_forward, step.tokens_backward) == (2 * 13, 2 * 8) == train_step_tokens(2, 21, 8)
+    assert (
+        (step.tokens_forward, step.tokens_backward)
+        == (2 * 13, 2 * 8)
+        == train_step_tokens(2, 21, 8)
+    )
     # the loss is the mean probe loss before the update: recompute it on an untouched copy
     ref = stream(Runner(make_gru(), 17), x, y, chunk_size=21)
     assert step.loss == pytest.approx(ref.loss_sum.sum() / 2, rel=1e-5)
@@ -58,11 +72,15 @@ def test_train_tbptt_counts_tokens_and_trains_only_the_probe_position(make_gru):
 
 def test_trained_probe_loss_below_untrained_on_copy_at_distance_6(make_gru):
     m = make_gru()
-    x, y = make_batch("copy", seed=0, split="eval", distance=6, vocab=17, first_index=0, batch_size=64)
+    x, y = make_batch(
+        "copy", seed=0, split="eval", distance=6, vocab=17, first_index=0, batch_size=64
+    )
     untrained = stream(Runner(m, 17), x, y, chunk_size=64).loss_sum.mean()
     opt = torch.optim.Adam(m.parameters(), lr=3e-2)
     for i in range(40):
-        xt, yt = make_batch("copy", seed=0, split="train", distance=6, vocab=17, first_index=16 * i, batch_size=16)
+        xt, yt = make_batch(
+            "copy", seed=0, split="train", distance=6, vocab=17, first_index=16 * i, batch_size=16
+        )
         train_tbptt(m, opt, xt, yt, vocab=17, tbptt_steps=16)
     trained = stream(Runner(m, 17), x, y, chunk_size=64).loss_sum.mean()
     assert trained < untrained - 0.1
@@ -77,7 +95,7 @@ def test_result_shape_and_ranges(gru_result, small_kwargs):
     ranges = list(small_kwargs["ranges"])
     assert r["protocol"]["ranges"] == ranges
     assert [p["range"] for p in r["forgetting_curve"]] == ranges  # one point per range
-    for suite, cells in r["suites"].items():
+    for cells in r["suites"].values():
         assert [c["range"] for c in cells] == ranges
         for c in cells:
             assert _in_unit(c["accuracy"]) and _in_unit(c["proxy_accuracy"])
@@ -89,7 +107,12 @@ def test_result_shape_and_ranges(gru_result, small_kwargs):
 
 def test_curriculum_pulls_at_most_rounds(gru_result, small_kwargs):
     cur = gru_result["curriculum"]
-    assert sum(cur["pulls"]) == cur["rounds_run"] == len(cur["history"]) <= small_kwargs["curriculum_rounds"]
+    assert (
+        sum(cur["pulls"])
+        == cur["rounds_run"]
+        == len(cur["history"])
+        <= small_kwargs["curriculum_rounds"]
+    )
     for h in cur["history"]:
         assert 0.0 <= h["reward"] <= 1.0
     # fractional updates: alpha + beta = 2 + pulls per arm
@@ -109,7 +132,10 @@ def test_flops_are_counted_from_tokens(gru_result, small_kwargs):
             assert c["tokens"]["train_forward"] == c["train_steps"] * fwd
             assert c["tokens"]["train_backward"] == c["train_steps"] * bwd
             assert c["tokens"]["eval"] == small_kwargs["n_eval_trials"] * T
-            assert c["flops"]["train"] == 2 * n * c["tokens"]["train_forward"] + 6 * n * c["tokens"]["train_backward"]
+            assert (
+                c["flops"]["train"]
+                == 2 * n * c["tokens"]["train_forward"] + 6 * n * c["tokens"]["train_backward"]
+            )
             assert c["flops"]["eval"] == 2 * n * c["tokens"]["eval"]
             total_train += c["flops"]["train"]
             total_eval += c["flops"]["eval"]
@@ -121,8 +147,17 @@ def test_state_bytes_measured_after_the_largest_range(gru_result, growing_cache)
     st = gru_result["state"]
     assert st["state_bytes"] == st["state_bytes_analytic"] == 16 * 4  # one block, d_model=16, fp32
     assert st["within_budget"] and st["fixed_size"]
-    r = evaluate(growing_cache, ranges=(6, 20), state_budget_bytes=64, seed=0, n_train_steps=1,
-                 n_eval_trials=2, perplexity_steps=1, curriculum_rounds=0, batch_size=2)
+    r = evaluate(
+        growing_cache,
+        ranges=(6, 20),
+        state_budget_bytes=64,
+        seed=0,
+        n_train_steps=1,
+        n_eval_trials=2,
+        perplexity_steps=1,
+        curriculum_rounds=0,
+        batch_size=2,
+    )
     assert r["state"]["state_bytes"] == 4 * 21  # every token of the needle at range 20 kept
     assert not r["state"]["within_budget"] and not r["state"]["fixed_size"]
     assert r["curriculum"] is None and "curriculum_rounds=0" in r["curriculum_reason"]
@@ -140,14 +175,22 @@ def test_fresh_copy_per_cell_no_leakage(make_gru, small_kwargs, gru_result):
     budget = 1e15  # never binding, so each cell trains the same number of steps in both runs
     kw = {**small_kwargs, "compute_budget_flops": budget, "curriculum_rounds": 0}
     both = evaluate(m, **kw)
-    assert all(torch.equal(before[k], v) for k, v in m.state_dict().items())  # user's mechanism untouched
+    assert all(
+        torch.equal(before[k], v) for k, v in m.state_dict().items()
+    )  # user's mechanism untouched
     only = evaluate(make_gru(0), **{**kw, "ranges": (6,), "compute_budget_flops": budget / 2})
     for suite in both["suites"]:
         assert only["suites"][suite][0] == both["suites"][suite][0]
 
 
 def test_flop_ledger_rations_long_ranges(make_gru, small_kwargs):
-    kw = {**small_kwargs, "n_train_steps": 5, "perplexity_steps": 5, "curriculum_rounds": 0, "ranges": (6, 40)}
+    kw = {
+        **small_kwargs,
+        "n_train_steps": 5,
+        "perplexity_steps": 5,
+        "curriculum_rounds": 0,
+        "ranges": (6, 40),
+    }
     n = make_gru().n_params
     B, tb = kw["batch_size"], kw["tbptt_steps"]
     cost = lambda T: 2 * n * train_step_tokens(B, T, tb)[0] + 6 * n * train_step_tokens(B, T, tb)[1]
@@ -190,18 +233,28 @@ def test_self_knowledge_correlation():
     r, why = self_knowledge_correlation([1.0, 0.5, 0.0], [0.1, 1.0, 2.0])
     assert r == pytest.approx(np.corrcoef([0.0, 0.5, 1.0], [0.1, 1.0, 2.0])[0, 1]) and why == ""
     assert self_knowledge_correlation([1.0, 0.0], [2.0, 0.5])[0] == pytest.approx(-1.0)
-    for acc, loss, reason in [([0.5], [1.0], "at least 2"), ([0.0, 0.0], [1.0, 2.0], "zero variance"),
-                              ([0.0, 1.0], [1.0, 1.0], "zero variance"), ([None, 1.0], [1.0, 2.0], "missing")]:
+    for acc, loss, reason in [
+        ([0.5], [1.0], "at least 2"),
+        ([0.0, 0.0], [1.0, 2.0], "zero variance"),
+        ([0.0, 1.0], [1.0, 1.0], "zero variance"),
+        ([None, 1.0], [1.0, 2.0], "missing"),
+    ]:
         r, why = self_knowledge_correlation(acc, loss)
         assert math.isnan(r) and reason in why
 
 
 def test_bad_arguments_are_refused_with_one_line(make_gru, small_kwargs):
     m = make_gru()
-    for key, value, match in [("ranges", (12, 6), "strictly increasing"), ("ranges", (2.5,), "ranges"),
-                              ("ranges", (4,), "integer >= 6"), ("state_budget_bytes", 0, "state_budget_bytes"),
-                              ("seed", -1, "seed"), ("compute_budget_flops", -5.0, "compute_budget_flops"),
-                              ("vocab", 40, "vocab_size"), ("n_eval_trials", 0, "n_eval_trials")]:
+    for key, value, match in [
+        ("ranges", (12, 6), "strictly increasing"),
+        ("ranges", (2.5,), "ranges"),
+        ("ranges", (4,), "integer >= 6"),
+        ("state_budget_bytes", 0, "state_budget_bytes"),
+        ("seed", -1, "seed"),
+        ("compute_budget_flops", -5.0, "compute_budget_flops"),
+        ("vocab", 40, "vocab_size"),
+        ("n_eval_trials", 0, "n_eval_trials"),
+    ]:
         with pytest.raises(ValueError, match=match) as e:
             evaluate(m, **{**small_kwargs, key: value})
         assert "\n" not in str(e.value)
@@ -211,14 +264,34 @@ def test_bad_arguments_are_refused_with_one_line(make_gru, small_kwargs):
 def test_length_curriculum_masks_arms_the_ledger_cannot_pay(make_gru):
     m = make_gru()
     perm = random_permutation(np.random.default_rng(0), 17)
-    out = length_curriculum(m, torch.optim.Adam(m.parameters(), lr=1e-2), (4, 64), vocab=17, n_rounds=30,
-                            compute_budget_flops=1.0, seed=0, perm=perm, batch_size=2, tbptt_steps=8)
+    out = length_curriculum(
+        m,
+        torch.optim.Adam(m.parameters(), lr=1e-2),
+        (4, 64),
+        vocab=17,
+        n_rounds=30,
+        compute_budget_flops=1.0,
+        seed=0,
+        perm=perm,
+        batch_size=2,
+        tbptt_steps=8,
+    )
     assert out["rounds_run"] == 0 and out["stopped"] == "flop ledger"
     pull = out["pull_flops"]
     assert 3.5 * pull[0] < pull[1]
     budget = 2 * 3.5 * pull[0]  # a share of 3.5 short pulls: arm 1 cannot afford a single pull
-    out = length_curriculum(m, torch.optim.Adam(m.parameters(), lr=1e-2), (4, 64), vocab=17, n_rounds=30,
-                            compute_budget_flops=budget, seed=0, perm=perm, batch_size=2, tbptt_steps=8)
+    out = length_curriculum(
+        m,
+        torch.optim.Adam(m.parameters(), lr=1e-2),
+        (4, 64),
+        vocab=17,
+        n_rounds=30,
+        compute_budget_flops=budget,
+        seed=0,
+        perm=perm,
+        batch_size=2,
+        tbptt_steps=8,
+    )
     assert out["pulls"] == [3, 0] and out["stopped"] == "flop ledger"
 
 

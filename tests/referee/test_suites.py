@@ -86,7 +86,9 @@ def test_suites_refuse_bad_sizes():
 def test_markov_matches_slow_reference(resample_prob):
     vocab, length = 6, 500
     perm = random_permutation(np.random.default_rng(1), vocab)
-    x, y = markov_suite(np.random.default_rng(2), length=length, vocab=vocab, perm=perm, resample_prob=resample_prob)
+    x, y = markov_suite(
+        np.random.default_rng(2), length=length, vocab=vocab, perm=perm, resample_prob=resample_prob
+    )
     rng = np.random.default_rng(2)  # the same draws, consumed in the same order
     fresh = rng.integers(0, vocab, size=length + 1, dtype=np.int64)
     reset = rng.random(length + 1) < resample_prob
@@ -108,20 +110,26 @@ def test_markov_optimal_loss():
     assert markov_optimal_loss(vocab, 1.0) == pytest.approx(math.log(vocab))
     # the empirical rate at which the rule holds matches 1 - eps + eps / vocab
     perm = random_permutation(np.random.default_rng(0), vocab)
-    x, y = markov_suite(np.random.default_rng(3), length=200_000, vocab=vocab, perm=perm, resample_prob=eps)
+    x, y = markov_suite(
+        np.random.default_rng(3), length=200_000, vocab=vocab, perm=perm, resample_prob=eps
+    )
     assert np.mean(y == perm[x]) == pytest.approx(p_hit, abs=0.005)
 
 
 def test_train_and_eval_instances_are_disjoint_and_deterministic():
-    kw = dict(seed=0, distance=40, vocab=17, first_index=0, batch_size=32)
+    kw = {"seed": 0, "distance": 40, "vocab": 17, "first_index": 0, "batch_size": 32}
     for suite in ("needle", "copy", "multi_hop"):
         xt, _ = make_batch(suite, split="train", **kw)
         xe, _ = make_batch(suite, split="eval", **kw)
         assert not {r.tobytes() for r in xt} & {r.tobytes() for r in xe}
         np.testing.assert_array_equal(xt, make_batch(suite, split="train", **kw)[0])
     # row b of a batch is instance first_index + b, whatever the batch it is drawn in
-    a, _ = make_batch("needle", seed=0, split="eval", distance=10, vocab=17, first_index=0, batch_size=4)
-    b, _ = make_batch("needle", seed=0, split="eval", distance=10, vocab=17, first_index=2, batch_size=2)
+    a, _ = make_batch(
+        "needle", seed=0, split="eval", distance=10, vocab=17, first_index=0, batch_size=4
+    )
+    b, _ = make_batch(
+        "needle", seed=0, split="eval", distance=10, vocab=17, first_index=2, batch_size=2
+    )
     np.testing.assert_array_equal(a[2:], b)
     with pytest.raises(ValueError, match="split"):
         instance_rng(0, "test", "needle", 10, 0)
@@ -130,8 +138,12 @@ def test_train_and_eval_instances_are_disjoint_and_deterministic():
 def test_markov_oracle_loss_is_the_true_models_loss():
     vocab, eps = 5, 0.3
     perm = random_permutation(np.random.default_rng(0), vocab)
-    x, y = markov_suite(np.random.default_rng(1), length=64, vocab=vocab, perm=perm, resample_prob=eps)
+    x, y = markov_suite(
+        np.random.default_rng(1), length=64, vocab=vocab, perm=perm, resample_prob=eps
+    )
     probs = np.full((vocab, vocab), eps / vocab)
     probs[np.arange(vocab), perm] += 1 - eps
     expected = -np.log(probs[x, y]).sum()
-    assert markov_oracle_loss(x, y, vocab=vocab, perm=perm, resample_prob=eps) == pytest.approx(expected)
+    assert markov_oracle_loss(x, y, vocab=vocab, perm=perm, resample_prob=eps) == pytest.approx(
+        expected
+    )

@@ -13,7 +13,10 @@ def test_single_result_and_mapping(gru_result):
     for suite in ("needle", "copy", "multi_hop", "perplexity"):
         assert suite in text
     needle6 = gru_result["suites"]["needle"][0]
-    assert f"{needle6['accuracy']:.2f} / {needle6['proxy_accuracy']:.2f} / {needle6['loss']:.3f}" in text
+    assert (
+        f"{needle6['accuracy']:.2f} / {needle6['proxy_accuracy']:.2f} / {needle6['loss']:.3f}"
+        in text
+    )
     two = comparison_table({"a": gru_result, "b": copy.deepcopy(gru_result)})
     assert "  a " in two and "  b " in two
     assert two.count("within_budget") == 1
@@ -21,8 +24,14 @@ def test_single_result_and_mapping(gru_result):
 
 @pytest.mark.parametrize(
     "key,value",
-    [("ranges", [6, 24]), ("seed", 1), ("vocab", 40), ("state_budget_bytes", 2048.0),
-     ("compute_budget_flops", 1e9), ("n_eval_trials", 16)],
+    [
+        ("ranges", [6, 24]),
+        ("seed", 1),
+        ("vocab", 40),
+        ("state_budget_bytes", 2048.0),
+        ("compute_budget_flops", 1e9),
+        ("n_eval_trials", 16),
+    ],
 )
 def test_refuses_unmatched_results(gru_result, key, value):
     other = copy.deepcopy(gru_result)
