@@ -1,6 +1,6 @@
 """``swar-bench referee``: run ``evaluate`` from a config, or compare saved results.
 
-    swar-bench referee --config configs/referee/quick.yaml [--out DIR] [--seed N ...]
+    swar-bench referee --config configs/referee/quick.yaml [--out DIR] [--device cuda] [--seed N ...]
     swar-bench referee compare A.json B.json [--names a b] [--plot curve.png]
 
 The config is a jsonargparse file: ``mechanism`` as ``class_path`` / ``init_args`` plus every
@@ -44,6 +44,12 @@ def build_parser():
     )
     parser.add_function_arguments(evaluate, skip={"mechanism"})
     parser.add_argument(
+        "--device",
+        type=str,
+        default="cpu",
+        help="torch device the mechanism runs on (e.g. cpu, cuda, cuda:1).",
+    )
+    parser.add_argument(
         "--init_seed",
         type=int | None,
         default=None,
@@ -82,10 +88,14 @@ def _run(argv: list[str]) -> int:
         mechanism = instantiate(cfg).mechanism
     except Exception as e:  # noqa: BLE001 - whatever the mechanism's constructor raises
         return _error(f"could not build the mechanism {cfg.mechanism.class_path}: {e}")
+    try:
+        mechanism = mechanism.to(torch.device(cfg.device))
+    except (RuntimeError, AssertionError) as e:
+        return _error(f"device={cfg.device!r} is not usable here ({e}); expected e.g. cpu or cuda")
     kwargs = {
         k: v
         for k, v in vars(cfg).items()
-        if k not in ("config", "mechanism", "init_seed", "out", "name", "__path__")
+        if k not in ("config", "mechanism", "device", "init_seed", "out", "name", "__path__")
     }
     kwargs = {k: (list(v) if isinstance(v, tuple) else v) for k, v in kwargs.items()}
     try:

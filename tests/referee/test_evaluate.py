@@ -307,3 +307,14 @@ def test_a_diverged_run_gives_strict_json(make_gru, small_kwargs):
     json.dumps(r, allow_nan=False)
     assert r["suites"]["needle"][0]["loss"] is None and r["self_knowledge_correlation"] is None
     assert "  GRU " in comparison_table(r)
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_evaluate_on_cuda_matches_cpu(make_gru, small_kwargs, gru_result):
+    r = evaluate(make_gru(0).to("cuda"), **small_kwargs)
+    assert r["tokens"] == gru_result["tokens"] and r["flops"] == gru_result["flops"]
+    assert r["state"] == gru_result["state"]
+    for suite, cells in gru_result["suites"].items():
+        for a, b in zip(r["suites"][suite], cells):
+            assert a["loss"] == pytest.approx(b["loss"], abs=1e-3)
