@@ -141,6 +141,14 @@ def cmd_generate(args) -> int:
         progress=not args.no_progress,
     )
     print(f"wrote {len(paths)} parquet files, README.md and vocab.json under {args.out}")
+    configs = sorted({os.path.basename(os.path.dirname(p)) for p in paths}, key=parse_config)
+    report = check_disjoint(args.out, configs)
+    for config, pairs in report.items():
+        for (a, b), n in pairs.items():
+            print(f"{config}: {n} examples shared between {a} and {b}", file=sys.stderr)
+    if report:
+        return 1
+    print(f"splits are disjoint (hash of input_ids) in {', '.join(configs)}")
     return 0
 
 

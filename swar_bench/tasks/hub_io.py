@@ -354,9 +354,19 @@ def load_split(
     return ds
 
 
+def arrow_table(ds):
+    """The pyarrow Table behind a ``datasets.Dataset`` (row selections applied), or ``ds``
+    itself when it is already a pyarrow Table."""
+    if not hasattr(ds, "data"):
+        return ds
+    if getattr(ds, "_indices", None) is not None:
+        ds = ds.flatten_indices()
+    return ds.data.table
+
+
 def iter_examples(ds, batch_size: int = 256) -> Iterable[dict]:
     """Examples of a ``datasets.Dataset`` (or pyarrow Table) as dicts of numpy arrays, in order."""
-    table = ds.data.table if hasattr(ds, "data") else ds
+    table = arrow_table(ds)
     for batch in table.to_batches(max_chunksize=batch_size):
         cols = {name: batch.column(name) for name in COLUMNS}
         ids_off = cols["input_ids"].offsets.to_numpy()
@@ -404,16 +414,17 @@ def verify_dataset(ds, params: PasskeySwarParams | None = None, regenerate: bool
 
 
 def example_hashes(ds) -> np.ndarray:
-    """BLAKE2b-128 of each example's ``input_ids`` (as int16 bytes): ``bytes`` objects ``[B]``."""
-    return np.array(
-        [
-            hashlib.blake2b(
-                np.asarray(ex["input_ids"], dtype=np.int16).tobytes(), digest_size=16
-            ).digest()
-            for ex in iter_examples(ds)
-        ],
-        dtype=object,
-    )
+    """BLAKE2b-128 of each example's ``input_ids`` (as int16 bytes), in order: ``object [B]``
+    of ``bytes``. ``ds``: a ``datasets.Dataset`` or a pyarrow Table with an ``input_ids`` column."""
+    table = arrow_table(ds)
+    out = []
+    for chunk in table.column("input_ids").chunks:
+        offsets = chunk.offsets.to_numpy()
+        values = chunk.values.to_numpy(zero_copy_only=False).astype(np.int16, copy=False)
+        data = values.tobytes()
+        for lo, hi in zip(offsets[:-1].tolist(), offsets[1:].tolist()):
+            out.append(hashlib.blake2b(data[2 * lo : 2 * hi], digest_size=16).digest())
+    return np.array(out, dtype=object)
 
 
 def shared_examples(hashes: dict[str, np.ndarray]) -> dict[tuple[str, str], int]:
@@ -442,17 +453,22 @@ def check_disjoint(
         ``{config: {(split_a, split_b): n_shared}}`` with only the non-empty pairs; ``{}`` when
         every config's splits are disjoint.
     """
+    import pyarrow.parquet as pq
+
     report = {}
     for config in configs:
         n = parse_config(config)
         hashes = {}
         for split in splits or card_splits(n):
-            local = os.path.isdir(os.fspath(source))
-            if local and not glob.glob(
-                os.path.join(os.fspath(source), config, f"{split}-*.parquet")
-            ):
-                continue
-            hashes[split] = example_hashes(load_split(source, config, split, cache_dir=cache_dir))
+            if os.path.isdir(os.fspath(source)):  # read the parquet directly: no cache copy
+                pattern = os.path.join(os.fspath(source), config, f"{split}-*.parquet")
+                files = sorted(glob.glob(pattern))
+                if files:
+                    hashes[split] = example_hashes(pq.read_table(files, columns=["input_ids"]))
+            else:
+                hashes[split] = example_hashes(
+                    load_split(source, config, split, cache_dir=cache_dir)
+                )
         shared = shared_examples(hashes)
         if shared:
             report[config] = shared

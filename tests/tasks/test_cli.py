@@ -36,7 +36,10 @@ def test_generate_verify_check_stats_show(tmp_path, capsys):
         )
         == 0
     )
-    assert "wrote 4 parquet files" in capsys.readouterr().out
+    assert capsys.readouterr().out.splitlines() == [
+        f"wrote 4 parquet files, README.md and vocab.json under {out}",
+        "splits are disjoint (hash of input_ids) in n32, n64",
+    ]
     assert pq.read_table(split_path(out, "n64", "test")).num_rows == 12
     assert json.loads((out / "vocab.json").read_text())["v15"] == 39
 
@@ -50,6 +53,8 @@ def test_generate_verify_check_stats_show(tmp_path, capsys):
     assert main(["check", str(out)]) == 0
     assert capsys.readouterr().out.strip() == "splits are disjoint in 2 config(s): n32, n64"
 
+    assert main(["stats", "--source", str(out), "--configs", "n32", "--num-examples", "5"]) == 0
+    assert "| n32 | validation | 5 |" in capsys.readouterr().out  # a selection of rows
     assert main(["stats", "--source", str(out), "--configs", "n32,n64", "--splits", "test"]) == 0
     table = capsys.readouterr().out.strip().splitlines()
     assert table[0].startswith("| config | split | examples |") and len(table) == 4
