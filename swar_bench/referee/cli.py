@@ -12,6 +12,7 @@ is built after ``torch.manual_seed(init_seed)`` (default: ``seed``), so a config
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from pathlib import Path
 
@@ -81,6 +82,7 @@ def _run(argv: list[str]) -> int:
         return int(e.code or 0)
     except Exception as e:  # noqa: BLE001 - any bad config is reported as one line
         return _error(e)
+    logging.basicConfig(level=logging.INFO, format="referee: %(message)s", stream=sys.stderr)
     seed = cfg.seed
     torch.manual_seed(cfg.init_seed if cfg.init_seed is not None else seed)
     try:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+import logging
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -35,6 +36,8 @@ from swar_bench.referee.suites import (
     random_permutation,
 )
 from swar_bench.referee.train import flops, train_step_tokens, train_tbptt
+
+log = logging.getLogger(__name__)
 
 SCHEMA = "swar_bench.referee/1"
 """Version tag of the result dict written by ``evaluate``."""
@@ -546,6 +549,15 @@ def evaluate(
                     measure_state=(suite == "needle" and arm == len(lengths) - 1),
                 )
             cells.append(cell)
+            log.info(
+                "%s range=%d: %d train steps (%s), eval loss %s, accuracy %s",
+                suite,
+                distance,
+                cell["train_steps"],
+                cell["train_stopped"],
+                f"{cell['loss']:.3f}",
+                "-" if cell["accuracy"] is None else f"{cell['accuracy']:.2f}",
+            )
             if info is not None:
                 state_info = info
             del fresh
