@@ -827,6 +827,7 @@ def _generate_chunk(seeds: np.ndarray, n: int, params: PasskeySwarParams) -> Fla
     u_flat, n_queries_flat, drift_flat = u.reshape(-1), n_queries.reshape(-1), drift.reshape(-1)
     hit = np.flatnonzero(u_flat < max(tables[0, 0], tables[1, 0]))
     hit = hit[u_flat[hit] < tables[drift_flat[hit].view(np.int8), 0]]
+    with_queries = hit  # flat indices b * N + j of the writes followed by queries
     for k in range(1, n_tables + 1):  # #{k : v < table[k]}, on ever fewer writes
         n_queries_flat[hit] = k
         hit = hit[u_flat[hit] < tables[drift_flat[hit].view(np.int8), k]]
@@ -847,7 +848,11 @@ def _generate_chunk(seeds: np.ndarray, n: int, params: PasskeySwarParams) -> Fla
     ev_in = np.zeros((n_epochs, B), dtype=np.int64)
     ev_out[ee, eb] = uniform_index(hi32(swap), size[eb])
     ev_in[ee, eb] = uniform_index(lo32(swap), n_keys - size[eb])
-    del eb, ej, ee, swap
+    # Epoch e of example b covers the writes up to its e-th event (the swap follows the write).
+    epoch_end = np.full((B, n_epochs), n - 1, dtype=np.int64)
+    epoch_end[eb, ee] = ej
+    epoch_len = np.diff(epoch_end, axis=1, prepend=-1)  # [B, n_epochs], 0 past the last event
+    del eb, ej, ee, swap, epoch_end
     active_set = np.bitwise_or.reduce(
         np.where(
             np.arange(A)[None, :] < size[:, None], np.left_shift(one, active.astype(mask_dtype)), 0
@@ -866,15 +871,12 @@ def _generate_chunk(seeds: np.ndarray, n: int, params: PasskeySwarParams) -> Fla
         active_set[r] ^= np.left_shift(one, old.astype(mask_dtype)) | np.left_shift(
             one, new.astype(mask_dtype)
         )
-    # Epoch of write j = events of its example strictly before j, from one flat cumsum.
-    before = np.cumsum(drift.reshape(-1)) - drift.reshape(-1)  # events before (b, j), all rows
-    row_offset = rows * n_epochs - (np.cumsum(n_events) - n_events)  # [B]
-    before = before.reshape(B, n)
-    before += row_offset[:, None]  # now b * n_epochs + epoch
-    before *= A
-    before += slot
-    keys = epochs.reshape(-1)[before]  # [B, N] int8 written keys
-    del before
+    # Row b * n_epochs + e of `epochs` for every write, by repeating each epoch over its writes.
+    epoch_slot = np.repeat(np.arange(B * n_epochs, dtype=np.int64), epoch_len.reshape(-1))
+    epoch_slot *= A
+    epoch_slot += slot.reshape(-1)
+    keys = epochs.reshape(-1)[epoch_slot].reshape(B, n)  # [B, N] int8 written keys
+    del epoch_slot, epoch_len
     del slot, drift, epochs, ev_out, ev_in
 
     # Queries, vectorised, in example order. After write j the valid keys are those written in
@@ -890,7 +892,7 @@ def _generate_chunk(seeds: np.ndarray, n: int, params: PasskeySwarParams) -> Fla
         valid_sets = window_or(levels, w)  # [B, N]
         recent_sets = window_or(levels, 2 * w)
         per_write = n_queries.reshape(-1)
-        flat_write = np.repeat(np.arange(B * n, dtype=np.int64), per_write)  # b * N + j per query
+        flat_write = np.repeat(with_queries, per_write[with_queries])  # b * N + j per query
         if n & (n - 1) == 0:  # the configs' N are powers of two: shift and mask
             qb, q_write = flat_write >> (n.bit_length() - 1), flat_write & (n - 1)
         else:
