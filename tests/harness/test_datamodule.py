@@ -140,3 +140,29 @@ def test_stream_state_roundtrip_replays_pending_batches():
     assert replay == reference and len(replay) == 6
     with pytest.raises(ValueError, match="batch_size=2"):
         TrainStream((32,), 4, 8, seed=5).load_state_dict(state)
+
+
+def test_local_hub_folder_gives_the_generated_batches(tmp_path):
+    from swar_bench.tasks.hub_io import write_dataset
+
+    write_dataset(tmp_path, ["n32"], ["train", "validation"], num_examples=6, progress=False)
+    local = PasskeySwarDataModule(source=str(tmp_path), train_configs=[32], val_configs=[32], batch_size=4, eval_examples=100)
+    generated = PasskeySwarDataModule(train_configs=[32], val_configs=[32], batch_size=4, eval_examples=6)
+    for dm in (local, generated):
+        dm.trainer = None
+    a, b = list(local.val_dataloader()), list(generated.val_dataloader())
+    assert [x["input_ids"].shape[0] for x in a] == [4, 2]  # capped at the 6 stored examples
+    for x, y in zip(a, b):
+        assert all(torch.equal(x[k], y[k]) for k in x)
+    # training indices past the stored split wrap around: batch 1 holds indices 4..7 -> 4, 5, 0, 1
+    train = iter(local.train_dataloader())
+    next(train)
+    second = next(train)
+    assert second["seed"].tolist() == [example_seed("train", 32, i) for i in (4, 5, 0, 1)]
+
+
+def test_missing_local_folder_is_a_clear_error(tmp_path):
+    dm = PasskeySwarDataModule(source=str(tmp_path / "nowhere"), val_configs=[32])
+    dm.trainer = None
+    with pytest.raises(ValueError, match="nowhere"):
+        list(dm.val_dataloader())
