@@ -1,9 +1,10 @@
 """Forward + backward throughput of the linear-attention cells: chunk-parallel form vs the
-token-by-token recurrence of the same cell vs fla's naive recurrent reference, side by side.
+token-by-token recurrence of the same cell vs fla's naive recurrent reference, side by side;
+then every mechanism of the zoo on the same tokens.
 
     python benchmarks/bench_mechanisms.py [--seq-len 512] [--batch-size 8] [--repeats 5] [--threads 1]
 
-Prints a markdown table (tokens/s = batch_size * seq_len / median seconds of one forward +
+Prints a markdown table (tokens/s = batch_size * seq_len / best (minimum) seconds of one forward +
 backward) and the speed-up ratios; exits 1 when a form could not be measured (an exception, a
 non-finite result, or forms that disagree by more than 1e-4).
 """
@@ -11,7 +12,6 @@ non-finite result, or forms that disagree by more than 1e-4).
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -19,7 +19,8 @@ from collections.abc import Callable
 import torch
 from torch.nn.functional import logsigmoid, normalize
 
-from swar_bench.mechanisms import GatedDeltaNet
+from swar_bench import mechanisms
+from swar_bench.mechanisms import MECHANISMS, GatedDeltaNet, state_bytes_at
 from swar_bench.mechanisms.ops import (
     chunk_gated_delta_rule,
     chunk_simple_gla,
@@ -57,7 +58,7 @@ def measure(
 ) -> tuple[float, torch.Tensor]:
     _, out = fwd_bwd(fn, inputs)  # warm-up
     times = [fwd_bwd(fn, inputs)[0] for _ in range(repeats)]
-    return statistics.median(times), out
+    return min(times), out
 
 
 def cell_rows(args) -> list[tuple[str, str, float, torch.Tensor]]:
@@ -114,32 +115,48 @@ def cell_rows(args) -> list[tuple[str, str, float, torch.Tensor]]:
     return rows
 
 
+def model_seconds(
+    model: torch.nn.Module, x: torch.Tensor, repeats: int
+) -> tuple[float, torch.Tensor]:
+    """Best (minimum) seconds of one forward + backward of ``model`` on ``x`` from an empty state."""
+
+    def step() -> tuple[float, torch.Tensor]:
+        model.zero_grad()
+        start = time.perf_counter()
+        logits, _ = model(x, model.init_state(x.shape[0]))
+        logits.logsumexp(-1).mean().backward()
+        return time.perf_counter() - start, logits.detach()
+
+    _, out = step()  # warm-up
+    return min(step()[0] for _ in range(repeats)), out
+
+
+def tokens(args) -> torch.Tensor:
+    gen = torch.Generator().manual_seed(0)
+    return torch.randint(0, 40, (args.batch_size, args.seq_len), generator=gen)
+
+
 def model_rows(args) -> list[tuple[str, str, float, torch.Tensor]]:
-    x = torch.randint(
-        0, 40, (args.batch_size, args.seq_len), generator=torch.Generator().manual_seed(0)
-    )
     rows = []
     for mode in ("chunk", "recurrent"):
         torch.manual_seed(0)
-        model = GatedDeltaNet(mode=mode)
+        seconds, out = model_seconds(GatedDeltaNet(mode=mode), tokens(args), args.repeats)
+        rows.append(("GatedDeltaNet model (d_model=64, 2 layers)", f"mode={mode}", seconds, out))
+    return rows
 
-        def step(model=model):
-            model.zero_grad()
-            start = time.perf_counter()
-            logits, _ = model(x, model.init_state(args.batch_size))
-            logits.logsumexp(-1).mean().backward()
-            return time.perf_counter() - start, logits.detach()
 
-        step()
-        times = [step()[0] for _ in range(args.repeats)]
-        rows.append(
-            (
-                "GatedDeltaNet model (d_model=64, 2 layers)",
-                f"mode={mode}",
-                statistics.median(times),
-                step()[1],
-            )
-        )
+def mechanism_rows(args) -> list[tuple[str, float, int]]:
+    """Every learned mechanism at its defaults: (name, seconds, state bytes per sequence)."""
+    rows = []
+    for name in MECHANISMS:
+        model = getattr(mechanisms, name)()
+        if not model.n_params:
+            continue  # the Oracle has nothing to train
+        torch.manual_seed(0)
+        seconds, out = model_seconds(model, tokens(args), args.repeats)
+        if not torch.isfinite(out).all():
+            raise FloatingPointError(f"{name} produced non-finite logits")
+        rows.append((name, seconds, state_bytes_at(model, 1, args.seq_len)))
     return rows
 
 
@@ -150,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--batch-size", type=int, default=8, help="sequences per call (default 8)")
     parser.add_argument(
-        "--repeats", type=int, default=5, help="timed repeats, median reported (default 5)"
+        "--repeats", type=int, default=5, help="timed repeats, the fastest reported (default 5)"
     )
     parser.add_argument(
         "--threads",
@@ -164,13 +181,14 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     try:
         rows = cell_rows(args) + model_rows(args)
+        zoo = mechanism_rows(args)
     except Exception as exc:  # noqa: BLE001 -- any failure means the benchmark could not measure
         print(f"error: could not measure: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
-    tokens = args.batch_size * args.seq_len
+    n_tokens = args.batch_size * args.seq_len
     print(
         f"forward+backward, T={args.seq_len}, B={args.batch_size}, torch {torch.__version__}, "
-        f"{torch.get_num_threads()} threads, median of {args.repeats}\n"
+        f"{torch.get_num_threads()} threads, best of {args.repeats}\n"
     )
     print("| cell | form | ms | tokens/s | chunk speed-up |")
     print("|---|---|---:|---:|---:|")
@@ -185,9 +203,14 @@ def main(argv: list[str] | None = None) -> int:
             ok &= bool(agree)
             ratio = seconds / chunk_seconds
             print(
-                f"| {cell} | {form} | {1e3 * seconds:.1f} | {tokens / seconds:,.0f} | "
+                f"| {cell} | {form} | {1e3 * seconds:.1f} | {n_tokens / seconds:,.0f} | "
                 f"{'-' if form == forms[0][0] else f'{ratio:.1f}x'} |"
             )
+    print("\nEvery mechanism at its defaults (d_model=64, 2 layers), same tokens:\n")
+    print("| mechanism | ms | tokens/s | state bytes / sequence |")
+    print("|---|---:|---:|---:|")
+    for name, seconds, state_bytes in zoo:
+        print(f"| {name} | {1e3 * seconds:.1f} | {n_tokens / seconds:,.0f} | {state_bytes:,} |")
     if not ok:
         print(
             "error: a form disagrees with the chunk-parallel form by more than 1e-4",

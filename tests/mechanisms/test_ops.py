@@ -132,3 +132,15 @@ def test_fla_triton_kernels_match_torch_path(mode):
         o, s = op(*args, initial_state=s0, mode=mode, backend="fla")
         assert (o.float() - ref_o).abs().max().item() <= 2e-3
         assert (s - ref_s).abs().max().item() <= 2e-3
+
+
+def test_retention_decays_match_fla_naive_retention():
+    from swar_bench.mechanisms.linear_attention import retnet_decays
+
+    fla_ret = pytest.importorskip("fla.ops.retention.naive")
+    q, k, v, _, _, _ = _inputs(T=70, H=4, K=8, V=8)
+    g = torch.tensor(retnet_decays(4)).log().expand(q.shape[:3])
+    ref = fla_ret.naive_retention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))
+    for fn in (chunk_simple_gla, recurrent_simple_gla):
+        o, _ = fn(q, k, v, g)
+        _close(o, ref.transpose(1, 2))

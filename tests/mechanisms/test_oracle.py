@@ -74,3 +74,17 @@ def test_all_labels_of_generated_examples():
             mask = target != -100
             assert mask.sum() == len(ex["answer_type"])
             assert torch.equal(pred[mask], target[mask])
+
+
+def test_non_default_card_parameters():
+    ps = pytest.importorskip("swar_bench.tasks.passkey_swar")
+    params = ps.PasskeySwarParams(w=8, n_keys=8, n_values=12, active_min=3, active_max=4)
+    model = Oracle(vocab_size=ps.vocab(params).size, params=params)
+    assert (model.w, model.n_keys, model.n_values, model.vocab_size) == (8, 8, 12, 28)
+    for i in range(3):
+        ex = ps.make_example(ps.example_seed("validation", 64, i), 64, params)
+        ids = torch.tensor(ex["input_ids"].astype(np.int64))[None]
+        target = torch.tensor(ex["labels"].astype(np.int64))[None, 1:]
+        pred = model(ids, None)[0][:, :-1].argmax(-1)
+        mask = target != -100
+        assert torch.equal(pred[mask], target[mask])
