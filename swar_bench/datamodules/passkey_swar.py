@@ -395,9 +395,9 @@ class PasskeySwarDataModule(pl.LightningDataModule):
     def set_train_n(self, n_writes: int) -> None:
         """Serve N = ``n_writes`` in the next training batches (contract 4, the curriculum).
 
-        Takes effect from the next batch the sampler issues; batches already prefetched by the
-        loader (Lightning's one-batch lookahead plus ``num_workers * prefetch_factor``) keep
-        their N. Raises ValueError for an N outside the card's set.
+        Takes effect from the next batch the sampler issues: with ``num_workers=0`` the very next
+        training batch; with workers, batches already prefetched (up to ``num_workers *
+        prefetch_factor``) keep their N. Raises ValueError for an N outside the card's set.
         """
         self.stream.train_n = parse_configs([n_writes], "set_train_n")[0]
 
