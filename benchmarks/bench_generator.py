@@ -3,8 +3,10 @@
 For each N, times ``[make_example(s, N) for s in seeds]`` (the reference: a plain Python loop
 over writes and queries) and ``generate_examples(seeds, N)`` (numpy, vectorised across the
 batch) on the validation split's seeds, checks that both return the same examples, and prints
-examples/s and the ratio. The best of ``--repeats`` runs is kept for each (a shared machine
-slows runs down, never up). Exits non-zero if a measurement failed or the outputs differ.
+examples/s and the ratio. Times are CPU seconds of this process (``time.process_time``), the
+least of ``--repeats`` interleaved runs (a shared machine slows runs down, never up); both
+sides run single-threaded numpy/Python. Exits non-zero if a measurement failed or the
+outputs differ.
 
     python benchmarks/bench_generator.py [--n-writes 32,256,1024,4096,16384] [--repeats 5]
 """
@@ -30,11 +32,13 @@ from swar_bench.tasks.passkey_swar import (
 
 
 def _best_time(fn, repeats: int) -> float:
+    """Least CPU time of this process (``time.process_time``: seconds) over ``repeats`` calls;
+    CPU time leaves out the time other jobs on a shared machine hold the cores."""
     best = float("inf")
     for _ in range(repeats):
-        start = time.perf_counter()
+        start = time.process_time()
         fn()
-        best = min(best, time.perf_counter() - start)
+        best = min(best, time.process_time() - start)
     return best
 
 

@@ -397,16 +397,16 @@ def query_thresholds(params: PasskeySwarParams, span: int = 2**32) -> np.ndarray
 
 def write_cells(params: PasskeySwarParams) -> tuple[int, np.ndarray, np.ndarray]:
     """How the high 32 bits ``u`` of a write's draw give (drift coin, number of queries):
-    ``drift = u < D`` with ``D = prob32(drift_rate)``; then ``v = u`` (drift) or ``u - D``
-    (no drift) is uniform on a range of ``D`` or ``2**32 - D`` values and the number of queries is
-    ``#{k : v < table[k]}`` with the table of that range (:func:`query_thresholds`). So the coin
-    and the count are independent and each has its law to within ``2**-32``.
+    ``drift = u >= S`` with ``S = 2**32 - prob32(drift_rate)``; then ``v = u`` (no drift) or
+    ``u - S`` (drift) is uniform on a range of ``S`` or ``2**32 - S`` values and the number of
+    queries is ``#{k : v < table[k]}`` with the table of that range (:func:`query_thresholds`).
+    So the coin and the count are independent and each has its law to within ``2**-32``.
 
     Returns:
-        ``(D, table_drift, table_stay)``, the tables ``uint64``.
+        ``(S, table_stay, table_drift)``, the tables ``uint64``.
     """
-    d = prob32(params.drift_rate)
-    return d, query_thresholds(params, d), query_thresholds(params, 2**32 - d)
+    stay = 2**32 - prob32(params.drift_rate)
+    return stay, query_thresholds(params, stay), query_thresholds(params, 2**32 - stay)
 
 
 def n_queries_from(u32: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
@@ -488,11 +488,11 @@ def make_example(seed: int, n_writes: int, params: PasskeySwarParams | None = No
 
     event_u, cell_u = draws(STREAM_WRITE, n)
     swap_out_u, swap_in_u = draws(STREAM_SWAP, n)
-    drift_thr, table_drift, table_stay = write_cells(params)
+    stay_range, table_stay, table_drift = write_cells(params)
     drift, n_queries = [], []
     for u in event_u:
-        drift.append(u < drift_thr)
-        v, table = (u, table_drift.tolist()) if drift[-1] else (u - drift_thr, table_stay.tolist())
+        drift.append(u >= stay_range)
+        v, table = (u - stay_range, table_drift.tolist()) if drift[-1] else (u, table_stay.tolist())
         k = 0
         while k < len(table) and v < table[k]:
             k += 1
@@ -513,14 +513,15 @@ def make_example(seed: int, n_writes: int, params: PasskeySwarParams | None = No
         labels += [IGNORE_INDEX] * 3
         last_write[key], last_value[key] = j, value
 
-        inactive = [k for k in range(params.n_keys) if k not in active]
-        if drift[j] and inactive:
+        if drift[j] and size < params.n_keys:
+            inactive = [k for k in range(params.n_keys) if k not in active]
             active[pick(swap_out_u[j], size)] = inactive[pick(swap_in_u[j], len(inactive))]
 
-        for _ in range(n_queries[j]):
+        if n_queries[j]:  # the queries after write j share the keys' ages
             age = {k: j - t + 1 for k, t in last_write.items()}
             valid = [k for k in range(params.n_keys) if k in age and age[k] <= w]
             expired = [k for k in range(params.n_keys) if k not in age or age[k] > 2 * w]
+        for _ in range(n_queries[j]):
             want_valid = kind_u[query] < valid_thr or not expired
             candidates = valid if want_valid else expired
             key = candidates[pick(choice_u[query], len(candidates))]
@@ -782,6 +783,11 @@ def window_or(levels: dict[int, np.ndarray], length: int) -> np.ndarray:
     return out
 
 
+def _row_items(rows: np.ndarray) -> np.ndarray:
+    """A C-contiguous ``[R, 3]`` int16 array seen as ``R`` 6-byte items (for fast row moves)."""
+    return rows.view(np.dtype((np.void, rows.itemsize * rows.shape[1]))).reshape(-1)
+
+
 def _generate_chunk(seeds: np.ndarray, n: int, params: PasskeySwarParams) -> FlatBatch:
     # Arrays over writes are [B, N], example-major, so that every pass runs through memory in
     # the order of the output. The only Python loop is over drift events (~drift_rate * N).
@@ -810,36 +816,55 @@ def _generate_chunk(seeds: np.ndarray, n: int, params: PasskeySwarParams) -> Fla
     cell = cell.view(np.int64)  # (slot, value) cells
     if params.n_values & (params.n_values - 1) == 0:  # a power of two: shift and mask
         slot = cell >> (params.n_values.bit_length() - 1)
-        values = cell & (params.n_values - 1)
+        cell &= params.n_values - 1
+        values = cell
     else:
         slot, values = np.divmod(cell, params.n_values)  # [B, N] active slot, value
-    del cell
     u = write
     u >>= np.uint64(32)  # hi32, in place
-    drift_thr, table_drift, table_stay = write_cells(params)
-    stay = u >= np.uint64(drift_thr)
-    np.subtract(u, np.uint64(drift_thr), out=u, where=stay)
-    drift = np.logical_not(stay, out=stay)  # [B, N] drift coin after write j
+    stay_range, table_stay, table_drift = write_cells(params)
+    drift = u >= np.uint64(stay_range)  # [B, N] drift coin after write j
+    u_flat = u.reshape(-1)
+    flat_events = np.flatnonzero(drift)  # example-major, in write order
     n_queries = np.zeros((B, n), dtype=np.int64)  # [B, N] queries after write j
-    n_tables = max(table_drift.size, table_stay.size)
-    tables = np.zeros((2, n_tables + 1), dtype=np.uint64)  # row 1: drift; a 0 ends each table
-    tables[0, : table_stay.size], tables[1, : table_drift.size] = table_stay, table_drift
-    u_flat, n_queries_flat, drift_flat = u.reshape(-1), n_queries.reshape(-1), drift.reshape(-1)
-    hit = np.flatnonzero(u_flat < max(tables[0, 0], tables[1, 0]))
-    hit = hit[u_flat[hit] < tables[drift_flat[hit].view(np.int8), 0]]
-    with_queries = hit  # flat indices b * N + j of the writes followed by queries
-    for k in range(1, n_tables + 1):  # #{k : v < table[k]}, on ever fewer writes
-        n_queries_flat[hit] = k
-        hit = hit[u_flat[hit] < tables[drift_flat[hit].view(np.int8), k]]
-        if not hit.size:
-            break
+    has_query = np.zeros(B * n, dtype=bool)
+    # Writes without drift count with v = u (< S), writes with drift with v = u - S.
+    for table, span, events in ((table_stay, stay_range, None), (table_drift, 2**32 - stay_range, flat_events)):
+        if not table.size:
+            continue
+        first = np.uint64(min(int(table[0]), span))
+        if events is None:
+            hit = np.flatnonzero(u_flat < first)  # drift writes have u >= S >= first
+            v = u_flat[hit]
+        else:
+            v = u_flat[events] - np.uint64(stay_range)
+            keep = np.flatnonzero(v < first)
+            hit, v = events[keep], v[keep]
+        has_query[hit] = True
+        count = np.ones(hit.size, dtype=np.int64)
+        more = np.arange(hit.size)
+        for t in table[1:].tolist():  # #{k : v < table[k]}, on ever fewer writes
+            keep = np.flatnonzero(v < np.uint64(t))
+            if not keep.size:
+                break
+            more, v = more[keep], v[keep]
+            count[more] += 1
+        n_queries.reshape(-1)[hit] = count
+    with_queries = np.flatnonzero(has_query)  # flat b * N + j of the writes followed by queries
+    del has_query
     if size.max(initial=0) >= n_keys:  # every key active: nothing to swap in
         drift &= (size < n_keys)[:, None]
-    del u, write
+    del u, u_flat, write
 
     # The active set changes only at drift events: loop over the e-th event of every example,
     # keeping the active slots of each epoch (between two events).
-    eb, ej = np.nonzero(drift)  # example-major, in write order
+    if size.max(initial=0) >= n_keys:
+        flat_events = np.flatnonzero(drift)
+    if n & (n - 1) == 0:
+        eb, ej = flat_events >> (n.bit_length() - 1), flat_events & (n - 1)
+    else:
+        eb, ej = np.divmod(flat_events, n)
+    del flat_events
     n_events = np.bincount(eb, minlength=B)  # [B]
     n_epochs = int(n_events.max(initial=0)) + 1
     ee = np.arange(eb.size) - np.repeat(np.cumsum(n_events) - n_events, n_events)  # event rank
@@ -892,7 +917,13 @@ def _generate_chunk(seeds: np.ndarray, n: int, params: PasskeySwarParams) -> Fla
         valid_sets = window_or(levels, w)  # [B, N]
         recent_sets = window_or(levels, 2 * w)
         per_write = n_queries.reshape(-1)
-        flat_write = np.repeat(with_queries, per_write[with_queries])  # b * N + j per query
+        # b * N + j of each query: with_queries[i] repeated per_write times, as a cumsum of steps.
+        reps = per_write[with_queries]
+        flat_write = np.zeros(n_q, dtype=np.int64)
+        first = np.cumsum(reps) - reps
+        flat_write[first] = np.diff(with_queries, prepend=0)
+        np.cumsum(flat_write, out=flat_write)
+        del reps, first
         if n & (n - 1) == 0:  # the configs' N are powers of two: shift and mask
             qb, q_write = flat_write >> (n.bit_length() - 1), flat_write & (n - 1)
         else:
@@ -920,34 +951,42 @@ def _generate_chunk(seeds: np.ndarray, n: int, params: PasskeySwarParams) -> Fla
         q_answer[v_idx] = voc.value_offset + values.reshape(-1)[src]
 
     # Layout in rows of 3 tokens: (BOS PK p1) (p2 p3 p4) | write j: (W k v), then its queries
-    # (Q k a) | (PKQ p1 p2) (p3 p4 EOS). Each write's row is repeated 1 + (its queries) times
-    # (one sequential pass), then the copies are overwritten by the query rows.
-    pk = (voc.value_offset + passkey).astype(np.int16)  # [B, 4]
-    records = np.empty((B, n + 4, 3), dtype=np.int16)
-    records[:, 0, 0], records[:, 0, 1], records[:, 0, 2] = BOS, PK, pk[:, 0]
-    records[:, 1] = pk[:, 1:]
-    records[:, 2 : n + 2, 0] = W
-    records[:, 2 : n + 2, 1] = keys
-    records[:, 2 : n + 2, 1] += voc.key_offset
-    records[:, 2 : n + 2, 2] = values
-    records[:, 2 : n + 2, 2] += voc.value_offset
-    records[:, n + 2, 0], records[:, n + 2, 1:] = PKQ, pk[:, :2]
-    records[:, n + 3, :2], records[:, n + 3, 2] = pk[:, 2:], EOS
-    repeats = np.empty((B, n + 4), dtype=np.int64)
-    repeats[:, :2] = repeats[:, n + 2 :] = 1
-    np.add(n_queries, 1, out=repeats[:, 2 : n + 2])
-    rows = np.repeat(records.reshape(-1, 3), repeats.reshape(-1), axis=0)  # [R, 3], all examples
-    del records, repeats
-    t_off = np.zeros(B + 1, dtype=np.int64)
+    # (Q k a) | (PKQ p1 p2) (p3 p4 EOS). Rows are placed as 6-byte items (np.put on a void view).
+    t_off = np.zeros(B + 1, dtype=np.int64)  # first row of each example
     np.cumsum(4 + n + q_total, out=t_off[1:])
+    rows = np.empty((int(t_off[-1]), 3), dtype=np.int16)
     labels = np.full(rows.size, IGNORE_INDEX, dtype=np.int16)
+    pk = (voc.value_offset + passkey).astype(np.int16)  # [B, 4]
+    ends = np.empty((B, 4, 3), dtype=np.int16)  # the two head and two tail rows
+    ends[:, 0, 0], ends[:, 0, 1], ends[:, 0, 2] = BOS, PK, pk[:, 0]
+    ends[:, 1] = pk[:, 1:]
+    ends[:, 2, 0], ends[:, 2, 1:] = PKQ, pk[:, :2]
+    ends[:, 3, :2], ends[:, 3, 2] = pk[:, 2:], EOS
+    end_rows = np.stack([t_off[:-1], t_off[:-1] + 1, t_off[1:] - 2, t_off[1:] - 1], axis=1)
+    np.put(_row_items(rows), end_rows.reshape(-1), _row_items(ends.reshape(-1, 3)))
     tail = 3 * t_off[1:, None] + np.array([-5, -4, -3, -2])  # the 4 passkey tokens after PKQ
     labels[tail] = pk
+    del ends, end_rows, tail
+    # Row of write j of example b: all writes and queries before it, plus 4 b + 2 head/tail rows.
+    w_row = np.cumsum(n_queries.reshape(-1))
+    w_row -= n_queries.reshape(-1)  # queries before write j, counting earlier examples too
+    w_grid = w_row.reshape(B, n)
+    w_grid += np.arange(n)[None, :]
+    w_grid += ((n + 4) * np.arange(B) + 2)[:, None]
+    del w_grid
+    write_rows = np.empty((B * n, 3), dtype=np.int16)
+    write_rows[:, 0] = W
+    np.add(keys.reshape(-1), voc.key_offset, out=write_rows[:, 1], casting="unsafe")
+    np.add(values.reshape(-1), voc.value_offset, out=write_rows[:, 2], casting="unsafe")
+    np.put(_row_items(rows), w_row, _row_items(write_rows))
+    del w_row, write_rows
     if n_q:
         q_row = t_off[qb] + 3 + q_write + qi  # after the head, write j and the earlier queries
-        rows[q_row, 0] = Q
-        rows[q_row, 1] = voc.key_offset + q_key
-        rows[q_row, 2] = q_answer
+        query_rows = np.empty((n_q, 3), dtype=np.int16)
+        query_rows[:, 0] = Q
+        np.add(q_key, voc.key_offset, out=query_rows[:, 1], casting="unsafe")
+        query_rows[:, 2] = q_answer
+        np.put(_row_items(rows), q_row, _row_items(query_rows))
         labels[3 * q_row + 2] = q_answer
     ids = rows.reshape(-1)
     return FlatBatch(
