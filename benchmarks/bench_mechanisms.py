@@ -15,6 +15,7 @@ import argparse
 import sys
 import time
 from collections.abc import Callable
+from functools import partial
 
 import torch
 from torch.nn.functional import logsigmoid, normalize
@@ -53,12 +54,17 @@ def fwd_bwd(fn: Callable, inputs: dict[str, torch.Tensor]) -> tuple[float, torch
     return time.perf_counter() - start, o.detach()
 
 
-def measure(
-    fn: Callable, inputs: dict[str, torch.Tensor], repeats: int
-) -> tuple[float, torch.Tensor]:
-    _, out = fwd_bwd(fn, inputs)  # warm-up
-    times = [fwd_bwd(fn, inputs)[0] for _ in range(repeats)]
-    return min(times), out
+def round_robin(
+    steps: list[Callable[[], tuple[float, torch.Tensor]]], repeats: int
+) -> list[tuple[float, torch.Tensor]]:
+    """Best seconds and output of each timed step; the steps take turns in each of ``repeats``
+    rounds after one warm-up, so a change in machine load affects all of them alike."""
+    outs = [step()[1] for step in steps]
+    best = [float("inf")] * len(steps)
+    for _ in range(repeats):
+        for i, step in enumerate(steps):
+            best[i] = min(best[i], step()[0])
+    return list(zip(best, outs))
 
 
 def cell_rows(args) -> list[tuple[str, str, float, torch.Tensor]]:
@@ -109,16 +115,15 @@ def cell_rows(args) -> list[tuple[str, str, float, torch.Tensor]]:
         ),
     ]
     rows = []
-    for cell, form, fn, inputs in forms:
-        seconds, out = measure(fn, inputs, args.repeats)
-        rows.append((cell, form, seconds, out))
+    for cell in dict.fromkeys(c for c, *_ in forms):
+        group = [(form, fn, inputs) for c, form, fn, inputs in forms if c == cell]
+        timed = round_robin([partial(fwd_bwd, fn, inputs) for _, fn, inputs in group], args.repeats)
+        rows += [(cell, form, sec, out) for (form, _, _), (sec, out) in zip(group, timed)]
     return rows
 
 
-def model_seconds(
-    model: torch.nn.Module, x: torch.Tensor, repeats: int
-) -> tuple[float, torch.Tensor]:
-    """Best (minimum) seconds of one forward + backward of ``model`` on ``x`` from an empty state."""
+def model_step(model: torch.nn.Module, x: torch.Tensor) -> Callable[[], tuple[float, torch.Tensor]]:
+    """A timed forward + backward of ``model`` on ``x`` from an empty state."""
 
     def step() -> tuple[float, torch.Tensor]:
         model.zero_grad()
@@ -127,8 +132,7 @@ def model_seconds(
         logits.logsumexp(-1).mean().backward()
         return time.perf_counter() - start, logits.detach()
 
-    _, out = step()  # warm-up
-    return min(step()[0] for _ in range(repeats)), out
+    return step
 
 
 def tokens(args) -> torch.Tensor:
@@ -137,23 +141,28 @@ def tokens(args) -> torch.Tensor:
 
 
 def model_rows(args) -> list[tuple[str, str, float, torch.Tensor]]:
-    rows = []
+    models = []
     for mode in ("chunk", "recurrent"):
         torch.manual_seed(0)
-        seconds, out = model_seconds(GatedDeltaNet(mode=mode), tokens(args), args.repeats)
-        rows.append(("GatedDeltaNet model (d_model=64, 2 layers)", f"mode={mode}", seconds, out))
-    return rows
+        models.append(GatedDeltaNet(mode=mode))
+    timed = round_robin([model_step(m, tokens(args)) for m in models], args.repeats)
+    name = "GatedDeltaNet model (d_model=64, 2 layers)"
+    return [
+        (name, f"mode={m.blocks[0].mixer.mode}", sec, out) for m, (sec, out) in zip(models, timed)
+    ]
 
 
 def mechanism_rows(args) -> list[tuple[str, float, int]]:
     """Every learned mechanism at its defaults: (name, seconds, state bytes per sequence)."""
-    rows = []
+    models = {}
     for name in MECHANISMS:
-        model = getattr(mechanisms, name)()
-        if not model.n_params:
-            continue  # the Oracle has nothing to train
         torch.manual_seed(0)
-        seconds, out = model_seconds(model, tokens(args), args.repeats)
+        model = getattr(mechanisms, name)()
+        if model.n_params:  # the Oracle has nothing to train
+            models[name] = model
+    timed = round_robin([model_step(m, tokens(args)) for m in models.values()], args.repeats)
+    rows = []
+    for (name, model), (seconds, out) in zip(models.items(), timed):
         if not torch.isfinite(out).all():
             raise FloatingPointError(f"{name} produced non-finite logits")
         rows.append((name, seconds, state_bytes_at(model, 1, args.seq_len)))
@@ -188,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     n_tokens = args.batch_size * args.seq_len
     print(
         f"forward+backward, T={args.seq_len}, B={args.batch_size}, torch {torch.__version__}, "
-        f"{torch.get_num_threads()} threads, best of {args.repeats}\n"
+        f"{torch.get_num_threads()} threads, best of {args.repeats} rounds (forms take turns)\n"
     )
     print("| cell | form | ms | tokens/s | chunk speed-up |")
     print("|---|---|---:|---:|---:|")

@@ -1,6 +1,7 @@
 """Every mechanism: the protocol, streaming-exact chunking, and state bytes."""
 
 import itertools
+import random
 
 import pytest
 import torch
@@ -27,13 +28,38 @@ ALL = {**LEARNED, "Oracle": {"vocab_size": 40}}
 
 
 def build(name):
+    """The mechanism with weights at the scale of PyTorch's default init (std fan_in^-1/2,
+    embeddings std 1), so the mixers, not the 0.02-std residual path, dominate the logits."""
     torch.manual_seed(0)
-    return getattr(mech, name)(**ALL[name]).eval()
+    model = getattr(mech, name)(**ALL[name]).eval()
+    for module in model.modules():
+        if isinstance(module, torch.nn.Linear):
+            torch.nn.init.normal_(module.weight, std=module.in_features**-0.5)
+        elif isinstance(module, torch.nn.Embedding):
+            torch.nn.init.normal_(module.weight)
+    return model
+
+
+def card_stream(T, seed, w=16):
+    """A passkey_swar-shaped stream of T tokens (card, "Format"): BOS PK p1..p4, writes
+    ``W k v`` over 4 keys and queries ``Q k a`` answered by the card's rule, then PKQ p1..p4 EOS."""
+    rng = random.Random(seed)
+    passkey = [rng.randrange(24, 40) for _ in range(4)]
+    tokens, last, n_writes = [1, 3, *passkey], {}, 0
+    while len(tokens) < T - 6:
+        key = rng.randrange(8, 12)
+        if rng.random() < 0.3:
+            age = n_writes - last[key][0] + 1 if key in last else None
+            tokens += [6, key, last[key][1] if age is not None and age <= w else 7]
+        else:
+            n_writes += 1
+            last[key] = (n_writes, rng.randrange(24, 40))
+            tokens += [5, key, last[key][1]]
+    return (tokens + [4, *passkey, 2])[:T]
 
 
 def stream_tokens(B, T, seed):
-    gen = torch.Generator().manual_seed(seed)
-    return torch.randint(0, 40, (B, T), generator=gen)
+    return torch.tensor([card_stream(T, seed * 100 + b) for b in range(B)])
 
 
 def run_chunked(model, x, cuts):

@@ -66,12 +66,12 @@ def recurrent_gated_delta_rule(
     S = _zero_state(q, v) if initial_state is None else initial_state.float()
     q, k, v, g, beta = (x.float() for x in (q, k, v, g, beta))
     outs = []
-    for t in range(q.shape[1]):
-        S = S * g[:, t].exp()[..., None, None]
-        k_t = k[:, t]
-        v_new = (v[:, t] - torch.einsum("bhkv,bhk->bhv", S, k_t)) * beta[:, t, :, None]
+    # unbind, not indexing: the backward of x[:, t] zero-fills a full-size gradient per token
+    for q_t, k_t, v_t, g_t, beta_t in zip(*(x.unbind(1) for x in (q, k, v, g, beta))):
+        S = S * g_t.exp()[..., None, None]
+        v_new = (v_t - torch.einsum("bhkv,bhk->bhv", S, k_t)) * beta_t[..., None]
         S = S + k_t[..., :, None] * v_new[..., None, :]
-        outs.append(torch.einsum("bhk,bhkv->bhv", q[:, t] * scale, S))
+        outs.append(torch.einsum("bhk,bhkv->bhv", q_t * scale, S))
     o = torch.stack(outs, dim=1) if outs else v.new_zeros(v.shape)
     return o.to(dtype), S
 
@@ -112,25 +112,28 @@ def chunk_gated_delta_rule(
 
     qc, kc, vc, gc, bc = split(q) * scale, split(k), split(v), split(g), split(beta)
     b = gc.cumsum(-1)  # [B, H, n, C] in-chunk cumulative log decay
-    eye = torch.eye(C, dtype=torch.float32, device=q.device)
-    causal = eye.bool() | torch.ones(C, C, dtype=torch.bool, device=q.device).tril(-1)
+    causal = torch.ones(C, C, dtype=torch.bool, device=q.device).tril()
     gamma = (b[..., :, None] - b[..., None, :]).masked_fill(~causal, float("-inf")).exp()
     k_beta = kc * bc[..., None]
-    A = (k_beta @ kc.transpose(-1, -2) * gamma).tril(-1)
-    # (I + A)^{-1} applied to the right-hand sides, as a unit lower-triangular solve.
+    # (I + strict_tril(A))^{-1} applied to the right-hand sides: a unit lower-triangular solve
+    # reads only the strict lower triangle of A (its diagonal and upper part are ignored).
+    A = k_beta @ kc.transpose(-1, -2) * gamma
     rhs = torch.cat([vc * bc[..., None], k_beta * b.exp()[..., None]], dim=-1)
-    sol = torch.linalg.solve_triangular(eye + A, rhs, upper=False, unitriangular=True)
+    sol = torch.linalg.solve_triangular(A, rhs, upper=False, unitriangular=True)
     u, w = sol[..., :V], sol[..., V:]
     attn = qc @ kc.transpose(-1, -2) * gamma  # [B, H, n, C, C], causal incl. diagonal
     q_decay = qc * b.exp()[..., None]
     k_decay = kc * (b[..., -1:] - b).exp()[..., None]
     b_last = b[..., -1].exp()[..., None, None]  # [B, H, n, 1, 1]
-    outs = []
-    for i in range(n):
-        v_new = u[:, :, i] - w[:, :, i] @ S
-        outs.append(q_decay[:, :, i] @ S + attn[:, :, i] @ v_new)
-        S = S * b_last[:, :, i] + k_decay[:, :, i].transpose(-1, -2) @ v_new
-    o = torch.stack(outs, dim=2).reshape(B, H, n * C, V)[:, :, :T].transpose(1, 2)
+    # Only the state is sequential; the readout of all chunks is batched after the loop.
+    # unbind, not indexing: the backward of x[:, :, i] zero-fills a full-size gradient per chunk
+    states, v_news = [], []
+    for u_i, w_i, k_i, b_i in zip(*(t.unbind(2) for t in (u, w, k_decay, b_last))):
+        states.append(S)
+        v_news.append(u_i - w_i @ S)
+        S = S * b_i + k_i.transpose(-1, -2) @ v_news[-1]
+    o = q_decay @ torch.stack(states, dim=2) + attn @ torch.stack(v_news, dim=2)
+    o = o.reshape(B, H, n * C, V)[:, :, :T].transpose(1, 2)
     return o.to(dtype), S
 
 

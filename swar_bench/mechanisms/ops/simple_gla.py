@@ -62,9 +62,10 @@ def recurrent_simple_gla(
     S = _zero_state(q, v) if initial_state is None else initial_state.float()
     q, k, v, g = (x.float() for x in (q, k, v, g))
     outs = []
-    for t in range(q.shape[1]):
-        S = S * g[:, t].exp()[..., None, None] + k[:, t, :, :, None] * v[:, t, :, None, :]
-        outs.append(torch.einsum("bhk,bhkv->bhv", q[:, t] * scale, S))
+    # unbind, not indexing: the backward of x[:, t] zero-fills a full-size gradient per token
+    for q_t, k_t, v_t, g_t in zip(*(x.unbind(1) for x in (q, k, v, g))):
+        S = S * g_t.exp()[..., None, None] + k_t[..., :, None] * v_t[..., None, :]
+        outs.append(torch.einsum("bhk,bhkv->bhv", q_t * scale, S))
     o = torch.stack(outs, dim=1) if outs else v.new_zeros(v.shape)
     return o.to(dtype), S
 
@@ -117,9 +118,10 @@ def chunk_simple_gla(
     b_last = b[..., -1:]  # [B, H, n, 1]
     dS = (kc * (b_last - b).exp()[..., None]).transpose(-1, -2) @ vc  # [B, H, n, K, V]
     states = []
-    for i in range(n):
+    # unbind, not indexing: the backward of x[:, :, i] zero-fills a full-size gradient per chunk
+    for b_i, dS_i in zip(b_last.exp()[..., None].unbind(2), dS.unbind(2)):
         states.append(S)
-        S = S * b_last[:, :, i, :, None].exp() + dS[:, :, i]
+        S = S * b_i + dS_i
     S_prev = torch.stack(states, dim=2)  # state entering each chunk
     o = o + (qc * b.exp()[..., None]) @ S_prev
     o = o.reshape(B, H, n * C, V)[:, :, :T].transpose(1, 2)
