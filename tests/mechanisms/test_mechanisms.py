@@ -114,6 +114,8 @@ def test_protocol_and_state_bytes(name):
         return  # see test_causal_attention_state_grows_with_tokens
     for B in (1, 3):
         assert model.state_bytes(B) == measure_state_bytes(model.init_state(B)) > 0
+        bf16 = model.init_state(B, dtype=torch.bfloat16)
+        assert model.state_bytes(B, dtype=torch.bfloat16) == measure_state_bytes(bf16)
     with torch.no_grad():
         for T in (64, 4096):
             _, state = model(stream_tokens(1, T, seed=T), model.init_state(1))
