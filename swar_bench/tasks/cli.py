@@ -37,7 +37,7 @@ from swar_bench.tasks.passkey_swar import (
     SPLIT_SIZES,
     PasskeySwarParams,
     atomic_write_text,
-    chunk_size,
+    examples_per_chunk,
     generate_flat,
     split_seeds,
     vocab,
@@ -100,7 +100,7 @@ def _num_examples(value: int | None) -> int | None:
 
 def _generated(split: str, n: int, num_examples: int, params: PasskeySwarParams) -> Iterator[dict]:
     seeds = split_seeds(split, n, num_examples)
-    step = chunk_size(n)
+    step = examples_per_chunk(n)
     for start in range(0, len(seeds), step):
         yield from generate_flat(seeds[start : start + step], n, params).examples()
 

@@ -33,7 +33,7 @@ from swar_bench.tasks.passkey_swar import (
     FlatBatch,
     PasskeySwarParams,
     atomic_write_text,
-    chunk_size,
+    examples_per_chunk,
     generate_flat,
     make_example,
     split_seeds,
@@ -161,7 +161,7 @@ def write_split(
     path = os.fspath(path)
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     seeds = split_seeds(split, n_writes, num_examples)
-    per_batch = chunk_size(int(n_writes))
+    per_batch = examples_per_chunk(int(n_writes))
     fd, tmp = tempfile.mkstemp(
         dir=os.path.dirname(os.path.abspath(path)), prefix=".tmp-", suffix=".parquet"
     )

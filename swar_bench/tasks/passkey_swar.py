@@ -409,12 +409,6 @@ def write_cells(params: PasskeySwarParams) -> tuple[int, np.ndarray, np.ndarray]
     return stay, query_thresholds(params, stay), query_thresholds(params, 2**32 - stay)
 
 
-def n_queries_from(u32: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
-    """``#{k : u32 < thresholds[k]}`` for non-increasing thresholds: ``int64``, shape of ``u32``."""
-    ascending = thresholds[::-1]
-    return (len(thresholds) - np.searchsorted(ascending, u32, side="right")).astype(np.int64)
-
-
 # --------------------------------------------------------------------------------------------
 # The reference: one example, a plain Python loop
 
@@ -628,7 +622,7 @@ _PASSKEY_TYPES = ["passkey"] * PASSKEY_LEN
 _MAX_BATCH_WRITES = 1 << 21  # writes simulated at once: ~200 MB of working memory
 
 
-def chunk_size(n_writes: int) -> int:
+def examples_per_chunk(n_writes: int) -> int:
     """Examples generated at once for ``n_writes``: about ``2**21`` writes (~200 MB of working
     memory), but at least 256 examples up to twice that, since the drift-event loop costs per
     chunk and long sequences want wide chunks."""
@@ -645,7 +639,7 @@ def generate_flat(
     (the same streams as :func:`make_example`), the active set through a loop over the e-th
     drift event of every example (about ``drift_rate * N`` iterations), the key sets of each
     query as sliding-window ORs of key bit masks, the answers by binary lifting, the layout by
-    repeating rows. Works in chunks of :func:`chunk_size` examples.
+    repeating rows. Works in chunks of :func:`examples_per_chunk` examples.
 
     Returns:
         :class:`FlatBatch` (``input_ids`` / ``labels`` int16 concatenated, offsets, answer kinds).
@@ -668,7 +662,7 @@ def generate_flat(
     if seeds.size and (seeds.min() < 0 or int(seeds.max()) >= 2**63):
         raise ValueError("seeds: expected integers in [0, 2**63)")
     seeds = seeds.astype(np.int64)
-    chunk = chunk_size(int(n_writes))
+    chunk = examples_per_chunk(int(n_writes))
     parts = [
         _generate_chunk(seeds[i : i + chunk], int(n_writes), params)
         for i in range(0, len(seeds), chunk)
@@ -829,7 +823,10 @@ def _generate_chunk(seeds: np.ndarray, n: int, params: PasskeySwarParams) -> Fla
     n_queries = np.zeros((B, n), dtype=np.int64)  # [B, N] queries after write j
     has_query = np.zeros(B * n, dtype=bool)
     # Writes without drift count with v = u (< S), writes with drift with v = u - S.
-    for table, span, events in ((table_stay, stay_range, None), (table_drift, 2**32 - stay_range, flat_events)):
+    for table, span, events in (
+        (table_stay, stay_range, None),
+        (table_drift, 2**32 - stay_range, flat_events),
+    ):
         if not table.size:
             continue
         first = np.uint64(min(int(table[0]), span))

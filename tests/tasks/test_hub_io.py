@@ -156,7 +156,7 @@ def test_writes_are_atomic(tmp_path, monkeypatch):
             raise RuntimeError("disk full")
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(hub_io, "chunk_size", lambda n: 4)  # several row groups
+    monkeypatch.setattr(hub_io, "examples_per_chunk", lambda n: 4)  # several row groups
     monkeypatch.setattr(hub_io, "generate_flat", failing)
     with pytest.raises(RuntimeError, match="disk full"):
         write_dataset(tmp_path, ["n32"], ["validation"], num_examples=10, progress=False)
@@ -164,7 +164,7 @@ def test_writes_are_atomic(tmp_path, monkeypatch):
 
 
 def test_row_groups_concatenate_identically(tmp_path, monkeypatch):
-    monkeypatch.setattr(hub_io, "chunk_size", lambda n: 3)
+    monkeypatch.setattr(hub_io, "examples_per_chunk", lambda n: 3)
     write_dataset(tmp_path, ["n64"], ["test"], num_examples=10, progress=False)
     f = pq.ParquetFile(split_path(tmp_path, "n64", "test"))
     assert f.metadata.num_row_groups == 4

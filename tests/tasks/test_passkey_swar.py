@@ -113,8 +113,9 @@ def test_uniform_index_coins_and_query_counts():
     t = ps.query_thresholds(PasskeySwarParams())
     assert t[0] == ps.prob32(0.2) and t[1] == ps.prob32(0.04) and t[-1] >= 1
     assert ps.prob32(0.2 ** (len(t) + 1)) == 0
-    u = np.array([ps.prob32(0.5), t[0] - 1, t[1] - 1, t[1], 0], dtype=np.uint64)
-    assert ps.n_queries_from(u, t).tolist() == [0, 1, 2, 1, len(t)]
+    stay, table_stay, table_drift = ps.write_cells(PasskeySwarParams())
+    assert stay == 2**32 - ps.prob32(0.1)  # drift coin: u >= stay, probability 0.1
+    assert table_stay[0] == round(stay * 0.2) and table_drift[0] == round((2**32 - stay) * 0.2)
     assert ps.query_thresholds(PasskeySwarParams(query_rate=0.0)).size == 0
 
 
@@ -253,7 +254,7 @@ def test_batched_generator_equals_reference_other_params(params):
 def test_batched_generator_chunks_identically(monkeypatch):
     seeds = split_seeds("train", 32, 50)
     whole = generate_examples(seeds, 32)
-    monkeypatch.setattr(ps, "chunk_size", lambda n: 7)  # 8 chunks of 7 examples
+    monkeypatch.setattr(ps, "examples_per_chunk", lambda n: 7)  # 8 chunks of 7 examples
     flat = ps.generate_flat(seeds, 32)
     assert flat.offsets.shape == (51,) and flat.query_offsets.shape == (51,)
     _assert_same([flat.example(b) for b in range(50)], whole)
@@ -281,3 +282,23 @@ def test_generate_examples_rejects_bad_seeds():
         generate_examples([[1, 2]], 32)
     with pytest.raises(ValueError, match="seeds"):
         generate_examples([-3], 32)
+
+
+def test_write_cells_give_independent_drift_and_query_counts():
+    # One 32-bit half per write decides both: P(drift) = drift_rate and, in both groups,
+    # P(#queries >= k) = p**k with p = q / (1 + q) (card, "Format").
+    params = PasskeySwarParams()
+    u = ps.hi32(ps.stream_bits(np.arange(100), ps.STREAM_WRITE, 5000)).reshape(-1)
+    stay, table_stay, table_drift = ps.write_cells(params)
+    drift = u >= stay
+    counts = np.where(
+        drift,
+        (u[:, None] - stay < table_drift[None, :]).sum(axis=1),
+        (u[:, None] < table_stay[None, :]).sum(axis=1),
+    )
+    assert drift.mean() == pytest.approx(0.1, abs=0.003)
+    for group in (drift, ~drift):
+        k = counts[group]
+        assert k.mean() == pytest.approx(0.25, abs=0.015)
+        assert (k >= 1).mean() == pytest.approx(0.2, abs=0.01)
+        assert (k >= 2).mean() == pytest.approx(0.04, abs=0.006)
