@@ -56,8 +56,17 @@ def _csv(value: str | None) -> list[str] | None:
     return [x.strip() for x in value.split(",") if x.strip()] if value else None
 
 
-def _configs(value: str | None) -> list[str]:
-    configs = _csv(value) or [config_name(n) for n in ALLOWED_N]
+def _configs(value: str | None, source: str | None = None) -> list[str]:
+    """The --configs list; by default the card's configs, or those present in a local folder."""
+    configs = _csv(value)
+    if not configs and source not in (None, GENERATE) and os.path.isdir(source):
+        found = [
+            name
+            for name in os.listdir(source)
+            if os.path.isdir(os.path.join(source, name)) and name[:1] == "n" and name[1:].isdigit()
+        ]
+        configs = sorted(found, key=parse_config)
+    configs = configs or [config_name(n) for n in ALLOWED_N]
     for c in configs:
         parse_config(c)
     return configs
@@ -157,7 +166,7 @@ def cmd_stats(args) -> int:
     num = _num_examples(args.num_examples)
     stats = []
     for config, split in _pairs(
-        _configs(args.configs), _splits(args.splits), default=("validation",)
+        _configs(args.configs, args.source), _splits(args.splits), default=("validation",)
     ):
         stats.append(
             compute_stats(_examples(args.source, config, split, num, params), config, split, params)

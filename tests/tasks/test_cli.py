@@ -53,6 +53,11 @@ def test_generate_verify_check_stats_show(tmp_path, capsys):
     assert main(["check", str(out)]) == 0
     assert capsys.readouterr().out.strip() == "splits are disjoint in 2 config(s): n32, n64"
 
+    assert main(["stats", "--source", str(out), "--num-examples", "3"]) == 0  # configs found there
+    assert [line.split(" | ")[0] for line in capsys.readouterr().out.splitlines()[2:]] == [
+        "| n32",
+        "| n64",
+    ]
     assert main(["stats", "--source", str(out), "--configs", "n32", "--num-examples", "5"]) == 0
     assert "| n32 | validation | 5 |" in capsys.readouterr().out  # a selection of rows
     assert main(["stats", "--source", str(out), "--configs", "n32,n64", "--splits", "test"]) == 0
