@@ -212,6 +212,15 @@ class TBPTTModule(pl.LightningModule):
         optimizer.zero_grad(set_to_none=True)
         self.lr_schedulers().step()
 
+    # ------------------------------------------------------------------ checkpoint
+
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        # Training tokens are the FLOP ledger's unit (6 * n_params * tokens): they survive a resume.
+        checkpoint["tokens_seen"] = int(self.tokens_seen)
+
+    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        self.tokens_seen = int(checkpoint.get("tokens_seen", 0))
+
     # ------------------------------------------------------------------ training
 
     def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:

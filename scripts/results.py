@@ -1,0 +1,281 @@
+"""The equal-budget comparison behind docs/RESULTS.md, run with the product's own commands.
+
+For every mechanism and learning rate it runs
+``swar-bench fit --config configs/results.yaml --config configs/mechanisms/<m>.yaml --model.lr=<lr>``,
+picks the learning rate with the best final validation score (mean of ar_valid, ar_expired and
+passkey accuracy over the validation N of the config: the test split is never used to choose),
+runs ``swar-bench test`` on that checkpoint (N = 32 .. 4096) and writes the tables and one figure
+per answer kind (accuracy vs N, one line per mechanism).
+
+    python scripts/results.py                       # the whole sweep (about an hour on 2 CPU cores)
+    python scripts/results.py --mechanisms GRU --lrs 3e-3 --steps 50 --out runs/smoke --docs runs/smoke
+
+Exit code 0 when every run finished and was reported, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures as futures
+import csv
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CONFIG = "configs/results.yaml"
+MECHANISM_CONFIGS = {
+    "ScalarDecayLinearAttention": "configs/mechanisms/scalar_decay_linear_attention.yaml",
+    "MultiScaleRetention": "configs/mechanisms/multi_scale_retention.yaml",
+    "DeltaNet": "configs/mechanisms/delta_net.yaml",
+    "GatedDeltaNet": "configs/mechanisms/gated_delta_net.yaml",
+    "Mamba2": "configs/mechanisms/mamba2.yaml",
+    "SlidingWindowAttention": "configs/mechanisms/sliding_window_attention.yaml",
+    "GRU": "configs/mechanisms/gru.yaml",
+}
+SCORE_KINDS = ("ar_valid", "ar_expired", "passkey")
+REPORT_KINDS = ("ar_valid", "ar_expired_stale", "ar_expired_never", "passkey_exact")
+
+
+def run_name(mechanism: str, lr: float) -> str:
+    return f"{mechanism}_lr{lr:g}"
+
+
+def base_args(mechanism: str, out: Path, name: str, steps: int | None) -> list[str]:
+    args = [
+        "--config", CONFIG, "--config", MECHANISM_CONFIGS[mechanism],
+        f"--trainer.logger.init_args.save_dir={out}", f"--trainer.logger.init_args.name={name}",
+        f"--checkpoint.dirpath={out / name / 'checkpoints'}",
+    ]
+    if steps is not None:
+        args += [f"--trainer.max_steps={steps}", f"--model.max_steps={steps}", f"--trainer.val_check_interval={steps}"]
+    return args
+
+
+def swar_bench(args: list[str], log: Path, threads: int) -> tuple[int, str]:
+    """Run ``swar-bench ARGS`` in a subprocess with ``threads`` torch threads; output to ``log``."""
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads), "OMP_WAIT_POLICY": "PASSIVE"}
+    cmd = [sys.executable, "-m", "swar_bench.cli", *args]
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "w") as handle:
+        rc = subprocess.call(cmd, cwd=ROOT, stdout=handle, stderr=subprocess.STDOUT, env=env)
+    return rc, "swar-bench " + " ".join(args)
+
+
+def last_scalars(log_dir: Path) -> dict[str, float]:
+    """The last value of every scalar in the TensorBoard event files under ``log_dir``."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    values: dict[str, tuple[int, float]] = {}
+    for events in sorted(log_dir.rglob("events.out.tfevents.*")):
+        acc = EventAccumulator(str(events), size_guidance={"scalars": 0})
+        acc.Reload()
+        for tag in acc.Tags()["scalars"]:
+            last = acc.Scalars(tag)[-1]
+            if tag not in values or last.step >= values[tag][0]:
+                values[tag] = (last.step, last.value)
+    return {k: v for k, (_, v) in values.items()}
+
+
+def validation_score(scalars: dict[str, float], val_n: list[int]) -> float:
+    keys = [f"val/acc/{k}/n{n}" for k in SCORE_KINDS for n in val_n]
+    found = [scalars[k] for k in keys if k in scalars]
+    return sum(found) / len(found) if len(found) == len(keys) else float("nan")
+
+
+def mechanism_facts(mechanism: str) -> dict[str, float]:
+    """Params, state bytes per sequence and forward FLOPs per token of the configured mechanism."""
+    import yaml
+
+    import swar_bench.mechanisms as mechanisms
+
+    spec = yaml.safe_load((ROOT / MECHANISM_CONFIGS[mechanism]).read_text())["model"]["mechanism"]
+    mech = getattr(mechanisms, spec["class_path"].rsplit(".", 1)[1])(**spec.get("init_args", {}))
+    return {"n_params": int(mech.n_params), "state_bytes": int(mech.state_bytes(1))}
+
+
+def read_accuracy(csv_path: Path) -> dict[tuple[int, str], tuple[float, int]]:
+    out = {}
+    with open(csv_path) as handle:
+        for row in csv.DictReader(handle):
+            out[(int(row["n_writes"]), row["answer_type"])] = (float(row["accuracy"]), int(row["count"]))
+    return out
+
+
+def training_tokens(ckpt: Path) -> int:
+    import torch
+
+    state = torch.load(ckpt, map_location="cpu", weights_only=False)
+    return int(state.get("tokens_seen", 0))
+
+
+def write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def plot(results: dict, test_n: list[int], docs: Path) -> list[Path]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    paths = []
+    for kind in REPORT_KINDS:
+        fig, ax = plt.subplots(figsize=(6, 4))
+        for mech, r in results.items():
+            ys = [r["accuracy"].get((n, kind), (float("nan"), 0))[0] for n in test_n]
+            ax.plot(test_n, ys, marker="o", label=mech)
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(test_n, [str(n) for n in test_n])
+        ax.set_ylim(-0.02, 1.02)
+        ax.set_xlabel("N (writes)")
+        ax.set_ylabel(f"{kind} accuracy")
+        ax.set_title(f"passkey_swar test: {kind}")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7, loc="lower left")
+        fig.tight_layout()
+        path = docs / "figures" / f"results_{kind}.png"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.stem + ".tmp.png")
+        fig.savefig(tmp, dpi=110)
+        plt.close(fig)
+        os.replace(tmp, path)
+        paths.append(path)
+    return paths
+
+
+def markdown(results: dict, test_n: list[int], commands: list[str], meta: dict) -> str:
+    lines = ["## Runs", "", "| mechanism | params | state bytes / sequence | training tokens | training FLOPs | "
+             + " | ".join(f"val score lr={lr:g}" for lr in meta["lrs"]) + " | chosen lr |", "|---|---:|---:|---:|---:|"
+             + "---:|" * len(meta["lrs"]) + "---:|"]
+    for mech, r in results.items():
+        scores = " | ".join(f"{r['scores'].get(lr, float('nan')):.3f}" for lr in meta["lrs"])
+        lines.append(
+            f"| {mech} | {r['n_params']:,} | {r['state_bytes']:,} | {r['tokens']:,} | {6 * r['n_params'] * r['tokens']:.3g} "
+            f"| {scores} | {r['lr']:g} |"
+        )
+    lines += ["", "Training FLOPs = 6 x params x training tokens (Kaplan et al. 2020). The validation score is the "
+              "mean of ar_valid, ar_expired and passkey accuracy over the validation N at the end of training.", ""]
+    lines += ["## Test accuracy per N", ""]
+    header = "| mechanism | " + " | ".join(f"n{n}" for n in test_n) + " |"
+    for kind in REPORT_KINDS:
+        lines += [f"### {kind}", "", header, "|---|" + "---:|" * len(test_n)]
+        for mech, r in results.items():
+            cells = []
+            for n in test_n:
+                acc, count = r["accuracy"].get((n, kind), (float("nan"), 0))
+                cells.append("—" if count == 0 else f"{acc:.3f}")
+            lines.append(f"| {mech} | " + " | ".join(cells) + " |")
+        lines += ["", f"![{kind}](figures/results_{kind}.png)", ""]
+    lines += ["## Commands", "", "```bash", *commands, "```", ""]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--mechanisms", default=",".join(MECHANISM_CONFIGS), help="comma-separated mechanism names")
+    p.add_argument("--lrs", default="1e-3,3e-3", help="comma-separated learning rates (best on validation is kept)")
+    p.add_argument("--steps", type=int, default=None, help="override the config's optimizer steps")
+    p.add_argument("--test-configs", default=None, help="override the config's test N, e.g. 32,64")
+    p.add_argument("--eval-examples", type=int, default=None, help="override the config's examples per evaluated N")
+    p.add_argument("--jobs", type=int, default=2, help="runs in parallel")
+    p.add_argument("--threads", type=int, default=1, help="torch threads per run")
+    p.add_argument("--out", type=Path, default=Path("runs/results"), help="run folder")
+    p.add_argument("--docs", type=Path, default=Path("docs"), help="where RESULTS data and figures go")
+    args = p.parse_args(argv)
+    mechs = [m.strip() for m in args.mechanisms.split(",") if m.strip()]
+    unknown = [m for m in mechs if m not in MECHANISM_CONFIGS]
+    if unknown:
+        p.error(f"unknown mechanism {unknown[0]!r}; expected one of {', '.join(MECHANISM_CONFIGS)}")
+    try:
+        lrs = [float(x) for x in args.lrs.split(",")]
+    except ValueError:
+        p.error(f"--lrs={args.lrs!r} is invalid; expected comma-separated numbers")
+    import yaml
+
+    cfg = yaml.safe_load((ROOT / CONFIG).read_text())
+    val_n, test_n = list(cfg["data"]["val_configs"]), list(cfg["data"]["test_configs"])
+    data_overrides = []
+    if args.test_configs:
+        test_n = [int(x) for x in args.test_configs.split(",")]
+        data_overrides.append(f"--data.test_configs=[{','.join(map(str, test_n))}]")
+    if args.eval_examples:
+        data_overrides.append(f"--data.eval_examples={args.eval_examples}")
+    out = args.out if args.out.is_absolute() else ROOT / args.out
+    docs = args.docs if args.docs.is_absolute() else ROOT / args.docs
+    commands: list[str] = []
+    t0 = time.monotonic()
+
+    def fit(mech: str, lr: float) -> tuple[str, float, int, str, float]:
+        name = run_name(mech, lr)
+        start = time.monotonic()
+        rc, cmd = swar_bench(["fit", *base_args(mech, args.out, name, args.steps), f"--model.lr={lr:g}", *data_overrides],
+                             out / name / "fit.log", args.threads)
+        if rc == 0:  # the final validation that chooses the learning rate, on the last checkpoint
+            commands.append(cmd)
+            rc, cmd = swar_bench(
+                ["validate", *base_args(mech, args.out, f"{name}_val", None),
+                 f"--ckpt_path={out / name / 'checkpoints' / 'last.ckpt'}", *data_overrides],
+                out / name / "validate.log", args.threads,
+            )
+        return mech, lr, rc, cmd, time.monotonic() - start
+
+    failed = []
+    scores: dict[str, dict[float, float]] = {m: {} for m in mechs}
+    with futures.ThreadPoolExecutor(args.jobs) as pool:
+        for mech, lr, rc, cmd, secs in pool.map(lambda ml: fit(*ml), [(m, lr) for m in mechs for lr in lrs]):
+            commands.append(cmd)
+            name = run_name(mech, lr)
+            if rc != 0:
+                failed.append(name)
+                print(f"results: fit {name} failed (exit {rc}); see {out / name / 'fit.log'}", flush=True)
+                continue
+            scores[mech][lr] = validation_score(last_scalars(out / f"{name}_val"), val_n)
+            print(f"results: fit {name}: {secs:.0f}s, validation score {scores[mech][lr]:.3f}", flush=True)
+
+    def test(mech: str) -> tuple[str, int, str, float]:
+        lr = max(scores[mech], key=lambda x: -1 if scores[mech][x] != scores[mech][x] else scores[mech][x])
+        name = run_name(mech, lr)
+        rc, cmd = swar_bench(
+            ["test", *base_args(mech, args.out, f"{name}_test", None), f"--ckpt_path={out / name / 'checkpoints' / 'last.ckpt'}",
+             f"--accuracy.out_dir={out / name / 'test'}", f"--calibration.out_dir={out / name / 'test'}", *data_overrides],
+            out / name / "test.log", args.threads,
+        )
+        return mech, rc, cmd, lr
+
+    results: dict[str, dict] = {}
+    with futures.ThreadPoolExecutor(args.jobs) as pool:
+        for mech, rc, cmd, lr in pool.map(test, [m for m in mechs if scores[m]]):
+            commands.append(cmd)
+            name = run_name(mech, lr)
+            if rc != 0:
+                failed.append(f"{name} (test)")
+                print(f"results: test {name} failed (exit {rc}); see {out / name / 'test.log'}", flush=True)
+                continue
+            results[mech] = {
+                **mechanism_facts(mech), "lr": lr, "scores": scores[mech],
+                "tokens": training_tokens(out / name / "checkpoints" / "last.ckpt"),
+                "accuracy": read_accuracy(out / name / "test" / "answer_type_accuracy.csv"),
+            }
+            print(f"results: test {name} done", flush=True)
+    if not results:
+        print("results: no run finished; nothing written", file=sys.stderr)
+        return 1
+    meta = {"lrs": lrs, "minutes": (time.monotonic() - t0) / 60}
+    plot(results, test_n, docs)
+    write_atomic(docs / "results_tables.md", markdown(results, test_n, commands, meta))
+    raw = {m: {**r, "accuracy": {f"{n}/{k}": v for (n, k), v in r["accuracy"].items()},
+               "scores": {f"{lr:g}": s for lr, s in r["scores"].items()}} for m, r in results.items()}
+    write_atomic(out / "results.json", json.dumps(raw, indent=1))
+    print(f"results: wrote {docs / 'results_tables.md'} and figures in {meta['minutes']:.1f} min", flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
