@@ -67,5 +67,6 @@ def test_killed_and_resumed_run_equals_uninterrupted(tmp_path):
     assert len({s for batch in seen_full for s in batch}) == 2 * TOTAL_STEPS  # no example twice
     # the curriculum's N (64 from step 2 on) survived the restart
     assert [s // 10**6 % 10**6 for s, *_ in seen_full[CURRICULUM_STEP + 2 :]] == [64] * (TOTAL_STEPS - CURRICULUM_STEP - 2)
+    assert resumed.tokens_seen == full.tokens_seen > 0  # the FLOP count survives the restart
     for (name, a), b in zip(full.state_dict().items(), resumed.state_dict().values()):
         assert torch.equal(a, b), name
