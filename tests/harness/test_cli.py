@@ -16,7 +16,9 @@ CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 
 def _error_line(capsys, argv):
     code = main(argv)
-    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("swar-bench")]
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err + captured.out
+    err = [ln for ln in captured.err.splitlines() if ln.startswith("swar-bench")]
     return code, err
 
 
@@ -76,3 +78,43 @@ def test_mechanism_swap_and_resume_from_last(tmp_path, caplog):
     stream = second["PasskeySwarDataModule"]["train_stream"]
     assert stream["consumed"] == 4 and stream["counters"] == {32: stream["issued"]}
     assert stream["issued"] - stream["consumed"] == len(stream["pending"])
+
+
+class NaNGRU(torch.nn.Module):
+    """A tiny GRU whose training logits turn NaN from its ``after``-th call on."""
+
+    def __init__(self, after: int = 2) -> None:
+        super().__init__()
+        from swar_bench.mechanisms import GRU
+
+        self.inner = GRU(d_model=8, n_layers=1)
+        self.vocab_size = self.inner.vocab_size
+        self.after, self.calls = after, 0
+
+    def init_state(self, batch_size, device=None, dtype=None):
+        return self.inner.init_state(batch_size, device, dtype)
+
+    def detach_state(self, state):
+        return self.inner.detach_state(state)
+
+    def forward(self, input_ids, state):
+        logits, state = self.inner(input_ids, state)
+        if self.training:
+            self.calls += 1
+            if self.calls > self.after:
+                logits = logits * float("nan")
+        return logits, state
+
+
+def test_non_finite_loss_ends_the_cli_with_one_line(tmp_path, capsys):
+    argv = ["fit", "--config", str(CONFIGS / "quickstart.yaml"), f"--model.mechanism={__name__}.NaNGRU",
+            "--model.mechanism.init_args.after=2", "--model.tbptt_steps=1000", "--data.batch_size=2",
+            "--data.val_configs=[32]", "--data.eval_examples=2", "--trainer.val_check_interval=1",
+            "--checkpoint.every_n_train_steps=1", *_common(tmp_path)]
+    code, err = _error_line(capsys, argv)
+    assert code == 1
+    assert len(err) == 1 and "non-finite training loss (nan) at global step 2" in err[0]
+    # checkpoints exist up to step 2, all finite; nothing was written after the bad step
+    saved = torch.load(tmp_path / "ckpt" / "last.ckpt", weights_only=False)
+    assert saved["global_step"] == 2
+    assert all(torch.isfinite(v).all() for v in saved["state_dict"].values() if v.is_floating_point())
