@@ -5,8 +5,9 @@ whose ``mechanism`` is any ContextMechanism given by ``class_path`` (``--model.m
 GatedDeltaNet`` or ``--model.mechanism=swar_bench.mechanisms.GRU`` swaps it), ``data`` a
 ``PasskeySwarDataModule``. Always present (configurable, not replaceable): a ``ModelCheckpoint``
 with ``save_last=True`` (``--checkpoint.*``), the ``AnswerTypeAccuracy`` (``--accuracy.*``) and
-``Calibration`` (``--calibration.*``) callbacks; the default logger is TensorBoard under
-``runs/``. ``--ckpt_path last`` resumes from the newest checkpoint of ``--checkpoint.dirpath``.
+``Calibration`` (``--calibration.*``) callbacks and a ``PredictionWriter``
+(``--predictions.output_dir DIR`` saves ``predict`` outputs); the default logger is
+TensorBoard under ``runs/``. ``--ckpt_path last`` resumes from the newest checkpoint of ``--checkpoint.dirpath``.
 
 Bad configs end with one line on stderr (exit code 2), e.g. an unknown mechanism class,
 ``tbptt_steps < 1`` or an N outside the card's set; a non-finite training loss ends the run
@@ -15,10 +16,12 @@ with one line (exit code 1) and no checkpoint written after it.
 
 from __future__ import annotations
 
+import os
 import sys
+from typing import Any
 
 import torch
-from lightning.pytorch.callbacks import ModelCheckpoint
+from lightning.pytorch.callbacks import BasePredictionWriter, ModelCheckpoint
 from lightning.pytorch.cli import LightningCLI
 
 import swar_bench.mechanisms as mechanisms
@@ -63,6 +66,25 @@ def resolve_mechanism_names(argv: list[str]) -> list[str]:
     return out
 
 
+class PredictionWriter(BasePredictionWriter):
+    """Saves ``predict`` outputs (the contract-4 dicts, one per batch) to
+    ``<output_dir>/predictions_rank<r>.pt`` with ``torch.save``, atomically (temp file + rename).
+    ``output_dir`` None (the default) writes nothing."""
+
+    def __init__(self, output_dir: str | None = None) -> None:
+        super().__init__(write_interval="epoch")
+        self.output_dir = output_dir
+
+    def write_on_epoch_end(self, trainer, pl_module, predictions: Any, batch_indices: Any) -> None:
+        if self.output_dir is None:
+            return
+        os.makedirs(self.output_dir, exist_ok=True)
+        path = os.path.join(self.output_dir, f"predictions_rank{trainer.global_rank}.pt")
+        tmp = f"{path}.tmp.{os.getpid()}"
+        torch.save(predictions, tmp)
+        os.replace(tmp, path)
+
+
 class SwarBenchCLI(LightningCLI):
     """LightningCLI with the always-on checkpoint and metric callbacks of swar_bench."""
 
@@ -73,6 +95,7 @@ class SwarBenchCLI(LightningCLI):
         parser.set_defaults({"checkpoint.save_last": True, "checkpoint.dirpath": DEFAULT_CHECKPOINT_DIR})
         parser.add_lightning_class_args(AnswerTypeAccuracy, "accuracy")
         parser.add_lightning_class_args(Calibration, "calibration")
+        parser.add_lightning_class_args(PredictionWriter, "predictions")
 
 
 def _one_line(message: str) -> str:

@@ -118,3 +118,13 @@ def test_non_finite_loss_ends_the_cli_with_one_line(tmp_path, capsys):
     saved = torch.load(tmp_path / "ckpt" / "last.ckpt", weights_only=False)
     assert saved["global_step"] == 2
     assert all(torch.isfinite(v).all() for v in saved["state_dict"].values() if v.is_floating_point())
+
+
+def test_predict_writes_the_outputs(tmp_path):
+    out = tmp_path / "pred"
+    argv = ["predict", "--config", str(CONFIGS / "oracle.yaml"), "--data.test_configs=[32,64]", "--data.eval_examples=3",
+            f"--predictions.output_dir={out}", *_common(tmp_path)]
+    assert main(argv) == 0
+    batches = torch.load(out / "predictions_rank0.pt", weights_only=False)
+    assert [b["n_writes"] for b in batches] == [32, 64] and [b["batch_size"] for b in batches] == [3, 3]
+    assert all(torch.equal(b["pred"], b["target"]) and b["pred"].numel() > 12 for b in batches)
