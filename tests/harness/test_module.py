@@ -35,6 +35,7 @@ class ChunkSpy(torch.nn.Module):
         self.inner = inner
         self.vocab_size = inner.vocab_size
         self.lengths: list[int] = []
+        self.state_in_graph: list[bool] = []  # per call: does the incoming state carry autograd history?
 
     def init_state(self, batch_size, device=None, dtype=None):
         return self.inner.init_state(batch_size, device, dtype)
@@ -43,7 +44,10 @@ class ChunkSpy(torch.nn.Module):
         return self.inner.detach_state(state)
 
     def forward(self, input_ids, state):
+        from swar_bench.mechanisms import iter_state_tensors
+
         self.lengths.append(input_ids.shape[1])
+        self.state_in_graph.append(any(t.grad_fn is not None for t in iter_state_tensors(state)))
         return self.inner(input_ids, state)
 
 
@@ -110,7 +114,7 @@ def test_not_a_mechanism_raises():
 
 def _fit_one_batch(step_per_chunk, tbptt_steps, max_steps=100):
     torch.manual_seed(0)
-    mech = GRU(d_model=8, n_layers=1)
+    mech = ChunkSpy(GRU(d_model=8, n_layers=1))
     model = TBPTTModule(mech, lr=1e-2, warmup_steps=0, tbptt_steps=tbptt_steps, step_per_chunk=step_per_chunk)
     dm = PasskeySwarDataModule(train_configs=[32], val_configs=[32], batch_size=2, examples_per_epoch=2)
     trainer = _trainer(max_epochs=1, max_steps=max_steps, limit_val_batches=0)
@@ -120,12 +124,15 @@ def _fit_one_batch(step_per_chunk, tbptt_steps, max_steps=100):
 
 def test_one_optimizer_step_per_chunk_or_per_sequence():
     trainer, model = _fit_one_batch(True, 50)
-    # one batch of N=32 (T <= 150 tokens): ceil(T / 50) chunks, one step each
-    assert trainer.global_step == 3 or trainer.global_step == math.ceil(model.tokens_seen / 2 / 50)
-    assert trainer.global_step == math.ceil(model.tokens_seen / 2 / 50)
+    # one batch of N=32: ceil(T / 50) chunks of at most 50 tokens, one step each
+    chunks = math.ceil(model.tokens_seen / 2 / 50)
+    assert model.mechanism.lengths[:-1] == [50] * (chunks - 1) and len(model.mechanism.lengths) == chunks
+    assert trainer.global_step == chunks >= 2
+    # truncated BPTT: every chunk starts from a state cut from the previous chunk's graph
+    assert model.mechanism.state_in_graph == [False] * chunks
     assert math.isfinite(model.last_train_loss) and model.last_train_loss > 0
     trainer, model = _fit_one_batch(False, 50)
-    assert trainer.global_step == 1
+    assert trainer.global_step == 1 and model.mechanism.state_in_graph == [False] * len(model.mechanism.lengths)
     # with one chunk covering the sequence, both modes make the same update
     _, a = _fit_one_batch(True, 1000)
     _, b = _fit_one_batch(False, 1000)
