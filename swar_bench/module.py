@@ -147,11 +147,17 @@ class TBPTTModule(pl.LightningModule):
         params = [p for p in self.mechanism.parameters() if p.requires_grad]
         if not params:
             return None
-        decay = [p for p in params if p.dim() >= 2]
-        no_decay = [p for p in params if p.dim() < 2]
-        groups = [{"params": decay, "weight_decay": self.weight_decay}]
-        if no_decay:
-            groups.append({"params": no_decay, "weight_decay": 0.0})
+        # Weight decay on matrices only. Groups are consecutive runs of parameters in model order,
+        # so the optimizer's state ids follow ``parameters()`` order: FSDP's and Lightning's
+        # re-keying of a full optimizer state by parameter name assume exactly that (a DDP or
+        # single-device checkpoint then resumes under FSDP2 too).
+        groups: list[dict[str, Any]] = []
+        for p in params:
+            wd = self.weight_decay if p.dim() >= 2 else 0.0
+            if groups and groups[-1]["weight_decay"] == wd:
+                groups[-1]["params"].append(p)
+            else:
+                groups.append({"params": [p], "weight_decay": wd})
         optimizer = torch.optim.AdamW(groups, lr=self.lr, betas=self.betas)
         horizon = self.max_steps
         if horizon is None and self._trainer is not None and self.trainer.max_steps > 0:

@@ -190,3 +190,20 @@ def test_parameter_free_mechanism_trains_without_optimizer():
     assert trainer.global_step == 0 and model.tokens_seen > 0
     # the oracle's answers are exact, so its loss is tiny
     assert model.last_train_loss < 1e-3
+
+
+def test_optimizer_state_ids_follow_parameter_order():
+    torch.manual_seed(0)
+    model = TBPTTModule(GatedDeltaNet(d_model=16, n_layers=2, n_heads=2), weight_decay=0.1)
+    optimizer = model.configure_optimizers()["optimizer"]
+    params = list(model.mechanism.parameters())
+    for p in params:
+        p.grad = torch.ones_like(p)
+    optimizer.step()
+    state = optimizer.state_dict()
+    ids = [i for g in state["param_groups"] for i in g["params"]]
+    assert ids == list(range(len(params)))  # id i is the i-th parameter of the model
+    for i, p in enumerate(params):
+        assert state["state"][i]["exp_avg"].shape == p.shape
+    decay = {i for g in state["param_groups"] if g["weight_decay"] == 0.1 for i in g["params"]}
+    assert decay == {i for i, p in enumerate(params) if p.dim() >= 2} and 0 < len(decay) < len(params)
