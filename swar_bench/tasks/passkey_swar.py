@@ -326,9 +326,10 @@ def stream_keys(seeds: np.ndarray, stream: int) -> np.ndarray:
         return _mix64(base + np.uint64(((stream + 1) * _GAMMA) & _MASK64))
 
 
-def _mix64_inplace(z: np.ndarray) -> np.ndarray:
-    """:func:`_mix64` overwriting ``z`` (an array this module owns): fewer temporaries."""
-    t = z >> np.uint64(30)
+def _mix64_inplace(z: np.ndarray, scratch: np.ndarray | None = None) -> np.ndarray:
+    """:func:`_mix64` overwriting ``z`` (an array this module owns): fewer temporaries.
+    ``scratch``: an array of ``z``'s shape and dtype to use as the one temporary."""
+    t = np.right_shift(z, np.uint64(30), out=scratch)
     z ^= t
     z *= np.uint64(0xBF58476D1CE4E5B9)
     np.right_shift(z, np.uint64(27), out=t)
@@ -784,19 +785,104 @@ def _row_items(rows: np.ndarray) -> np.ndarray:
     return rows.view(np.dtype((np.void, rows.itemsize * rows.shape[1]))).reshape(-1)
 
 
-def _generate_chunk(seeds: np.ndarray, n: int, params: PasskeySwarParams) -> FlatBatch:
-    # Arrays over writes are [B, N], example-major, so that every pass runs through memory in
-    # the order of the output. The only Python loop is over drift events (~drift_rate * N).
+def _window_at(levels: dict[int, np.ndarray], length: int, flat: np.ndarray, j: np.ndarray) -> np.ndarray:
+    """:func:`window_or` of ``levels`` read only at the flat positions ``flat = b * N + j``
+    (``j``: write index within the example): ``[len(flat)]``, the dtype of the levels."""
+    span = 1 << (length.bit_length() - 1)
+    level = levels[span].reshape(-1)
+    out = level[flat]
+    rest = length - span
+    if rest:
+        prev = level[flat - rest]  # wraps around below 0: masked on the next line
+        prev[j < rest] = 0
+        out |= prev
+    return out
+
+
+_BLOCK_WRITES = 1 << 15
+"""Writes whose draws :func:`_draw_writes` computes at once (256 KiB of ``uint64``: the block
+stays in cache through the ~15 passes over it)."""
+
+
+def _draw_writes(
+    seeds: np.ndarray,
+    n: int,
+    n_cells: np.ndarray,
+    n_values: int,
+    stay_range: int,
+    table_stay: np.ndarray,
+    items: np.ndarray,
+    value_offset: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The :data:`STREAM_WRITE` draws of ``B`` examples of ``n`` writes, block by block.
+
+    Low half: cell ``uniform_index(lo32, n_cells[b])`` = ``slot * n_values + value``; the value
+    tokens ``value_offset + value`` are written to ``items[:, 2 : n + 2, 2]`` (``int16
+    [B, n + 4, 3]``). High half ``u``: kept only where it matters (:func:`write_cells`).
+
+    Returns:
+        ``slot`` (``int8 [B * n]``: active slot of each written key), ``coin_events`` (flat
+        ``b * n + j``, ``int64``, where ``u >= stay_range``: the drift coin came up) with their
+        ``u`` (``uint32``), ``stay_hit`` (where ``u < min(table_stay[0], stay_range)``: no drift,
+        at least one query) with their ``u``.
+    """
     B = len(seeds)
-    n_keys, w, A = params.n_keys, params.w, params.active_max
+    rows = max(1, _BLOCK_WRITES // n)
+    keys = stream_keys(seeds, STREAM_WRITE)
+    with np.errstate(over="ignore"):
+        steps = (np.arange(n, dtype=np.uint64) + np.uint64(1)) * np.uint64(_GAMMA)
+    hi_word = 1 if np.little_endian else 0  # the high 32 bits of a uint64 seen as two uint32
+    draws, scratch = np.empty(rows * n, dtype=np.uint64), np.empty(rows * n, dtype=np.uint64)
+    slot = np.empty(B * n, dtype=np.int8)
+    n_cells = np.asarray(n_cells).astype(np.uint64)
+    first = min(int(table_stay[0]), stay_range) if table_stay.size else 0
+    coin = [(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.uint32))]
+    stay = [(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.uint32))]
+    shift = n_values.bit_length() - 1 if n_values & (n_values - 1) == 0 else -1
+    for r0 in range(0, B, rows):
+        r1 = min(B, r0 + rows)
+        z, t = draws[: (r1 - r0) * n], scratch[: (r1 - r0) * n]
+        with np.errstate(over="ignore"):
+            np.add(keys[r0:r1, None], steps[None, :], out=z.reshape(r1 - r0, n))
+            _mix64_inplace(z, t)
+        u = z.view(np.uint32)[hi_word::2]
+        if stay_range < 2**32:
+            at = np.flatnonzero(u >= np.uint32(stay_range))
+            coin.append((at + r0 * n, u[at]))
+        if first:
+            at = np.flatnonzero(u < np.uint32(first))
+            stay.append((at + r0 * n, u[at]))
+        z &= _LO32  # uniform_index(lo32, n_cells), in place
+        z.reshape(r1 - r0, n)[...] *= n_cells[r0:r1, None]
+        z >>= _U32
+        cell = z.view(np.uint32)[1 - hi_word :: 2]  # < 2**32: the low words hold the cells
+        if shift >= 0:  # n_values a power of two: shift and mask
+            np.right_shift(cell, np.uint32(shift), out=slot[r0 * n : r1 * n], casting="unsafe")
+            value = cell & np.uint32(n_values - 1)
+        else:
+            quotient, value = np.divmod(cell, np.uint32(n_values))
+            slot[r0 * n : r1 * n] = quotient
+        np.add(
+            value.reshape(r1 - r0, n), value_offset, out=items[r0:r1, 2 : n + 2, 2], casting="unsafe"
+        )
+    coin_events, coin_u = (np.concatenate(x) for x in zip(*coin))
+    stay_hit, stay_u = (np.concatenate(x) for x in zip(*stay))
+    return slot, coin_events, coin_u, stay_hit, stay_u
+
+
+def _generate_chunk(seeds: np.ndarray, n: int, params: PasskeySwarParams) -> FlatBatch:
+    # Arrays over the B * N writes are flat and example-major (the order of the output), in the
+    # smallest dtype that holds them: the batched generator is bound by memory traffic. The only
+    # Python loop is over the e-th drift event of every example (~drift_rate * N iterations).
+    B, M = len(seeds), len(seeds) * n
+    n_keys, n_values, w, A = params.n_keys, params.n_values, params.w, params.active_max
     voc = vocab(params)
-    rows = np.arange(B)
-    steps = np.arange(n, dtype=np.uint64)[None, :]
     mask_dtype = np.uint16 if n_keys <= 16 else np.uint32 if n_keys <= 32 else np.uint64
     one, all_keys = np.ones(1, dtype=mask_dtype), mask_dtype((1 << n_keys) - 1)
+    n_pow2 = n & (n - 1) == 0
 
     passkey = uniform_index(
-        hi32(stream_bits(seeds, STREAM_PASSKEY, PASSKEY_LEN)), params.n_values
+        hi32(stream_bits(seeds, STREAM_PASSKEY, PASSKEY_LEN)), n_values
     )  # [B, 4]
     size = params.active_min + uniform_index(
         hi32(stream_bits(seeds, STREAM_ACTIVE_SIZE, 1)[:, 0]),
@@ -805,136 +891,154 @@ def _generate_chunk(seeds: np.ndarray, n: int, params: PasskeySwarParams) -> Fla
     order = np.argsort(stream_bits(seeds, STREAM_ACTIVE_ORDER, n_keys), axis=1, kind="stable")
     active = order[:, :A].astype(np.int8)  # [B, A]; only the first size[b] slots are active
 
-    write = bits_at(stream_keys(seeds, STREAM_WRITE)[:, None], steps)  # [B, N]
-    cell = write & _LO32  # uniform_index(lo32(write), size * n_values), in place:
-    cell *= (size * params.n_values).astype(np.uint64)[:, None]
-    cell >>= _U32
-    cell = cell.view(np.int64)  # (slot, value) cells
-    if params.n_values & (params.n_values - 1) == 0:  # a power of two: shift and mask
-        slot = cell >> (params.n_values.bit_length() - 1)
-        cell &= params.n_values - 1
-        values = cell
-    else:
-        slot, values = np.divmod(cell, params.n_values)  # [B, N] active slot, value
-    u = write
-    u >>= np.uint64(32)  # hi32, in place
+    # One draw per write: high half -> drift coin and number of queries (write_cells), low
+    # half -> (active slot, value); the value tokens go straight into `items`.
+    items = np.empty((B, n + 4, 3), dtype=np.int16)  # non-query rows: 2 head, N writes, 2 tail
     stay_range, table_stay, table_drift = write_cells(params)
-    drift = u >= np.uint64(stay_range)  # [B, N] drift coin after write j
-    u_flat = u.reshape(-1)
-    flat_events = np.flatnonzero(drift)  # example-major, in write order
-    n_queries = np.zeros((B, n), dtype=np.int64)  # [B, N] queries after write j
-    has_query = np.zeros(B * n, dtype=bool)
-    # Writes without drift count with v = u (< S), writes with drift with v = u - S.
-    for table, span, events in (
-        (table_stay, stay_range, None),
-        (table_drift, 2**32 - stay_range, flat_events),
+    slot, coin_events, coin_u, stay_hit, stay_u = _draw_writes(
+        seeds, n, size * n_values, n_values, stay_range, table_stay, items, voc.value_offset
+    )
+    longest = max(table_stay.size, table_drift.size)
+    n_queries = np.zeros(M, dtype=np.int8 if longest < 128 else np.int32)  # queries after write
+    for table, hit, v in (
+        (table_stay, stay_hit, stay_u),
+        (table_drift, coin_events, coin_u),
     ):
-        if not table.size:
+        if not table.size or not hit.size:
             continue
-        first = np.uint64(min(int(table[0]), span))
-        if events is None:
-            hit = np.flatnonzero(u_flat < first)  # drift writes have u >= S >= first
-            v = u_flat[hit]
-        else:
-            v = u_flat[events] - np.uint64(stay_range)
-            keep = np.flatnonzero(v < first)
-            hit, v = events[keep], v[keep]
-        has_query[hit] = True
-        count = np.ones(hit.size, dtype=np.int64)
-        more = np.arange(hit.size)
+        if table is table_drift:  # v = u - S, uniform on [0, 2**32 - S)
+            v = v - np.uint32(stay_range)
+            keep = v < np.uint32(min(int(table[0]), 2**32 - stay_range))
+            hit, v = hit[keep], v[keep]
+        n_queries[hit] = 1
         for t in table[1:].tolist():  # #{k : v < table[k]}, on ever fewer writes
-            keep = np.flatnonzero(v < np.uint64(t))
-            if not keep.size:
+            keep = v < np.uint32(t)
+            hit = hit[keep]
+            if not hit.size:
                 break
-            more, v = more[keep], v[keep]
-            count[more] += 1
-        n_queries.reshape(-1)[hit] = count
-    with_queries = np.flatnonzero(has_query)  # flat b * N + j of the writes followed by queries
-    del has_query
-    if size.max(initial=0) >= n_keys:  # every key active: nothing to swap in
-        drift &= (size < n_keys)[:, None]
-    del u, u_flat, write
+            v = v[keep]
+            n_queries[hit] += 1
+    del coin_u, stay_hit, stay_u
 
-    # The active set changes only at drift events: loop over the e-th event of every example,
-    # keeping the active slots of each epoch (between two events).
-    if size.max(initial=0) >= n_keys:
-        flat_events = np.flatnonzero(drift)
-    if n & (n - 1) == 0:
-        eb, ej = flat_events >> (n.bit_length() - 1), flat_events & (n - 1)
+    # The active set changes only at drift events. Loop over the e-th event of every example;
+    # examples are taken in decreasing number of events, so those with an e-th event are a
+    # prefix. `epochs[p, e]` = active slots (key ids) after e events of the p-th example so taken.
+    if size.max(initial=0) >= n_keys:  # every key active: nothing to swap in
+        coin_events = coin_events[size[coin_events // n] < n_keys]
+    if n_pow2:
+        eb, ej = coin_events >> (n.bit_length() - 1), coin_events & (n - 1)
     else:
-        eb, ej = np.divmod(flat_events, n)
-    del flat_events
+        eb, ej = np.divmod(coin_events, n)
+    del coin_events
     n_events = np.bincount(eb, minlength=B)  # [B]
     n_epochs = int(n_events.max(initial=0)) + 1
     ee = np.arange(eb.size) - np.repeat(np.cumsum(n_events) - n_events, n_events)  # event rank
     swap = bits_at(stream_keys(seeds, STREAM_SWAP)[eb], ej)  # draws only where the coin fired
-    ev_out = np.zeros((n_epochs, B), dtype=np.int64)
-    ev_in = np.zeros((n_epochs, B), dtype=np.int64)
-    ev_out[ee, eb] = uniform_index(hi32(swap), size[eb])
-    ev_in[ee, eb] = uniform_index(lo32(swap), n_keys - size[eb])
-    # Epoch e of example b covers the writes up to its e-th event (the swap follows the write).
-    epoch_end = np.full((B, n_epochs), n - 1, dtype=np.int64)
-    epoch_end[eb, ee] = ej
-    epoch_len = np.diff(epoch_end, axis=1, prepend=-1)  # [B, n_epochs], 0 past the last event
-    del eb, ej, ee, swap, epoch_end
+    by_events = np.argsort(-n_events, kind="stable")
+    pos = np.empty(B, dtype=np.intp)
+    pos[by_events] = np.arange(B)
+    with_event = np.cumsum(np.bincount(n_events, minlength=n_epochs)[::-1])[::-1]  # [n_epochs]
+    # Event (p, e) (the e-th event, 0-based, of the p-th example in that order) is entry
+    # start[e] + p of the flat event arrays: the events of each round are a contiguous slice.
+    start = np.zeros(n_epochs, dtype=np.intp)
+    np.cumsum(with_event[1:], out=start[1:])
+    pe = pos[eb]
+    at = start[ee] + pe
+    ev_slot = np.empty(eb.size, dtype=np.intp)  # p * A + the slot swapped out
+    ev_slot[at] = pe * A + uniform_index(hi32(swap), size[eb])
+    ev_rank = np.empty(eb.size, dtype=np.intp)  # rank of the key swapped in
+    ev_rank[at] = uniform_index(lo32(swap), n_keys - size[eb])
+    # Epoch e of example b covers the writes up to its e-th event (the swap follows the write):
+    # entry b + (event index) of `ends` is the last write of the epoch, n - 1 for the last one.
+    ends = np.full(B + eb.size, n - 1, dtype=np.int64)
+    ends[np.arange(eb.size) + eb] = ej
+    epoch_len = np.diff(ends, prepend=-1)
+    first_epoch = np.cumsum(n_events + 1) - (n_events + 1)  # [B] entry of each example's epoch 0
+    epoch_len[first_epoch] = ends[first_epoch] + 1
+    epoch_row = np.repeat(pos * n_epochs - first_epoch, n_events + 1) + np.arange(ends.size)
+    del eb, ej, ee, pe, at, swap, ends, first_epoch
+    cur = active[by_events]  # [B, A] active slots now
+    in_set = np.arange(A)[None, :] < size[by_events, None]
     active_set = np.bitwise_or.reduce(
-        np.where(
-            np.arange(A)[None, :] < size[:, None], np.left_shift(one, active.astype(mask_dtype)), 0
-        ),
-        axis=1,
+        np.where(in_set, np.left_shift(one, cur.astype(mask_dtype)), 0), axis=1
     ).astype(mask_dtype)  # [B] bit mask of the active keys
-    epochs = np.empty((B, n_epochs, A), dtype=np.int8)  # active slots (key ids) in each epoch
-    epochs[:, 0] = active
-    for e in range(1, n_epochs):
-        epochs[:, e] = epochs[:, e - 1]
-        r = np.flatnonzero(n_events >= e)
-        out = ev_out[e - 1, r]
-        old = epochs[r, e, out]
-        new = select_key(~active_set[r] & all_keys, ev_in[e - 1, r], n_keys)
-        epochs[r, e, out] = new
-        active_set[r] ^= np.left_shift(one, old.astype(mask_dtype)) | np.left_shift(
-            one, new.astype(mask_dtype)
-        )
-    # Row b * n_epochs + e of `epochs` for every write, by repeating each epoch over its writes.
-    epoch_slot = np.repeat(np.arange(B * n_epochs, dtype=np.int64), epoch_len.reshape(-1))
-    epoch_slot *= A
-    epoch_slot += slot.reshape(-1)
-    keys = epochs.reshape(-1)[epoch_slot].reshape(B, n)  # [B, N] int8 written keys
-    del epoch_slot, epoch_len
-    del slot, drift, epochs, ev_out, ev_in
+    epochs = np.empty((B, n_epochs, A), dtype=np.int8)
+    epochs[:, 0] = cur
+    cur_flat = cur.reshape(-1)
+    if n_keys <= 16:  # inactive sets as select-table row offsets: (mask << 4) + rank
+        table = _select_table().reshape(-1)
+        inactive = (~active_set & all_keys).astype(np.intp) << 4
+        key_step = np.left_shift(1, np.arange(n_keys, dtype=np.intp)) << 4
+        for e in range(1, n_epochs):
+            k, lo = with_event[e], start[e - 1]
+            at = ev_slot[lo : lo + k]
+            old = cur_flat[at]
+            new = table[inactive[:k] + ev_rank[lo : lo + k]]
+            cur_flat[at] = new
+            inactive[:k] += key_step[old]
+            inactive[:k] -= key_step[new]
+            epochs[:k, e] = cur[:k]
+    else:
+        inactive = ~active_set & all_keys
+        for e in range(1, n_epochs):
+            k, lo = with_event[e], start[e - 1]
+            at = ev_slot[lo : lo + k]
+            old = cur_flat[at]
+            new = select_bit(inactive[:k], ev_rank[lo : lo + k], n_keys)
+            cur_flat[at] = new
+            inactive[:k] ^= np.left_shift(one, old.astype(mask_dtype)) | np.left_shift(
+                one, new.astype(mask_dtype)
+            )
+            epochs[:k, e] = cur[:k]
+    del ev_slot, ev_rank, cur, inactive, active_set
+    # Written key = epochs[pos[b], epoch of the write, slot]: repeat each epoch over its writes.
+    src = np.repeat(epoch_row, epoch_len)
+    src *= A
+    src += slot
+    keys = epochs.reshape(-1).take(src)  # [M] int8 written keys
+    del src, slot, epochs, epoch_row, epoch_len
+    items[:, 2 : n + 2, 0] = W
+    np.add(keys.reshape(B, n), voc.key_offset, out=items[:, 2 : n + 2, 1], casting="unsafe")
 
     # Queries, vectorised, in example order. After write j the valid keys are those written in
     # the last w writes (age <= w); the expired ones were not written in the last 2w writes
     # (age > 2w, or never written). Key sets are bit masks.
-    q_total = n_queries.sum(axis=1)  # [B]
+    q_total = n_queries.reshape(B, n).sum(axis=1, dtype=np.int64)  # [B]
     query_offsets = np.zeros(B + 1, dtype=np.int64)
     np.cumsum(q_total, out=query_offsets[1:])
     n_q = int(query_offsets[-1])
     q_valid = np.zeros(n_q, dtype=bool)
+    q_row = np.zeros(0, dtype=np.int64)
     if n_q:
-        levels = or_levels(np.left_shift(one, keys.astype(mask_dtype)), 2 * w)
-        valid_sets = window_or(levels, w)  # [B, N]
-        recent_sets = window_or(levels, 2 * w)
-        per_write = n_queries.reshape(-1)
-        # b * N + j of each query: with_queries[i] repeated per_write times, as a cumsum of steps.
-        reps = per_write[with_queries]
-        flat_write = np.zeros(n_q, dtype=np.int64)
-        first = np.cumsum(reps) - reps
-        flat_write[first] = np.diff(with_queries, prepend=0)
-        np.cumsum(flat_write, out=flat_write)
-        del reps, first
-        if n & (n - 1) == 0:  # the configs' N are powers of two: shift and mask
+        with_queries = np.flatnonzero(n_queries != 0)
+        flat_write = np.repeat(with_queries, n_queries[with_queries])  # [n_q] b * N + j
+        del with_queries
+        if n_pow2:  # the configs' N are powers of two: shift and mask
             qb, q_write = flat_write >> (n.bit_length() - 1), flat_write & (n - 1)
         else:
             qb, q_write = np.divmod(flat_write, n)
-        qi = np.arange(n_q) - query_offsets[qb]  # query index within its example
+        g = np.arange(n_q)
+        qi = g - query_offsets[qb]  # query index within its example
         draw = bits_at(stream_keys(seeds, STREAM_QUERY)[qb], qi)
-        expired_sets = ~recent_sets.reshape(-1)[flat_write] & all_keys
+        del qi
+        levels = or_levels(np.left_shift(one, keys.astype(mask_dtype)).reshape(B, n), 2 * w)
+        del keys
+        expired_sets = _window_at(levels, 2 * w, flat_write, q_write)
+        np.invert(expired_sets, out=expired_sets)
+        expired_sets &= all_keys
         q_valid = (hi32(draw) < np.uint64(prob32(params.valid_frac))) | (expired_sets == 0)
-        cand = np.where(q_valid, valid_sets.reshape(-1)[flat_write], expired_sets)
-        del expired_sets, valid_sets, recent_sets
-        q_key = select_key(cand, uniform_index(lo32(draw), popcount(cand)), n_keys)
-        del cand, draw
+        cand = np.where(q_valid, _window_at(levels, w, flat_write, q_write), expired_sets)
+        del expired_sets, q_write
+        rank = uniform_index(lo32(draw), np.bitwise_count(cand) if hasattr(np, "bitwise_count") else popcount(cand))
+        del draw
+        if n_keys <= 16:
+            at = cand.astype(np.intp) << 4
+            at |= rank
+            q_key = _select_table().reshape(-1).take(at)
+            del at
+        else:
+            q_key = select_bit(cand, rank, n_keys)
+        del cand, rank
         # A valid query's answer: the value of the key's latest write. Its offset back from
         # write j is < w; find it by binary lifting over the window ORs: step back by `span`
         # whenever the key is absent from the `span` writes ending at the current position.
@@ -944,52 +1048,41 @@ def _generate_chunk(seeds: np.ndarray, n: int, params: PasskeySwarParams) -> Fla
         span = 1 << ((w - 1).bit_length() - 1) if w > 1 else 0
         while span:
             absent = (levels[span].reshape(-1)[src] & v_bit) == 0
-            src = np.where(absent, src - span, src)
+            src -= absent * span
             span >>= 1
+        del levels, v_bit
+        src += 4 * qb[v_idx] + 2  # its row among the non-query rows (items)
         q_answer = np.full(n_q, NULL, dtype=np.int16)
-        q_answer[v_idx] = voc.value_offset + values.reshape(-1)[src]
+        q_answer[v_idx] = items.reshape(-1, 3)[src, 2]
+        del src, v_idx
+        q_row = flat_write + g + 4 * qb + 3  # rows of all earlier writes, queries, heads, tails
+        del flat_write, g, qb
 
     # Layout in rows of 3 tokens: (BOS PK p1) (p2 p3 p4) | write j: (W k v), then its queries
-    # (Q k a) | (PKQ p1 p2) (p3 p4 EOS). Rows are placed as 6-byte items (np.put on a void view).
+    # (Q k a) | (PKQ p1 p2) (p3 p4 EOS). Rows are moved as 6-byte items (void views).
+    pk = (voc.value_offset + passkey).astype(np.int16)  # [B, 4]
+    items[:, 0, 0], items[:, 0, 1], items[:, 0, 2] = BOS, PK, pk[:, 0]
+    items[:, 1] = pk[:, 1:]
+    items[:, n + 2, 0], items[:, n + 2, 1:] = PKQ, pk[:, :2]
+    items[:, n + 3, :2], items[:, n + 3, 2] = pk[:, 2:], EOS
     t_off = np.zeros(B + 1, dtype=np.int64)  # first row of each example
     np.cumsum(4 + n + q_total, out=t_off[1:])
-    rows = np.empty((int(t_off[-1]), 3), dtype=np.int16)
-    labels = np.full(rows.size, IGNORE_INDEX, dtype=np.int16)
-    pk = (voc.value_offset + passkey).astype(np.int16)  # [B, 4]
-    ends = np.empty((B, 4, 3), dtype=np.int16)  # the two head and two tail rows
-    ends[:, 0, 0], ends[:, 0, 1], ends[:, 0, 2] = BOS, PK, pk[:, 0]
-    ends[:, 1] = pk[:, 1:]
-    ends[:, 2, 0], ends[:, 2, 1:] = PKQ, pk[:, :2]
-    ends[:, 3, :2], ends[:, 3, 2] = pk[:, 2:], EOS
-    end_rows = np.stack([t_off[:-1], t_off[:-1] + 1, t_off[1:] - 2, t_off[1:] - 1], axis=1)
-    np.put(_row_items(rows), end_rows.reshape(-1), _row_items(ends.reshape(-1, 3)))
-    tail = 3 * t_off[1:, None] + np.array([-5, -4, -3, -2])  # the 4 passkey tokens after PKQ
-    labels[tail] = pk
-    del ends, end_rows, tail
-    # Row of write j of example b: all writes and queries before it, plus 4 b + 2 head/tail rows.
-    w_row = np.cumsum(n_queries.reshape(-1))
-    w_row -= n_queries.reshape(-1)  # queries before write j, counting earlier examples too
-    w_grid = w_row.reshape(B, n)
-    w_grid += np.arange(n)[None, :]
-    w_grid += ((n + 4) * np.arange(B) + 2)[:, None]
-    del w_grid
-    write_rows = np.empty((B * n, 3), dtype=np.int16)
-    write_rows[:, 0] = W
-    np.add(keys.reshape(-1), voc.key_offset, out=write_rows[:, 1], casting="unsafe")
-    np.add(values.reshape(-1), voc.value_offset, out=write_rows[:, 2], casting="unsafe")
-    np.put(_row_items(rows), w_row, _row_items(write_rows))
-    del w_row, write_rows
+    n_rows = int(t_off[-1])
+    rows = np.empty((n_rows, 3), dtype=np.int16)
+    labels = np.full(3 * n_rows, IGNORE_INDEX, dtype=np.int16)
+    other = np.ones(n_rows, dtype=bool)  # False at query rows
     if n_q:
-        q_row = t_off[qb] + 3 + q_write + qi  # after the head, write j and the earlier queries
         query_rows = np.empty((n_q, 3), dtype=np.int16)
         query_rows[:, 0] = Q
         np.add(q_key, voc.key_offset, out=query_rows[:, 1], casting="unsafe")
         query_rows[:, 2] = q_answer
         np.put(_row_items(rows), q_row, _row_items(query_rows))
+        other[q_row] = False
         labels[3 * q_row + 2] = q_answer
-    ids = rows.reshape(-1)
+    _row_items(rows)[other] = _row_items(items.reshape(-1, 3))
+    labels[3 * t_off[1:, None] + np.array([-5, -4, -3, -2])] = pk  # the passkey after PKQ
     return FlatBatch(
-        input_ids=ids,
+        input_ids=rows.reshape(-1),
         labels=labels,
         offsets=3 * t_off,
         answer_valid=q_valid,
