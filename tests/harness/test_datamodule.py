@@ -166,3 +166,15 @@ def test_missing_local_folder_is_a_clear_error(tmp_path):
     dm.trainer = None
     with pytest.raises(ValueError, match="nowhere"):
         list(dm.val_dataloader())
+
+
+def test_train_loader_workers_build_exactly_the_issued_batches():
+    def epoch(workers):
+        dm = PasskeySwarDataModule(train_configs=[32, 64], batch_size=3, examples_per_epoch=18, num_workers=workers)
+        dm.trainer = None
+        return [(int(b["n_writes"][0]), tuple(b["seed"].tolist())) for b in dm.train_dataloader()]
+
+    main_process, workers = epoch(0), epoch(2)
+    assert main_process == workers and len(main_process) == 6
+    seeds = [s for _, batch in workers for s in batch]
+    assert len(set(seeds)) == 18  # no example built twice across the two workers
