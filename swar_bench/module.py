@@ -168,7 +168,7 @@ class TBPTTModule(pl.LightningModule):
         )
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
 
-    # ------------------------------------------------------------------ helpers
+    # ------------------------------------------------------------------ internals
 
     def _distributed(self) -> bool:
         return (
