@@ -807,26 +807,23 @@ stays in cache through the ~15 passes over it)."""
 def _draw_writes(
     seeds: np.ndarray,
     n: int,
-    n_cells: np.ndarray,
-    n_values: int,
-    stay_range: int,
-    table_stay: np.ndarray,
+    params: PasskeySwarParams,
+    size: np.ndarray,
     items: np.ndarray,
-    value_offset: int,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The :data:`STREAM_WRITE` draws of ``B`` examples of ``n`` writes, block by block.
 
-    Low half: cell ``uniform_index(lo32, n_cells[b])`` = ``slot * n_values + value``; the value
-    tokens ``value_offset + value`` are written to ``items[:, 2 : n + 2, 2]`` (``int16
-    [B, n + 4, 3]``). High half ``u``: kept only where it matters (:func:`write_cells`).
+    Low half: cell ``uniform_index(lo32, size[b] * n_values)`` = ``slot * n_values + value``; the
+    value tokens are written to ``items[:, 2 : n + 2, 2]`` (``int16 [B, n + 4, 3]``). High half
+    ``u``: drift coin and number of queries (:func:`write_cells`).
 
     Returns:
-        ``slot`` (``int8 [B * n]``: active slot of each written key), ``coin_events`` (flat
-        ``b * n + j``, ``int64``, where ``u >= stay_range``: the drift coin came up) with their
-        ``u`` (``uint32``), ``stay_hit`` (where ``u < min(table_stay[0], stay_range)``: no drift,
-        at least one query) with their ``u``.
+        ``slot`` (``int8 [B * n]``: active slot of each written key), ``n_queries`` (``int8`` or
+        ``int32 [B * n]``: queries after each write) and ``coin_events`` (``int64``: flat
+        ``b * n + j`` of the writes whose drift coin came up, in order).
     """
     B = len(seeds)
+    n_values, value_offset = params.n_values, vocab(params).value_offset
     rows = max(1, _BLOCK_WRITES // n)
     keys = stream_keys(seeds, STREAM_WRITE)
     with np.errstate(over="ignore"):
@@ -834,10 +831,13 @@ def _draw_writes(
     hi_word = 1 if np.little_endian else 0  # the high 32 bits of a uint64 seen as two uint32
     draws, scratch = np.empty(rows * n, dtype=np.uint64), np.empty(rows * n, dtype=np.uint64)
     slot = np.empty(B * n, dtype=np.int8)
-    n_cells = np.asarray(n_cells).astype(np.uint64)
-    first = min(int(table_stay[0]), stay_range) if table_stay.size else 0
-    coin = [(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.uint32))]
-    stay = [(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.uint32))]
+    stay_range, table_stay, table_drift = write_cells(params)
+    longest = max(table_stay.size, table_drift.size)
+    n_queries = np.zeros(B * n, dtype=np.int8 if longest < 128 else np.int32)
+    n_cells = (np.asarray(size) * n_values).astype(np.uint64)
+    stay_first = min(int(table_stay[0]), stay_range) if table_stay.size else 0
+    drift_first = min(int(table_drift[0]), 2**32 - stay_range) if table_drift.size else 0
+    coin = [np.zeros(0, dtype=np.int64)]
     shift = n_values.bit_length() - 1 if n_values & (n_values - 1) == 0 else -1
     for r0 in range(0, B, rows):
         r1 = min(B, r0 + rows)
@@ -846,12 +846,17 @@ def _draw_writes(
             np.add(keys[r0:r1, None], steps[None, :], out=z.reshape(r1 - r0, n))
             _mix64_inplace(z, t)
         u = z.view(np.uint32)[hi_word::2]
+        block_queries = n_queries[r0 * n : r1 * n]
         if stay_range < 2**32:
             at = np.flatnonzero(u >= np.uint32(stay_range))
-            coin.append((at + r0 * n, u[at]))
-        if first:
-            at = np.flatnonzero(u < np.uint32(first))
-            stay.append((at + r0 * n, u[at]))
+            coin.append(at + r0 * n)
+            if drift_first:  # v = u - S, uniform on [0, 2**32 - S)
+                v = u[at] - np.uint32(stay_range)
+                keep = v < np.uint32(drift_first)
+                _count_queries(block_queries, at[keep], v[keep], table_drift)
+        if stay_first:  # writes with drift have u >= S >= stay_first
+            at = np.flatnonzero(u < np.uint32(stay_first))
+            _count_queries(block_queries, at, u[at], table_stay)
         z &= _LO32  # uniform_index(lo32, n_cells), in place
         z.reshape(r1 - r0, n)[...] *= n_cells[r0:r1, None]
         z >>= _U32
@@ -865,9 +870,131 @@ def _draw_writes(
         np.add(
             value.reshape(r1 - r0, n), value_offset, out=items[r0:r1, 2 : n + 2, 2], casting="unsafe"
         )
-    coin_events, coin_u = (np.concatenate(x) for x in zip(*coin))
-    stay_hit, stay_u = (np.concatenate(x) for x in zip(*stay))
-    return slot, coin_events, coin_u, stay_hit, stay_u
+    return slot, n_queries, np.concatenate(coin)
+
+
+def _count_queries(out: np.ndarray, hit: np.ndarray, v: np.ndarray, table: np.ndarray) -> None:
+    """``out[hit] = #{k : v < table[k]}`` for ``v < table[0]`` (:func:`write_cells`), narrowing
+    ``hit`` threshold by threshold (each keeps about ``q / (1 + q)`` of the writes)."""
+    out[hit] = 1
+    for t in table[1:].tolist():
+        keep = v < np.uint32(t)
+        hit = hit[keep]
+        if not hit.size:
+            break
+        v = v[keep]
+        out[hit] += 1
+
+
+_BLOCK_ROWS_WRITES = 1 << 18
+"""Writes per block of examples in :func:`_rows_block` (its arrays stay in cache)."""
+
+
+def _rows_block(
+    seeds: np.ndarray,
+    n: int,
+    params: PasskeySwarParams,
+    slot: np.ndarray,
+    n_queries: np.ndarray,
+    epochs: np.ndarray,
+    epoch_row: np.ndarray,
+    epoch_len: np.ndarray,
+    items: np.ndarray,
+    query_offsets: np.ndarray,
+    rows: np.ndarray,
+    labels: np.ndarray,
+    q_valid: np.ndarray,
+) -> None:
+    """Keys, queries and layout of a block of ``B`` examples of :func:`_generate_chunk`.
+
+    Inputs: ``slot`` (``[B * n]`` active slot of each write), ``n_queries`` (``[B * n]``),
+    ``epochs`` (flat active slots of every epoch), ``epoch_row`` / ``epoch_len`` (the epochs of
+    these examples in order: entry of ``epochs // A`` and number of writes), ``items`` (``int16
+    [B, n + 4, 3]``, the non-query rows with the value tokens and head / tail rows filled),
+    ``query_offsets`` (``[B + 1]`` from 0). Fills ``items``' key tokens and the outputs ``rows``
+    (``int16 [R, 3]``), ``labels`` (``int16 [3 R]``, passkey labels excepted) and ``q_valid``.
+    """
+    B = len(seeds)
+    n_keys, w, A = params.n_keys, params.w, params.active_max
+    voc = vocab(params)
+    mask_dtype = np.uint16 if n_keys <= 16 else np.uint32 if n_keys <= 32 else np.uint64
+    one, all_keys = np.ones(1, dtype=mask_dtype), mask_dtype((1 << n_keys) - 1)
+    n_pow2 = n & (n - 1) == 0
+    # Written key = epochs[pos[b], epoch of the write, slot]: repeat each epoch over its writes.
+    src = np.repeat(epoch_row, epoch_len)
+    src *= A
+    src += slot
+    keys = epochs.take(src)  # [M] int8 written keys
+    del src
+    items[:, 2 : n + 2, 0] = W
+    np.add(keys.reshape(B, n), voc.key_offset, out=items[:, 2 : n + 2, 1], casting="unsafe")
+
+    # Queries, vectorised, in example order. After write j the valid keys are those written in
+    # the last w writes (age <= w); the expired ones were not written in the last 2w writes
+    # (age > 2w, or never written). Key sets are bit masks.
+    n_q = int(query_offsets[-1])
+    if n_q:
+        with_queries = np.flatnonzero(n_queries != 0)
+        flat_write = np.repeat(with_queries, n_queries[with_queries])  # [n_q] b * N + j
+        del with_queries
+        if n_pow2:  # the configs' N are powers of two: shift and mask
+            qb, q_write = flat_write >> (n.bit_length() - 1), flat_write & (n - 1)
+        else:
+            qb, q_write = np.divmod(flat_write, n)
+        g = np.arange(n_q)
+        qi = g - query_offsets[qb]  # query index within its example
+        draw = bits_at(stream_keys(seeds, STREAM_QUERY)[qb], qi)
+        del qi
+        levels = or_levels(np.left_shift(one, keys.astype(mask_dtype)).reshape(B, n), 2 * w)
+        del keys
+        expired_sets = _window_at(levels, 2 * w, flat_write, q_write)
+        np.invert(expired_sets, out=expired_sets)
+        expired_sets &= all_keys
+        np.less(hi32(draw), np.uint64(prob32(params.valid_frac)), out=q_valid)
+        q_valid |= expired_sets == 0
+        cand = np.where(q_valid, _window_at(levels, w, flat_write, q_write), expired_sets)
+        del expired_sets, q_write
+        rank = uniform_index(lo32(draw), np.bitwise_count(cand) if hasattr(np, "bitwise_count") else popcount(cand))
+        del draw
+        if n_keys <= 16:
+            at = cand.astype(np.intp) << 4
+            at |= rank
+            q_key = _select_table().reshape(-1).take(at)
+            del at
+        else:
+            q_key = select_bit(cand, rank, n_keys)
+        del cand, rank
+        # A valid query's answer: the value of the key's latest write. Its offset back from
+        # write j is < w; find it by binary lifting over the window ORs: step back by `span`
+        # whenever the key is absent from the `span` writes ending at the current position.
+        v_idx = np.flatnonzero(q_valid)
+        v_bit = np.left_shift(one, q_key[v_idx].astype(mask_dtype))
+        src = flat_write[v_idx]  # b * N + j, moved back to the answering write
+        span = 1 << ((w - 1).bit_length() - 1) if w > 1 else 0
+        while span:
+            absent = (levels[span].reshape(-1)[src] & v_bit) == 0
+            src -= absent * span
+            span >>= 1
+        del levels, v_bit
+        src += 4 * qb[v_idx] + 2  # its row among the non-query rows (items)
+        q_answer = np.full(n_q, NULL, dtype=np.int16)
+        q_answer[v_idx] = items.reshape(-1, 3)[src, 2]
+        del src, v_idx
+        q_row = flat_write + g + 4 * qb + 3  # rows of all earlier writes, queries, heads, tails
+        del flat_write, g, qb
+
+    # Rows are moved as 6-byte items (void views).
+    labels.fill(IGNORE_INDEX)
+    other = np.ones(len(rows), dtype=bool)  # False at query rows
+    if n_q:
+        query_rows = np.empty((n_q, 3), dtype=np.int16)
+        query_rows[:, 0] = Q
+        np.add(q_key, voc.key_offset, out=query_rows[:, 1], casting="unsafe")
+        query_rows[:, 2] = q_answer
+        np.put(_row_items(rows), q_row, _row_items(query_rows))
+        other[q_row] = False
+        labels[3 * q_row + 2] = q_answer
+    _row_items(rows)[other] = _row_items(items.reshape(-1, 3))
 
 
 def _generate_chunk(seeds: np.ndarray, n: int, params: PasskeySwarParams) -> FlatBatch:
@@ -894,31 +1021,7 @@ def _generate_chunk(seeds: np.ndarray, n: int, params: PasskeySwarParams) -> Fla
     # One draw per write: high half -> drift coin and number of queries (write_cells), low
     # half -> (active slot, value); the value tokens go straight into `items`.
     items = np.empty((B, n + 4, 3), dtype=np.int16)  # non-query rows: 2 head, N writes, 2 tail
-    stay_range, table_stay, table_drift = write_cells(params)
-    slot, coin_events, coin_u, stay_hit, stay_u = _draw_writes(
-        seeds, n, size * n_values, n_values, stay_range, table_stay, items, voc.value_offset
-    )
-    longest = max(table_stay.size, table_drift.size)
-    n_queries = np.zeros(M, dtype=np.int8 if longest < 128 else np.int32)  # queries after write
-    for table, hit, v in (
-        (table_stay, stay_hit, stay_u),
-        (table_drift, coin_events, coin_u),
-    ):
-        if not table.size or not hit.size:
-            continue
-        if table is table_drift:  # v = u - S, uniform on [0, 2**32 - S)
-            v = v - np.uint32(stay_range)
-            keep = v < np.uint32(min(int(table[0]), 2**32 - stay_range))
-            hit, v = hit[keep], v[keep]
-        n_queries[hit] = 1
-        for t in table[1:].tolist():  # #{k : v < table[k]}, on ever fewer writes
-            keep = v < np.uint32(t)
-            hit = hit[keep]
-            if not hit.size:
-                break
-            v = v[keep]
-            n_queries[hit] += 1
-    del coin_u, stay_hit, stay_u
+    slot, n_queries, coin_events = _draw_writes(seeds, n, params, size, items)
 
     # The active set changes only at drift events. Loop over the e-th event of every example;
     # examples are taken in decreasing number of events, so those with an e-th event are a
@@ -944,9 +1047,9 @@ def _generate_chunk(seeds: np.ndarray, n: int, params: PasskeySwarParams) -> Fla
     np.cumsum(with_event[1:], out=start[1:])
     pe = pos[eb]
     at = start[ee] + pe
-    ev_slot = np.empty(eb.size, dtype=np.intp)  # p * A + the slot swapped out
+    ev_slot = np.empty(eb.size, dtype=np.int32)  # p * A + the slot swapped out
     ev_slot[at] = pe * A + uniform_index(hi32(swap), size[eb])
-    ev_rank = np.empty(eb.size, dtype=np.intp)  # rank of the key swapped in
+    ev_rank = np.empty(eb.size, dtype=np.int8)  # rank of the key swapped in (< n_keys <= 64)
     ev_rank[at] = uniform_index(lo32(swap), n_keys - size[eb])
     # Epoch e of example b covers the writes up to its e-th event (the swap follows the write):
     # entry b + (event index) of `ends` is the last write of the epoch, n - 1 for the last one.
@@ -991,95 +1094,43 @@ def _generate_chunk(seeds: np.ndarray, n: int, params: PasskeySwarParams) -> Fla
             )
             epochs[:k, e] = cur[:k]
     del ev_slot, ev_rank, cur, inactive, active_set
-    # Written key = epochs[pos[b], epoch of the write, slot]: repeat each epoch over its writes.
-    src = np.repeat(epoch_row, epoch_len)
-    src *= A
-    src += slot
-    keys = epochs.reshape(-1).take(src)  # [M] int8 written keys
-    del src, slot, epochs, epoch_row, epoch_len
-    items[:, 2 : n + 2, 0] = W
-    np.add(keys.reshape(B, n), voc.key_offset, out=items[:, 2 : n + 2, 1], casting="unsafe")
-
-    # Queries, vectorised, in example order. After write j the valid keys are those written in
-    # the last w writes (age <= w); the expired ones were not written in the last 2w writes
-    # (age > 2w, or never written). Key sets are bit masks.
-    q_total = n_queries.reshape(B, n).sum(axis=1, dtype=np.int64)  # [B]
-    query_offsets = np.zeros(B + 1, dtype=np.int64)
-    np.cumsum(q_total, out=query_offsets[1:])
-    n_q = int(query_offsets[-1])
-    q_valid = np.zeros(n_q, dtype=bool)
-    q_row = np.zeros(0, dtype=np.int64)
-    if n_q:
-        with_queries = np.flatnonzero(n_queries != 0)
-        flat_write = np.repeat(with_queries, n_queries[with_queries])  # [n_q] b * N + j
-        del with_queries
-        if n_pow2:  # the configs' N are powers of two: shift and mask
-            qb, q_write = flat_write >> (n.bit_length() - 1), flat_write & (n - 1)
-        else:
-            qb, q_write = np.divmod(flat_write, n)
-        g = np.arange(n_q)
-        qi = g - query_offsets[qb]  # query index within its example
-        draw = bits_at(stream_keys(seeds, STREAM_QUERY)[qb], qi)
-        del qi
-        levels = or_levels(np.left_shift(one, keys.astype(mask_dtype)).reshape(B, n), 2 * w)
-        del keys
-        expired_sets = _window_at(levels, 2 * w, flat_write, q_write)
-        np.invert(expired_sets, out=expired_sets)
-        expired_sets &= all_keys
-        q_valid = (hi32(draw) < np.uint64(prob32(params.valid_frac))) | (expired_sets == 0)
-        cand = np.where(q_valid, _window_at(levels, w, flat_write, q_write), expired_sets)
-        del expired_sets, q_write
-        rank = uniform_index(lo32(draw), np.bitwise_count(cand) if hasattr(np, "bitwise_count") else popcount(cand))
-        del draw
-        if n_keys <= 16:
-            at = cand.astype(np.intp) << 4
-            at |= rank
-            q_key = _select_table().reshape(-1).take(at)
-            del at
-        else:
-            q_key = select_bit(cand, rank, n_keys)
-        del cand, rank
-        # A valid query's answer: the value of the key's latest write. Its offset back from
-        # write j is < w; find it by binary lifting over the window ORs: step back by `span`
-        # whenever the key is absent from the `span` writes ending at the current position.
-        v_idx = np.flatnonzero(q_valid)
-        v_bit = np.left_shift(one, q_key[v_idx].astype(mask_dtype))
-        src = flat_write[v_idx]  # b * N + j, moved back to the answering write
-        span = 1 << ((w - 1).bit_length() - 1) if w > 1 else 0
-        while span:
-            absent = (levels[span].reshape(-1)[src] & v_bit) == 0
-            src -= absent * span
-            span >>= 1
-        del levels, v_bit
-        src += 4 * qb[v_idx] + 2  # its row among the non-query rows (items)
-        q_answer = np.full(n_q, NULL, dtype=np.int16)
-        q_answer[v_idx] = items.reshape(-1, 3)[src, 2]
-        del src, v_idx
-        q_row = flat_write + g + 4 * qb + 3  # rows of all earlier writes, queries, heads, tails
-        del flat_write, g, qb
 
     # Layout in rows of 3 tokens: (BOS PK p1) (p2 p3 p4) | write j: (W k v), then its queries
-    # (Q k a) | (PKQ p1 p2) (p3 p4 EOS). Rows are moved as 6-byte items (void views).
+    # (Q k a) | (PKQ p1 p2) (p3 p4 EOS). `items` holds the non-query rows.
     pk = (voc.value_offset + passkey).astype(np.int16)  # [B, 4]
     items[:, 0, 0], items[:, 0, 1], items[:, 0, 2] = BOS, PK, pk[:, 0]
     items[:, 1] = pk[:, 1:]
     items[:, n + 2, 0], items[:, n + 2, 1:] = PKQ, pk[:, :2]
     items[:, n + 3, :2], items[:, n + 3, 2] = pk[:, 2:], EOS
+    q_total = n_queries.reshape(B, n).sum(axis=1, dtype=np.int64)  # [B]
+    query_offsets = np.zeros(B + 1, dtype=np.int64)
+    np.cumsum(q_total, out=query_offsets[1:])
     t_off = np.zeros(B + 1, dtype=np.int64)  # first row of each example
     np.cumsum(4 + n + q_total, out=t_off[1:])
-    n_rows = int(t_off[-1])
-    rows = np.empty((n_rows, 3), dtype=np.int16)
-    labels = np.full(3 * n_rows, IGNORE_INDEX, dtype=np.int16)
-    other = np.ones(n_rows, dtype=bool)  # False at query rows
-    if n_q:
-        query_rows = np.empty((n_q, 3), dtype=np.int16)
-        query_rows[:, 0] = Q
-        np.add(q_key, voc.key_offset, out=query_rows[:, 1], casting="unsafe")
-        query_rows[:, 2] = q_answer
-        np.put(_row_items(rows), q_row, _row_items(query_rows))
-        other[q_row] = False
-        labels[3 * q_row + 2] = q_answer
-    _row_items(rows)[other] = _row_items(items.reshape(-1, 3))
+    e_off = np.zeros(B + 1, dtype=np.int64)  # first epoch entry of each example
+    np.cumsum(n_events + 1, out=e_off[1:])
+    rows = np.empty((int(t_off[-1]), 3), dtype=np.int16)
+    labels = np.empty(rows.size, dtype=np.int16)
+    q_valid = np.empty(int(query_offsets[-1]), dtype=bool)
+    # The rest works on blocks of examples small enough to stay in cache.
+    block = max(1, _BLOCK_ROWS_WRITES // n)
+    for b0 in range(0, B, block):
+        b1 = min(B, b0 + block)
+        _rows_block(
+            seeds[b0:b1],
+            n,
+            params,
+            slot[b0 * n : b1 * n],
+            n_queries[b0 * n : b1 * n],
+            epochs.reshape(-1),
+            epoch_row[e_off[b0] : e_off[b1]],
+            epoch_len[e_off[b0] : e_off[b1]],
+            items[b0:b1],
+            query_offsets[b0 : b1 + 1] - query_offsets[b0],
+            rows[t_off[b0] : t_off[b1]],
+            labels[3 * t_off[b0] : 3 * t_off[b1]],
+            q_valid[query_offsets[b0] : query_offsets[b1]],
+        )
     labels[3 * t_off[1:, None] + np.array([-5, -4, -3, -2])] = pk  # the passkey after PKQ
     return FlatBatch(
         input_ids=rows.reshape(-1),
