@@ -180,12 +180,35 @@ class TrainStream:
         self.consumed = 0  # steps that reached training_step
         self.counters: dict[int, int] = {}  # batches of each N issued
         self.pending: deque[tuple[int, int, int]] = deque()  # (step, N, counter) issued, not consumed
+        self.world_size = 1  # data-parallel ranks the counters were drawn with
 
     def next_n(self, step: int) -> int:
         if self.train_n is not None:
             return self.train_n
         rng = np.random.default_rng([self.seed, step])
         return int(self.train_configs[rng.integers(len(self.train_configs))])
+
+    def set_world_size(self, world_size: int) -> None:
+        """Continue the stream on ``world_size`` ranks (a resume on a different number of devices).
+
+        The c-th batch of N on W ranks spans the index block ``[c * W * B, (c + 1) * W * B)``, so
+        the counters are moved past every index already issued: the new blocks never overlap the
+        old ones. Batches issued but not yet trained on are dropped (their indices stay unused).
+        """
+        if world_size == self.world_size:
+            return
+        if self.issued:
+            import warnings
+
+            warnings.warn(
+                f"resuming the training stream on {world_size} ranks (it was drawn on {self.world_size}): "
+                f"{len(self.pending)} in-flight batch(es) are skipped to keep examples disjoint",
+                stacklevel=2,
+            )
+            self.counters = {n: -(-c * self.world_size // world_size) for n, c in self.counters.items()}
+            self.pending.clear()
+            self.issued = self.consumed
+        self.world_size = world_size
 
     def issue(self) -> tuple[int, int, int]:
         step = self.issued
@@ -214,6 +237,7 @@ class TrainStream:
             "train_n": self.train_n,
             "batch_size": self.batch_size,
             "seed": self.seed,
+            "world_size": self.world_size,
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
@@ -227,6 +251,7 @@ class TrainStream:
         self.counters = {int(k): int(v) for k, v in state["counters"].items()}
         self.pending = deque(tuple(p) for p in state["pending"])
         self.train_n = state["train_n"]
+        self.world_size = int(state.get("world_size", 1))
 
 
 class TrainBatchSampler(DistributedSampler):
@@ -258,6 +283,7 @@ class TrainBatchSampler(DistributedSampler):
 
     def __iter__(self) -> Iterator[BatchKey]:
         s = self.stream
+        s.set_world_size(self.num_replicas)  # here: Lightning restores the stream after building the loader
         epoch_end = (s.consumed // s.batches_per_epoch + 1) * s.batches_per_epoch
         # batches issued before a checkpoint but never trained on come first, in order
         replay = list(s.pending)

@@ -178,3 +178,24 @@ def test_train_loader_workers_build_exactly_the_issued_batches():
     assert main_process == workers and len(main_process) == 6
     seeds = [s for _, batch in workers for s in batch]
     assert len(set(seeds)) == 18  # no example built twice across the two workers
+
+
+def test_resume_on_more_ranks_keeps_examples_disjoint():
+    stream = TrainStream((32,), 2, 100, seed=0)
+    it = iter(TrainBatchSampler(stream, 0, 2, None))
+    for _ in range(3):
+        stream.consume(next(it)[1])
+    next(it)  # one batch in flight at the checkpoint
+    used = set(range(3 * 2 * 2 + 2 * 2))  # rank 0 and rank 1 blocks of the 4 issued steps
+    state = stream.state_dict()
+    assert state["world_size"] == 2
+    resumed = [TrainStream((32,), 2, 100, seed=0) for _ in range(3)]
+    new = set()
+    for rank, st in enumerate(resumed):
+        st.load_state_dict(state)
+        with pytest.warns(UserWarning, match="on 3 ranks"):
+            it3 = iter(TrainBatchSampler(st, rank, 3, None))
+            keys = [next(it3) for _ in range(4)]
+        new |= {i for k in keys for i in k[2]}
+        assert st.world_size == 3 and keys[0][2][0] >= 8
+    assert not new & used and len(new) == 3 * 4 * 2
