@@ -837,7 +837,7 @@ def _draw_writes(
     n_cells = (np.asarray(size) * n_values).astype(np.uint64)
     stay_first = min(int(table_stay[0]), stay_range) if table_stay.size else 0
     drift_first = min(int(table_drift[0]), 2**32 - stay_range) if table_drift.size else 0
-    coin = [np.zeros(0, dtype=np.int64)]
+    high = np.empty(B * n, dtype=np.uint32)  # u of every write
     shift = n_values.bit_length() - 1 if n_values & (n_values - 1) == 0 else -1
     for r0 in range(0, B, rows):
         r1 = min(B, r0 + rows)
@@ -845,18 +845,7 @@ def _draw_writes(
         with np.errstate(over="ignore"):
             np.add(keys[r0:r1, None], steps[None, :], out=z.reshape(r1 - r0, n))
             _mix64_inplace(z, t)
-        u = z.view(np.uint32)[hi_word::2]
-        block_queries = n_queries[r0 * n : r1 * n]
-        if stay_range < 2**32:
-            at = np.flatnonzero(u >= np.uint32(stay_range))
-            coin.append(at + r0 * n)
-            if drift_first:  # v = u - S, uniform on [0, 2**32 - S)
-                v = u[at] - np.uint32(stay_range)
-                keep = v < np.uint32(drift_first)
-                _count_queries(block_queries, at[keep], v[keep], table_drift)
-        if stay_first:  # writes with drift have u >= S >= stay_first
-            at = np.flatnonzero(u < np.uint32(stay_first))
-            _count_queries(block_queries, at, u[at], table_stay)
+        high[r0 * n : r1 * n] = z.view(np.uint32)[hi_word::2]
         z &= _LO32  # uniform_index(lo32, n_cells), in place
         z.reshape(r1 - r0, n)[...] *= n_cells[r0:r1, None]
         z >>= _U32
@@ -870,7 +859,19 @@ def _draw_writes(
         np.add(
             value.reshape(r1 - r0, n), value_offset, out=items[r0:r1, 2 : n + 2, 2], casting="unsafe"
         )
-    return slot, n_queries, np.concatenate(coin)
+    coin_events = (
+        np.flatnonzero(high >= np.uint32(stay_range))
+        if stay_range < 2**32
+        else np.zeros(0, dtype=np.int64)
+    )
+    if drift_first:  # v = u - S, uniform on [0, 2**32 - S)
+        v = high[coin_events] - np.uint32(stay_range)
+        keep = v < np.uint32(drift_first)
+        _count_queries(n_queries, coin_events[keep], v[keep], table_drift)
+    if stay_first:  # writes with drift have u >= S >= stay_first
+        at = np.flatnonzero(high < np.uint32(stay_first))
+        _count_queries(n_queries, at, high[at], table_stay)
+    return slot, n_queries, coin_events
 
 
 def _count_queries(out: np.ndarray, hit: np.ndarray, v: np.ndarray, table: np.ndarray) -> None:
