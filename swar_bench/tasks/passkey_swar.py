@@ -587,37 +587,35 @@ class FlatBatch:
         """All examples as :func:`make_example` returns them; the arrays are disjoint views
         into this batch's buffers (no copies)."""
         B = len(self.seeds)
-        # answer_type of all examples in one list (queries, then 4 x passkey, per example) of
-        # shared str objects; each example takes a slice.
-        type_off = self.query_offsets + PASSKEY_LEN * np.arange(B + 1)
-        codes = np.full(int(type_off[-1]), 2, dtype=np.int8)
-        q_total = np.diff(self.query_offsets)
-        codes[
-            np.arange(self.answer_valid.size) + PASSKEY_LEN * np.repeat(np.arange(B), q_total)
-        ] = self.answer_valid
-        names = _ANSWER_OBJECTS[codes].tolist()
-        off, t_off = self.offsets.tolist(), type_off.tolist()
+        # The answer_type strings of all queries in one list of shared str objects; each
+        # example takes a slice and appends the passkey's.
+        names = _ANSWER_OBJECTS.take(self.answer_valid.view(np.uint8)).tolist()
+        off, q_off = self.offsets.tolist(), self.query_offsets.tolist()
         ids, labels, seeds, n = self.input_ids, self.labels, self.seeds.tolist(), self.n_writes
+        out = []
         gc_was_enabled = gc.isenabled()
         gc.disable()  # only new acyclic containers here; a collection pass would cost O(all)
         try:
-            return [
-                {
-                    "input_ids": ids[off[b] : off[b + 1]],
-                    "labels": labels[off[b] : off[b + 1]],
-                    "answer_type": names[t_off[b] : t_off[b + 1]],
-                    "n_writes": n,
-                    "seed": seeds[b],
-                }
-                for b in range(B)
-            ]
+            for b in range(B):
+                answer_type = names[q_off[b] : q_off[b + 1]]
+                answer_type += _PASSKEY_TYPES
+                out.append(
+                    {
+                        "input_ids": ids[off[b] : off[b + 1]],
+                        "labels": labels[off[b] : off[b + 1]],
+                        "answer_type": answer_type,
+                        "n_writes": n,
+                        "seed": seeds[b],
+                    }
+                )
+            return out
         finally:
             if gc_was_enabled:
                 gc.enable()
 
 
 _ANSWER_NAMES = ("ar_expired", "ar_valid")
-_ANSWER_OBJECTS = np.array((*_ANSWER_NAMES, "passkey"), dtype=object)
+_ANSWER_OBJECTS = np.array(_ANSWER_NAMES, dtype=object)
 _PASSKEY_TYPES = ["passkey"] * PASSKEY_LEN
 
 _MAX_BATCH_WRITES = 1 << 21  # writes simulated at once: ~200 MB of working memory
