@@ -38,14 +38,8 @@ TRAINER_DEFAULTS = {
 
 
 def mechanism_names() -> list[str]:
-    """Names of the mechanism classes exported by ``swar_bench.mechanisms``."""
-    return sorted(
-        name for name in getattr(mechanisms, "__all__", dir(mechanisms))
-        if isinstance(getattr(mechanisms, name, None), type)
-        and issubclass(getattr(mechanisms, name), torch.nn.Module)
-        and callable(getattr(getattr(mechanisms, name), "detach_state", None))
-        and name != "MixerLM"
-    )
+    """Names of the mechanisms of the zoo (``swar_bench.mechanisms.MECHANISMS``)."""
+    return sorted(mechanisms.MECHANISMS)
 
 
 def resolve_mechanism_names(argv: list[str]) -> list[str]:

@@ -123,6 +123,7 @@ class TBPTTModule(pl.LightningModule):
         self.automatic_optimization = False
         self.last_train_loss: float = float("nan")
         self.tokens_seen: int = 0
+        self.free_steps: int = 0  # batches trained by a parameter-free mechanism (no optimizer)
 
     # ------------------------------------------------------------------ setup
 
@@ -269,6 +270,12 @@ class TBPTTModule(pl.LightningModule):
         self.log("train/n_writes", float(batch["n_writes"][0]), batch_size=B)
         if trainable:
             self.log("lr", self.optimizers().param_groups[0]["lr"], prog_bar=True, batch_size=B)
+        else:
+            # Without an optimizer Lightning's global_step never advances, so `max_steps` would
+            # never end the run: a parameter-free mechanism counts one step per batch instead.
+            self.free_steps += 1
+            if 0 < self.trainer.max_steps <= self.free_steps:
+                self.trainer.should_stop = True
 
     # ------------------------------------------------------------------ evaluation
 

@@ -192,6 +192,14 @@ def test_parameter_free_mechanism_trains_without_optimizer():
     assert model.last_train_loss < 1e-3
 
 
+def test_parameter_free_mechanism_stops_at_max_steps():
+    model = TBPTTModule(Oracle(), tbptt_steps=64)
+    dm = PasskeySwarDataModule(train_configs=[32], val_configs=[32], batch_size=2, examples_per_epoch=1000, eval_examples=4)
+    trainer = _trainer(max_steps=3, limit_val_batches=0)
+    trainer.fit(model, datamodule=dm)
+    assert model.free_steps == 3 and trainer.global_step == 0
+
+
 def test_optimizer_state_ids_follow_parameter_order():
     torch.manual_seed(0)
     model = TBPTTModule(GatedDeltaNet(d_model=16, n_layers=2, n_heads=2), weight_decay=0.1)

@@ -1,4 +1,4 @@
-"""Shared settings for the harness tests."""
+"""Shared settings for every test."""
 
 import os
 
