@@ -618,15 +618,16 @@ _ANSWER_NAMES = ("ar_expired", "ar_valid")
 _ANSWER_OBJECTS = np.array(_ANSWER_NAMES, dtype=object)
 _PASSKEY_TYPES = ["passkey"] * PASSKEY_LEN
 
-_MAX_BATCH_WRITES = 1 << 21  # writes simulated at once: ~200 MB of working memory
+_MAX_BATCH_WRITES = 1 << 21  # writes simulated at once: ~30-50 bytes each, outputs included
 
 
 def examples_per_chunk(n_writes: int) -> int:
-    """Examples generated at once for ``n_writes``: about ``2**21`` writes (~200 MB of working
-    memory), but at least 256 examples up to twice that, since the drift-event loop costs per
-    chunk and long sequences want wide chunks."""
+    """Examples generated at once for ``n_writes``: about ``2**21`` writes (~30-50 bytes of
+    memory per write, the chunk's outputs included), but at least 512 examples up to ``2**23``
+    writes (~220 MB at N = 16384), since the drift-event loop costs per chunk (about
+    ``drift_rate * N`` rounds) and long sequences want wide chunks."""
     n = max(1, int(n_writes))
-    return max(1, _MAX_BATCH_WRITES // n, min(256, 2 * _MAX_BATCH_WRITES // n))
+    return max(1, _MAX_BATCH_WRITES // n, min(512, 4 * _MAX_BATCH_WRITES // n))
 
 
 def generate_flat(
@@ -1067,25 +1068,27 @@ def _generate_chunk(seeds: np.ndarray, n: int, params: PasskeySwarParams) -> Fla
     epochs = np.empty((B, n_epochs, A), dtype=np.int8)
     epochs[:, 0] = cur
     cur_flat = cur.reshape(-1)
+    ev_slot, ev_rank = ev_slot.astype(np.intp), ev_rank.astype(np.intp)  # no casts in the loop
+    rounds = zip(range(1, n_epochs), with_event[1:].tolist(), start.tolist())
     if n_keys <= 16:  # inactive sets as select-table row offsets: (mask << 4) + rank
         table = _select_table().reshape(-1)
         inactive = (~active_set & all_keys).astype(np.intp) << 4
         key_step = np.left_shift(1, np.arange(n_keys, dtype=np.intp)) << 4
-        for e in range(1, n_epochs):
-            k, lo = with_event[e], start[e - 1]
+        at_table = np.empty(B, dtype=np.intp)
+        for e, k, lo in rounds:
             at = ev_slot[lo : lo + k]
-            old = cur_flat[at]
-            new = table[inactive[:k] + ev_rank[lo : lo + k]]
+            old = cur_flat.take(at)
+            np.add(inactive[:k], ev_rank[lo : lo + k], out=at_table[:k])
+            new = table.take(at_table[:k])
             cur_flat[at] = new
-            inactive[:k] += key_step[old]
-            inactive[:k] -= key_step[new]
+            inactive[:k] += key_step.take(old)
+            inactive[:k] -= key_step.take(new)
             epochs[:k, e] = cur[:k]
     else:
         inactive = ~active_set & all_keys
-        for e in range(1, n_epochs):
-            k, lo = with_event[e], start[e - 1]
+        for e, k, lo in rounds:
             at = ev_slot[lo : lo + k]
-            old = cur_flat[at]
+            old = cur_flat.take(at)
             new = select_bit(inactive[:k], ev_rank[lo : lo + k], n_keys)
             cur_flat[at] = new
             inactive[:k] ^= np.left_shift(one, old.astype(mask_dtype)) | np.left_shift(
