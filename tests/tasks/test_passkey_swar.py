@@ -260,6 +260,32 @@ def test_batched_generator_chunks_identically(monkeypatch):
     _assert_same([flat.example(b) for b in range(50)], whole)
 
 
+@pytest.mark.parametrize(
+    "n_writes, params",
+    [
+        (100, PasskeySwarParams()),
+        (48, PasskeySwarParams(w=5, n_keys=24, n_values=30, active_min=3, active_max=12)),
+    ],
+)
+def test_batched_generator_blocks_identically(monkeypatch, n_writes, params):
+    # Blocks of draws (_BLOCK_WRITES) and of examples (_BLOCK_ROWS_WRITES) much smaller than
+    # the chunk, with a ragged last block: the output must not depend on where blocks end.
+    seeds = split_seeds("test", n_writes, 23)
+    reference = [make_example(int(s), n_writes, params) for s in seeds]
+    monkeypatch.setattr(ps, "_BLOCK_WRITES", 3 * n_writes)
+    monkeypatch.setattr(ps, "_BLOCK_ROWS_WRITES", 5 * n_writes)
+    _assert_same(generate_examples(seeds, n_writes, params), reference)
+    monkeypatch.setattr(ps, "_BLOCK_WRITES", 1)  # one example per block
+    monkeypatch.setattr(ps, "_BLOCK_ROWS_WRITES", 1)
+    _assert_same(generate_examples(seeds, n_writes, params), reference)
+
+
+def test_batched_generator_equals_reference_long_sequences():
+    # N = 2048: about 200 drift events per example, so the drift rounds run long and ragged.
+    seeds = split_seeds("validation", 2048, 6)
+    _assert_same(generate_examples(seeds, 2048), [make_example(int(s), 2048) for s in seeds])
+
+
 def test_no_expired_candidate_falls_back_to_valid():
     # Two keys, both always active: once both are written within 2w writes, no key is expired.
     params = PasskeySwarParams(
