@@ -635,11 +635,15 @@ def generate_flat(
 ) -> FlatBatch:
     """Batched generator, flat output: identical, example by example, to :func:`make_example`.
 
-    Vectorised with numpy over all ``B * n_writes`` writes at once: the counter-based draws
-    (the same streams as :func:`make_example`), the active set through a loop over the e-th
-    drift event of every example (about ``drift_rate * N`` iterations), the key sets of each
-    query as sliding-window ORs of key bit masks, the answers by binary lifting, the layout by
-    repeating rows. Works in chunks of :func:`examples_per_chunk` examples.
+    Vectorised with numpy across the examples of a chunk (:func:`examples_per_chunk`): the
+    counter-based draws (the same streams as :func:`make_example`) in cache-sized blocks of
+    writes, the active set through a loop over the e-th drift event of every example (about
+    ``drift_rate * N`` rounds, each a few numpy calls on the examples that have an e-th
+    event), then, in cache-sized blocks of examples, the written keys, the key sets of each
+    query as sliding-window ORs of key bit masks, the answers by binary lifting and the layout
+    (rows of 3 tokens moved as 6-byte items). Per-write arrays use the smallest dtype that holds
+    them (int8 slots, keys and query counts; uint32 draw halves); the generator is bound by
+    memory traffic, not arithmetic.
 
     Returns:
         :class:`FlatBatch` (``input_ids`` / ``labels`` int16 concatenated, offsets, answer kinds).
@@ -784,7 +788,9 @@ def _row_items(rows: np.ndarray) -> np.ndarray:
     return rows.view(np.dtype((np.void, rows.itemsize * rows.shape[1]))).reshape(-1)
 
 
-def _window_at(levels: dict[int, np.ndarray], length: int, flat: np.ndarray, j: np.ndarray) -> np.ndarray:
+def _window_at(
+    levels: dict[int, np.ndarray], length: int, flat: np.ndarray, j: np.ndarray
+) -> np.ndarray:
     """:func:`window_or` of ``levels`` read only at the flat positions ``flat = b * N + j``
     (``j``: write index within the example): ``[len(flat)]``, the dtype of the levels."""
     span = 1 << (length.bit_length() - 1)
@@ -856,7 +862,10 @@ def _draw_writes(
             quotient, value = np.divmod(cell, np.uint32(n_values))
             slot[r0 * n : r1 * n] = quotient
         np.add(
-            value.reshape(r1 - r0, n), value_offset, out=items[r0:r1, 2 : n + 2, 2], casting="unsafe"
+            value.reshape(r1 - r0, n),
+            value_offset,
+            out=items[r0:r1, 2 : n + 2, 2],
+            casting="unsafe",
         )
     coin_events = (
         np.flatnonzero(high >= np.uint32(stay_range))
@@ -954,7 +963,9 @@ def _rows_block(
         q_valid |= expired_sets == 0
         cand = np.where(q_valid, _window_at(levels, w, flat_write, q_write), expired_sets)
         del expired_sets, q_write
-        rank = uniform_index(lo32(draw), np.bitwise_count(cand) if hasattr(np, "bitwise_count") else popcount(cand))
+        rank = uniform_index(
+            lo32(draw), np.bitwise_count(cand) if hasattr(np, "bitwise_count") else popcount(cand)
+        )
         del draw
         if n_keys <= 16:
             at = cand.astype(np.intp) << 4
@@ -999,10 +1010,11 @@ def _rows_block(
 
 def _generate_chunk(seeds: np.ndarray, n: int, params: PasskeySwarParams) -> FlatBatch:
     # Arrays over the B * N writes are flat and example-major (the order of the output), in the
-    # smallest dtype that holds them: the batched generator is bound by memory traffic. The only
-    # Python loop is over the e-th drift event of every example (~drift_rate * N iterations).
-    B, M = len(seeds), len(seeds) * n
-    n_keys, n_values, w, A = params.n_keys, params.n_values, params.w, params.active_max
+    # smallest dtype that holds them: the batched generator is bound by memory traffic. Python
+    # loops: over blocks of writes / examples (cache-sized), and over the e-th drift event of
+    # every example (~drift_rate * N rounds).
+    B = len(seeds)
+    n_keys, n_values, A = params.n_keys, params.n_values, params.active_max
     voc = vocab(params)
     mask_dtype = np.uint16 if n_keys <= 16 else np.uint32 if n_keys <= 32 else np.uint64
     one, all_keys = np.ones(1, dtype=mask_dtype), mask_dtype((1 << n_keys) - 1)
