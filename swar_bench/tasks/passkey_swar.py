@@ -343,9 +343,15 @@ def _mix64_inplace(z: np.ndarray, scratch: np.ndarray | None = None) -> np.ndarr
 def bits_at(keys: np.ndarray, counters: np.ndarray) -> np.ndarray:
     """Draw ``counters`` (0-based) of the SplitMix64 sequences started at ``keys``: ``uint64``,
     broadcast shape of the inputs. The ``i``-th output is ``mix64(key + (i + 1) * GAMMA)``."""
+    keys, counters = np.asarray(keys, dtype=np.uint64), np.asarray(counters)
     with np.errstate(over="ignore"):
-        c = np.asarray(counters).astype(np.uint64) + np.uint64(1)
-        z = np.asarray(keys, dtype=np.uint64) + c * np.uint64(_GAMMA)
+        if counters.ndim and counters.shape == np.broadcast_shapes(keys.shape, counters.shape):
+            z = counters.astype(np.uint64)  # a copy, then in place: no other temporaries
+            z += np.uint64(1)
+            z *= np.uint64(_GAMMA)
+            z += keys
+            return _mix64_inplace(z)
+        z = keys + (counters.astype(np.uint64) + np.uint64(1)) * np.uint64(_GAMMA)
         return _mix64_inplace(z) if z.ndim else _mix64(z)
 
 
@@ -764,8 +770,9 @@ def or_levels(bits: np.ndarray, max_span: int) -> dict[int, np.ndarray]:
     levels = {1: bits}
     span = 1
     while 2 * span <= max_span:
-        nxt = levels[span].copy()
-        nxt[:, span:] |= levels[span][:, :-span]
+        prev, nxt = levels[span], np.empty_like(levels[span])
+        nxt[:, :span] = prev[:, :span]
+        np.bitwise_or(prev[:, span:], prev[:, :-span], out=nxt[:, span:])
         span *= 2
         levels[span] = nxt
     return levels
