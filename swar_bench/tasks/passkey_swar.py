@@ -844,8 +844,6 @@ def _draw_writes(
     draws, scratch = np.empty(rows * n, dtype=np.uint64), np.empty(rows * n, dtype=np.uint64)
     slot = np.empty(B * n, dtype=np.int8)
     stay_range, table_stay, table_drift = write_cells(params)
-    longest = max(table_stay.size, table_drift.size)
-    n_queries = np.zeros(B * n, dtype=np.int8 if longest < 128 else np.int32)
     n_cells = (np.asarray(size) * n_values).astype(np.uint64)
     stay_first = min(int(table_stay[0]), stay_range) if table_stay.size else 0
     drift_first = min(int(table_drift[0]), 2**32 - stay_range) if table_drift.size else 0
@@ -879,21 +877,27 @@ def _draw_writes(
         if stay_range < 2**32
         else np.zeros(0, dtype=np.int64)
     )
+    # Queries: the first threshold on all writes at once (a write with drift has
+    # u >= S >= stay_first, so it counts 0 here), the next ones on ever fewer writes.
+    has_query = np.less(high, np.uint32(stay_first)) if stay_first else np.zeros(B * n, bool)
+    longest = max(table_stay.size, table_drift.size)
+    n_queries = has_query.view(np.int8) if longest < 128 else has_query.astype(np.int32)
+    if table_stay.size > 1:
+        at = np.flatnonzero(has_query)
+        _count_queries(n_queries, at, high[at], table_stay[1:])
     if drift_first:  # v = u - S, uniform on [0, 2**32 - S)
         v = high[coin_events] - np.uint32(stay_range)
         keep = v < np.uint32(drift_first)
-        _count_queries(n_queries, coin_events[keep], v[keep], table_drift)
-    if stay_first:  # writes with drift have u >= S >= stay_first
-        at = np.flatnonzero(high < np.uint32(stay_first))
-        _count_queries(n_queries, at, high[at], table_stay)
+        at = coin_events[keep]
+        n_queries[at] = 1
+        _count_queries(n_queries, at, v[keep], table_drift[1:])
     return slot, n_queries, coin_events
 
 
 def _count_queries(out: np.ndarray, hit: np.ndarray, v: np.ndarray, table: np.ndarray) -> None:
-    """``out[hit] = #{k : v < table[k]}`` for ``v < table[0]`` (:func:`write_cells`), narrowing
-    ``hit`` threshold by threshold (each keeps about ``q / (1 + q)`` of the writes)."""
-    out[hit] = 1
-    for t in table[1:].tolist():
+    """``out[hit] += #{k : v < table[k]}`` (``table`` non-increasing, :func:`write_cells`),
+    narrowing ``hit`` threshold by threshold (each keeps about ``q / (1 + q)`` of the writes)."""
+    for t in table.tolist():
         keep = v < np.uint32(t)
         hit = hit[keep]
         if not hit.size:
