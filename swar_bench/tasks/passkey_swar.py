@@ -593,27 +593,33 @@ class FlatBatch:
         """All examples as :func:`make_example` returns them; the arrays are disjoint views
         into this batch's buffers (no copies)."""
         B = len(self.seeds)
-        # The answer_type strings of all queries in one list of shared str objects; each
-        # example takes a slice and appends the passkey's.
-        names = _ANSWER_OBJECTS.take(self.answer_valid.view(np.uint8)).tolist()
         off, q_off = self.offsets.tolist(), self.query_offsets.tolist()
         ids, labels, seeds, n = self.input_ids, self.labels, self.seeds.tolist(), self.n_writes
+        valid = self.answer_valid.view(np.uint8)
+        # The answer_type strings of a group of examples (~2**16 queries) in one list of shared
+        # str objects; each example takes a slice and appends the passkey's. Groups keep the
+        # list small (no large short-lived allocation) and the calls per example few.
+        group = max(1, (1 << 16) * B // max(1, q_off[-1]))
         out = []
         gc_was_enabled = gc.isenabled()
         gc.disable()  # only new acyclic containers here; a collection pass would cost O(all)
         try:
-            for b in range(B):
-                answer_type = names[q_off[b] : q_off[b + 1]]
-                answer_type += _PASSKEY_TYPES
-                out.append(
-                    {
-                        "input_ids": ids[off[b] : off[b + 1]],
-                        "labels": labels[off[b] : off[b + 1]],
-                        "answer_type": answer_type,
-                        "n_writes": n,
-                        "seed": seeds[b],
-                    }
-                )
+            for g0 in range(0, B, group):
+                g1 = min(B, g0 + group)
+                base = q_off[g0]
+                names = _ANSWER_OBJECTS.take(valid[base : q_off[g1]]).tolist()
+                for b in range(g0, g1):
+                    answer_type = names[q_off[b] - base : q_off[b + 1] - base]
+                    answer_type += _PASSKEY_TYPES
+                    out.append(
+                        {
+                            "input_ids": ids[off[b] : off[b + 1]],
+                            "labels": labels[off[b] : off[b + 1]],
+                            "answer_type": answer_type,
+                            "n_writes": n,
+                            "seed": seeds[b],
+                        }
+                    )
             return out
         finally:
             if gc_was_enabled:
