@@ -180,7 +180,7 @@ def markdown(results: dict, test_n: list[int], commands: list[str], meta: dict) 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--mechanisms", default=",".join(MECHANISM_CONFIGS), help="comma-separated mechanism names")
-    p.add_argument("--lrs", default="1e-3,3e-3", help="comma-separated learning rates (best on validation is kept)")
+    p.add_argument("--lrs", default="3e-3,1e-2", help="comma-separated learning rates (best on validation is kept)")
     p.add_argument("--steps", type=int, default=None, help="override the config's optimizer steps")
     p.add_argument("--test-configs", default=None, help="override the config's test N, e.g. 32,64")
     p.add_argument("--eval-examples", type=int, default=None, help="override the config's examples per evaluated N")
