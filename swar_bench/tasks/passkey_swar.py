@@ -947,8 +947,7 @@ def _rows_block(
     one, all_keys = np.ones(1, dtype=mask_dtype), mask_dtype((1 << n_keys) - 1)
     n_pow2 = n & (n - 1) == 0
     # Written key = epochs[pos[b], epoch of the write, slot]: repeat each epoch over its writes.
-    src = np.repeat(epoch_row, epoch_len)
-    src *= A
+    src = np.repeat(epoch_row * A, epoch_len)
     src += slot
     keys = epochs.take(src)  # [M] int8 written keys
     del src
@@ -971,19 +970,28 @@ def _rows_block(
         qi = g - query_offsets[qb]  # query index within its example
         draw = bits_at(stream_keys(seeds, STREAM_QUERY)[qb], qi)
         del qi
-        levels = or_levels(np.left_shift(one, keys.astype(mask_dtype)).reshape(B, n), 2 * w)
+        key_bits = np.left_shift(one, np.arange(n_keys, dtype=mask_dtype))
+        levels = or_levels(key_bits.take(keys).reshape(B, n), 2 * w)
         del keys
         expired_sets = _window_at(levels, 2 * w, flat_write, q_write)
         np.invert(expired_sets, out=expired_sets)
         expired_sets &= all_keys
-        np.less(hi32(draw), np.uint64(prob32(params.valid_frac)), out=q_valid)
+        hi_word = 1 if np.little_endian else 0
+        kind_u = draw.view(np.uint32)[hi_word::2]  # hi32(draw), a view
+        choice_u = draw.view(np.uint32)[1 - hi_word :: 2]  # lo32(draw)
+        valid_thr = prob32(params.valid_frac)
+        if valid_thr < 2**32:
+            np.less(kind_u, np.uint32(valid_thr), out=q_valid)
+        else:
+            q_valid.fill(True)
         q_valid |= expired_sets == 0
         cand = np.where(q_valid, _window_at(levels, w, flat_write, q_write), expired_sets)
         del expired_sets, q_write
-        rank = uniform_index(
-            lo32(draw), np.bitwise_count(cand) if hasattr(np, "bitwise_count") else popcount(cand)
-        )
-        del draw
+        count = np.bitwise_count(cand) if hasattr(np, "bitwise_count") else popcount(cand)
+        rank = np.multiply(choice_u, count, dtype=np.uint64)  # uniform_index(lo32, count)
+        rank >>= _U32
+        rank = rank.view(np.int64)
+        del draw, kind_u, choice_u, count
         if n_keys <= 16:
             at = cand.astype(np.intp) << 4
             at |= rank
