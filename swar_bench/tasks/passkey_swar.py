@@ -635,11 +635,11 @@ _MAX_BATCH_WRITES = 1 << 21  # writes simulated at once: ~30-50 bytes each, outp
 
 def examples_per_chunk(n_writes: int) -> int:
     """Examples generated at once for ``n_writes``: about ``2**21`` writes (~30-50 bytes of
-    memory per write, the chunk's outputs included), but at least 512 examples up to ``2**23``
+    memory per write, the chunk's outputs included), but at least 1024 examples up to ``2**23``
     writes (~220 MB at N = 16384), since the drift-event loop costs per chunk (about
     ``drift_rate * N`` rounds) and long sequences want wide chunks."""
     n = max(1, int(n_writes))
-    return max(1, _MAX_BATCH_WRITES // n, min(512, 4 * _MAX_BATCH_WRITES // n))
+    return max(1, _MAX_BATCH_WRITES // n, min(1024, 4 * _MAX_BATCH_WRITES // n))
 
 
 def generate_flat(
