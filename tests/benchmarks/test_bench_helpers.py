@@ -1,4 +1,4 @@
-"""Pure helpers of benchmarks/bench_data.py and benchmarks/bench_streaming_eval.py."""
+"""Pure functions and the timing callback of benchmarks/bench_data.py and benchmarks/bench_streaming_eval.py."""
 
 import importlib.util
 import json
