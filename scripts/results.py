@@ -62,7 +62,11 @@ def swar_bench(args: list[str], log: Path, threads: int) -> tuple[int, str]:
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "w") as handle:
         rc = subprocess.call(cmd, cwd=ROOT, stdout=handle, stderr=subprocess.STDOUT, env=env)
-    return rc, "swar-bench " + " ".join(args)
+    return rc, command_line(args)
+
+
+def command_line(args: list[str]) -> str:
+    return "swar-bench " + " ".join(args)
 
 
 def last_scalars(log_dir: Path) -> dict[str, float]:
@@ -184,6 +188,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--steps", type=int, default=None, help="override the config's optimizer steps")
     p.add_argument("--test-configs", default=None, help="override the config's test N, e.g. 32,64")
     p.add_argument("--eval-examples", type=int, default=None, help="override the config's examples per evaluated N")
+    p.add_argument("--resume", action="store_true",
+                   help="reuse finished runs (a last.ckpt and its validation logs) instead of training them again")
     p.add_argument("--jobs", type=int, default=2, help="runs in parallel")
     p.add_argument("--threads", type=int, default=1, help="torch threads per run")
     p.add_argument("--out", type=Path, default=Path("runs/results"), help="run folder")
@@ -212,25 +218,27 @@ def main(argv: list[str] | None = None) -> int:
     commands: list[str] = []
     t0 = time.monotonic()
 
-    def fit(mech: str, lr: float) -> tuple[str, float, int, str, float]:
+    def fit(mech: str, lr: float) -> tuple[str, float, int, list[str], float]:
         name = run_name(mech, lr)
         start = time.monotonic()
-        rc, cmd = swar_bench(["fit", *base_args(mech, args.out, name, args.steps), f"--model.lr={lr:g}", *data_overrides],
-                             out / name / "fit.log", args.threads)
-        if rc == 0:  # the final validation that chooses the learning rate, on the last checkpoint
-            commands.append(cmd)
-            rc, cmd = swar_bench(
-                ["validate", *base_args(mech, args.out, f"{name}_val", None),
-                 f"--ckpt_path={out / name / 'checkpoints' / 'last.ckpt'}", *data_overrides],
-                out / name / "validate.log", args.threads,
-            )
-        return mech, lr, rc, cmd, time.monotonic() - start
+        fit_args = ["fit", *base_args(mech, args.out, name, args.steps), f"--model.lr={lr:g}", *data_overrides]
+        val_args = ["validate", *base_args(mech, args.out, f"{name}_val", None),
+                    f"--ckpt_path={args.out / name / 'checkpoints' / 'last.ckpt'}", *data_overrides]
+        done = (out / name / "checkpoints" / "last.ckpt").exists() and any((out / f"{name}_val").rglob("events.out.tfevents.*"))
+        if args.resume and done:
+            return mech, lr, 0, [command_line(fit_args), command_line(val_args)], 0.0
+        rc, fit_cmd = swar_bench(fit_args, out / name / "fit.log", args.threads)
+        if rc != 0:
+            return mech, lr, rc, [fit_cmd], time.monotonic() - start
+        # the final validation that chooses the learning rate, on the last checkpoint
+        rc, val_cmd = swar_bench(val_args, out / name / "validate.log", args.threads)
+        return mech, lr, rc, [fit_cmd, val_cmd], time.monotonic() - start
 
     failed = []
     scores: dict[str, dict[float, float]] = {m: {} for m in mechs}
     with futures.ThreadPoolExecutor(args.jobs) as pool:
-        for mech, lr, rc, cmd, secs in pool.map(lambda ml: fit(*ml), [(m, lr) for m in mechs for lr in lrs]):
-            commands.append(cmd)
+        for mech, lr, rc, cmds, secs in pool.map(lambda ml: fit(*ml), [(m, lr) for m in mechs for lr in lrs]):
+            commands.extend(cmds)
             name = run_name(mech, lr)
             if rc != 0:
                 failed.append(name)
@@ -243,8 +251,8 @@ def main(argv: list[str] | None = None) -> int:
         lr = max(scores[mech], key=lambda x: -1 if scores[mech][x] != scores[mech][x] else scores[mech][x])
         name = run_name(mech, lr)
         rc, cmd = swar_bench(
-            ["test", *base_args(mech, args.out, f"{name}_test", None), f"--ckpt_path={out / name / 'checkpoints' / 'last.ckpt'}",
-             f"--accuracy.out_dir={out / name / 'test'}", f"--calibration.out_dir={out / name / 'test'}", *data_overrides],
+            ["test", *base_args(mech, args.out, f"{name}_test", None), f"--ckpt_path={args.out / name / 'checkpoints' / 'last.ckpt'}",
+             f"--accuracy.out_dir={args.out / name / 'test'}", f"--calibration.out_dir={args.out / name / 'test'}", *data_overrides],
             out / name / "test.log", args.threads,
         )
         return mech, rc, cmd, lr
