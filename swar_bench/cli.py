@@ -5,8 +5,25 @@ from __future__ import annotations
 import sys
 
 
+USAGE = """usage: swar-bench COMMAND [options]
+
+passkey_swar: a referee for fixed-size-state sequence models.
+
+commands:
+  fit | validate | test | predict   LightningCLI: train / evaluate any mechanism (--config configs/...yaml)
+  data                              passkey_swar data: generate, stats, verify, check, show, vocab
+  referee                           the E7 long-context referee (--config configs/referee/...yaml)
+  demo                              the main job: train the quickstart model, test it per N
+
+`swar-bench COMMAND --help` describes each command."""
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Dispatch ``argv`` (default ``sys.argv[1:]``) to a command; returns its exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(USAGE, file=sys.stdout if argv else sys.stderr)
+        return 0 if argv else 2
     if argv and argv[0] == "data":
         from swar_bench.tasks.cli import main as data_main
 
