@@ -351,7 +351,7 @@ class PasskeySwarDataModule(pl.LightningDataModule):
         train_configs: N values (ints or ``"n<N>"``) drawn for training (default 32..256).
         val_configs / test_configs: N values evaluated (any of the card's 32..16384).
         batch_size: examples per batch per rank.
-        eval_batch_size: examples per evaluation batch (default: ``batch_size``).
+        eval_batch_size: examples per evaluation batch per rank (None, the default: ``batch_size``).
         num_workers: dataloader worker processes.
         examples_per_epoch: training examples per epoch over all ranks (batches per epoch per
             rank = examples_per_epoch // (batch_size * world_size), at least 1).
@@ -361,7 +361,9 @@ class PasskeySwarDataModule(pl.LightningDataModule):
         task_params: ``PasskeySwarParams`` fields as a dict (default: the card's parameters).
 
     Raises:
-        ValueError: an N outside the card's set, a non-positive size, an unknown source kind.
+        ValueError: an N outside the card's set, a non-positive size (``batch_size``,
+            ``eval_batch_size``, ``examples_per_epoch``, ``eval_examples``), a negative
+            ``num_workers``.
     """
 
     def __init__(
@@ -386,10 +388,12 @@ class PasskeySwarDataModule(pl.LightningDataModule):
         for name, value in (("batch_size", batch_size), ("examples_per_epoch", examples_per_epoch), ("eval_examples", eval_examples)):
             if int(value) < 1:
                 raise ValueError(f"{name}={value} is invalid; expected a positive integer")
+        if eval_batch_size is not None and int(eval_batch_size) < 1:
+            raise ValueError(f"eval_batch_size={eval_batch_size} is invalid; expected a positive integer")
         if num_workers < 0:
             raise ValueError(f"num_workers={num_workers} is invalid; expected >= 0")
         self.batch_size = int(batch_size)
-        self.eval_batch_size = int(eval_batch_size or batch_size)
+        self.eval_batch_size = int(batch_size if eval_batch_size is None else eval_batch_size)
         self.num_workers = int(num_workers)
         self.examples_per_epoch = int(examples_per_epoch)
         self.eval_examples = int(eval_examples)

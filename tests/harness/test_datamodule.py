@@ -125,6 +125,17 @@ def test_config_validation_messages():
         PasskeySwarDataModule(batch_size=0)
 
 
+@pytest.mark.parametrize("value", [0, -3])
+def test_non_positive_eval_batch_size_is_refused(value):
+    with pytest.raises(ValueError, match=rf"^eval_batch_size={value} is invalid; expected a positive integer$"):
+        PasskeySwarDataModule(eval_batch_size=value)
+
+
+def test_eval_batch_size_none_means_batch_size():
+    assert PasskeySwarDataModule(batch_size=5).eval_batch_size == 5
+    assert PasskeySwarDataModule(batch_size=5, eval_batch_size=3).eval_batch_size == 3
+
+
 def test_stream_state_roundtrip_replays_pending_batches():
     stream = TrainStream((32, 64, 128), 2, 8, seed=5)
     sampler = TrainBatchSampler(stream, 0, 1, None)
