@@ -14,6 +14,7 @@ finds a violation).
 from __future__ import annotations
 
 import argparse
+import glob
 import json
 import os
 import sys
@@ -21,6 +22,7 @@ from collections.abc import Iterator
 
 from swar_bench.tasks.hub_io import (
     DataSourceError,
+    card_configs_text,
     card_splits,
     check_disjoint,
     config_name,
@@ -35,6 +37,7 @@ from swar_bench.tasks.passkey_swar import (
     ALLOWED_N,
     SPLIT_SEEDS,
     SPLIT_SIZES,
+    TRAIN_N,
     PasskeySwarParams,
     atomic_write_text,
     examples_per_chunk,
@@ -52,28 +55,98 @@ class _UsageError(ValueError):
     pass
 
 
-def _csv(value: str | None) -> list[str] | None:
-    return [x.strip() for x in value.split(",") if x.strip()] if value else None
+def _csv(value: str | None, option: str) -> list[str] | None:
+    """A comma-separated option: ``None`` when not given; an error when given but empty or
+    when a name repeats."""
+    if value is None:
+        return None
+    items = [x.strip() for x in value.split(",") if x.strip()]
+    if not items:
+        raise _UsageError(
+            f"{option}={value!r}: expected a comma-separated list, e.g. "
+            + ("n32,n64" if option == "--configs" else "validation,test")
+            + " (leave the option out for the default)"
+        )
+    twice = sorted({x for x in items if items.count(x) > 1}, key=items.index)
+    if twice:
+        raise _UsageError(
+            f"{option}={value!r}: {', '.join(twice)} given more than once; expected each once"
+        )
+    return items
+
+
+def _check_card_config(config: str, option: str = "--configs") -> str:
+    n = parse_config(config)
+    if n not in ALLOWED_N:
+        raise _UsageError(
+            f"{option}: {config} is not a config of the card (N in 32..16384, powers of 2); "
+            f"expected some of {card_configs_text()}"
+        )
+    return config
+
+
+def _folder_configs(source: str) -> list[str]:
+    """The card's configs present as folders in a local ``source``, in order of N; folders named
+    like a config but not on the card (e.g. ``n7``) are named on stderr as skipped."""
+    card, skipped = [], []
+    for name in os.listdir(source):
+        if os.path.isdir(os.path.join(source, name)) and name[:1] == "n" and name[1:].isdigit():
+            (card if int(name[1:]) in ALLOWED_N and name[1] != "0" else skipped).append(name)
+    for name in sorted(skipped):
+        print(
+            f"skipping {os.path.join(source, name)}: not a config of the card "
+            f"(expected some of {card_configs_text()})",
+            file=sys.stderr,
+        )
+    return sorted(card, key=parse_config)
 
 
 def _configs(value: str | None, source: str | None = None) -> list[str]:
-    """The --configs list; by default the card's configs, or those present in a local folder."""
-    configs = _csv(value)
-    if not configs and source not in (None, GENERATE) and os.path.isdir(source):
-        found = [
-            name
-            for name in os.listdir(source)
-            if os.path.isdir(os.path.join(source, name)) and name[:1] == "n" and name[1:].isdigit()
-        ]
-        configs = sorted(found, key=parse_config)
-    configs = configs or [config_name(n) for n in ALLOWED_N]
-    for c in configs:
-        parse_config(c)
-    return configs
+    """The --configs list (each a config of the card); by default those present in a local
+    folder ``source``, else all of the card's."""
+    configs = _csv(value, "--configs")
+    if configs is not None:
+        return [_check_card_config(c) for c in configs]
+    if source not in (None, GENERATE) and os.path.isdir(source):
+        found = _folder_configs(source)
+        if not found:
+            raise DataSourceError(
+                f"no config folder of the card under {source!r}: expected the Hub layout "
+                f"{source}/n{{N}}/{{split}}-00000-of-00001.parquet with N in 32..16384"
+            )
+        return found
+    return [config_name(n) for n in ALLOWED_N]
+
+
+def _nearest_existing(path: str) -> str:
+    path = os.path.abspath(path)
+    while not os.path.lexists(path):
+        path = os.path.dirname(path)
+    return path
+
+
+def _check_out_folder(option: str, value: str, folder: str | None = None) -> None:
+    """``folder`` (default: ``value``, the option's value) exists as a folder or can be
+    created, and can be written to; checked before any work starts."""
+    folder = value if folder is None else folder
+    if os.path.exists(folder) and not os.path.isdir(folder):
+        raise _UsageError(f"{option}={value}: {folder} is not a folder")
+    base = _nearest_existing(folder)
+    if not os.path.isdir(base):
+        raise _UsageError(f"{option}={value}: {base} is not a folder")
+    if not os.access(base, os.W_OK | os.X_OK):
+        raise _UsageError(f"{option}={value}: the folder {base} is not writable")
+
+
+def _check_out_file(option: str, value: str) -> None:
+    """``option=value`` names a file that can be written (its folder exists or can be created)."""
+    if os.path.isdir(value):
+        raise _UsageError(f"{option}={value}: {value} is a folder; expected a file name")
+    _check_out_folder(option, value, os.path.dirname(os.path.abspath(value)))
 
 
 def _splits(value: str | None) -> list[str] | None:
-    splits = _csv(value)
+    splits = _csv(value, "--splits")
     for s in splits or []:
         if s not in SPLIT_SEEDS:
             raise _UsageError(
@@ -141,12 +214,23 @@ def _pairs(
 
 
 def cmd_generate(args) -> int:
+    configs = _configs(args.configs)
+    splits = _splits(args.splits)
+    for c in configs if splits is not None and "train" in splits else ():
+        if parse_config(c) not in TRAIN_N:
+            raise _UsageError(
+                f"--splits=train: config {c} has no train split; the card trains on "
+                f"{', '.join(config_name(n) for n in TRAIN_N)}"
+            )
+    num_examples = _num_examples(args.num_examples)
+    params = _params(args.params)
+    _check_out_folder("--out", args.out)
     paths = write_dataset(
         args.out,
-        configs=_configs(args.configs),
-        splits=_splits(args.splits),
-        num_examples=_num_examples(args.num_examples),
-        params=_params(args.params),
+        configs=configs,
+        splits=splits,
+        num_examples=num_examples,
+        params=params,
         progress=not args.no_progress,
     )
     print(f"wrote {len(paths)} parquet files, README.md and vocab.json under {args.out}")
@@ -164,6 +248,8 @@ def cmd_generate(args) -> int:
 def cmd_stats(args) -> int:
     params = _params(args.params)
     num = _num_examples(args.num_examples)
+    if args.report:
+        _check_out_file("--report", args.report)
     stats = []
     for config, split in _pairs(
         _configs(args.configs, args.source), _splits(args.splits), default=("validation",)
@@ -178,18 +264,24 @@ def cmd_stats(args) -> int:
     return 0
 
 
+def _local_files(source: str, config: str, split: str) -> list[str]:
+    return glob.glob(os.path.join(source, config, f"{split}-*.parquet"))
+
+
 def cmd_verify(args) -> int:
     params = _params(args.params)
+    local = os.path.isdir(args.source)
     total = 0
-    for config, split in _pairs(_configs(args.configs), _splits(args.splits)):
-        if os.path.isdir(args.source) and not os.path.isdir(os.path.join(args.source, config)):
-            continue
+    for config, split in _pairs(_configs(args.configs, args.source), _splits(args.splits)):
+        if local and not _local_files(args.source, config, split):
+            continue  # a local folder need not hold every config and split
         try:
             ds = load_split(args.source, config, split)
-        except DataSourceError:
-            if os.path.isdir(args.source):
-                continue  # a local folder need not hold every split
-            raise
+        except DataSourceError as exc:
+            if not local:
+                raise  # the Hub or its cache: not a verification failure
+            print(f"{config}/{split}: FAILED: {exc}", file=sys.stderr)
+            return 1
         try:
             count = verify_dataset(ds, params, regenerate=args.regenerate)
         except (OracleError, DataSourceError) as exc:
@@ -201,17 +293,20 @@ def cmd_verify(args) -> int:
             + (" and regenerate from their seeds" if args.regenerate else "")
         )
     if total == 0:
-        raise DataSourceError(f"no config/split found under {args.source!r} to verify")
+        raise DataSourceError(
+            f"no parquet file of the requested configs/splits under {args.source!r} to verify: "
+            f"expected {args.source}/n{{N}}/{{split}}-00000-of-00001.parquet"
+        )
     return 0
 
 
 def cmd_check(args) -> int:
-    configs = _configs(args.configs)
+    configs = _configs(args.configs, args.source)
     if os.path.isdir(args.source):
         configs = [c for c in configs if os.path.isdir(os.path.join(args.source, c))]
         if not configs:
             raise DataSourceError(
-                f"no n{{N}} config folder under {args.source!r}: expected the Hub layout"
+                f"none of the requested config folders under {args.source!r}: expected the Hub layout"
             )
     report = check_disjoint(args.source, configs, _splits(args.splits))
     if report:
@@ -223,30 +318,48 @@ def cmd_check(args) -> int:
     return 0
 
 
+def _one_example(source: str, config: str, split: str, index: int, params) -> dict:
+    """Example ``index`` of a split, after checking that the split has it."""
+    n = parse_config(_check_card_config(config, "--config"))
+    if source == GENERATE:
+        if split not in card_splits(n):
+            raise _UsageError(
+                f"--split={split}: config {config} has no {split} split; it has {', '.join(card_splits(n))}"
+            )
+        size, ds = SPLIT_SIZES[split], None
+    else:
+        ds = load_split(source, config, split)
+        size = len(ds)
+    if index >= size:
+        span = f" (0..{size - 1})" if size else ""
+        raise _UsageError(f"--index {index} is out of range; the split has {size} examples{span}")
+    if ds is None:
+        seeds = split_seeds(split, n, 1, start=index)
+        return next(iter(generate_flat(seeds, n, params).examples()))
+    return next(iter(iter_examples(ds.select([index]))))
+
+
 def cmd_show(args) -> int:
     params = _params(args.params)
     if args.index < 0:
         raise _UsageError(f"--index={args.index}: expected an integer >= 0")
-    for i, ex in enumerate(_examples(args.source, args.config, args.split, args.index + 1, params)):
-        if i == args.index:
-            voc = vocab(params)
-            kind, age = annotate(ex["input_ids"], params)
-            print(
-                f"{args.config}/{args.split} index {i} seed {ex['seed']} n_writes {ex['n_writes']} tokens {len(ex['input_ids'])}"
-            )
-            print(voc.decode(ex["input_ids"]))
-            ages = age[kind > 0]
-            print(
-                "answer_type:",
-                " ".join(
-                    f"{t}@{a}" if a >= 0 else t for t, a in zip(ex["answer_type"], ages.tolist())
-                ),
-            )
-            return 0
-    raise _UsageError(f"--index={args.index}: the split has fewer examples")
+    ex = _one_example(args.source, args.config, args.split, args.index, params)
+    voc = vocab(params)
+    kind, age = annotate(ex["input_ids"], params)
+    print(
+        f"{args.config}/{args.split} index {args.index} seed {ex['seed']} n_writes {ex['n_writes']} tokens {len(ex['input_ids'])}"
+    )
+    print(voc.decode(ex["input_ids"]))
+    ages = age[kind > 0]
+    print(
+        "answer_type:",
+        " ".join(f"{t}@{a}" if a >= 0 else t for t, a in zip(ex["answer_type"], ages.tolist())),
+    )
+    return 0
 
 
 def cmd_vocab(args) -> int:
+    _check_out_file("--out", args.out)
     path = write_vocab_json(args.out, _params(args.params))
     print(f"wrote {path} ({vocab(_params(args.params)).size} tokens)")
     return 0

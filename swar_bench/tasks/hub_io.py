@@ -14,6 +14,7 @@ Files are written to a temporary name in the same folder and renamed when comple
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import hashlib
 import json
@@ -36,6 +37,7 @@ from swar_bench.tasks.passkey_swar import (
     examples_per_chunk,
     generate_flat,
     make_example,
+    new_file_mode,
     split_seeds,
     write_vocab_json,
 )
@@ -127,16 +129,45 @@ def flat_to_table(flat: FlatBatch):
     )
 
 
-def _check_request(
-    configs: Sequence[str], splits: Sequence[str] | None, strict_train: bool
-) -> list[tuple[str, str]]:
+def card_configs_text() -> str:
+    """The card's configs as text: ``"n32, n64, ..., n16384"``."""
+    return ", ".join(config_name(n) for n in ALLOWED_N)
+
+
+def check_card_config(config: str) -> int:
+    """``N`` of a config that the card has (``N`` in :data:`ALLOWED_N`, 32..16384 by powers of 2).
+
+    Raises:
+        DataSourceError: not of the form ``n{N}``, or ``N`` not a config of the card.
+    """
+    n = parse_config(config)
+    if n not in ALLOWED_N:
+        raise DataSourceError(
+            f"config {config!r} is not a config of the card: expected one of {card_configs_text()}"
+        )
+    return n
+
+
+def _check_request(configs: Sequence[str], splits: Sequence[str] | None) -> list[tuple[str, str]]:
+    """(config, split) pairs to write; the card's configs and splits only, each named once."""
+    if not configs:
+        raise DataSourceError(f"configs=[]: expected at least one of {card_configs_text()}")
+    if splits is not None and not splits:
+        raise DataSourceError(f"splits=[]: expected at least one of {', '.join(SPLIT_SEEDS)}")
+    for name, values in (("configs", configs), ("splits", splits or ())):
+        twice = sorted({v for v in values if list(values).count(v) > 1})
+        if twice:
+            raise DataSourceError(
+                f"{name}: {', '.join(map(str, twice))} given more than once; expected each once"
+            )
+    for split in splits or ():
+        if split not in SPLIT_SEEDS:
+            raise DataSourceError(f"split={split!r}: expected one of {sorted(SPLIT_SEEDS)}")
     pairs = []
     for config in configs:
-        n = parse_config(config)
+        n = check_card_config(config)
         for split in splits or card_splits(n):
-            if split not in SPLIT_SEEDS:
-                raise DataSourceError(f"split={split!r}: expected one of {sorted(SPLIT_SEEDS)}")
-            if split == "train" and n not in TRAIN_N and strict_train:
+            if split == "train" and n not in TRAIN_N:
                 raise DataSourceError(
                     f"config {config} has no train split (the card trains on {', '.join(config_name(t) for t in TRAIN_N)})"
                 )
@@ -173,6 +204,7 @@ def write_split(
                 writer.write_table(flat_to_table(generate_flat(batch, n_writes, params)))
                 if progress is not None:
                     progress.update(len(batch))
+        os.chmod(tmp, new_file_mode())  # mkstemp's 0o600 -> the umask's mode
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
@@ -227,8 +259,10 @@ def write_dataset(
 
     Args:
         out_dir: target folder (created).
-        configs: e.g. ``["n32", "n64"]``; default: every config of the card.
-        splits: e.g. ``["validation", "test"]``; default: the card's splits of each config.
+        configs: e.g. ``["n32", "n64"]``, each a config of the card, each once; default
+            (``None``): every config of the card.
+        splits: e.g. ``["validation", "test"]``, each once; default (``None``): the card's
+            splits of each config.
         num_examples: examples per split; default: the card's sizes (train 100,000, else 1,000).
         params: generator parameters (default: the card's).
         progress: show a tqdm progress bar (examples).
@@ -237,14 +271,21 @@ def write_dataset(
         The parquet paths written.
 
     Raises:
-        DataSourceError: bad config/split name, or ``train`` asked for a config without one.
+        DataSourceError: bad config/split name, ``N`` not a config of the card (32..16384),
+            ``train`` asked for a config without one (the card trains on n32..n256), an empty
+            or repeated config/split, or ``out_dir`` an existing file (all before writing).
         ValueError: ``num_examples`` outside ``[1, 10**6)``.
+        OSError: ``out_dir`` cannot be created (before any generation).
     """
     params = params or PasskeySwarParams()
-    configs = list(configs) if configs else [config_name(n) for n in ALLOWED_N]
-    pairs = _check_request(configs, splits, strict_train=num_examples is None)
+    configs = list(configs) if configs is not None else [config_name(n) for n in ALLOWED_N]
+    pairs = _check_request(configs, None if splits is None else list(splits))
     if num_examples is not None and not 1 <= int(num_examples) < 10**6:
         raise ValueError(f"num_examples={num_examples!r}: expected an integer in [1, 10**6)")
+    out_dir = os.fspath(out_dir)
+    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
+        raise DataSourceError(f"out_dir={out_dir!r}: exists and is not a folder")
+    os.makedirs(out_dir, exist_ok=True)  # fails here, before any generation, on a bad path
     sizes = {
         pair: int(num_examples) if num_examples is not None else SPLIT_SIZES[pair[1]]
         for pair in pairs
@@ -281,6 +322,49 @@ def write_dataset(
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return (text[0] if text else type(exc).__name__)[:300]
+
+
+@contextlib.contextmanager
+def _quiet_datasets():
+    """Silence the datasets library's own log lines (e.g. "Failed to read schema ...") and its
+    "Generating ... split" progress bar while it loads: its failures reach the user once, as
+    our one-line DataSourceError. The previous settings are restored."""
+    import datasets.utils as ds_utils
+    from datasets.utils import logging as ds_logging
+
+    level = ds_logging.get_verbosity()
+    bars_off = ds_utils.are_progress_bars_disabled()
+    ds_logging.set_verbosity(ds_logging.CRITICAL)
+    ds_utils.disable_progress_bars()
+    try:
+        yield
+    finally:
+        ds_logging.set_verbosity(level)
+        if not bars_off:
+            ds_utils.enable_progress_bars()
+
+
+def check_parquet(path: str | os.PathLike) -> None:
+    """Check that ``path`` is a readable parquet file with the card's columns (footer and
+    schema only, no data pages are read).
+
+    Raises:
+        DataSourceError: unreadable or not parquet (names the file), or columns other than
+            the card's :data:`COLUMNS`.
+    """
+    import pyarrow.parquet as pq
+
+    path = os.fspath(path)
+    try:
+        names = pq.read_schema(path).names
+    except Exception as exc:  # pyarrow raises ArrowInvalid / OSError; report one sentence
+        raise DataSourceError(
+            f"{path}: not a readable parquet file ({_first_line(exc)}); expected a file written "
+            "by `swar-bench data generate` or downloaded from the Hub"
+        ) from exc
+    missing = [c for c in COLUMNS if c not in names]
+    if missing:
+        raise DataSourceError(f"{path} lacks columns {missing}: expected {list(COLUMNS)}")
 
 
 def load_split(
@@ -325,10 +409,13 @@ def load_split(
                 f"Hub layout with config {config} and split {split} (write one with "
                 f"`swar-bench data generate --out {source} --configs {config} --splits {split}`)"
             )
+        for path in files:
+            check_parquet(path)
         try:
-            ds = datasets.load_dataset(
-                "parquet", data_files={split: files}, split=split, cache_dir=cache_dir
-            )
+            with _quiet_datasets():
+                ds = datasets.load_dataset(
+                    "parquet", data_files={split: files}, split=split, cache_dir=cache_dir
+                )
         except Exception as exc:  # the datasets library raises many types; report one sentence
             raise DataSourceError(f"could not read {files[0]}: {_first_line(exc)}") from exc
     else:
@@ -337,7 +424,8 @@ def load_split(
                 f"source={source!r}: no such folder, and not a Hub dataset id 'owner/name'"
             )
         try:
-            ds = datasets.load_dataset(source, config, split=split, cache_dir=cache_dir)
+            with _quiet_datasets():
+                ds = datasets.load_dataset(source, config, split=split, cache_dir=cache_dir)
         except Exception as exc:
             raise DataSourceError(
                 f"could not load {source!r} config {config!r} split {split!r} ({type(exc).__name__}: "
@@ -452,6 +540,10 @@ def check_disjoint(
     Returns:
         ``{config: {(split_a, split_b): n_shared}}`` with only the non-empty pairs; ``{}`` when
         every config's splits are disjoint.
+
+    Raises:
+        DataSourceError: a local parquet file is unreadable (names the file), or a Hub split
+            cannot be loaded.
     """
     import pyarrow.parquet as pq
 
@@ -463,8 +555,16 @@ def check_disjoint(
             if os.path.isdir(os.fspath(source)):  # read the parquet directly: no cache copy
                 pattern = os.path.join(os.fspath(source), config, f"{split}-*.parquet")
                 files = sorted(glob.glob(pattern))
+                for path in files:
+                    check_parquet(path)
                 if files:
-                    hashes[split] = example_hashes(pq.read_table(files, columns=["input_ids"]))
+                    try:
+                        table = pq.read_table(files, columns=["input_ids"])
+                    except Exception as exc:  # corrupt data pages behind a valid footer
+                        raise DataSourceError(
+                            f"could not read {files[0]}: {_first_line(exc)}"
+                        ) from exc
+                    hashes[split] = example_hashes(table)
             else:
                 hashes[split] = example_hashes(
                     load_split(source, config, split, cache_dir=cache_dir)

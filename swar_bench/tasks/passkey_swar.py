@@ -224,8 +224,19 @@ def write_vocab_json(path: str | os.PathLike, params: PasskeySwarParams | None =
     return str(path)
 
 
+def new_file_mode() -> int:
+    """Permission bits of a newly created regular file under the process umask
+    (``0o666 & ~umask``, e.g. ``0o644`` for umask ``0o022``), as ``open()`` would give it.
+    ``tempfile.mkstemp`` creates files ``0o600``; files written through a temporary name are
+    set to this mode before the rename."""
+    mask = os.umask(0o022)  # reading the umask means setting it; restored at once
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file in the same folder and a rename."""
+    """Write ``text`` to ``path`` through a temporary file in the same folder and a rename;
+    the file gets the umask's mode (:func:`new_file_mode`), not ``mkstemp``'s ``0o600``."""
     path = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
@@ -233,6 +244,7 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
+        os.chmod(tmp, new_file_mode())
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

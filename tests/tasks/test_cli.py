@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import datasets
 import pyarrow.parquet as pq
@@ -143,3 +144,138 @@ def test_user_errors_are_one_line(argv, message, capsys, tmp_path, monkeypatch):
         and message in err
         and err.startswith(f"swar-bench data {argv[0]}: error: ")
     )
+
+
+def _generate(out, *extra):
+    argv = ["generate", "--out", str(out), "--no-progress", "--num-examples", "20"]
+    return main(argv + list(extra))
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (
+            ["--configs", "n7"],
+            (
+                "--configs: n7 is not a config of the card (N in 32..16384, powers of 2); "
+                "expected some of n32, n64, n128, n256, n512, n1024, n2048, n4096, n8192, n16384"
+            ),
+        ),
+        (["--configs", "n32,n33"], "--configs: n33 is not a config of the card"),
+        (
+            ["--configs", "n4096", "--splits", "train"],
+            "--splits=train: config n4096 has no train split; the card trains on n32, n64, n128, n256",
+        ),
+        (["--configs", "n32,n32"], "--configs='n32,n32': n32 given more than once"),
+        (["--configs", "n32", "--splits", "test,test"], "--splits='test,test': test given more"),
+        (["--configs", ""], "--configs='': expected a comma-separated list, e.g. n32,n64"),
+        (["--configs", " , "], "--configs=' , ': expected a comma-separated list"),
+        (["--configs", "n32", "--splits", ""], "--splits='': expected a comma-separated list"),
+    ],
+)
+def test_generate_rejects_requests_off_the_card_before_writing(tmp_path, capsys, extra, message):
+    out = tmp_path / "out"
+    assert _generate(out, *extra) == 2
+    captured = capsys.readouterr()
+    assert captured.err.count("\n") == 1 and message in captured.err
+    assert captured.out == "" and not out.exists()
+
+
+def test_output_paths_are_checked_before_any_work(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "afile").write_text("x")
+    cases = [
+        (
+            ["generate", "--out", "afile/out", "--configs", "n32"],
+            f"--out=afile/out: {tmp_path / 'afile'} is not a folder",
+        ),
+        (["generate", "--out", "afile", "--configs", "n32"], "--out=afile: afile is not a folder"),
+        (
+            ["stats", "--configs", "n32", "--num-examples", "2", "--report", "afile/stats.md"],
+            f"--report=afile/stats.md: {tmp_path / 'afile'} is not a folder",
+        ),
+        (
+            ["stats", "--configs", "n32", "--num-examples", "2", "--report", "."],
+            "--report=.: . is a folder; expected a file name",
+        ),
+        (
+            ["vocab", "--out", "afile/vocab.json"],
+            f"--out=afile/vocab.json: {tmp_path / 'afile'} is not a folder",
+        ),
+    ]
+    for argv, message in cases:
+        assert main(argv) == 2, argv
+        captured = capsys.readouterr()
+        assert captured.out == ""  # no table printed, nothing generated
+        assert captured.err == f"swar-bench data {argv[0]}: error: {message}\n"
+    assert set(os.listdir(tmp_path)) - {"hf_cache"} == {"afile"}  # nothing written
+
+
+def test_check_and_verify_name_folders_that_are_not_card_configs(tmp_path, capsys):
+    out = tmp_path / "data"
+    (out / "n7").mkdir(parents=True)
+    for command in ("check", "verify"):
+        assert main([command, str(out)]) == 2
+        err = capsys.readouterr().err.splitlines()
+        assert err[0] == (
+            f"skipping {out / 'n7'}: not a config of the card (expected some of n32, n64, n128, "
+            "n256, n512, n1024, n2048, n4096, n8192, n16384)"
+        )
+        assert err[1] == (
+            f"swar-bench data {command}: error: no config folder of the card under {str(out)!r}: "
+            f"expected the Hub layout {out}/n{{N}}/{{split}}-00000-of-00001.parquet with N in 32..16384"
+        )
+    assert _generate(out, "--configs", "n32", "--splits", "test") == 0
+    capsys.readouterr()
+    assert main(["check", str(out)]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == "splits are disjoint in 1 config(s): n32\n"
+    assert captured.err.startswith(f"skipping {out / 'n7'}: not a config of the card")
+    assert main(["verify", str(out)]) == 0
+    assert capsys.readouterr().out == "n32/test: 20 examples pass the oracle\n"
+
+
+def test_corrupted_parquet_is_named_in_one_line(tmp_path, capfd, caplog):
+    out = tmp_path / "data"
+    assert _generate(out, "--configs", "n32", "--splits", "validation,test") == 0
+    path = split_path(out, "n32", "validation")
+    path_text = str(path)
+    with open(path, "wb") as f:
+        f.write(b"garbage\n")
+    capfd.readouterr()
+    reason = f"{path_text}: not a readable parquet file (Parquet magic bytes not found"
+    assert main(["verify", str(out)]) == 1
+    captured = capfd.readouterr()
+    assert captured.err.count("\n") == 1
+    assert captured.err.startswith(f"n32/validation: FAILED: {reason}")
+    for argv in (
+        ["show", "--source", str(out), "--config", "n32"],
+        ["stats", "--source", str(out)],
+        ["check", str(out)],
+    ):
+        assert main(argv) == 2
+        captured = capfd.readouterr()
+        assert captured.err.startswith(f"swar-bench data {argv[0]}: error: {reason}"), argv
+        assert captured.err.count("\n") == 1, captured.err  # no "Failed to read schema" line
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("datasets")] == []
+
+
+def test_show_says_how_many_examples_the_split_has(tmp_path, capsys):
+    out = tmp_path / "data"
+    assert _generate(out, "--configs", "n32", "--splits", "validation") == 0
+    capsys.readouterr()
+    argv = ["show", "--source", str(out), "--config", "n32", "--index"]
+    assert main(argv + ["25"]) == 2
+    assert capsys.readouterr().err == (
+        "swar-bench data show: error: --index 25 is out of range; the split has 20 examples (0..19)\n"
+    )
+    assert main(argv + ["19"]) == 0
+    assert capsys.readouterr().out.startswith("n32/validation index 19 seed 2000032000019 ")
+    assert main(["show", "--config", "n64", "--split", "test", "--index", "1000"]) == 2
+    assert capsys.readouterr().err.endswith(
+        "--index 1000 is out of range; the split has 1000 examples (0..999)\n"
+    )
+    assert main(["show", "--config", "n64", "--split", "test", "--index", "999"]) == 0
+    assert capsys.readouterr().out.startswith("n64/test index 999 seed 3000064000999 n_writes 64")
+    assert main(["show", "--config", "n512", "--split", "train"]) == 2
+    assert "config n512 has no train split" in capsys.readouterr().err

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import re
+import stat
 
 import datasets
 import numpy as np
@@ -20,7 +22,12 @@ from swar_bench.tasks.hub_io import (
     write_dataset,
 )
 from swar_bench.tasks.oracle import OracleError
-from swar_bench.tasks.passkey_swar import example_seed, generate_examples, make_example
+from swar_bench.tasks.passkey_swar import (
+    atomic_write_text,
+    example_seed,
+    generate_examples,
+    make_example,
+)
 
 
 @pytest.fixture(scope="module")
@@ -176,8 +183,103 @@ def test_row_groups_concatenate_identically(tmp_path, monkeypatch):
 def test_write_dataset_rejects_bad_requests(tmp_path):
     with pytest.raises(DataSourceError, match="config n512 has no train split"):
         write_dataset(tmp_path, ["n512"], ["train"], progress=False)
+    with pytest.raises(DataSourceError, match="config n512 has no train split"):
+        write_dataset(tmp_path, ["n512"], ["train"], num_examples=2, progress=False)
     with pytest.raises(DataSourceError, match="split='dev'"):
         write_dataset(tmp_path, ["n32"], ["dev"], num_examples=2, progress=False)
     with pytest.raises(ValueError, match="num_examples=0"):
         write_dataset(tmp_path, ["n32"], ["test"], num_examples=0, progress=False)
     assert np.array_equal(hub_io.card_splits(64), ("train", "validation", "test"))
+
+
+@pytest.mark.parametrize(
+    "configs, splits, num_examples, message",
+    [
+        (
+            ["n7"],
+            ["validation"],
+            2,
+            "config 'n7' is not a config of the card: expected one of n32,",
+        ),
+        (["n33"], None, 2, "config 'n33' is not a config of the card"),
+        (["n4096"], ["train"], 2, "config n4096 has no train split"),  # even with num_examples
+        (["n32", "n32"], ["test"], 2, "configs: n32 given more than once"),
+        (["n32"], ["test", "test"], 2, "splits: test given more than once"),
+        ([], ["test"], 2, "configs=[]: expected at least one of n32"),
+        (["n32"], [], 2, "splits=[]: expected at least one of train"),
+    ],
+)
+def test_write_dataset_rejects_requests_off_the_card(
+    tmp_path, configs, splits, num_examples, message
+):
+    out = tmp_path / "out"
+    with pytest.raises(DataSourceError, match=re.escape(message)) as err:
+        write_dataset(out, configs, splits, num_examples=num_examples, progress=False)
+    assert "\n" not in str(err.value)
+    assert not out.exists()  # rejected before anything is written
+
+
+def test_write_dataset_rejects_an_out_dir_under_a_file_before_generating(tmp_path, monkeypatch):
+    (tmp_path / "afile").write_text("x")
+    monkeypatch.setattr(hub_io, "generate_flat", lambda *a, **k: pytest.fail("generated"))
+    with pytest.raises(NotADirectoryError):
+        write_dataset(tmp_path / "afile" / "out", ["n32"], ["test"], 2, progress=False)
+    with pytest.raises(DataSourceError, match="exists and is not a folder"):
+        write_dataset(tmp_path / "afile", ["n32"], ["test"], 2, progress=False)
+
+
+def _write_garbage(path):
+    with open(path, "wb") as f:
+        f.write(b"not parquet at all\n")
+
+
+def _datasets_log(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name.startswith("datasets")]
+
+
+def test_unreadable_parquet_is_named_in_one_line_and_nothing_else(tmp_path, cache, capfd, caplog):
+    write_dataset(tmp_path, ["n32"], ["validation", "test"], num_examples=4, progress=False)
+    path = split_path(tmp_path, "n32", "test")
+    _write_garbage(path)
+    capfd.readouterr()
+    with pytest.raises(
+        DataSourceError, match=re.escape(f"{path}: not a readable parquet file")
+    ) as err:
+        load_split(str(tmp_path), "n32", "test", cache_dir=cache)
+    assert "\n" not in str(err.value)
+    with pytest.raises(DataSourceError, match=re.escape(f"{path}: not a readable parquet file")):
+        check_disjoint(str(tmp_path), ["n32"], cache_dir=cache)
+    captured = capfd.readouterr()
+    assert (captured.out, captured.err) == ("", "")  # no "Failed to read schema ..." from datasets
+    assert _datasets_log(caplog) == []
+    assert len(load_split(str(tmp_path), "n32", "validation", cache_dir=cache)) == 4
+
+
+def test_hub_load_failure_logs_nothing_of_its_own(cache, capfd, caplog, monkeypatch):
+    from datasets.utils import logging as ds_logging
+
+    def noisy(*args, **kwargs):
+        ds_logging.get_logger("datasets.builder").error("Failed to read schema from somewhere")
+        raise ConnectionError("offline")
+
+    monkeypatch.setattr(datasets, "load_dataset", noisy)
+    level = ds_logging.get_verbosity()
+    bars_off = datasets.utils.are_progress_bars_disabled()
+    with pytest.raises(DataSourceError, match="could not load 'owner/name'"):
+        load_split("owner/name", "n32", "validation", cache_dir=cache)
+    assert "Failed to read schema" not in capfd.readouterr().err
+    assert _datasets_log(caplog) == []
+    assert ds_logging.get_verbosity() == level  # restored
+    assert datasets.utils.are_progress_bars_disabled() == bars_off
+
+
+@pytest.mark.parametrize("umask, mode", [(0o022, 0o644), (0o027, 0o640), (0o002, 0o664)])
+def test_written_files_follow_the_umask(tmp_path, umask, mode):
+    old = os.umask(umask)
+    try:
+        write_dataset(tmp_path, ["n32"], ["test"], num_examples=2, progress=False)
+        atomic_write_text(tmp_path / "stats.md", "# x\n")
+    finally:
+        os.umask(old)
+    for name in ("n32/test-00000-of-00001.parquet", "README.md", "vocab.json", "stats.md"):
+        assert stat.S_IMODE(os.stat(tmp_path / name).st_mode) == mode, name
