@@ -9,15 +9,25 @@ with ``save_last=True`` (``--checkpoint.*``), the ``AnswerTypeAccuracy`` (``--ac
 (``--predictions.output_dir DIR`` saves ``predict`` outputs); the default logger is
 TensorBoard under ``runs/``. ``--ckpt_path last`` resumes from the newest checkpoint of ``--checkpoint.dirpath``.
 
+Everything the run writes lands under ``runs/`` by default (``trainer.default_root_dir``), also
+with ``--trainer.logger=false``: the reports and LightningCLI's ``config.yaml`` then go to
+``runs/`` itself.
+
 Bad configs end with one line on stderr (exit code 2), e.g. an unknown mechanism class,
-``tbptt_steps < 1`` or an N outside the card's set; a non-finite training loss ends the run
-with one line (exit code 1) and no checkpoint written after it.
+``tbptt_steps < 1``, an N outside the card's set, a ``--ckpt_path`` that does not exist or whose
+weights do not fit the configured mechanism, or an output folder that cannot be created; they are
+found before anything is written. A non-finite training loss ends the run with one line (exit
+code 1) and no checkpoint written after it.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
+import tempfile
+import warnings
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -26,10 +36,11 @@ from lightning.pytorch.cli import LightningCLI
 
 import swar_bench.mechanisms as mechanisms
 from swar_bench.datamodules.passkey_swar import PasskeySwarDataModule
-from swar_bench.module import TBPTTModule
+from swar_bench.module import TBPTTModule, mechanism_class_path
 
 DEFAULT_CHECKPOINT_DIR = "runs/checkpoints"
 TRAINER_DEFAULTS = {
+    "default_root_dir": "runs",
     "logger": {
         "class_path": "lightning.pytorch.loggers.TensorBoardLogger",
         "init_args": {"save_dir": "runs", "name": "swar_bench"},
@@ -79,8 +90,190 @@ class PredictionWriter(BasePredictionWriter):
         os.replace(tmp, path)
 
 
+ARGS_WARNING = r"LightningCLI's args parameter is intended to run from within Python"
+"""Start of Lightning's warning when ``args`` is passed while ``sys.argv`` also holds arguments:
+swar-bench passes ``sys.argv[1:]`` (rewritten) as ``args`` on purpose."""
+
+CKPT_PATH_KEYWORDS = ("last", "best", "hpc", "registry")
+"""``--ckpt_path`` values Lightning resolves itself (not files)."""
+
+
+def checkpoint_mechanism(checkpoint: dict[str, Any]) -> str | None:
+    """The mechanism class a checkpoint was trained with, when it records one: ``mechanism_class``
+    (written by ``TBPTTModule.on_save_checkpoint``) or a ``mechanism`` entry of its
+    ``hyper_parameters``; None otherwise."""
+    name = checkpoint.get("mechanism_class")
+    if isinstance(name, str):
+        return name
+    entry = (checkpoint.get("hyper_parameters") or {}).get("mechanism")
+    if isinstance(entry, dict) and isinstance(entry.get("class_path"), str):
+        return entry["class_path"]
+    return entry if isinstance(entry, str) else None
+
+
+def state_dict_mismatch(expected: dict[str, tuple[int, ...]], found: dict[str, tuple[int, ...]]) -> str | None:
+    """Compare tensor shapes by state-dict key: None when they match (what a strict
+    ``load_state_dict`` accepts), else a short account such as ``"3 missing, 2 unexpected and 1
+    differently shaped tensor(s), e.g. missing 'mechanism.x'"``."""
+    missing = [k for k in expected if k not in found]
+    unexpected = [k for k in found if k not in expected]
+    shaped = [k for k in expected if k in found and tuple(expected[k]) != tuple(found[k])]
+    if not (missing or unexpected or shaped):
+        return None
+    if missing:
+        example = f"missing {missing[0]!r}"
+    elif unexpected:
+        example = f"unexpected {unexpected[0]!r}"
+    else:
+        k = shaped[0]
+        example = f"{k!r} is {list(found[k])} in the checkpoint, {list(expected[k])} here"
+    return (
+        f"{len(missing)} missing, {len(unexpected)} unexpected and {len(shaped)} differently shaped "
+        f"tensor(s), e.g. {example}"
+    )
+
+
+def check_output_folder(path: str | os.PathLike, flag: str) -> None:
+    """Raise ValueError (one line naming ``flag`` and ``path``) unless the folder ``path`` exists
+    and is writable or can be created; leaves nothing behind (it creates and removes a temporary
+    folder in ``path`` or in its nearest existing parent). Remote paths (``scheme://``) are not checked."""
+    text = os.fspath(path)
+    if "://" in text:
+        return
+    target = Path(text).absolute()
+    probe = target
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if not probe.is_dir():
+        raise ValueError(f"{flag}={text}: the folder cannot be created ({probe} is not a folder)")
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".swar-bench-probe-", dir=probe))
+    except OSError as err:
+        verb = "written" if probe == target else "created"
+        raise ValueError(f"{flag}={text}: the folder cannot be {verb} ({err.strerror or err})") from None
+
+
+def _output_folders(cfg: Any, subcommand: str | None) -> list[tuple[str, str]]:
+    """``(flag, folder)`` of every local output folder a run of ``subcommand`` writes into."""
+
+    def get(key: str) -> Any:
+        try:
+            return cfg.get(key) if hasattr(cfg, "get") else None
+        except (KeyError, AttributeError):
+            return None
+
+    folders = [("--trainer.default_root_dir", get("trainer.default_root_dir"))]
+    loggers = get("trainer.logger")
+    for i, logger in enumerate(loggers if isinstance(loggers, list) else [loggers]):
+        init_args = getattr(logger, "init_args", None) if logger is not None else None
+        if init_args is None and isinstance(logger, dict):
+            init_args = logger.get("init_args")
+        save_dir = init_args.get("save_dir") if init_args is not None and hasattr(init_args, "get") else None
+        flag = "--trainer.logger.init_args.save_dir" if not isinstance(loggers, list) else f"--trainer.logger[{i}].init_args.save_dir"
+        folders.append((flag, save_dir))
+    if subcommand in (None, "fit"):
+        folders.append(("--checkpoint.dirpath", get("checkpoint.dirpath")))
+    if subcommand in (None, "predict"):
+        folders.append(("--predictions.output_dir", get("predictions.output_dir")))
+    folders += [("--accuracy.out_dir", get("accuracy.out_dir")), ("--calibration.out_dir", get("calibration.out_dir"))]
+    return [(flag, str(folder)) for flag, folder in folders if isinstance(folder, (str, os.PathLike))]
+
+
 class SwarBenchCLI(LightningCLI):
-    """LightningCLI with the always-on checkpoint and metric callbacks of swar_bench."""
+    """LightningCLI with the always-on checkpoint and metric callbacks of swar_bench.
+
+    Checks what can be checked before anything is built or written: ``--ckpt_path`` exists and
+    is a readable checkpoint, the output folders can be created, and (once the model is built,
+    before the Trainer) the checkpoint's weights fit the configured mechanism. Raises ValueError
+    (one line) otherwise.
+    """
+
+    _checkpoint: dict[str, Any] | None = None
+    _checkpoint_path: str | None = None
+    _seed: int | None = None
+
+    def parse_arguments(self, parser, args) -> None:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=ARGS_WARNING)
+            super().parse_arguments(parser, args)
+        subcommand = self.config.get("subcommand")
+        cfg = self.config[subcommand] if subcommand else self.config
+        ckpt_path = cfg.get("ckpt_path") if subcommand else None
+        if ckpt_path is not None and str(ckpt_path) not in CKPT_PATH_KEYWORDS and "://" not in str(ckpt_path):
+            self._read_checkpoint(str(ckpt_path))
+        for flag, folder in _output_folders(cfg, subcommand):
+            check_output_folder(folder, flag)
+
+    def _read_checkpoint(self, path: str) -> None:
+        if not os.path.exists(path):
+            raise ValueError(f"--ckpt_path={path}: no such file")
+        self._checkpoint_path = path
+        if os.path.isdir(path):  # a distributed checkpoint folder: Lightning's strategy reads it
+            return
+        try:
+            checkpoint = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+        except Exception as err:  # noqa: BLE001 - any failure means "not a checkpoint we can read"
+            raise ValueError(f"--ckpt_path={path}: not a readable checkpoint ({_one_line(str(err))})") from None
+        if not isinstance(checkpoint, dict) or not isinstance(checkpoint.get("state_dict"), dict):
+            raise ValueError(f"--ckpt_path={path}: not a Lightning checkpoint (no state_dict)")
+        self._checkpoint = checkpoint
+
+    def _set_seed(self) -> None:
+        # Seed silently here; the "Seed set to" line is logged once the run starts, so that a
+        # one-line error about the configuration is not preceded by it.
+        from lightning.fabric.utilities.seed import seed_everything
+
+        config_seed = self._get(self.config, "seed_everything")
+        if config_seed is False:
+            return
+        seed = seed_everything(None if config_seed is True else config_seed, workers=True, verbose=False)
+        if self.subcommand:
+            self.config[self.subcommand]["seed_everything"] = seed
+        else:
+            self.config["seed_everything"] = seed
+        self._seed = seed
+
+    def instantiate_trainer(self, **kwargs: Any):
+        self._check_checkpoint_fits()
+        return super().instantiate_trainer(**kwargs)
+
+    def _mismatch_error(self, account: str, checkpoint: dict[str, Any] | None, path: str | None) -> ValueError:
+        configured = mechanism_class_path(self.model.mechanism)
+        found = checkpoint_mechanism(checkpoint) if checkpoint else None
+        held = f" (it was trained with {found})" if found else ""
+        return ValueError(
+            f"--ckpt_path={path}: the checkpoint's weights{held} do not fit the configured mechanism "
+            f"{configured}: {account}; expected --model.mechanism and its init_args as in the run that wrote it"
+        )
+
+    def _check_checkpoint_fits(self) -> None:
+        model = getattr(self, "model", None)
+        if self._checkpoint is None or not isinstance(model, TBPTTModule) or not model.strict_loading:
+            return
+        found = {k: tuple(v.shape) for k, v in self._checkpoint["state_dict"].items() if isinstance(v, torch.Tensor)}
+        expected = {k: tuple(v.shape) for k, v in model.state_dict().items()}
+        account = state_dict_mismatch(expected, found)
+        if account is not None:
+            raise self._mismatch_error(account, self._checkpoint, self._checkpoint_path)
+
+    def _run_subcommand(self, subcommand: str) -> None:
+        if self._seed is not None:
+            from lightning.fabric.utilities.rank_zero import _get_rank, rank_prefixed_message
+
+            logging.getLogger("lightning.fabric.utilities.seed").info(rank_prefixed_message(f"Seed set to {self._seed}", _get_rank()))
+        try:
+            super()._run_subcommand(subcommand)
+        except RuntimeError as err:
+            # a checkpoint Lightning resolved itself ("last", "best"): strict load_state_dict failed
+            if not str(err).startswith("Error(s) in loading state_dict"):
+                raise
+            path = self.trainer.ckpt_path
+            checkpoint, account = None, None
+            if path and os.path.isfile(path):
+                checkpoint = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+                found = {k: tuple(v.shape) for k, v in checkpoint.get("state_dict", {}).items() if isinstance(v, torch.Tensor)}
+                account = state_dict_mismatch({k: tuple(v.shape) for k, v in self.model.state_dict().items()}, found)
+            raise self._mismatch_error(account or "a strict load_state_dict refused them", checkpoint, path) from None
 
     def add_arguments_to_parser(self, parser) -> None:
         from swar_bench.callbacks import AnswerTypeAccuracy, Calibration
@@ -147,6 +340,11 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except ValueError as err:
         print(f"swar-bench: error: {_one_line(str(err))}", file=sys.stderr)
+        return 2
+    except OSError as err:
+        if err.filename is None:
+            raise
+        print(f"swar-bench: error: {err.filename}: {err.strerror or err}", file=sys.stderr)
         return 2
     except SystemExit as exc:  # --help, --print_config
         return int(exc.code or 0) if not isinstance(exc.code, str) else 2

@@ -50,6 +50,16 @@ def shift_targets(labels: torch.Tensor) -> torch.Tensor:
     return targets
 
 
+def mechanism_class_path(mechanism: torch.nn.Module) -> str:
+    """``"module.QualName"`` of a mechanism's class, e.g. ``"swar_bench.mechanisms.gated_deltanet.GatedDeltaNet"``
+    (the class FSDP2's ``fully_shard`` wraps it in is skipped). Stored in checkpoints as
+    ``mechanism_class``."""
+    for cls in type(mechanism).__mro__:
+        if not cls.__module__.startswith("torch.distributed"):
+            return f"{cls.__module__}.{cls.__qualname__}"
+    return type(mechanism).__qualname__
+
+
 class TBPTTModule(pl.LightningModule):
     """Trains / evaluates a ContextMechanism on passkey_swar batches with truncated BPTT.
 
@@ -224,6 +234,9 @@ class TBPTTModule(pl.LightningModule):
     def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         # Training tokens are the FLOP ledger's unit (6 * n_params * tokens): they survive a resume.
         checkpoint["tokens_seen"] = int(self.tokens_seen)
+        # The mechanism is not a hyperparameter (it is a module): record its class so that a
+        # checkpoint loaded into another mechanism can say which one it holds.
+        checkpoint["mechanism_class"] = mechanism_class_path(self.mechanism)
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         self.tokens_seen = int(checkpoint.get("tokens_seen", 0))

@@ -28,6 +28,8 @@ def _error_line(capsys, argv):
         (["fit", "--model.mechanism=NoSuchMixer"], r"unknown mechanism 'NoSuchMixer' for --model\.mechanism; expected .*GatedDeltaNet"),
         (["fit", "--model.mechanism=GRU", "--model.tbptt_steps=0"], r"tbptt_steps=0 is invalid; expected an integer >= 1"),
         (["fit", "--model.mechanism=GRU", "--data.test_configs=[32,100]"], r"test_configs: 100 is not an allowed N; expected one of 32, 64,"),
+        (["test", "--model.mechanism=GRU", "--data.eval_batch_size=-3"], r"eval_batch_size=-3 is invalid; expected a positive integer$"),
+        (["test", "--model.mechanism=GRU", "--ckpt_path=/nonexistent/x.ckpt"], r"^swar-bench: error: --ckpt_path=/nonexistent/x\.ckpt: no such file$"),
     ],
 )
 def test_bad_config_is_one_line(capsys, argv, expected):
@@ -37,6 +39,53 @@ def test_bad_config_is_one_line(capsys, argv, expected):
     import re
 
     assert re.search(expected, err[0]), err[0]
+
+
+def test_errors_come_without_the_args_warning_or_the_seed_banner(capsys, caplog, monkeypatch):
+    import warnings
+
+    argv = ["fit", "--model.mechanism=GRU", "--model.tbptt_steps=0"]
+    monkeypatch.setattr("sys.argv", ["swar-bench", *argv])  # what the console script sees
+    with warnings.catch_warnings(record=True) as caught, caplog.at_level(logging.INFO):
+        warnings.simplefilter("always")
+        code, err = _error_line(capsys, argv)
+    assert code == 2 and len(err) == 1
+    assert not [w for w in caught if "args parameter is intended" in str(w.message)]
+    assert not [r for r in caplog.records if r.getMessage().startswith("Seed set to")]
+
+
+def test_output_folder_that_cannot_be_created_is_one_line(tmp_path, capsys):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a folder")
+    argv = ["fit", "--model.mechanism=GRU", f"--trainer.logger.init_args.save_dir={blocker}/logs",
+            f"--checkpoint.dirpath={tmp_path / 'ckpt'}"]
+    code, err = _error_line(capsys, argv)
+    assert code == 2
+    assert err == [f"swar-bench: error: --trainer.logger.init_args.save_dir={blocker}/logs: the folder cannot be created ({blocker} is not a folder)"]
+    argv = ["fit", "--model.mechanism=GRU", f"--trainer.logger.init_args.save_dir={tmp_path}", f"--checkpoint.dirpath={blocker}/ck"]
+    code, err = _error_line(capsys, argv)
+    assert code == 2 and err == [f"swar-bench: error: --checkpoint.dirpath={blocker}/ck: the folder cannot be created ({blocker} is not a folder)"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a_file"]  # nothing written, no probe left
+
+
+def test_check_output_folder_leaves_nothing(tmp_path):
+    from swar_bench.lightning_cli import check_output_folder
+
+    check_output_folder(tmp_path / "x" / "y", "--flag")
+    check_output_folder(tmp_path, "--flag")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_without_a_logger_everything_lands_under_runs(tmp_path, monkeypatch, caplog):
+    monkeypatch.chdir(tmp_path)
+    argv = ["test", "--config", str(CONFIGS / "oracle.yaml"), "--data.test_configs=[32]", "--data.eval_examples=4",
+            "--trainer.logger=false", "--trainer.enable_progress_bar=false"]
+    with caplog.at_level(logging.INFO):
+        assert main(argv) == 0
+    assert [p.name for p in tmp_path.iterdir()] == ["runs"]
+    written = {p.name for p in (tmp_path / "runs").iterdir()}
+    assert {"config.yaml", "answer_type_accuracy.csv", "calibration.md"} <= written
+    assert [r.getMessage() for r in caplog.records if r.getMessage().startswith("Seed set to")] == ["Seed set to 0"]
 
 
 def _common(tmp_path):
@@ -70,6 +119,7 @@ def test_mechanism_swap_and_resume_from_last(tmp_path, caplog):
     assert first["hyper_parameters"]["tbptt_steps"] == 1000
     gru = __import__("swar_bench.mechanisms", fromlist=["GRU"]).GRU(d_model=8, n_layers=1)
     assert sorted(first["state_dict"]) == sorted(f"mechanism.{k}" for k in gru.state_dict())
+    assert first["mechanism_class"] == "swar_bench.mechanisms.recurrent.GRU"
     with caplog.at_level(logging.INFO):
         assert main(["fit", *base, "--trainer.max_steps=4", "--ckpt_path", "last"]) == 0
     assert any("Restored all states from the checkpoint" in r.getMessage() for r in caplog.records)
@@ -78,6 +128,31 @@ def test_mechanism_swap_and_resume_from_last(tmp_path, caplog):
     stream = second["PasskeySwarDataModule"]["train_stream"]
     assert stream["consumed"] == 4 and stream["counters"] == {32: stream["issued"]}
     assert stream["issued"] - stream["consumed"] == len(stream["pending"])
+
+
+def test_checkpoint_of_another_mechanism_is_one_line(tmp_path, capsys):
+    base = ["--config", str(CONFIGS / "quickstart.yaml"), "--model.mechanism.init_args.d_model=8",
+            "--model.mechanism.init_args.n_layers=1", "--data.train_configs=[32]", "--data.batch_size=2",
+            "--data.val_configs=[32]", "--data.test_configs=[32]", "--data.eval_examples=2", "--model.tbptt_steps=1000",
+            "--trainer.val_check_interval=2", *_common(tmp_path)]
+    assert main(["fit", *base, "--model.mechanism=GRU", "--trainer.max_steps=1"]) == 0
+    last = tmp_path / "ckpt" / "last.ckpt"
+    capsys.readouterr()
+    expected = (
+        rf"^swar-bench: error: --ckpt_path={last}: the checkpoint's weights \(it was trained with "
+        r"swar_bench\.mechanisms\.recurrent\.GRU\) do not fit the configured mechanism swar_bench\.mechanisms\.recurrent\.LSTM: "
+        r"\d+ missing, \d+ unexpected and \d+ differently shaped tensor\(s\)"
+    )
+    import re
+
+    # a file path: found before the Trainer or the logger exist
+    versions = sorted(tmp_path.glob("quickstart/version_*"))
+    code, err = _error_line(capsys, ["test", *base, "--model.mechanism=LSTM", f"--ckpt_path={last}"])
+    assert code == 2 and len(err) == 1 and re.search(expected, err[0]), err
+    assert sorted(tmp_path.glob("quickstart/version_*")) == versions
+    # "last", resolved by Lightning: the failed strict load becomes the same one line
+    code, err = _error_line(capsys, ["fit", *base, "--model.mechanism=LSTM", "--trainer.max_steps=2", "--ckpt_path=last"])
+    assert code == 2 and len(err) == 1 and re.search(expected, err[0]), err
 
 
 class NaNGRU(torch.nn.Module):
