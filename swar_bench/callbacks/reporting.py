@@ -21,10 +21,23 @@ MISSING = "—"
 """Table cell for a quantity with no observations (e.g. stale queries at n32, card "Answer rule")."""
 
 
+def _umask() -> int:
+    """The process umask (reading it means setting it: it is set straight back)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def _write_atomic(path: Path, write: Callable[[Any], None], mode: str) -> None:
+    """Write through a temporary file in ``path``'s folder, then ``os.replace`` it onto ``path``.
+
+    The file gets the mode a plain ``open(path, "w")`` would give it (``0o666 & ~umask``, e.g.
+    0644), not ``mkstemp``'s private 0600.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.chmod(tmp, 0o666 & ~_umask())
         with os.fdopen(fd, mode) as handle:
             write(handle)
             handle.flush()
