@@ -201,15 +201,30 @@ def _examples(
 
 
 def _pairs(
-    configs: list[str], splits: list[str] | None, default: tuple[str, ...] | None = None
+    configs: list[str],
+    splits: list[str] | None,
+    default: tuple[str, ...] | None = None,
+    explicit: bool = False,
 ) -> list[tuple[str, str]]:
+    """(config, split) pairs of the card: ``train`` only for n32..n256. Asking for ``train``
+    skips the other configs when they were not named, and is an error when they were."""
     out = []
     for c in configs:
         n = parse_config(c)
         for s in splits or default or card_splits(n):
-            if s == "train" and s not in card_splits(n) and splits is None:
+            if s not in card_splits(n):
+                if explicit:
+                    raise _UsageError(
+                        f"--splits={s}: config {c} has no {s} split; the card trains on "
+                        f"{', '.join(config_name(t) for t in TRAIN_N)}"
+                    )
                 continue
             out.append((c, s))
+    if not out:
+        raise _UsageError(
+            f"--splits={','.join(splits or ())}: none of {', '.join(configs)} has it; the card "
+            f"trains on {', '.join(config_name(t) for t in TRAIN_N)}"
+        )
     return out
 
 
@@ -252,7 +267,10 @@ def cmd_stats(args) -> int:
         _check_out_file("--report", args.report)
     stats = []
     for config, split in _pairs(
-        _configs(args.configs, args.source), _splits(args.splits), default=("validation",)
+        _configs(args.configs, args.source),
+        _splits(args.splits),
+        default=("validation",),
+        explicit=args.configs is not None,
     ):
         stats.append(
             compute_stats(_examples(args.source, config, split, num, params), config, split, params)
@@ -272,7 +290,11 @@ def cmd_verify(args) -> int:
     params = _params(args.params)
     local = os.path.isdir(args.source)
     total = 0
-    for config, split in _pairs(_configs(args.configs, args.source), _splits(args.splits)):
+    for config, split in _pairs(
+        _configs(args.configs, args.source),
+        _splits(args.splits),
+        explicit=args.configs is not None,
+    ):
         if local and not _local_files(args.source, config, split):
             continue  # a local folder need not hold every config and split
         try:

@@ -279,3 +279,13 @@ def test_show_says_how_many_examples_the_split_has(tmp_path, capsys):
     assert capsys.readouterr().out.startswith("n64/test index 999 seed 3000064000999 n_writes 64")
     assert main(["show", "--config", "n512", "--split", "train"]) == 2
     assert "config n512 has no train split" in capsys.readouterr().err
+
+
+def test_stats_of_a_train_split_the_card_does_not_have(capsys):
+    assert main(["stats", "--configs", "n32,n512", "--splits", "train"]) == 2
+    assert capsys.readouterr().err == (
+        "swar-bench data stats: error: --splits=train: config n512 has no train split; "
+        "the card trains on n32, n64, n128, n256\n"
+    )
+    assert main(["stats", "--configs", "n32", "--splits", "train", "--num-examples", "3"]) == 0
+    assert capsys.readouterr().out.splitlines()[2].startswith("| n32 | train | 3 | ")
