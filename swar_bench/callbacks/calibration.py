@@ -284,9 +284,9 @@ class Calibration(Callback):
 
     Consumes the evaluation step outputs (contract 4: ``pred``, ``target``, ``loss``,
     ``confidence``, ``n_writes``); logs ``val/ece/n<N>`` / ``test/ece/n<N>`` per evaluated N and
-    ``val/self_knowledge_correlation`` / ``test/self_knowledge_correlation`` (NaN, with the reason
-    printed once, when fewer than 2 N were evaluated or a side has zero variance). At test end
-    (global rank 0) writes ``CALIBRATION_FILES`` atomically to ``out_dir`` (default: the logger's
+    ``val/self_knowledge_correlation`` / ``test/self_knowledge_correlation`` (NaN when fewer than
+    2 N were evaluated or a side has zero variance; the reason is logged the first time only, per
+    ``val`` / ``test``, not at every validation). At test end (global rank 0) writes ``CALIBRATION_FILES`` atomically to ``out_dir`` (default: the logger's
     ``log_dir``) and adds the table to TensorBoard as text.
 
     Args:
@@ -311,6 +311,7 @@ class Calibration(Callback):
         self.val_report: CalibrationReport | None = None
         self.test_report: CalibrationReport | None = None
         self.report_paths: list[str] = []
+        self._nan_reported: set[str] = set()  # prefixes whose NaN correlation was explained
 
     def _finish(
         self, metric: CalibrationCounts, pl_module: pl.LightningModule, prefix: str
@@ -322,7 +323,8 @@ class Calibration(Callback):
             log_epoch_value(
                 pl_module, f"{prefix}/self_knowledge_correlation", report.correlation.value
             )
-            if report.correlation.reason is not None:
+            if report.correlation.reason is not None and prefix not in self._nan_reported:
+                self._nan_reported.add(prefix)  # once per run: not at every validation
                 rank_zero_info(
                     f"{prefix}/self_knowledge_correlation is NaN: {report.correlation.reason}"
                 )
