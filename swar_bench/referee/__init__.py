@@ -6,6 +6,15 @@
 See ``docs/REFEREE.md``.
 """
 
+import os
+import sys
+
+# OpenMP threads that spin while waiting for work slow tiny models down many times over once other
+# processes compete for the cores; sleeping waiters do not. The policy is read when torch loads its
+# OpenMP runtime, so it only takes effect if torch is not imported yet (as under `swar-bench referee`).
+if "torch" not in sys.modules:
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 from swar_bench.referee.bandit import FlopLedger, ThompsonBernoulli
 from swar_bench.referee.evaluate import (
     PROTOCOL_KEYS,

@@ -5,7 +5,9 @@
 
 The config is a jsonargparse file: ``mechanism`` as ``class_path`` / ``init_args`` plus every
 keyword argument of ``evaluate``; ``--out`` is the folder that receives ``result.json`` and
-``forgetting_curve.png`` (both written atomically). The table is printed to stdout. The mechanism
+``forgetting_curve.png`` (both written atomically), checked before any work. The table is printed
+to stdout. ``--threads`` sets torch's CPU threads (default: ``OMP_NUM_THREADS`` if set, else
+min(4, available cores)); the package sets ``OMP_WAIT_POLICY=PASSIVE`` unless already set. The mechanism
 is built after ``torch.manual_seed(init_seed)`` (default: ``seed``), so a config names one result.
 """
 
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -62,7 +65,58 @@ def build_parser():
     parser.add_argument(
         "--name", type=str | None, default=None, help="Name of the mechanism in the table."
     )
+    parser.add_argument(
+        "--threads",
+        type=int | None,
+        default=None,
+        help="torch CPU threads (default: OMP_NUM_THREADS if set, else min(4, available cores)).",
+    )
     return parser
+
+
+def check_out_dir(out: str | os.PathLike) -> str | None:
+    """Why ``out`` cannot receive the results, or None when it is (or can be created as) a writable folder.
+
+    Checked before any work, so that a bad ``--out`` fails at once rather than after the evaluation.
+    Nothing is created here.
+    """
+    path = Path(out).absolute()
+    if path.exists():
+        if not path.is_dir():
+            return f"--out={str(out)!r} exists and is not a folder; expected a folder (new or existing)"
+        if not os.access(path, os.W_OK | os.X_OK):
+            return f"--out={str(out)!r} is not writable; expected a folder this user can write to"
+        return None
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        return (
+            f"--out={str(out)!r} cannot be created: {str(parent)!r} is not a folder; "
+            "expected a folder (new or existing)"
+        )
+    if not os.access(parent, os.W_OK | os.X_OK):
+        return (
+            f"--out={str(out)!r} cannot be created: {str(parent)!r} is not writable; "
+            "expected a folder this user can write to"
+        )
+    return None
+
+
+def default_threads() -> int:
+    """torch CPU threads when ``--threads`` is not given: ``OMP_NUM_THREADS`` if set, else min(4, cores).
+
+    Tiny mechanisms gain nothing from more threads, and on a shared machine extra threads only
+    compete for the cores (torch's own default is every physical core).
+    """
+    env = os.environ.get("OMP_NUM_THREADS", "").strip()
+    if env.isdigit() and int(env) >= 1:
+        return int(env)
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(4, cores))
 
 
 def _error(message: object, limit: int = 400) -> int:
@@ -82,6 +136,13 @@ def _run(argv: list[str]) -> int:
         return int(e.code or 0)
     except Exception as e:  # noqa: BLE001 - any bad config is reported as one line
         return _error(e)
+    problem = check_out_dir(cfg.out)
+    if problem:
+        return _error(problem)
+    threads = default_threads() if cfg.threads is None else cfg.threads
+    if threads < 1:
+        return _error(f"--threads={threads}: expected a number of CPU threads >= 1")
+    torch.set_num_threads(threads)
     logging.basicConfig(level=logging.INFO, format="referee: %(message)s", stream=sys.stderr)
     seed = cfg.seed
     torch.manual_seed(cfg.init_seed if cfg.init_seed is not None else seed)
@@ -97,7 +158,8 @@ def _run(argv: list[str]) -> int:
     kwargs = {
         k: v
         for k, v in vars(cfg).items()
-        if k not in ("config", "mechanism", "device", "init_seed", "out", "name", "__path__")
+        if k
+        not in ("config", "mechanism", "device", "init_seed", "out", "name", "threads", "__path__")
     }
     kwargs = {k: (list(v) if isinstance(v, tuple) else v) for k, v in kwargs.items()}
     try:
@@ -106,8 +168,11 @@ def _run(argv: list[str]) -> int:
         return _error(e)
     out = Path(cfg.out)
     name = cfg.name or type(mechanism).__name__
-    result_path = write_json(result, out / "result.json")
-    plot_path = plot_forgetting_curve({name: result}, out / "forgetting_curve.png")
+    try:
+        result_path = write_json(result, out / "result.json")
+        plot_path = plot_forgetting_curve({name: result}, out / "forgetting_curve.png")
+    except OSError as e:  # the folder changed during the run
+        return _error(f"could not write into --out={cfg.out!r}: {e}")
     print(comparison_table({name: result}))
     print(f"\nwrote {result_path} and {plot_path}")
     return 0

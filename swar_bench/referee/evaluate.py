@@ -112,12 +112,23 @@ def finite_or_none(obj: Any) -> Any:
     return obj
 
 
+def _shown(value: Any) -> str:
+    """``value`` as a user typed it: an integral float as an integer (``-8``, not ``-8.0``)."""
+    if (
+        isinstance(value, (float, np.floating))
+        and math.isfinite(float(value))
+        and float(value).is_integer()
+    ):
+        return str(int(value))
+    return repr(value)
+
+
 def _as_int(name: str, value: Any, minimum: int) -> int:
     # Bad user input is a ValueError throughout the project, whatever its type.
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise ValueError(f"{name}={value!r}: expected an integer >= {minimum}")  # noqa: TRY004
+        raise ValueError(f"{name}={_shown(value)}: expected an integer >= {minimum}")  # noqa: TRY004
     if not math.isfinite(float(value)) or int(value) != value or int(value) < minimum:
-        raise ValueError(f"{name}={value!r}: expected an integer >= {minimum}")
+        raise ValueError(f"{name}={_shown(value)}: expected an integer >= {minimum}")
     return int(value)
 
 
@@ -291,12 +302,17 @@ def _run_cell(
     ledger: FlopLedger | None,
     *,
     n_steps: int,
+    cap_name: str,
     cfg: dict[str, Any],
     perm: np.ndarray,
     n_params: int,
     measure_state: bool,
 ) -> tuple[dict[str, Any], dict[str, Any] | None]:
-    """Train ``fresh`` (a copy nobody else uses) on ``suite`` at ``distance``, then probe held-out instances."""
+    """Train ``fresh`` (a copy nobody else uses) on ``suite`` at ``distance``, then probe held-out instances.
+
+    ``n_steps`` is the step cap and ``cap_name`` its argument's name (``n_train_steps`` or
+    ``perplexity_steps``), reported as ``train_stopped`` when the cap is what ended training.
+    """
     vocab, B, tbptt = cfg["vocab"], cfg["batch_size"], cfg["tbptt_steps"]
     batch_kw = {
         "vocab": vocab,
@@ -309,7 +325,7 @@ def _run_cell(
     step_fwd, step_bwd = train_step_tokens(B, length, tbptt)
     step_flops = flops(n_params, tokens_forward=step_fwd, tokens_backward=step_bwd)
     train_losses: list[float] = []
-    stopped = "n_train_steps"
+    stopped = cap_name
     if opt is None:
         stopped = "no trainable parameters"
     else:
@@ -530,7 +546,8 @@ def evaluate(
     state_info = None
     for suite in SUITE_NAMES:
         ledger = FlopLedger(budget, len(lengths)) if budget > 0 else None
-        n_steps = cfg["perplexity_steps"] if suite == "perplexity" else cfg["n_train_steps"]
+        cap_name = "perplexity_steps" if suite == "perplexity" else "n_train_steps"
+        n_steps = cfg[cap_name]
         cells = []
         for arm, distance in enumerate(lengths):
             fresh = copy.deepcopy(mechanism)
@@ -543,6 +560,7 @@ def evaluate(
                     arm,
                     ledger,
                     n_steps=n_steps,
+                    cap_name=cap_name,
                     cfg=cfg,
                     perm=perm,
                     n_params=n_params,

@@ -17,12 +17,25 @@ import matplotlib.pyplot as plt
 import matplotlib.ticker
 
 
+def _umask() -> int:
+    """The process's file-creation mask (read by setting it and restoring it at once)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def _atomic_write(path: Path, write) -> None:
+    """Write ``path`` through ``write(binary_file)`` into a temporary file in the same folder, then rename.
+
+    ``tempfile.mkstemp`` creates the temporary file with mode 0600; it is given the mode a plain
+    ``open`` would have (``0o666 & ~umask``, 0644 under the usual umask 022) before the rename.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
             write(f)
+        os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

@@ -199,6 +199,9 @@ def test_flop_ledger_rations_long_ranges(make_gru, small_kwargs):
     needle = r["suites"]["needle"]
     assert needle[0]["train_steps"] == 5 and needle[0]["train_stopped"] == "n_train_steps"
     assert needle[1]["train_steps"] == 2 and needle[1]["train_stopped"] == "flop ledger"
+    # the perplexity cell's cap is perplexity_steps, and it is named as such
+    ppl = r["suites"]["perplexity"]
+    assert ppl[0]["train_steps"] == 5 and ppl[0]["train_stopped"] == "perplexity_steps"
     for cells in r["suites"].values():
         assert all(c["flops"]["train"] <= budget / 2 for c in cells)
 
@@ -259,6 +262,13 @@ def test_bad_arguments_are_refused_with_one_line(make_gru, small_kwargs):
             evaluate(m, **{**small_kwargs, key: value})
         assert "\n" not in str(e.value)
     assert check_ranges((1e3, 1e4, 1e5, 1e6), 3) == (1000, 10000, 100000, 1000000)
+    # the value is echoed as given: the CLI parses ranges as floats, "-8" must not read "-8.0"
+    with pytest.raises(ValueError) as e:
+        check_ranges((-8.0, 16.0), 3)
+    assert str(e.value) == "ranges[0]=-8: expected an integer >= 6"
+    with pytest.raises(ValueError) as e:
+        check_ranges((8, 12.5), 3)
+    assert str(e.value) == "ranges[1]=12.5: expected an integer >= 6"
 
 
 def test_length_curriculum_masks_arms_the_ledger_cannot_pay(make_gru):

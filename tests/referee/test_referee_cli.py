@@ -1,8 +1,11 @@
 """`swar-bench referee`: the quick config end to end in a temporary folder, errors, and `compare`."""
 
+import functools
 import json
+import os
 from pathlib import Path
 
+import pytest
 import torch
 
 from swar_bench.cli import main as swar_main
@@ -26,6 +29,8 @@ SMALL = [
     "4",
     "--mechanism.init_args.d_model",
     "8",
+    "--threads",
+    "1",
 ]
 
 
@@ -68,6 +73,75 @@ def test_quick_config_end_to_end(tmp_path, capsys):
     )
     assert result == json.loads(json.dumps(direct))
     assert "accuracy" in result["forgetting_curve"][0]
+    assert torch.get_num_threads() == 1  # --threads 1
+
+
+@pytest.fixture
+def no_evaluate(monkeypatch):
+    """Make the CLI's evaluate fail loudly: an error found after it ran would show up as this."""
+
+    @functools.wraps(evaluate)  # the parser reads evaluate's signature
+    def fail(*args, **kwargs):
+        raise AssertionError("evaluate ran before the bad --out was reported")
+
+    monkeypatch.setattr("swar_bench.referee.cli.evaluate", fail)
+
+
+def test_bad_out_is_reported_before_any_work(tmp_path, capsys, no_evaluate):
+    afile = tmp_path / "afile"
+    afile.write_text("not a folder")
+    for out, expected in [
+        (afile / "x", f"cannot be created: {str(afile)!r} is not a folder"),
+        (afile / "x" / "y", f"cannot be created: {str(afile)!r} is not a folder"),
+        (afile, "exists and is not a folder"),
+    ]:
+        rc = main(["--config", str(QUICK), "--out", str(out), *SMALL])
+        err = capsys.readouterr().err
+        assert rc == 2, err
+        assert err.startswith(f"swar-bench referee: error: --out={str(out)!r} ")
+        assert expected in err and len(err.strip().splitlines()) == 1
+    if os.geteuid() != 0:  # root may write anywhere
+        locked = tmp_path / "locked"
+        locked.mkdir(mode=0o500)
+        try:
+            rc = main(["--config", str(QUICK), "--out", str(locked / "run"), *SMALL])
+            err = capsys.readouterr().err
+            assert rc == 2 and f"{str(locked)!r} is not writable" in err
+        finally:
+            locked.chmod(0o700)
+    assert afile.read_text() == "not a folder" and sorted(p.name for p in tmp_path.iterdir()) == [
+        "afile",
+        *(["locked"] if os.geteuid() != 0 else []),
+    ]
+
+
+def test_check_out_dir_accepts_new_and_existing_folders(tmp_path):
+    from swar_bench.referee.cli import check_out_dir
+
+    assert check_out_dir(tmp_path) is None
+    assert check_out_dir(tmp_path / "new" / "deeper") is None
+    assert not (tmp_path / "new").exists()  # the check creates nothing
+
+
+def test_ranges_and_threads_errors_echo_the_value_as_given(tmp_path, capsys):
+    rc = main(["--config", str(QUICK), "--out", str(tmp_path), "--threads", "0"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "--threads=0: expected a number of CPU threads >= 1" in err
+    # ranges are parsed as floats; the error shows -8 as typed, not -8.0
+    rc = main(["--config", str(QUICK), "--out", str(tmp_path), "--ranges", "[-8,16]"])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert err == "swar-bench referee: error: ranges[0]=-8: expected an integer >= 6\n"
+    assert not any(tmp_path.iterdir())
+
+
+def test_default_threads_honours_omp_num_threads(monkeypatch):
+    from swar_bench.referee.cli import default_threads
+
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    assert default_threads() == 3
+    monkeypatch.delenv("OMP_NUM_THREADS")
+    assert default_threads() == max(1, min(4, len(os.sched_getaffinity(0))))
 
 
 def test_bad_inputs_give_one_line_errors(tmp_path, capsys):
@@ -138,3 +212,15 @@ def test_default_config_is_card_scale_and_its_ledger_pays_one_step_at_1e6():
     assert share // step(1_000_001) == 1
     assert share // step(1001) >= cfg.n_train_steps
     assert mech.state_bytes(1) <= cfg.state_budget_bytes
+
+
+def test_importing_the_referee_before_torch_makes_openmp_waiters_sleep():
+    import subprocess
+    import sys
+
+    code = "import os, swar_bench.referee; print(os.environ.get('OMP_WAIT_POLICY'))"
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "PASSIVE"

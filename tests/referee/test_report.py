@@ -1,0 +1,25 @@
+"""Writing results: result.json and the PNG are written atomically and get the mode the umask allows."""
+
+import json
+import os
+import stat
+
+import pytest
+
+from swar_bench.referee.report import plot_forgetting_curve, read_json, write_json
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o077])
+def test_written_files_follow_the_umask(tmp_path, gru_result, umask):
+    before = os.umask(umask)
+    try:
+        json_path = write_json(gru_result, tmp_path / "out" / "result.json")
+        png_path = plot_forgetting_curve({"GRU": gru_result}, tmp_path / "out" / "curve.png")
+    finally:
+        os.umask(before)
+    expected = 0o666 & ~umask  # what open() would give; mkstemp alone gives 0o600
+    assert stat.S_IMODE(json_path.stat().st_mode) == expected
+    assert stat.S_IMODE(png_path.stat().st_mode) == expected
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["curve.png", "result.json"]
+    assert read_json(json_path) == json.loads(json.dumps(gru_result))
+    assert png_path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
