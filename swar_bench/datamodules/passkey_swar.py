@@ -431,6 +431,42 @@ class PasskeySwarDataModule(pl.LightningDataModule):
         """
         self.stream.train_n = parse_configs([n_writes], "set_train_n")[0]
 
+    # ------------------------------------------------------------------ source check
+
+    def _splits_needed(self) -> list[tuple[str, tuple[int, ...]]]:
+        """(split, configs) the attached Trainer's current call reads (all of them without one)."""
+        everything = [("train", self.train_configs), ("validation", self.val_configs), ("test", self.test_configs)]
+        trainer = self.trainer
+        if trainer is None:
+            return everything
+        fn = str(getattr(trainer.state.fn, "value", trainer.state.fn))
+        if fn == "fit":
+            needed = [("train", self.train_configs)]
+            if trainer.limit_val_batches != 0:
+                needed.append(("validation", self.val_configs))
+            return needed
+        if fn == "validate":
+            return [("validation", self.val_configs)]
+        if fn in ("test", "predict"):
+            return [("test", self.test_configs)]
+        return everything
+
+    def prepare_data(self) -> None:
+        """Open every split of a stored ``source`` the coming run reads (nothing for ``"generate"``).
+
+        Lightning calls this before the logger or any callback writes, so a missing folder,
+        config or split (or an unreachable Hub) ends the run before it leaves a log folder behind.
+
+        Raises:
+            swar_bench.tasks.hub_io.DataSourceError (a ValueError): as ``load_split``, one line
+                naming the source, config and split.
+        """
+        if self.source == "generate":
+            return
+        for split, configs in self._splits_needed():
+            for n in configs:
+                self.dataset.split_size(split, n)
+
     # ------------------------------------------------------------------ loaders
 
     def _loader(self, sampler, cls=DataLoader, **kwargs: Any) -> DataLoader:

@@ -68,6 +68,13 @@ def test_output_folder_that_cannot_be_created_is_one_line(tmp_path, capsys):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a_file"]  # nothing written, no probe left
 
 
+def test_missing_data_source_ends_before_the_logger_writes(tmp_path, capsys):
+    argv = ["fit", "--model.mechanism=GRU", f"--data.source={tmp_path / 'nowhere'}", *_common(tmp_path / "out")]
+    code, err = _error_line(capsys, argv)
+    assert code == 2 and len(err) == 1 and "nowhere" in err[0], err
+    assert list(tmp_path.iterdir()) == []  # no log folder, no config.yaml, no checkpoint folder
+
+
 def test_check_output_folder_leaves_nothing(tmp_path):
     from swar_bench.lightning_cli import check_output_folder
 

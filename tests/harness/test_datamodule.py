@@ -177,6 +177,9 @@ def test_missing_local_folder_is_a_clear_error(tmp_path):
     dm.trainer = None
     with pytest.raises(ValueError, match="nowhere"):
         list(dm.val_dataloader())
+    with pytest.raises(ValueError, match="nowhere"):
+        dm.prepare_data()  # what Lightning calls before the logger writes
+    PasskeySwarDataModule().prepare_data()  # generated: nothing to open
 
 
 def test_train_loader_workers_build_exactly_the_issued_batches():
