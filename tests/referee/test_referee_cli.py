@@ -29,13 +29,12 @@ SMALL = [
     "4",
     "--mechanism.init_args.d_model",
     "8",
-    "--threads",
-    "1",
 ]
 
 
 def test_quick_config_end_to_end(tmp_path, capsys):
     out = tmp_path / "run"
+    torch.set_num_threads(2)  # quick.yaml sets threads: 1
     assert swar_main(["referee", "--config", str(QUICK), "--out", str(out), *SMALL]) == 0
     printed = capsys.readouterr().out
     assert (
@@ -73,7 +72,7 @@ def test_quick_config_end_to_end(tmp_path, capsys):
     )
     assert result == json.loads(json.dumps(direct))
     assert "accuracy" in result["forgetting_curve"][0]
-    assert torch.get_num_threads() == 1  # --threads 1
+    assert torch.get_num_threads() == 1
 
 
 @pytest.fixture
