@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 
@@ -21,6 +22,9 @@ commands:
 def main(argv: list[str] | None = None) -> int:
     """Dispatch ``argv`` (default ``sys.argv[1:]``) to a command; returns its exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    # OpenMP threads that spin while waiting slow every step down 5-10x once other processes
+    # share the cores; sleeping waiters do not. Only effective before torch starts its pool.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     if not argv or argv[0] in ("-h", "--help"):
         print(USAGE, file=sys.stdout if argv else sys.stderr)
         return 0 if argv else 2
