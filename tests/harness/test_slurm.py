@@ -65,7 +65,15 @@ def test_lightning_detects_the_sbatch_layout(monkeypatch):
     )
     assert env.main_address == "gpu01"
     assert env.auto_requeue and env.requeue_signal == signal.SIGUSR1  # matches --signal=SIGUSR1@90
-    # the Trainer the script starts (devices = ntasks-per-node) picks the SLURM environment
+    # the Trainer the script starts (devices = ntasks-per-node) picks the SLURM environment; it
+    # sets the process-wide rank of rank_zero_only to procid: restored after the test, or every
+    # later test in this process would run as a non-zero rank (no logs, no TensorBoard images)
+    from lightning.fabric.utilities import rank_zero as fabric_rank_zero
+    from lightning.pytorch.utilities import rank_zero as pytorch_rank_zero
+    from lightning_utilities.core import rank_zero as utils_rank_zero
+
+    for holder in {id(m.rank_zero_only): m.rank_zero_only for m in (fabric_rank_zero, pytorch_rank_zero, utils_rank_zero)}.values():
+        monkeypatch.setattr(holder, "rank", holder.rank)
     trainer = pl.Trainer(
         accelerator="cpu", devices=per_node, num_nodes=nodes, strategy="ddp",
         logger=False, enable_checkpointing=False, enable_progress_bar=False,
