@@ -34,7 +34,7 @@ import torch
 from lightning.pytorch.callbacks import BasePredictionWriter, ModelCheckpoint
 from lightning.pytorch.cli import LightningCLI
 
-import swar_bench.mechanisms as mechanisms
+from swar_bench import mechanisms
 from swar_bench.datamodules.passkey_swar import PasskeySwarDataModule
 from swar_bench.module import TBPTTModule, mechanism_class_path
 
@@ -215,7 +215,7 @@ class SwarBenchCLI(LightningCLI):
         except Exception as err:  # noqa: BLE001 - any failure means "not a checkpoint we can read"
             raise ValueError(f"--ckpt_path={path}: not a readable checkpoint ({_one_line(str(err))})") from None
         if not isinstance(checkpoint, dict) or not isinstance(checkpoint.get("state_dict"), dict):
-            raise ValueError(f"--ckpt_path={path}: not a Lightning checkpoint (no state_dict)")
+            raise ValueError(f"--ckpt_path={path}: not a Lightning checkpoint (no state_dict)")  # noqa: TRY004 - bad user input
         self._checkpoint = checkpoint
 
     def _set_seed(self) -> None:
@@ -305,7 +305,7 @@ def _parse_error_line(message: str) -> str:
                 f"unknown mechanism {unknown.group(1)!r} for --model.mechanism; expected a ContextMechanism "
                 f"class path, e.g. one of swar_bench.mechanisms: {names}"
             )
-        problem = re.search(r"class_path '([^']+)':\s*(.*)", message, flags=re.S)
+        problem = re.search(r"class_path '([^']+)':\s*(.*)", message, flags=re.DOTALL)
         if problem:
             return f"--model.mechanism {problem.group(1)!r}: {_one_line(problem.group(2))}"
     if key:

@@ -30,7 +30,8 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from typing import Any, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import lightning.pytorch as pl
 import numpy as np
