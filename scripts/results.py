@@ -5,7 +5,8 @@ For every mechanism and learning rate it runs
 picks the learning rate with the best final validation score (mean of ar_valid, ar_expired and
 passkey accuracy over the validation N of the config: the test split is never used to choose),
 runs ``swar-bench test`` on that checkpoint (N = 32 .. 4096) and writes the tables and one figure
-per answer kind (accuracy vs N, one line per mechanism).
+per answer kind (accuracy vs N, one line per mechanism) into ``docs/results_tables.md`` and
+``docs/figures/results_<kind>.png`` (docs/RESULTS.md reads them).
 
     python scripts/results.py                       # the whole sweep (about an hour on 2 CPU cores)
     python scripts/results.py --mechanisms GRU --lrs 3e-3 --steps 50 --out runs/smoke --docs runs/smoke
@@ -193,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--jobs", type=int, default=2, help="runs in parallel")
     p.add_argument("--threads", type=int, default=1, help="torch threads per run")
     p.add_argument("--out", type=Path, default=Path("runs/results"), help="run folder")
-    p.add_argument("--docs", type=Path, default=Path("docs"), help="where RESULTS data and figures go")
+    p.add_argument("--docs", type=Path, default=Path("docs"), help="where results_tables.md and figures/ go")
     args = p.parse_args(argv)
     mechs = [m.strip() for m in args.mechanisms.split(",") if m.strip()]
     unknown = [m for m in mechs if m not in MECHANISM_CONFIGS]
