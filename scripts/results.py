@@ -17,13 +17,13 @@ Exit code 0 when every run finished and was reported, 1 otherwise.
 from __future__ import annotations
 
 import argparse
-import concurrent.futures as futures
 import csv
 import json
 import os
 import subprocess
 import sys
 import time
+from concurrent import futures
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -92,10 +92,10 @@ def validation_score(scalars: dict[str, float], val_n: list[int]) -> float:
 
 
 def mechanism_facts(mechanism: str) -> dict[str, float]:
-    """Params, state bytes per sequence and forward FLOPs per token of the configured mechanism."""
+    """Params and state bytes per sequence (float32) of the configured mechanism."""
     import yaml
 
-    import swar_bench.mechanisms as mechanisms
+    from swar_bench import mechanisms
 
     spec = yaml.safe_load((ROOT / MECHANISM_CONFIGS[mechanism]).read_text())["model"]["mechanism"]
     mech = getattr(mechanisms, spec["class_path"].rsplit(".", 1)[1])(**spec.get("init_args", {}))
@@ -165,8 +165,8 @@ def markdown(results: dict, test_n: list[int], commands: list[str], meta: dict) 
             f"| {mech} | {r['n_params']:,} | {r['state_bytes']:,} | {r['tokens']:,} | {6 * r['n_params'] * r['tokens']:.3g} "
             f"| {scores} | {r['lr']:g} |"
         )
-    lines += ["", "Training FLOPs = 6 x params x training tokens (Kaplan et al. 2020). The validation score is the "
-              "mean of ar_valid, ar_expired and passkey accuracy over the validation N at the end of training.", ""]
+    lines += ["", ("Training FLOPs = 6 x params x training tokens (Kaplan et al. 2020). The validation score is the "
+                   "mean of ar_valid, ar_expired and passkey accuracy over the validation N at the end of training."), ""]
     lines += ["## Test accuracy per N", ""]
     header = "| mechanism | " + " | ".join(f"n{n}" for n in test_n) + " |"
     for kind in REPORT_KINDS:

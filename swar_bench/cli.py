@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import sys
 
-
 USAGE = """usage: swar-bench COMMAND [options]
 
 passkey_swar: a referee for fixed-size-state sequence models.
