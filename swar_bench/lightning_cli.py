@@ -22,6 +22,7 @@ code 1) and no checkpoint written after it.
 
 from __future__ import annotations
 
+import glob
 import logging
 import os
 import sys
@@ -201,6 +202,15 @@ class SwarBenchCLI(LightningCLI):
         ckpt_path = cfg.get("ckpt_path") if subcommand else None
         if ckpt_path is not None and str(ckpt_path) not in CKPT_PATH_KEYWORDS and "://" not in str(ckpt_path):
             self._read_checkpoint(str(ckpt_path))
+        if str(ckpt_path) == "last" and subcommand in ("validate", "test", "predict"):
+            # `fit --ckpt_path last` with no checkpoint is a fresh start (a first SLURM run);
+            # evaluating with none would silently score a randomly initialised model.
+            dirpath = (cfg.get("checkpoint") or {}).get("dirpath") or DEFAULT_CHECKPOINT_DIR
+            if not glob.glob(os.path.join(str(dirpath), "last*.ckpt")):
+                raise ValueError(
+                    f"--ckpt_path=last: no last*.ckpt in --checkpoint.dirpath={dirpath}; expected the folder of a "
+                    "fit run, or a checkpoint file"
+                )
         for flag, folder in _output_folders(cfg, subcommand):
             check_output_folder(folder, flag)
 
@@ -213,7 +223,10 @@ class SwarBenchCLI(LightningCLI):
         try:
             checkpoint = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
         except Exception as err:  # noqa: BLE001 - any failure means "not a checkpoint we can read"
-            raise ValueError(f"--ckpt_path={path}: not a readable checkpoint ({_one_line(str(err))})") from None
+            raise ValueError(
+                f"--ckpt_path={path}: not a checkpoint file torch can read ({type(err).__name__}); expected a .ckpt "
+                "written by swar-bench fit"
+            ) from None
         if not isinstance(checkpoint, dict) or not isinstance(checkpoint.get("state_dict"), dict):
             raise ValueError(f"--ckpt_path={path}: not a Lightning checkpoint (no state_dict)")  # noqa: TRY004 - bad user input
         self._checkpoint = checkpoint

@@ -41,6 +41,21 @@ def test_bad_config_is_one_line(capsys, argv, expected):
     assert re.search(expected, err[0]), err[0]
 
 
+def test_evaluating_last_without_a_checkpoint_is_one_line(tmp_path, capsys):
+    empty = tmp_path / "no_checkpoints_here"
+    code, err = _error_line(capsys, ["test", "--model.mechanism=GRU", "--ckpt_path=last", f"--checkpoint.dirpath={empty}"])
+    assert code == 2 and len(err) == 1
+    assert err[0] == f"swar-bench: error: --ckpt_path=last: no last*.ckpt in --checkpoint.dirpath={empty}; expected the folder of a fit run, or a checkpoint file"
+
+
+def test_a_file_that_is_not_a_checkpoint_is_one_line(tmp_path, capsys):
+    bogus = tmp_path / "notes.ckpt"
+    bogus.write_text("not a checkpoint")
+    code, err = _error_line(capsys, ["test", "--model.mechanism=GRU", f"--ckpt_path={bogus}"])
+    assert code == 2 and len(err) == 1
+    assert "not a checkpoint file torch can read" in err[0] and "`" not in err[0]
+
+
 def test_errors_come_without_the_args_warning_or_the_seed_banner(capsys, caplog, monkeypatch):
     import warnings
 
