@@ -20,7 +20,7 @@ from __future__ import annotations
 import torch
 
 from swar_bench.mechanisms.ops.backend import resolve_mode, use_fla
-from swar_bench.mechanisms.ops.simple_gla import _zero_state
+from swar_bench.mechanisms.ops.chunking import initial_state_of, split_chunks
 
 
 def _check(q, k, v, g, beta) -> None:
@@ -63,7 +63,7 @@ def recurrent_gated_delta_rule(
     _check(q, k, v, g, beta)
     dtype = v.dtype
     scale = q.shape[-1] ** -0.5 if scale is None else scale
-    S = _zero_state(q, v) if initial_state is None else initial_state.float()
+    S = initial_state_of(q, v, initial_state)
     q, k, v, g, beta = (x.float() for x in (q, k, v, g, beta))
     outs = []
     # unbind, not indexing: the backward of x[:, t] zero-fills a full-size gradient per token
@@ -96,21 +96,13 @@ def chunk_gated_delta_rule(
     B, T, H, K = q.shape
     V = v.shape[-1]
     scale = K**-0.5 if scale is None else scale
-    S = _zero_state(q, v) if initial_state is None else initial_state.float()
+    S = initial_state_of(q, v, initial_state)
     if T == 0:
         return v.new_zeros(v.shape), S
     C = chunk_size
-    pad = (-T) % C
-    n = (T + pad) // C
-
-    def split(x: torch.Tensor) -> torch.Tensor:
-        # [B, T, H, ...] -> [B, H, n, C, ...]
-        x = x.float().transpose(1, 2)
-        if pad:
-            x = torch.nn.functional.pad(x, (0, 0) * (x.dim() - 3) + (0, pad))
-        return x.reshape(B, H, n, C, *x.shape[3:])
-
-    qc, kc, vc, gc, bc = split(q) * scale, split(k), split(v), split(g), split(beta)
+    n = -(-T // C)
+    qc, kc, vc, gc, bc = (split_chunks(x, C) for x in (q, k, v, g, beta))  # [B, H, n, C, ...]
+    qc = qc * scale
     b = gc.cumsum(-1)  # [B, H, n, C] in-chunk cumulative log decay
     causal = torch.ones(C, C, dtype=torch.bool, device=q.device).tril()
     gamma = (b[..., :, None] - b[..., None, :]).masked_fill(~causal, float("-inf")).exp()

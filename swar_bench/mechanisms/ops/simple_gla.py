@@ -20,6 +20,7 @@ from __future__ import annotations
 import torch
 
 from swar_bench.mechanisms.ops.backend import resolve_mode, use_fla
+from swar_bench.mechanisms.ops.chunking import initial_state_of, split_chunks
 
 
 def _check(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor) -> None:
@@ -28,11 +29,6 @@ def _check(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor) -
             f"expected q, k [B, T, H, K], v [B, T, H, V], g [B, T, H]; got q {tuple(q.shape)}, "
             f"k {tuple(k.shape)}, v {tuple(v.shape)}, g {tuple(g.shape)}"
         )
-
-
-def _zero_state(q: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    B, _, H, K = q.shape
-    return q.new_zeros(B, H, K, v.shape[-1], dtype=torch.float32)
 
 
 def recurrent_simple_gla(
@@ -59,7 +55,7 @@ def recurrent_simple_gla(
     _check(q, k, v, g)
     dtype = v.dtype
     scale = q.shape[-1] ** -0.5 if scale is None else scale
-    S = _zero_state(q, v) if initial_state is None else initial_state.float()
+    S = initial_state_of(q, v, initial_state)
     q, k, v, g = (x.float() for x in (q, k, v, g))
     outs = []
     # unbind, not indexing: the backward of x[:, t] zero-fills a full-size gradient per token
@@ -95,21 +91,13 @@ def chunk_simple_gla(
     B, T, H, K = q.shape
     V = v.shape[-1]
     scale = K**-0.5 if scale is None else scale
-    S = _zero_state(q, v) if initial_state is None else initial_state.float()
+    S = initial_state_of(q, v, initial_state)
     if T == 0:
         return v.new_zeros(v.shape), S
     C = chunk_size
-    pad = (-T) % C
-    n = (T + pad) // C
-
-    def split(x: torch.Tensor) -> torch.Tensor:
-        # [B, T, H, ...] -> [B, H, n, C, ...]
-        x = x.float().transpose(1, 2)
-        if pad:
-            x = torch.nn.functional.pad(x, (0, 0) * (x.dim() - 3) + (0, pad))
-        return x.reshape(B, H, n, C, *x.shape[3:])
-
-    qc, kc, vc, gc = split(q) * scale, split(k), split(v), split(g)
+    n = -(-T // C)
+    qc, kc, vc, gc = (split_chunks(x, C) for x in (q, k, v, g))  # [B, H, n, C, ...]
+    qc = qc * scale
     b = gc.cumsum(-1)  # [B, H, n, C]
     causal = torch.ones(C, C, dtype=torch.bool, device=q.device).tril()
     # exp of a masked difference: the upper triangle would overflow before masking.
