@@ -69,3 +69,28 @@ def wrap_blocks_fsdp1(mechanism: torch.nn.Module) -> torch.nn.Module:
         if not isinstance(block, FullyShardedDataParallel):
             blocks[i] = wrap(block)
     return mechanism
+
+
+_EXIT_HOOK_REGISTERED = False
+
+
+def destroy_process_group_at_exit() -> None:
+    """Destroy the default process group when the interpreter exits, for every backend.
+
+    Lightning registers this teardown only for NCCL. Without it, a gloo (CPU) run can abort at
+    interpreter shutdown ("terminate called without an active exception", exit status 134) after
+    training finished: gloo's worker threads still hold tensors while Python is being torn down
+    (pytorch/pytorch#190489). The hook runs while the interpreter is still whole, does nothing if
+    the group is already gone, and is registered at most once per process.
+    """
+    global _EXIT_HOOK_REGISTERED
+    if _EXIT_HOOK_REGISTERED or not (torch.distributed.is_available() and torch.distributed.is_initialized()):
+        return
+    import atexit
+
+    def _destroy() -> None:
+        if torch.distributed.is_available() and torch.distributed.is_initialized():
+            torch.distributed.destroy_process_group()
+
+    atexit.register(_destroy)
+    _EXIT_HOOK_REGISTERED = True

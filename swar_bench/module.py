@@ -141,6 +141,12 @@ class TBPTTModule(pl.LightningModule):
     def has_trainable_params(self) -> bool:
         return any(p.requires_grad for p in self.mechanism.parameters())
 
+    def setup(self, stage: str) -> None:
+        """Called on every rank once its process group exists: make sure it is torn down at exit."""
+        from swar_bench.distributed import destroy_process_group_at_exit
+
+        destroy_process_group_at_exit()
+
     def configure_model(self) -> None:
         """Shard the mechanism per block: FSDP2 under ModelParallelStrategy, FSDP1 under FSDPStrategy."""
         from lightning.pytorch.strategies import FSDPStrategy, ModelParallelStrategy

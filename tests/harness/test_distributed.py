@@ -70,3 +70,20 @@ def test_fsdp2_matches_one_process_and_ddp(tmp_path, ddp, single):
     assert fsdp[0]["metrics_after"].keys() == ddp[0]["metrics_after"].keys()
     for key, value in ddp[0]["metrics_after"].items():
         assert fsdp[0]["metrics_after"][key] == pytest.approx(value, abs=1e-6), key
+
+
+def test_process_group_is_destroyed_at_exit(tmp_path):
+    """gloo groups are torn down by our atexit hook (Lightning does it only for NCCL)."""
+    script = tmp_path / "exit_hook.py"
+    script.write_text(
+        "import atexit, torch.distributed as dist\n"
+        "from swar_bench.distributed import destroy_process_group_at_exit\n"
+        f"dist.init_process_group('gloo', init_method='file://{tmp_path / 'store'}', rank=0, world_size=1)\n"
+        # registered first, so it runs last (atexit is LIFO): it sees what our hook left
+        "atexit.register(lambda: print('initialized at exit:', dist.is_initialized()))\n"
+        "destroy_process_group_at_exit()\n"
+        "destroy_process_group_at_exit()\n"
+    )
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "initialized at exit: False"
