@@ -30,6 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CONFIG = "configs/results.yaml"
 MECHANISM_CONFIGS = {
     "ScalarDecayLinearAttention": "configs/mechanisms/scalar_decay_linear_attention.yaml",
+    "ScalarDecayLinearAttention_learned": "configs/mechanisms/scalar_decay_linear_attention_learned.yaml",
     "MultiScaleRetention": "configs/mechanisms/multi_scale_retention.yaml",
     "DeltaNet": "configs/mechanisms/delta_net.yaml",
     "GatedDeltaNet": "configs/mechanisms/gated_delta_net.yaml",
@@ -37,6 +38,7 @@ MECHANISM_CONFIGS = {
     "SlidingWindowAttention": "configs/mechanisms/sliding_window_attention.yaml",
     "GRU": "configs/mechanisms/gru.yaml",
 }
+OPTIONAL = ("ScalarDecayLinearAttention_learned",)  # not in the default sweep
 SCORE_KINDS = ("ar_valid", "ar_expired", "passkey")
 REPORT_KINDS = ("ar_valid", "ar_expired_stale", "ar_expired_never", "passkey_exact")
 
@@ -45,9 +47,9 @@ def run_name(mechanism: str, lr: float) -> str:
     return f"{mechanism}_lr{lr:g}"
 
 
-def base_args(mechanism: str, out: Path, name: str, steps: int | None) -> list[str]:
+def base_args(mechanism: str, out: Path, name: str, steps: int | None, config: str = CONFIG) -> list[str]:
     args = [
-        "--config", CONFIG, "--config", MECHANISM_CONFIGS[mechanism],
+        "--config", config, "--config", MECHANISM_CONFIGS[mechanism],
         f"--trainer.logger.init_args.save_dir={out}", f"--trainer.logger.init_args.name={name}",
         f"--checkpoint.dirpath={out / name / 'checkpoints'}",
     ]
@@ -124,7 +126,7 @@ def write_atomic(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def plot(results: dict, test_n: list[int], docs: Path) -> list[Path]:
+def plot(results: dict, test_n: list[int], docs: Path, prefix: str = "results") -> list[Path]:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -145,7 +147,7 @@ def plot(results: dict, test_n: list[int], docs: Path) -> list[Path]:
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7, loc="lower left")
         fig.tight_layout()
-        path = docs / "figures" / f"results_{kind}.png"
+        path = docs / "figures" / f"{prefix}_{kind}.png"
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.stem + ".tmp.png")
         fig.savefig(tmp, dpi=110)
@@ -155,7 +157,7 @@ def plot(results: dict, test_n: list[int], docs: Path) -> list[Path]:
     return paths
 
 
-def markdown(results: dict, test_n: list[int], commands: list[str], meta: dict) -> str:
+def markdown(results: dict, test_n: list[int], commands: list[str], meta: dict, prefix: str = "results") -> str:
     lines = ["## Runs", "", "| mechanism | params | state bytes / sequence | training tokens | training FLOPs | "
              + " | ".join(f"val score lr={lr:g}" for lr in meta["lrs"]) + " | chosen lr |", "|---|---:|---:|---:|---:|"
              + "---:|" * len(meta["lrs"]) + "---:|"]
@@ -177,14 +179,15 @@ def markdown(results: dict, test_n: list[int], commands: list[str], meta: dict) 
                 acc, count = r["accuracy"].get((n, kind), (float("nan"), 0))
                 cells.append("—" if count == 0 else f"{acc:.3f}")
             lines.append(f"| {mech} | " + " | ".join(cells) + " |")
-        lines += ["", f"![{kind}](figures/results_{kind}.png)", ""]
+        lines += ["", f"![{kind}](figures/{prefix}_{kind}.png)", ""]
     lines += ["## Commands", "", "```bash", *commands, "```", ""]
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--mechanisms", default=",".join(MECHANISM_CONFIGS), help="comma-separated mechanism names")
+    p.add_argument("--mechanisms", default=",".join(m for m in MECHANISM_CONFIGS if m not in OPTIONAL),
+                   help="comma-separated mechanism names (default: the seven of docs/RESULTS.md)")
     p.add_argument("--lrs", default="3e-3,1e-2", help="comma-separated learning rates (best on validation is kept)")
     p.add_argument("--steps", type=int, default=None, help="override the config's optimizer steps")
     p.add_argument("--test-configs", default=None, help="override the config's test N, e.g. 32,64")
@@ -195,6 +198,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=1, help="torch threads per run")
     p.add_argument("--out", type=Path, default=Path("runs/results"), help="run folder")
     p.add_argument("--docs", type=Path, default=Path("docs"), help="where results_tables.md and figures/ go")
+    p.add_argument("--config", default=CONFIG, help="the equal-budget trainer/model/data config every run shares")
+    p.add_argument("--tag", default="", help="name suffix of the outputs: results_<tag>_tables.md, figures/results_<tag>_<kind>.png")
     args = p.parse_args(argv)
     mechs = [m.strip() for m in args.mechanisms.split(",") if m.strip()]
     unknown = [m for m in mechs if m not in MECHANISM_CONFIGS]
@@ -206,7 +211,12 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"--lrs={args.lrs!r} is invalid; expected comma-separated numbers")
     import yaml
 
-    cfg = yaml.safe_load((ROOT / CONFIG).read_text())
+    if not (ROOT / args.config).is_file():
+        p.error(f"--config={args.config!r} does not exist; expected a YAML file such as {CONFIG}")
+    if args.tag and not args.tag.replace("_", "").isalnum():
+        p.error(f"--tag={args.tag!r} is invalid; expected letters, digits and underscores")
+    prefix = f"results_{args.tag}" if args.tag else "results"
+    cfg = yaml.safe_load((ROOT / args.config).read_text())
     val_n, test_n = list(cfg["data"]["val_configs"]), list(cfg["data"]["test_configs"])
     data_overrides = []
     if args.test_configs:
@@ -222,8 +232,8 @@ def main(argv: list[str] | None = None) -> int:
     def fit(mech: str, lr: float) -> tuple[str, float, int, list[str], float]:
         name = run_name(mech, lr)
         start = time.monotonic()
-        fit_args = ["fit", *base_args(mech, args.out, name, args.steps), f"--model.lr={lr:g}", *data_overrides]
-        val_args = ["validate", *base_args(mech, args.out, f"{name}_val", None),
+        fit_args = ["fit", *base_args(mech, args.out, name, args.steps, args.config), f"--model.lr={lr:g}", *data_overrides]
+        val_args = ["validate", *base_args(mech, args.out, f"{name}_val", None, args.config),
                     f"--ckpt_path={args.out / name / 'checkpoints' / 'last.ckpt'}", *data_overrides]
         done = (out / name / "checkpoints" / "last.ckpt").exists() and any((out / f"{name}_val").rglob("events.out.tfevents.*"))
         if args.resume and done:
@@ -252,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
         lr = max(scores[mech], key=lambda x: -1 if scores[mech][x] != scores[mech][x] else scores[mech][x])
         name = run_name(mech, lr)
         rc, cmd = swar_bench(
-            ["test", *base_args(mech, args.out, f"{name}_test", None), f"--ckpt_path={args.out / name / 'checkpoints' / 'last.ckpt'}",
+            ["test", *base_args(mech, args.out, f"{name}_test", None, args.config), f"--ckpt_path={args.out / name / 'checkpoints' / 'last.ckpt'}",
              f"--accuracy.out_dir={args.out / name / 'test'}", f"--calibration.out_dir={args.out / name / 'test'}", *data_overrides],
             out / name / "test.log", args.threads,
         )
@@ -277,12 +287,13 @@ def main(argv: list[str] | None = None) -> int:
         print("results: no run finished; nothing written", file=sys.stderr)
         return 1
     meta = {"lrs": lrs, "minutes": (time.monotonic() - t0) / 60}
-    plot(results, test_n, docs)
-    write_atomic(docs / "results_tables.md", markdown(results, test_n, commands, meta))
+    plot(results, test_n, docs, prefix)
+    write_atomic(docs / f"{prefix}_tables.md" if args.tag else docs / "results_tables.md",
+                 markdown(results, test_n, commands, meta, prefix))
     raw = {m: {**r, "accuracy": {f"{n}/{k}": v for (n, k), v in r["accuracy"].items()},
                "scores": {f"{lr:g}": s for lr, s in r["scores"].items()}} for m, r in results.items()}
     write_atomic(out / "results.json", json.dumps(raw, indent=1))
-    print(f"results: wrote {docs / 'results_tables.md'} and figures in {meta['minutes']:.1f} min", flush=True)
+    print(f"results: wrote the tables and figures ({prefix}) in {docs} in {meta['minutes']:.1f} min", flush=True)
     return 1 if failed else 0
 
 
