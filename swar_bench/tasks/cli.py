@@ -287,9 +287,11 @@ def _local_files(source: str, config: str, split: str) -> list[str]:
 
 
 def cmd_verify(args) -> int:
+    """Verify every requested split; a failing split is reported and the others still checked."""
     params = _params(args.params)
     local = os.path.isdir(args.source)
-    total = 0
+    checked: list[str] = []
+    failed: list[str] = []
     for config, split in _pairs(
         _configs(args.configs, args.source),
         _splits(args.splits),
@@ -297,28 +299,34 @@ def cmd_verify(args) -> int:
     ):
         if local and not _local_files(args.source, config, split):
             continue  # a local folder need not hold every config and split
+        name = f"{config}/{split}"
+        checked.append(name)
         try:
             ds = load_split(args.source, config, split)
         except DataSourceError as exc:
             if not local:
-                raise  # the Hub or its cache: not a verification failure
-            print(f"{config}/{split}: FAILED: {exc}", file=sys.stderr)
-            return 1
+                raise  # the Hub or its cache cannot give it: not a verification failure
+            failed.append(name)
+            print(f"{name}: FAILED: {exc}", file=sys.stderr)
+            continue
         try:
             count = verify_dataset(ds, params, regenerate=args.regenerate)
         except (OracleError, DataSourceError) as exc:
-            print(f"{config}/{split}: FAILED: {exc}", file=sys.stderr)
-            return 1
-        total += count
+            failed.append(name)
+            print(f"{name}: FAILED: {exc}", file=sys.stderr)
+            continue
         print(
-            f"{config}/{split}: {count} examples pass the oracle"
+            f"{name}: {count} examples pass the oracle"
             + (" and regenerate from their seeds" if args.regenerate else "")
         )
-    if total == 0:
+    if not checked:
         raise DataSourceError(
             f"no parquet file of the requested configs/splits under {args.source!r} to verify: "
             f"expected {args.source}/n{{N}}/{{split}}-00000-of-00001.parquet"
         )
+    if failed:
+        print(f"{len(failed)} of {len(checked)} split(s) FAILED: {', '.join(failed)}", file=sys.stderr)
+        return 1
     return 0
 
 

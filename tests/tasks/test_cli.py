@@ -111,6 +111,7 @@ def test_verify_reports_a_corrupted_example(tmp_path, capsys):
     assert (
         "n32/test: FAILED: example seed=3000032000003 index=3: answer_type length mismatch" in err
     )
+    assert err.splitlines()[-1] == "1 of 1 split(s) FAILED: n32/test"
 
 
 @pytest.mark.parametrize(
@@ -246,8 +247,11 @@ def test_corrupted_parquet_is_named_in_one_line(tmp_path, capfd, caplog):
     reason = f"{path_text}: not a readable parquet file (Parquet magic bytes not found"
     assert main(["verify", str(out)]) == 1
     captured = capfd.readouterr()
-    assert captured.err.count("\n") == 1
+    # one line for the unreadable split; the other split is still verified; then the summary
+    assert captured.err.count("\n") == 2
     assert captured.err.startswith(f"n32/validation: FAILED: {reason}")
+    assert captured.err.splitlines()[1] == "1 of 2 split(s) FAILED: n32/validation"
+    assert captured.out.splitlines()[-1].startswith("n32/test: ") and "pass the oracle" in captured.out
     for argv in (
         ["show", "--source", str(out), "--config", "n32"],
         ["stats", "--source", str(out)],
