@@ -320,8 +320,19 @@ def write_dataset(
 
 
 def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return (text[0] if text else type(exc).__name__)[:300]
+    """The first line of ``exc`` and of each exception it wraps (``datasets`` wraps the real
+    reason, e.g. a corrupt data page, in a generic "error while generating the dataset"), joined
+    by ": " on one line."""
+    parts: list[str] = []
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen and len(parts) < 4:
+        seen.add(id(exc))
+        text = str(exc).strip().splitlines()
+        line = (text[0] if text else type(exc).__name__)[:300]
+        if not any(line in p for p in parts):
+            parts.append(line)
+        exc = exc.__cause__ or (None if exc.__suppress_context__ else exc.__context__)
+    return ": ".join(parts)
 
 
 @contextlib.contextmanager

@@ -293,3 +293,23 @@ def test_stats_of_a_train_split_the_card_does_not_have(capsys):
     )
     assert main(["stats", "--configs", "n32", "--splits", "train", "--num-examples", "3"]) == 0
     assert capsys.readouterr().out.splitlines()[2].startswith("| n32 | train | 3 | ")
+
+
+def test_corrupt_data_page_behind_a_valid_footer_names_the_cause(tmp_path, capfd):
+    out = tmp_path / "data"
+    assert _generate(out, "--configs", "n32", "--splits", "validation") == 0
+    path = split_path(out, "n32", "validation")
+    with open(path, "rb") as f:
+        data = bytearray(f.read())
+    data[200 : len(data) // 2] = b"\xab" * (len(data) // 2 - 200)  # footer and magic bytes intact
+    with open(path, "wb") as f:
+        f.write(bytes(data))
+    capfd.readouterr()
+    assert main(["verify", str(out)]) == 1
+    first = capfd.readouterr().err.splitlines()[0]
+    assert first.startswith(f"n32/validation: FAILED: could not read {path}: ")
+    reason = first.split(f"could not read {path}: ", 1)[1]
+    # the library's generic wrapper ("An error occurred while generating the dataset") is
+    # followed by the reason it wraps
+    wrapper, _, cause = reason.partition(": ")
+    assert "generating the dataset" in wrapper and len(cause) > 10, reason
