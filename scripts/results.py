@@ -10,6 +10,11 @@ per answer kind (accuracy vs N, one line per mechanism) into ``docs/results_tabl
 
     python scripts/results.py                       # the whole sweep (about an hour on 2 CPU cores)
     python scripts/results.py --mechanisms GRU --lrs 3e-3 --steps 50 --out runs/smoke --docs runs/smoke
+    python scripts/results.py --config configs/results_passkey.yaml --tag passkey --out runs/results_passkey \
+        --mechanisms ScalarDecayLinearAttention_learned,GatedDeltaNet,Mamba2,DeltaNet --lrs 1e-3,3e-3
+
+``--config`` swaps the shared budget config; ``--tag T`` writes ``docs/results_T_tables.md`` and
+``docs/figures/results_T_<kind>.png`` instead, so a follow-up sweep does not overwrite the main one.
 
 Exit code 0 when every run finished and was reported, 1 otherwise.
 """
