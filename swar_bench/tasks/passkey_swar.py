@@ -823,7 +823,10 @@ def _window_at(
     out = level[flat]
     rest = length - span
     if rest:
-        prev = level[flat - rest]  # wraps around below 0: masked on the next line
+        # Writes j < rest have no write `rest` back in their example: the span-window at j
+        # already covers writes 0..j. Their index is clamped (it may point before the block,
+        # by more than the block's size when the window 2w exceeds it) and the read masked.
+        prev = level[np.maximum(flat - rest, 0)]
         prev[j < rest] = 0
         out |= prev
     return out

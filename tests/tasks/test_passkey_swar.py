@@ -251,6 +251,19 @@ def test_batched_generator_equals_reference_other_params(params):
             verify_example(ex, params)
 
 
+@pytest.mark.parametrize("n_writes, w", [(32, 200), (32, 500), (64, 500), (5, 1000), (1, 3)])
+@pytest.mark.parametrize("batch", [1, 3])
+def test_batched_generator_window_longer_than_the_batch(n_writes, w, batch):
+    # 2w beyond all the writes of the batch (B * N): the window reads must stay inside it
+    # (an IndexError before) and still equal the reference.
+    params = PasskeySwarParams(w=w)
+    seeds = split_seeds("validation", n_writes, batch)
+    out = generate_examples(seeds, n_writes, params)
+    _assert_same(out, [make_example(int(s), n_writes, params) for s in seeds])
+    for ex in out:
+        verify_example(ex, params)
+
+
 def test_batched_generator_chunks_identically(monkeypatch):
     seeds = split_seeds("train", 32, 50)
     whole = generate_examples(seeds, 32)
