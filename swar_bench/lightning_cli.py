@@ -219,6 +219,11 @@ class SwarBenchCLI(LightningCLI):
             raise ValueError(f"--ckpt_path={path}: no such file")
         self._checkpoint_path = path
         if os.path.isdir(path):  # a distributed checkpoint folder: Lightning's strategy reads it
+            if not os.path.isfile(os.path.join(path, ".metadata")):
+                raise ValueError(
+                    f"--ckpt_path={path}: a folder, not a checkpoint; expected a .ckpt file written by swar-bench fit "
+                    "(or a distributed checkpoint folder holding .metadata)"
+                )
             return
         try:
             checkpoint = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
@@ -247,6 +252,10 @@ class SwarBenchCLI(LightningCLI):
         self._seed = seed
 
     def instantiate_trainer(self, **kwargs: Any):
+        from swar_bench.module import check_vocab_fits
+
+        if isinstance(self.model, TBPTTModule):  # before the Trainer: nothing written yet
+            check_vocab_fits(self.model.mechanism, getattr(self.datamodule, "params", None))
         self._check_checkpoint_fits()
         return super().instantiate_trainer(**kwargs)
 
@@ -292,7 +301,12 @@ class SwarBenchCLI(LightningCLI):
         from swar_bench.callbacks import AnswerTypeAccuracy, Calibration
 
         parser.add_lightning_class_args(ModelCheckpoint, "checkpoint")
-        parser.set_defaults({"checkpoint.save_last": True, "checkpoint.dirpath": DEFAULT_CHECKPOINT_DIR})
+        # A new fit into the same folder replaces last.ckpt (no last-v1.ckpt beside it), so that
+        # `--ckpt_path <dir>/last.ckpt` is always the latest run's.
+        parser.set_defaults({
+            "checkpoint.save_last": True, "checkpoint.dirpath": DEFAULT_CHECKPOINT_DIR,
+            "checkpoint.enable_version_counter": False,
+        })
         parser.add_lightning_class_args(AnswerTypeAccuracy, "accuracy")
         parser.add_lightning_class_args(Calibration, "calibration")
         parser.add_lightning_class_args(PredictionWriter, "predictions")
@@ -327,6 +341,29 @@ def _parse_error_line(message: str) -> str:
     return _one_line(message)
 
 
+def _check_config_files(argv: list[str]) -> None:
+    """Every ``--config FILE`` names a YAML file holding a mapping of options (ValueError otherwise):
+    jsonargparse reports an empty file only as "Unexpected config:"."""
+    import yaml
+
+    for i, arg in enumerate(argv):
+        if arg == "--config" and i + 1 < len(argv):
+            path = argv[i + 1]
+        elif arg.startswith("--config="):
+            path = arg.split("=", 1)[1]
+        else:
+            continue
+        if not os.path.isfile(path):
+            continue  # jsonargparse names a missing file itself; an inline YAML string is allowed
+        try:
+            with open(path, encoding="utf-8") as handle:
+                content = yaml.safe_load(handle)
+        except (OSError, UnicodeDecodeError, yaml.YAMLError):
+            continue  # jsonargparse reports unreadable and malformed files
+        if content is None:
+            raise ValueError(f"--config={path}: the file is empty; expected a YAML mapping of options such as configs/quickstart.yaml")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI on ``argv`` (default ``sys.argv[1:]``); returns the exit code.
 
@@ -337,6 +374,7 @@ def main(argv: list[str] | None = None) -> int:
 
     argv = resolve_mechanism_names(list(sys.argv[1:] if argv is None else argv))
     try:
+        _check_config_files(argv)
         SwarBenchCLI(
             TBPTTModule,
             PasskeySwarDataModule,

@@ -60,6 +60,21 @@ def mechanism_class_path(mechanism: torch.nn.Module) -> str:
     return type(mechanism).__qualname__
 
 
+def check_vocab_fits(mechanism: torch.nn.Module, params=None) -> None:
+    """Raise ValueError (one line) when ``mechanism.vocab_size`` is smaller than the passkey_swar
+    vocabulary of ``params`` (the card's 40 tokens by default: 8 specials + keys + values, card
+    section "Vocabulary"). A larger vocabulary is allowed (the extra logits are never targets)."""
+    from swar_bench.tasks.passkey_swar import vocab
+
+    need = vocab(params).size
+    have = int(getattr(mechanism, "vocab_size", need))
+    if have < need:
+        raise ValueError(
+            f"vocab_size={have} of {type(mechanism).__name__} is too small for passkey_swar; expected >= {need} "
+            f"(8 specials + n_keys + n_values)"
+        )
+
+
 class TBPTTModule(pl.LightningModule):
     """Trains / evaluates a ContextMechanism on passkey_swar batches with truncated BPTT.
 
@@ -111,6 +126,8 @@ class TBPTTModule(pl.LightningModule):
             raise ValueError(f"lr={lr} is invalid; expected a positive learning rate")
         if warmup_steps < 0:
             raise ValueError(f"warmup_steps={warmup_steps} is invalid; expected >= 0")
+        if grad_clip is not None and not grad_clip >= 0:
+            raise ValueError(f"grad_clip={grad_clip} is invalid; expected a max gradient norm > 0 (0 or null: no clipping)")
         if not 0.0 <= min_lr_ratio <= 1.0:
             raise ValueError(f"min_lr_ratio={min_lr_ratio} is invalid; expected a value in [0, 1]")
         missing = [a for a in ("init_state", "detach_state", "vocab_size") if not hasattr(mechanism, a)]
@@ -142,10 +159,13 @@ class TBPTTModule(pl.LightningModule):
         return any(p.requires_grad for p in self.mechanism.parameters())
 
     def setup(self, stage: str) -> None:
-        """Called on every rank once its process group exists: make sure it is torn down at exit."""
+        """Called on every rank once its process group exists: make sure it is torn down at exit,
+        and that the mechanism's vocabulary holds every token of the task (ValueError otherwise)."""
         from swar_bench.distributed import destroy_process_group_at_exit
 
         destroy_process_group_at_exit()
+        datamodule = getattr(self._trainer, "datamodule", None) if self._trainer is not None else None
+        check_vocab_fits(self.mechanism, getattr(datamodule, "params", None) if datamodule is not None else None)
 
     def configure_model(self) -> None:
         """Shard the mechanism per block: FSDP2 under ModelParallelStrategy, FSDP1 under FSDPStrategy."""

@@ -30,6 +30,9 @@ def _error_line(capsys, argv):
         (["fit", "--model.mechanism=GRU", "--data.test_configs=[32,100]"], r"test_configs: 100 is not an allowed N; expected one of 32, 64,"),
         (["test", "--model.mechanism=GRU", "--data.eval_batch_size=-3"], r"eval_batch_size=-3 is invalid; expected a positive integer$"),
         (["test", "--model.mechanism=GRU", "--ckpt_path=/nonexistent/x.ckpt"], r"^swar-bench: error: --ckpt_path=/nonexistent/x\.ckpt: no such file$"),
+        (["fit", "--model.mechanism=GRU", "--model.grad_clip=-1"], r"grad_clip=-1\.0 is invalid; expected a max gradient norm"),
+        (["test", "--model.mechanism=GRU", "--ckpt_path", str(CONFIGS)],
+         r"--ckpt_path=.*configs: a folder, not a checkpoint; expected a \.ckpt file"),
     ],
 )
 def test_bad_config_is_one_line(capsys, argv, expected):
@@ -39,6 +42,24 @@ def test_bad_config_is_one_line(capsys, argv, expected):
     import re
 
     assert re.search(expected, err[0]), err[0]
+
+
+def test_empty_config_file_is_named_in_one_line(tmp_path, capsys):
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("# nothing set yet\n")
+    code, err = _error_line(capsys, ["fit", "--config", str(empty)])
+    assert code == 2
+    assert err == [f"swar-bench: error: --config={empty}: the file is empty; expected a YAML mapping of options such as configs/quickstart.yaml"]
+
+
+def test_vocabulary_smaller_than_the_task_stops_before_anything_is_written(tmp_path, capsys):
+    argv = ["fit", "--config", str(CONFIGS / "quickstart.yaml"), "--model.mechanism.init_args.vocab_size=10",
+            "--trainer.max_steps=2", *_common(tmp_path)]
+    code, err = _error_line(capsys, argv)
+    assert code == 2
+    assert err == ["swar-bench: error: vocab_size=10 of GatedDeltaNet is too small for passkey_swar; expected >= 40 "
+                   "(8 specials + n_keys + n_values)"]
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_evaluating_last_without_a_checkpoint_is_one_line(tmp_path, capsys):
@@ -150,6 +171,10 @@ def test_mechanism_swap_and_resume_from_last(tmp_path, caplog):
     stream = second["PasskeySwarDataModule"]["train_stream"]
     assert stream["consumed"] == 4 and stream["counters"] == {32: stream["issued"]}
     assert stream["issued"] - stream["consumed"] == len(stream["pending"])
+    # a new run into the same folder replaces last.ckpt: the README's --ckpt_path .../last.ckpt is the latest run
+    assert main(["fit", *base, "--trainer.max_steps=1"]) == 0
+    assert torch.load(last, weights_only=False)["global_step"] == 1
+    assert sorted(p.name for p in last.parent.glob("last*.ckpt")) == ["last.ckpt"]
 
 
 def test_checkpoint_of_another_mechanism_is_one_line(tmp_path, capsys):

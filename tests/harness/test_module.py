@@ -215,3 +215,14 @@ def test_optimizer_state_ids_follow_parameter_order():
         assert state["state"][i]["exp_avg"].shape == p.shape
     decay = {i for g in state["param_groups"] if g["weight_decay"] == 0.1 for i in g["params"]}
     assert decay == {i for i, p in enumerate(params) if p.dim() >= 2} and 0 < len(decay) < len(params)
+
+
+def test_vocabulary_check_follows_the_task_parameters():
+    from swar_bench.mechanisms import GRU
+    from swar_bench.module import check_vocab_fits
+    from swar_bench.tasks.passkey_swar import PasskeySwarParams
+
+    check_vocab_fits(GRU(vocab_size=40, d_model=8, n_layers=1))  # the card's 40 tokens
+    check_vocab_fits(GRU(vocab_size=48, d_model=8, n_layers=1))  # spare logits are allowed
+    with pytest.raises(ValueError, match=r"^vocab_size=40 of GRU is too small for passkey_swar; expected >= 44 "):
+        check_vocab_fits(GRU(vocab_size=40, d_model=8, n_layers=1), PasskeySwarParams(n_keys=20))
