@@ -214,6 +214,28 @@ def main(argv: list[str] | None = None) -> int:
         lrs = [float(x) for x in args.lrs.split(",")]
     except ValueError:
         p.error(f"--lrs={args.lrs!r} is invalid; expected comma-separated numbers")
+    if not lrs or not all(lr > 0 for lr in lrs):
+        p.error(f"--lrs={args.lrs!r} is invalid; expected positive learning rates")
+    for flag, value in (("--jobs", args.jobs), ("--threads", args.threads), ("--steps", args.steps),
+                        ("--eval-examples", args.eval_examples)):
+        if value is not None and value < 1:
+            p.error(f"{flag}={value} is invalid; expected an integer >= 1")
+    if args.test_configs:
+        from swar_bench.tasks.passkey_swar import ALLOWED_N
+
+        try:
+            bad = [x for x in args.test_configs.split(",") if int(x) not in ALLOWED_N]
+        except ValueError:
+            bad = [args.test_configs]
+        if bad:
+            p.error(f"--test-configs={args.test_configs!r}: {bad[0]!r} is not an allowed N; expected some of "
+                    f"{', '.join(map(str, ALLOWED_N))}")
+    for flag, folder in (("--out", args.out), ("--docs", args.docs)):
+        probe = (folder if folder.is_absolute() else ROOT / folder)
+        while not probe.exists() and probe != probe.parent:
+            probe = probe.parent
+        if not probe.is_dir() or not os.access(probe, os.W_OK):
+            p.error(f"{flag}={folder}: the folder cannot be created ({probe} is not a writable folder)")
     import yaml
 
     if not (ROOT / args.config).is_file():
