@@ -8,7 +8,10 @@
     swar-bench data vocab --out vocab.json
 
 Errors a user can cause are reported as one line on stderr (exit status 2; 1 when a check
-finds a violation).
+finds a violation). A local folder is read with the generator parameters it records
+(``params.json``); ``--params`` that differ from them are an error, and ``generate`` refuses to
+add data of other parameters to a folder. Interrupted by Ctrl-C (SIGINT) or SIGTERM (``timeout``,
+SLURM), a command removes its temporary files and exits with status 130 or 143 (128 + signal).
 """
 
 from __future__ import annotations
@@ -17,7 +20,9 @@ import argparse
 import glob
 import json
 import os
+import signal
 import sys
+import tempfile
 from collections.abc import Iterator
 
 from swar_bench.tasks.hub_io import (
@@ -25,10 +30,13 @@ from swar_bench.tasks.hub_io import (
     card_configs_text,
     card_splits,
     check_disjoint,
+    check_folder_params,
     config_name,
+    folder_params,
     iter_examples,
     load_split,
     parse_config,
+    remove_stale_temp_files,
     verify_dataset,
     write_dataset,
 )
@@ -127,15 +135,23 @@ def _nearest_existing(path: str) -> str:
 
 def _check_out_folder(option: str, value: str, folder: str | None = None) -> None:
     """``folder`` (default: ``value``, the option's value) exists as a folder or can be
-    created, and can be written to; checked before any work starts."""
+    created, and can be written to; checked before any work starts by creating (and removing)
+    a temporary file in it or in its nearest existing parent (permission bits alone do not tell,
+    e.g. for root or under ``/proc``)."""
     folder = value if folder is None else folder
     if os.path.exists(folder) and not os.path.isdir(folder):
         raise _UsageError(f"{option}={value}: {folder} is not a folder")
     base = _nearest_existing(folder)
     if not os.path.isdir(base):
         raise _UsageError(f"{option}={value}: {base} is not a folder")
-    if not os.access(base, os.W_OK | os.X_OK):
-        raise _UsageError(f"{option}={value}: the folder {base} is not writable")
+    try:
+        fd, probe = tempfile.mkstemp(dir=base, prefix=".tmp-probe-")
+    except OSError as exc:
+        raise _UsageError(
+            f"{option}={value}: cannot create a file in {base} ({exc.strerror or exc})"
+        ) from exc
+    os.close(fd)
+    os.unlink(probe)
 
 
 def _check_out_file(option: str, value: str) -> None:
@@ -172,6 +188,14 @@ def _params(value: str | None) -> PasskeySwarParams:
             f"--params: unknown field(s) {sorted(unknown)}; expected some of {sorted(PasskeySwarParams().to_dict())}"
         )
     return PasskeySwarParams(**fields)
+
+
+def _source_params(value: str | None, source: str) -> PasskeySwarParams:
+    """The parameters to read ``source`` with: a local folder's record (``--params``, when
+    given, must equal it), else ``--params`` or the card's."""
+    if source != GENERATE and os.path.isdir(source):
+        return folder_params(source, _params(value) if value else None)
+    return _params(value)
 
 
 def _num_examples(value: int | None) -> int | None:
@@ -240,6 +264,10 @@ def cmd_generate(args) -> int:
     num_examples = _num_examples(args.num_examples)
     params = _params(args.params)
     _check_out_folder("--out", args.out)
+    check_folder_params(args.out, params)
+    if os.path.isdir(args.out):
+        for path in remove_stale_temp_files(args.out, configs):
+            print(f"removed {path}, left by an interrupted run", file=sys.stderr)
     paths = write_dataset(
         args.out,
         configs=configs,
@@ -261,7 +289,7 @@ def cmd_generate(args) -> int:
 
 
 def cmd_stats(args) -> int:
-    params = _params(args.params)
+    params = _source_params(args.params, args.source)
     num = _num_examples(args.num_examples)
     if args.report:
         _check_out_file("--report", args.report)
@@ -288,7 +316,7 @@ def _local_files(source: str, config: str, split: str) -> list[str]:
 
 def cmd_verify(args) -> int:
     """Verify every requested split; a failing split is reported and the others still checked."""
-    params = _params(args.params)
+    params = _source_params(args.params, args.source)
     local = os.path.isdir(args.source)
     checked: list[str] = []
     failed: list[str] = []
@@ -325,12 +353,15 @@ def cmd_verify(args) -> int:
             f"expected {args.source}/n{{N}}/{{split}}-00000-of-00001.parquet"
         )
     if failed:
-        print(f"{len(failed)} of {len(checked)} split(s) FAILED: {', '.join(failed)}", file=sys.stderr)
+        print(
+            f"{len(failed)} of {len(checked)} split(s) FAILED: {', '.join(failed)}", file=sys.stderr
+        )
         return 1
     return 0
 
 
 def cmd_check(args) -> int:
+    _source_params(args.params, args.source)  # no use for them, but wrong ones are an error
     configs = _configs(args.configs, args.source)
     if os.path.isdir(args.source):
         configs = [c for c in configs if os.path.isdir(os.path.join(args.source, c))]
@@ -370,7 +401,7 @@ def _one_example(source: str, config: str, split: str, index: int, params) -> di
 
 
 def cmd_show(args) -> int:
-    params = _params(args.params)
+    params = _source_params(args.params, args.source)
     if args.index < 0:
         raise _UsageError(f"--index={args.index}: expected an integer >= 0")
     ex = _one_example(args.source, args.config, args.split, args.index, params)
@@ -389,9 +420,10 @@ def cmd_show(args) -> int:
 
 
 def cmd_vocab(args) -> int:
+    params = _params(args.params)
     _check_out_file("--out", args.out)
-    path = write_vocab_json(args.out, _params(args.params))
-    print(f"wrote {path} ({vocab(_params(args.params)).size} tokens)")
+    path = write_vocab_json(args.out, params)
+    print(f"wrote {path} ({vocab(params).size} tokens)")
     return 0
 
 
@@ -466,9 +498,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class _Terminated(BaseException):
+    """Raised in the main thread by the SIGTERM handler, so that cleanup (``finally`` /
+    ``except BaseException``, e.g. removing a temporary parquet file) runs as for Ctrl-C."""
+
+
+def _raise_terminated(signum, frame):
+    raise _Terminated
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of ``swar-bench data``; returns the exit status."""
+    """Entry point of ``swar-bench data``; returns the exit status (0; 1 a check failed; 2 a
+    usage or data error; 130 SIGINT; 143 SIGTERM, each after removing temporary files)."""
     args = build_parser().parse_args(argv)
+    try:
+        previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    except ValueError:  # not the main thread: leave signals to the caller
+        previous = None
     try:
         return args.func(args)
     except (DataSourceError, _UsageError, OracleError, ValueError, OSError) as exc:
@@ -477,6 +523,12 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"swar-bench data {args.command}: interrupted", file=sys.stderr)
         return 130
+    except _Terminated:
+        print(f"swar-bench data {args.command}: terminated (SIGTERM)", file=sys.stderr)
+        return 128 + signal.SIGTERM
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

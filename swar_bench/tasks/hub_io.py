@@ -4,12 +4,15 @@ Layout (card, "Configs and splits" and "Columns")::
 
     DIR/README.md                               # YAML header: one `configs:` entry per n{N}
     DIR/vocab.json
+    DIR/params.json                             # the generator parameters of every file here
     DIR/n{N}/{split}-00000-of-00001.parquet     # input_ids list<int16>, labels list<int16>,
                                                 # answer_type list<string>, n_writes int64, seed int64
 
 so that ``datasets.load_dataset(DIR, "n32", split="validation")`` loads a local copy exactly as
 ``datasets.load_dataset("irodkin/passkey_swar", "n32", split="validation")`` loads the release.
-Files are written to a temporary name in the same folder and renamed when complete.
+Files are written to a temporary name (``.tmp-*``) in the same folder and renamed when
+complete; a later :func:`write_dataset` into the folder removes temporary files an interrupted
+run left. One folder holds data of one parameter set (``params.json``).
 """
 
 from __future__ import annotations
@@ -38,12 +41,20 @@ from swar_bench.tasks.passkey_swar import (
     generate_flat,
     make_example,
     new_file_mode,
+    path_error,
     split_seeds,
     write_vocab_json,
 )
 
 HUB_ID = "irodkin/passkey_swar"
 """The released dataset on the Hugging Face Hub (card, "Generation")."""
+
+PARAMS_FILE = "params.json"
+"""The generator parameters a local folder's data was written with (JSON object of
+:class:`PasskeySwarParams` fields), next to ``vocab.json``."""
+
+_README_PARAMS_RE = re.compile(r"^Parameters: `(\{.*?\})`", re.MULTILINE)
+_TEMP_PATTERNS = (".tmp-*.parquet", ".tmp-*README.md", ".tmp-*vocab.json", ".tmp-*" + PARAMS_FILE)
 
 COLUMNS = ("input_ids", "labels", "answer_type", "n_writes", "seed")
 _ANSWER_DICT = ("ar_expired", "ar_valid", "passkey")
@@ -193,11 +204,12 @@ def write_split(
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     seeds = split_seeds(split, n_writes, num_examples)
     per_batch = examples_per_chunk(int(n_writes))
-    fd, tmp = tempfile.mkstemp(
-        dir=os.path.dirname(os.path.abspath(path)), prefix=".tmp-", suffix=".parquet"
-    )
-    os.close(fd)
+    tmp = None
     try:
+        fd, tmp = tempfile.mkstemp(
+            dir=os.path.dirname(os.path.abspath(path)), prefix=".tmp-", suffix=".parquet"
+        )
+        os.close(fd)
         with pq.ParquetWriter(tmp, arrow_schema(), compression="zstd") as writer:
             for start in range(0, len(seeds), per_batch):
                 batch = seeds[start : start + per_batch]
@@ -206,29 +218,40 @@ def write_split(
                     progress.update(len(batch))
         os.chmod(tmp, new_file_mode())  # mkstemp's 0o600 -> the umask's mode
         os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
+    except BaseException as exc:  # KeyboardInterrupt and SIGTERM (see cli) included
+        if tmp is not None and os.path.exists(tmp):
             os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise path_error(exc, path) from exc
         raise
     return path
 
 
-def write_readme(out_dir: str | os.PathLike, params: PasskeySwarParams | None = None) -> str:
-    """(Re)write ``DIR/README.md`` with a YAML ``configs:`` header listing every parquet file
-    present under ``DIR/n{N}/`` (so repeated ``generate`` calls accumulate configs)."""
-    params = params or PasskeySwarParams()
+def card_files(out_dir: str | os.PathLike) -> dict[int, list[str]]:
+    """The card's split files present in a local folder: ``{N: [split, ...]}`` for each config
+    of the card (``N`` in :data:`ALLOWED_N`) that holds ``n{N}/{split}-00000-of-00001.parquet``;
+    other entries of the folder (e.g. ``n7/``, ``notes/``) are not the dataset's. Splits in the
+    card's order (train, validation, test)."""
     out_dir = os.fspath(out_dir)
     found: dict[int, list[str]] = {}
-    for path in sorted(glob.glob(os.path.join(out_dir, "n*", "*-00000-of-00001.parquet"))):
-        config = os.path.basename(os.path.dirname(path))
-        split = os.path.basename(path).split("-")[0]
-        if _CONFIG_RE.match(config) and split in SPLIT_SEEDS:
-            found.setdefault(parse_config(config), []).append(split)
+    for n in ALLOWED_N:
+        splits = [s for s in SPLIT_SEEDS if os.path.isfile(split_path(out_dir, config_name(n), s))]
+        if splits:
+            found[n] = splits
+    return found
+
+
+def write_readme(out_dir: str | os.PathLike, params: PasskeySwarParams | None = None) -> str:
+    """(Re)write ``DIR/README.md`` with a YAML ``configs:`` header listing every split file of
+    the card present under ``DIR/n{N}/`` (:func:`card_files`; so repeated ``generate`` calls
+    accumulate configs)."""
+    params = params or PasskeySwarParams()
+    out_dir = os.fspath(out_dir)
+    found = card_files(out_dir)
     lines = ["---", "configs:"]
-    order = list(SPLIT_SEEDS)
     for n in sorted(found):
         lines += [f"- config_name: {config_name(n)}", "  data_files:"]
-        for split in sorted(found[n], key=order.index):
+        for split in found[n]:
             lines += [
                 f"  - split: {split}",
                 f"    path: {config_name(n)}/{split}-00000-of-00001.parquet",
@@ -245,6 +268,131 @@ def write_readme(out_dir: str | os.PathLike, params: PasskeySwarParams | None = 
     path = os.path.join(out_dir, "README.md")
     atomic_write_text(path, "\n".join(lines))
     return path
+
+
+def _params_from(fields, where: str) -> PasskeySwarParams:
+    if not isinstance(fields, dict) or set(fields) - set(PasskeySwarParams().to_dict()):
+        raise DataSourceError(
+            f"{where}: expected a JSON object of PasskeySwarParams fields "
+            f"({', '.join(PasskeySwarParams().to_dict())})"
+        )
+    try:
+        return PasskeySwarParams(**fields)
+    except ValueError as exc:
+        raise DataSourceError(f"{where}: {exc}") from exc
+
+
+def read_params(folder: str | os.PathLike) -> PasskeySwarParams | None:
+    """The generator parameters a local folder records: ``DIR/params.json``, else the
+    ``Parameters:`` line of a ``DIR/README.md`` written by :func:`write_readme` (folders from
+    before ``params.json``); ``None`` when the folder records none (e.g. a download of the Hub
+    release: the card's parameters).
+
+    Raises:
+        DataSourceError: a record that is not valid JSON or not valid parameters (names the file).
+    """
+    record = _read_record(folder)
+    return None if record is None else record[0]
+
+
+def _read_record(folder: str | os.PathLike) -> tuple[PasskeySwarParams, str] | None:
+    """:func:`read_params` and the file it was read from."""
+    folder = os.fspath(folder)
+    path = os.path.join(folder, PARAMS_FILE)
+    if os.path.isfile(path):
+        try:
+            with open(path, encoding="utf-8") as f:
+                fields = json.load(f)
+        except (OSError, ValueError) as exc:
+            raise DataSourceError(f"{path}: not readable as JSON ({exc})") from exc
+        return _params_from(fields, path), path
+    readme = os.path.join(folder, "README.md")
+    if os.path.isfile(readme):
+        with open(readme, encoding="utf-8", errors="replace") as f:
+            m = _README_PARAMS_RE.search(f.read())
+        if m:
+            try:
+                fields = json.loads(m.group(1))
+            except ValueError as exc:
+                raise DataSourceError(f"{readme}: its Parameters line is not JSON ({exc})") from exc
+            return _params_from(fields, f"{readme} (Parameters line)"), readme
+    return None
+
+
+def params_diff(a: PasskeySwarParams, b: PasskeySwarParams) -> tuple[str, str]:
+    """The fields where ``a`` and ``b`` differ, as ``("w=16", "w=8")`` (comma-separated)."""
+    da, db = a.to_dict(), b.to_dict()
+    keys = [k for k in da if da[k] != db[k]]
+    return ", ".join(f"{k}={da[k]}" for k in keys), ", ".join(f"{k}={db[k]}" for k in keys)
+
+
+def folder_params(
+    folder: str | os.PathLike, params: PasskeySwarParams | None = None
+) -> PasskeySwarParams:
+    """The parameters to read a local folder with: its record (:func:`read_params`), or
+    ``params``, or the card's. ``params`` that differ from the record are an error: the
+    folder's data was not generated with them.
+
+    Raises:
+        DataSourceError: ``params`` differ from the folder's record (names the fields), or a bad
+            record.
+    """
+    found = _read_record(folder)
+    if found is not None and params is not None and params != found[0]:
+        have, want = params_diff(found[0], params)
+        raise DataSourceError(
+            f"--params {want} differ from {have} recorded in {found[1]}: the folder's data was "
+            "generated with those; leave --params out to use them"
+        )
+    return found[0] if found is not None else params or PasskeySwarParams()
+
+
+def check_folder_params(out_dir: str | os.PathLike, params: PasskeySwarParams) -> None:
+    """Before writing ``params``' data into ``out_dir``: the folder's split files (if any) were
+    generated with the same parameters (its record, or the card's when it has none).
+
+    Raises:
+        DataSourceError: they differ (names the differing fields of both and suggests another
+            folder).
+    """
+    out_dir = os.fspath(out_dir)
+    if not os.path.isdir(out_dir) or not card_files(out_dir):
+        return  # nothing written yet (a record alone is rewritten)
+    found = _read_record(out_dir)
+    have = found[0] if found is not None else PasskeySwarParams()
+    if have != params:
+        old, new = params_diff(have, params)
+        where = f"recorded in {found[1]}" if found is not None else "the card's: no record"
+        raise DataSourceError(
+            f"{out_dir} holds data generated with {old} ({where}), not {new}: one folder holds "
+            "one parameter set; write to another folder (--out) or leave --params as recorded"
+        )
+
+
+def write_params(out_dir: str | os.PathLike, params: PasskeySwarParams) -> str:
+    """Write ``DIR/params.json`` (the record read by :func:`read_params`) atomically."""
+    path = os.path.join(os.fspath(out_dir), PARAMS_FILE)
+    atomic_write_text(path, json.dumps(params.to_dict(), indent=1) + "\n")
+    return path
+
+
+def remove_stale_temp_files(out_dir: str | os.PathLike, configs: Iterable[str]) -> list[str]:
+    """Remove the temporary files of this module's naming (``.tmp-*.parquet`` in
+    ``DIR/n{N}/``, ``.tmp-*README.md`` / ``vocab.json`` / ``params.json`` in ``DIR``) that an
+    interrupted run left in the folders a new run writes. Two runs must not write one folder
+    at once. Returns the paths removed."""
+    out_dir = os.fspath(out_dir)
+    found = []
+    for pattern in _TEMP_PATTERNS[1:]:
+        found += glob.glob(os.path.join(glob.escape(out_dir), pattern))
+    for config in configs:
+        found += glob.glob(os.path.join(glob.escape(out_dir), config, _TEMP_PATTERNS[0]))
+    removed = []
+    for path in sorted(set(found)):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+            removed.append(path)
+    return removed
 
 
 def write_dataset(
@@ -273,7 +421,8 @@ def write_dataset(
     Raises:
         DataSourceError: bad config/split name, ``N`` not a config of the card (32..16384),
             ``train`` asked for a config without one (the card trains on n32..n256), an empty
-            or repeated config/split, or ``out_dir`` an existing file (all before writing).
+            or repeated config/split, ``out_dir`` an existing file, or ``out_dir`` holding data
+            of other parameters (:func:`check_folder_params`) (all before writing).
         ValueError: ``num_examples`` outside ``[1, 10**6)``.
         OSError: ``out_dir`` cannot be created (before any generation).
     """
@@ -285,7 +434,10 @@ def write_dataset(
     out_dir = os.fspath(out_dir)
     if os.path.exists(out_dir) and not os.path.isdir(out_dir):
         raise DataSourceError(f"out_dir={out_dir!r}: exists and is not a folder")
+    check_folder_params(out_dir, params)
     os.makedirs(out_dir, exist_ok=True)  # fails here, before any generation, on a bad path
+    remove_stale_temp_files(out_dir, sorted({c for c, _ in pairs}))
+    write_params(out_dir, params)  # first: a run cut short still records its parameters
     sizes = {
         pair: int(num_examples) if num_examples is not None else SPLIT_SIZES[pair[1]]
         for pair in pairs
@@ -356,18 +508,19 @@ def _quiet_datasets():
 
 
 def check_parquet(path: str | os.PathLike) -> None:
-    """Check that ``path`` is a readable parquet file with the card's columns (footer and
-    schema only, no data pages are read).
+    """Check that ``path`` is a readable parquet file with the card's columns and at least one
+    example (footer only, no data pages are read).
 
     Raises:
-        DataSourceError: unreadable or not parquet (names the file), or columns other than
-            the card's :data:`COLUMNS`.
+        DataSourceError: unreadable or not parquet (names the file), columns other than the
+            card's :data:`COLUMNS`, or no rows.
     """
     import pyarrow.parquet as pq
 
     path = os.fspath(path)
     try:
-        names = pq.read_schema(path).names
+        meta = pq.read_metadata(path)
+        names = meta.schema.to_arrow_schema().names
     except Exception as exc:  # pyarrow raises ArrowInvalid / OSError; report one sentence
         raise DataSourceError(
             f"{path}: not a readable parquet file ({_first_line(exc)}); expected a file written "
@@ -376,6 +529,11 @@ def check_parquet(path: str | os.PathLike) -> None:
     missing = [c for c in COLUMNS if c not in names]
     if missing:
         raise DataSourceError(f"{path} lacks columns {missing}: expected {list(COLUMNS)}")
+    if meta.num_rows == 0:
+        raise DataSourceError(
+            f"{path}: the split file has no examples (0 rows); expected at least one "
+            "(write it again with `swar-bench data generate`)"
+        )
 
 
 def load_split(
@@ -394,15 +552,17 @@ def load_split(
         config: ``"n{N}"``.
         split: ``"train"``, ``"validation"`` or ``"test"``.
         verify: run the oracle (:func:`verify_example`) on every example.
-        params: parameters the data was generated with, for verification (default: the card's).
+        params: parameters the data was generated with, for verification (default: a local
+            folder's record, :func:`folder_params`, else the card's).
         cache_dir: passed to ``datasets.load_dataset``.
 
     Returns:
         ``datasets.Dataset`` with the card's columns.
 
     Raises:
-        DataSourceError: unreachable Hub / offline, missing folder, config or split, or columns
-            other than the card's (one sentence).
+        DataSourceError: unreachable Hub / offline, missing folder, config or split, columns
+            other than the card's, a split without examples, or (``verify``) ``params`` other
+            than a local folder's record (one sentence).
         OracleError: ``verify`` and an example breaks a rule (names its index).
     """
     parse_config(config)
@@ -448,8 +608,12 @@ def load_split(
         raise DataSourceError(
             f"{source} {config}/{split} lacks columns {missing}: expected {list(COLUMNS)}"
         )
+    if len(ds) == 0:
+        raise DataSourceError(
+            f"{source} {config}/{split}: the split has no examples (0 rows); expected at least one"
+        )
     if verify:
-        verify_dataset(ds, params)
+        verify_dataset(ds, folder_params(source, params) if local else params)
     return ds
 
 

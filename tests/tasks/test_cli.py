@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 
 import datasets
 import pyarrow.parquet as pq
@@ -251,7 +252,9 @@ def test_corrupted_parquet_is_named_in_one_line(tmp_path, capfd, caplog):
     assert captured.err.count("\n") == 2
     assert captured.err.startswith(f"n32/validation: FAILED: {reason}")
     assert captured.err.splitlines()[1] == "1 of 2 split(s) FAILED: n32/validation"
-    assert captured.out.splitlines()[-1].startswith("n32/test: ") and "pass the oracle" in captured.out
+    assert (
+        captured.out.splitlines()[-1].startswith("n32/test: ") and "pass the oracle" in captured.out
+    )
     for argv in (
         ["show", "--source", str(out), "--config", "n32"],
         ["stats", "--source", str(out)],
@@ -313,3 +316,128 @@ def test_corrupt_data_page_behind_a_valid_footer_names_the_cause(tmp_path, capfd
     # followed by the reason it wraps
     wrapper, _, cause = reason.partition(": ")
     assert "generating the dataset" in wrapper and len(cause) > 10, reason
+
+
+def test_generate_refuses_other_params_and_readers_use_the_record(tmp_path, capsys):
+    out = tmp_path / "data"
+    assert _generate(out, "--configs", "n64", "--splits", "validation", "--params", '{"w": 8}') == 0
+    before = sorted(os.listdir(out))
+    capsys.readouterr()
+    assert _generate(out, "--configs", "n32") == 2  # the card's w=16 into a w=8 folder
+    captured = capsys.readouterr()
+    assert captured.err == (
+        f"swar-bench data generate: error: {out} holds data generated with w=8 (recorded in "
+        f"{out / 'params.json'}), not w=16: one folder holds one parameter set; write to another "
+        "folder (--out) or leave --params as recorded\n"
+    )
+    assert captured.out == "" and sorted(os.listdir(out)) == before  # nothing written
+    # verify, stats, show and check read the folder with its recorded w=8 ...
+    assert main(["verify", str(out), "--regenerate"]) == 0
+    assert capsys.readouterr().out == (
+        "n64/validation: 20 examples pass the oracle and regenerate from their seeds\n"
+    )
+    assert main(["stats", "--source", str(out), "--no-compare"]) == 0
+    assert capsys.readouterr().out.splitlines()[2].startswith("| n64 | validation | 20 | ")
+    assert main(["show", "--source", str(out), "--config", "n64"]) == 0
+    assert capsys.readouterr().out.startswith("n64/validation index 0 seed 2000064000000 ")
+    assert main(["check", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["verify", str(out), "--params", '{"w": 8}']) == 0  # the same as the record
+    capsys.readouterr()
+    # ... and other --params are a one-line error.
+    for argv in (
+        ["verify", str(out), "--params", '{"w": 16}'],
+        ["stats", "--source", str(out), "--params", '{"w": 16, "n_keys": 12}'],
+        ["show", "--source", str(out), "--config", "n64", "--params", "{}"],
+        ["check", str(out), "--params", '{"w": 4}'],
+    ):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith(
+            f"swar-bench data {argv[0]}: error: --params w="
+        )
+        assert f"recorded in {out / 'params.json'}: the folder's data was generated" in err
+
+
+def test_large_windows_generate_verify_and_show(tmp_path, capsys):
+    out = tmp_path / "w500"
+    w500 = ["--params", '{"w": 500}']
+    assert _generate(out, "--configs", "n32", "--splits", "validation", *w500) == 0
+    assert main(["verify", str(out), "--regenerate"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        "n32/validation: 20 examples pass the oracle and regenerate from their seeds"
+    )
+    assert main(["stats", "--configs", "n32", "--num-examples", "3", *w500]) == 0
+    assert capsys.readouterr().out.splitlines()[2].startswith("| n32 | validation | 3 | ")
+    assert main(["show", "--config", "n64", "--index", "1", *w500]) == 0
+    assert capsys.readouterr().out.startswith("n64/validation index 1 seed 2000064000001 ")
+
+
+def test_sigterm_removes_the_temporary_file_and_a_rerun_removes_stale_ones(
+    tmp_path, capsys, monkeypatch
+):
+    from swar_bench.tasks import hub_io
+
+    out = tmp_path / "data"
+    real, calls = hub_io.generate_flat, {"n": 0}
+
+    def terminated_midway(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 2:  # what `timeout` / SLURM send, between two row groups
+            os.kill(os.getpid(), signal.SIGTERM)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(hub_io, "examples_per_chunk", lambda n: 4)
+    monkeypatch.setattr(hub_io, "generate_flat", terminated_midway)
+    handler = signal.getsignal(signal.SIGTERM)
+    assert _generate(out, "--configs", "n32", "--splits", "test") == 143
+    captured = capsys.readouterr()
+    assert captured.err == "swar-bench data generate: terminated (SIGTERM)\n"
+    assert calls["n"] == 2 and os.listdir(out / "n32") == []  # temporary file removed
+    assert signal.getsignal(signal.SIGTERM) == handler  # restored
+    monkeypatch.setattr(hub_io, "generate_flat", real)
+    stale = out / "n32" / ".tmp-w8k1q2x0.parquet"  # e.g. left by a SIGKILL
+    stale.write_bytes(b"PAR1")
+    assert _generate(out, "--configs", "n32", "--splits", "test") == 0
+    assert capsys.readouterr().err == f"removed {stale}, left by an interrupted run\n"
+    assert os.listdir(out / "n32") == ["test-00000-of-00001.parquet"]
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux /proc")
+def test_unwritable_outputs_name_the_users_path_before_any_work(tmp_path, capsys):
+    for argv, option in (
+        (["vocab", "--out", "/proc/nope.json"], "--out=/proc/nope.json"),
+        (
+            ["stats", "--configs", "n32", "--num-examples", "2", "--report", "/proc/r.md"],
+            "--report=/proc/r.md",
+        ),
+        (
+            ["generate", "--out", "/proc/nope", "--configs", "n32", "--num-examples", "2"],
+            "--out=/proc/nope",
+        ),
+    ):
+        assert main(argv) == 2
+        captured = capsys.readouterr()
+        assert captured.out == "" and captured.err.count("\n") == 1  # no table printed
+        assert captured.err.startswith(
+            f"swar-bench data {argv[0]}: error: {option}: cannot create a file in /proc ("
+        )
+        assert ".tmp-" not in captured.err
+
+
+def test_a_split_without_examples_fails_verify_stats_and_check(tmp_path, capsys):
+    out = tmp_path / "data"
+    assert _generate(out, "--configs", "n32", "--splits", "validation,test") == 0
+    path = split_path(out, "n32", "validation")
+    pq.write_table(pq.read_table(path).schema.empty_table(), path)
+    capsys.readouterr()
+    reason = f"{path}: the split file has no examples (0 rows); expected at least one"
+    assert main(["verify", str(out)]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith(f"n32/validation: FAILED: {reason}") and len(err) == 2
+    for argv in (["stats", "--source", str(out)], ["check", str(out)]):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith(
+            f"swar-bench data {argv[0]}: error: {reason}"
+        )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import stat
@@ -23,6 +24,7 @@ from swar_bench.tasks.hub_io import (
 )
 from swar_bench.tasks.oracle import OracleError
 from swar_bench.tasks.passkey_swar import (
+    PasskeySwarParams,
     atomic_write_text,
     example_seed,
     generate_examples,
@@ -52,8 +54,10 @@ def test_layout_and_schema(data_dir):
         "n32/validation-00000-of-00001.parquet",
         "n64/test-00000-of-00001.parquet",
         "n64/validation-00000-of-00001.parquet",
+        "params.json",
         "vocab.json",
     ]
+    assert json.loads((data_dir / "params.json").read_text()) == PasskeySwarParams().to_dict()
     table = pq.read_table(split_path(data_dir, "n64", "validation"))
     assert table.schema.names == ["input_ids", "labels", "answer_type", "n_writes", "seed"]
     assert table.schema.field("input_ids").type == pa.list_(pa.int16())
@@ -281,5 +285,111 @@ def test_written_files_follow_the_umask(tmp_path, umask, mode):
         atomic_write_text(tmp_path / "stats.md", "# x\n")
     finally:
         os.umask(old)
-    for name in ("n32/test-00000-of-00001.parquet", "README.md", "vocab.json", "stats.md"):
+    for name in (
+        "n32/test-00000-of-00001.parquet",
+        "README.md",
+        "vocab.json",
+        "params.json",
+        "stats.md",
+    ):
         assert stat.S_IMODE(os.stat(tmp_path / name).st_mode) == mode, name
+
+
+def test_one_folder_holds_one_parameter_set(tmp_path, cache):
+    w8 = PasskeySwarParams(w=8)
+    write_dataset(tmp_path, ["n64"], ["validation"], num_examples=5, params=w8, progress=False)
+    assert hub_io.read_params(tmp_path) == w8
+    before = sorted(os.listdir(tmp_path))
+    with pytest.raises(DataSourceError) as err:
+        write_dataset(tmp_path, ["n32"], ["validation"], num_examples=5, progress=False)
+    assert str(err.value) == (
+        f"{tmp_path} holds data generated with w=8 (recorded in {tmp_path / 'params.json'}), "
+        "not w=16: one folder holds one parameter set; write to another folder (--out) or "
+        "leave --params as recorded"
+    )
+    assert sorted(os.listdir(tmp_path)) == before  # nothing written
+    # Reading uses the record: the card's parameters would reject this data.
+    ds = load_split(str(tmp_path), "n64", "validation", verify=True, cache_dir=cache)
+    with pytest.raises(OracleError):
+        verify_dataset(ds, PasskeySwarParams())
+    assert hub_io.folder_params(tmp_path) == w8 == hub_io.folder_params(tmp_path, w8)
+    with pytest.raises(DataSourceError, match=r"^--params w=16 differ from w=8 recorded in "):
+        hub_io.folder_params(tmp_path, PasskeySwarParams())
+    # More data of the recorded parameters is fine.
+    write_dataset(tmp_path, ["n32"], ["test"], num_examples=2, params=w8, progress=False)
+    assert "Parameters: `" + json.dumps(w8.to_dict()) + "`" in (tmp_path / "README.md").read_text()
+
+
+def test_params_record_of_older_folders_and_folders_without_one(tmp_path):
+    write_dataset(
+        tmp_path, ["n32"], ["test"], num_examples=2, params=PasskeySwarParams(w=4), progress=False
+    )
+    os.unlink(tmp_path / "params.json")  # a folder from before params.json: README's line
+    assert hub_io.read_params(tmp_path) == PasskeySwarParams(w=4)
+    with pytest.raises(DataSourceError, match=r"w=4 \(recorded in .*README\.md\), not w=16"):
+        write_dataset(tmp_path, ["n64"], ["test"], num_examples=2, progress=False)
+    os.unlink(tmp_path / "README.md")  # no record (e.g. a Hub download): the card's
+    assert hub_io.read_params(tmp_path) is None
+    assert hub_io.folder_params(tmp_path) == PasskeySwarParams()
+    assert hub_io.folder_params(tmp_path, PasskeySwarParams(w=4)) == PasskeySwarParams(w=4)
+    with pytest.raises(DataSourceError, match=r"w=16 \(the card's: no record\), not w=4"):
+        write_dataset(tmp_path, ["n64"], ["test"], 2, params=PasskeySwarParams(w=4), progress=False)
+    (tmp_path / "params.json").write_text('{"window": 3}')
+    with pytest.raises(DataSourceError, match=r"params\.json: expected a JSON object of"):
+        hub_io.read_params(tmp_path)
+
+
+def test_readme_lists_only_the_cards_configs(tmp_path):
+    (tmp_path / "n7").mkdir()
+    write_dataset(tmp_path, ["n32"], ["test"], num_examples=2, progress=False)
+    for name in ("n7", "n032", "n33"):
+        os.makedirs(tmp_path / name, exist_ok=True)
+        (tmp_path / name / "test-00000-of-00001.parquet").write_bytes(
+            (tmp_path / "n32" / "test-00000-of-00001.parquet").read_bytes()
+        )
+    write_dataset(tmp_path, ["n64"], ["validation"], num_examples=2, progress=False)
+    readme = (tmp_path / "README.md").read_text()
+    assert re.findall(r"config_name: (\S+)", readme) == ["n32", "n64"]
+    assert hub_io.card_files(tmp_path) == {32: ["test"], 64: ["validation"]}
+
+
+def test_a_rerun_removes_temporary_files_an_interrupted_run_left(tmp_path):
+    (tmp_path / "n32").mkdir()
+    stale = ["n32/.tmp-k2j4h5.parquet", ".tmp-abc12345README.md", ".tmp-q1vocab.json"]
+    kept = ["n32/.tmp-notes.txt", "n32/my.tmp-1.parquet", "n64/.tmp-x.parquet", ".tmp-x.parquet"]
+    for name in stale + kept:
+        os.makedirs(os.path.dirname(tmp_path / name), exist_ok=True)
+        (tmp_path / name).write_text("x")
+    write_dataset(tmp_path, ["n32"], ["test"], num_examples=2, progress=False)
+    assert [n for n in stale + kept if (tmp_path / n).exists()] == kept
+
+
+def test_a_split_without_examples_is_an_error(tmp_path, cache):
+    write_dataset(tmp_path, ["n32"], ["validation", "test"], num_examples=3, progress=False)
+    path = split_path(tmp_path, "n32", "validation")
+    pq.write_table(hub_io.arrow_schema().empty_table(), path)
+    message = f"{path}: the split file has no examples (0 rows); expected at least one"
+    with pytest.raises(DataSourceError, match=re.escape(message)):
+        load_split(str(tmp_path), "n32", "validation", cache_dir=cache)
+    with pytest.raises(DataSourceError, match=re.escape(message)):
+        check_disjoint(str(tmp_path), ["n32"])
+
+
+def test_write_errors_name_the_users_path_not_the_temporary_file(tmp_path, monkeypatch):
+    import errno
+
+    def disk_full(src, dst):
+        raise OSError(errno.ENOSPC, "No space left on device", src)
+
+    monkeypatch.setattr(os, "replace", disk_full)
+    for path, write in (
+        (tmp_path / "stats.md", lambda p: atomic_write_text(p, "# x\n")),
+        (
+            tmp_path / "n32" / "test-00000-of-00001.parquet",
+            lambda p: hub_io.write_split(p, "test", 32, 2),
+        ),
+    ):
+        with pytest.raises(OSError) as err:
+            write(path)
+        assert str(err.value) == f"[Errno {errno.ENOSPC}] No space left on device: '{path}'"
+        assert [f for f in os.listdir(path.parent) if f.startswith(".tmp-")] == []
