@@ -54,7 +54,9 @@ PARAMS_FILE = "params.json"
 :class:`PasskeySwarParams` fields), next to ``vocab.json``."""
 
 _README_PARAMS_RE = re.compile(r"^Parameters: `(\{.*?\})`", re.MULTILINE)
-_TEMP_PATTERNS = (".tmp-*.parquet", ".tmp-*README.md", ".tmp-*vocab.json", ".tmp-*" + PARAMS_FILE)
+# Temporary names of write_split (in DIR/n{N}/) and atomic_write_text (in DIR/).
+_TEMP_SPLIT = ".tmp-*.parquet"
+_TEMP_TOP = (".tmp-*README.md", ".tmp-*vocab.json", ".tmp-*" + PARAMS_FILE)
 
 COLUMNS = ("input_ids", "labels", "answer_type", "n_writes", "seed")
 _ANSWER_DICT = ("ar_expired", "ar_valid", "passkey")
@@ -383,10 +385,10 @@ def remove_stale_temp_files(out_dir: str | os.PathLike, configs: Iterable[str]) 
     at once. Returns the paths removed."""
     out_dir = os.fspath(out_dir)
     found = []
-    for pattern in _TEMP_PATTERNS[1:]:
+    for pattern in _TEMP_TOP:
         found += glob.glob(os.path.join(glob.escape(out_dir), pattern))
     for config in configs:
-        found += glob.glob(os.path.join(glob.escape(out_dir), config, _TEMP_PATTERNS[0]))
+        found += glob.glob(os.path.join(glob.escape(out_dir), config, _TEMP_SPLIT))
     removed = []
     for path in sorted(set(found)):
         with contextlib.suppress(FileNotFoundError):
