@@ -5,7 +5,10 @@
 
 The config is a jsonargparse file: ``mechanism`` as ``class_path`` / ``init_args`` plus every
 keyword argument of ``evaluate``; ``--out`` is the folder that receives ``result.json`` and
-``forgetting_curve.png`` (both written atomically), checked before any work. The table is printed
+``forgetting_curve.png`` (both written atomically); it, and ``compare --plot``, are checked before
+any work by creating the folder and rehearsing the write (a folder created for a run that is then
+rejected is removed again). An empty or non-mapping ``--config`` file is named in a one-line
+error. The table is printed
 to stdout. ``--threads`` sets torch's CPU threads (default: ``OMP_NUM_THREADS`` if set, else
 min(4, available cores)); the package sets ``OMP_WAIT_POLICY=PASSIVE`` unless already set. The mechanism
 is built after ``torch.manual_seed(init_seed)`` (default: ``seed``), so a config names one result.
@@ -14,6 +17,7 @@ is built after ``torch.manual_seed(init_seed)`` (default: ``seed``), so a config
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
 import os
 import sys
@@ -22,7 +26,12 @@ from pathlib import Path
 import torch
 
 from swar_bench.referee.evaluate import evaluate
-from swar_bench.referee.report import plot_forgetting_curve, read_json, write_json
+from swar_bench.referee.report import (
+    plot_forgetting_curve,
+    probe_write,
+    read_json,
+    write_json,
+)
 from swar_bench.referee.table import comparison_table
 
 PROG = "swar-bench referee"
@@ -74,33 +83,123 @@ def build_parser():
     return parser
 
 
-def check_out_dir(out: str | os.PathLike) -> str | None:
-    """Why ``out`` cannot receive the results, or None when it is (or can be created as) a writable folder.
+RESULT_FILES = ("result.json", "forgetting_curve.png")
+"""The files ``swar-bench referee`` writes into ``--out``."""
 
-    Checked before any work, so that a bad ``--out`` fails at once rather than after the evaluation.
-    Nothing is created here.
+
+def prepare_output(
+    option: str, value: str, folder: Path, files: tuple[str, ...], expected: str
+) -> list[Path]:
+    """Create ``folder`` (and its missing parents) and check each of ``files`` can be written into it.
+
+    Used for every output path of the CLI before any work, so a bad path fails at once rather than
+    after the evaluation: the folder is really created and each file's atomic write is rehearsed
+    (``report.probe_write``), which catches what permission bits cannot (a pseudo-filesystem like
+    ``/proc``, a read-only mount, a name too long, running as root). Existing files are not touched.
+
+    Args:
+        option, value: the command-line option and its value as given (named in the error).
+        folder: the folder that receives the files.
+        files: names of the files to be written into ``folder``.
+        expected: what the option expects, for the error message.
+
+    Returns:
+        The folders this call created, outermost first (``remove_created`` takes them back).
+
+    Raises:
+        ValueError: one line naming ``option=value``, why it cannot be used and ``expected``;
+            whatever this call created is removed again.
     """
-    path = Path(out).absolute()
-    if path.exists():
-        if not path.is_dir():
-            return f"--out={str(out)!r} exists and is not a folder; expected a folder (new or existing)"
-        if not os.access(path, os.W_OK | os.X_OK):
-            return f"--out={str(out)!r} is not writable; expected a folder this user can write to"
-        return None
-    parent = path.parent
-    while not parent.exists() and parent != parent.parent:
-        parent = parent.parent
-    if not parent.is_dir():
-        return (
-            f"--out={str(out)!r} cannot be created: {str(parent)!r} is not a folder; "
-            "expected a folder (new or existing)"
-        )
-    if not os.access(parent, os.W_OK | os.X_OK):
-        return (
-            f"--out={str(out)!r} cannot be created: {str(parent)!r} is not writable; "
-            "expected a folder this user can write to"
-        )
-    return None
+    shown = f"{option}={value!r}"
+    given = Path(value)
+    created: list[Path] = []
+    try:
+        missing: list[Path] = []
+        p = folder
+        while not os.path.isdir(p):
+            if os.path.lexists(p):
+                if p == given:
+                    raise ValueError(f"{shown} exists and is not a folder; expected {expected}")
+                raise ValueError(
+                    f"{shown} cannot be created: {str(p)!r} is not a folder; expected {expected}"
+                )
+            missing.append(p)
+            if p.parent == p:
+                break
+            p = p.parent
+        for d in reversed(missing):
+            try:
+                os.mkdir(d)
+            except FileExistsError:
+                if os.path.isdir(d):  # made meanwhile by someone else: not ours to remove
+                    continue
+                raise ValueError(
+                    f"{shown} cannot be created: {str(d)!r} is not a folder; expected {expected}"
+                ) from None
+            except OSError as e:
+                if e.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+                    why = f"{str(d.parent)!r} is not writable ({e.strerror})"
+                elif d == given:
+                    why = e.strerror or str(e)
+                else:
+                    why = f"could not create {str(d)!r} ({e.strerror or e})"
+                raise ValueError(f"{shown} cannot be created: {why}; expected {expected}") from None
+            created.append(d)
+        for name in files:
+            target = folder / name
+            if os.path.isdir(target):
+                raise ValueError(
+                    f"{shown} holds a folder named {name!r} where that file goes; "
+                    f"expected {expected}"
+                )
+            try:
+                probe_write(target)
+            except OSError as e:
+                what = "a file" if target == given else repr(name)
+                raise ValueError(
+                    f"{shown} cannot be written: creating {what} in {str(folder)!r} failed "
+                    f"({e.strerror or e}); expected {expected}"
+                ) from None
+    except BaseException:
+        remove_created(created)
+        raise
+    return created
+
+
+def prepare_out_dir(out: str) -> list[Path]:
+    """``prepare_output`` for ``--out``: the folder that receives ``result.json`` and the PNG.
+
+    Returns the folders created (for ``remove_created``); raises ``ValueError`` (one line).
+    """
+    return prepare_output(
+        "--out", out, Path(out), RESULT_FILES, "a folder (new or existing) this user can write to"
+    )
+
+
+def prepare_plot_path(plot: str) -> list[Path]:
+    """``prepare_output`` for ``compare --plot``: a PNG file path (new or existing file).
+
+    Returns the folders created (for ``remove_created``); raises ``ValueError`` (one line).
+    """
+    expected = "a PNG file path (new or existing file) in a folder this user can write to"
+    path = Path(plot)
+    if not plot or plot.endswith(os.sep) or os.path.isdir(path):
+        what = "is empty" if not plot else "is a folder"
+        raise ValueError(f"--plot={plot!r} {what}; expected {expected}")
+    return prepare_output("--plot", plot, path.parent, (path.name,), expected)
+
+
+def remove_created(folders: list[Path]) -> None:
+    """Remove the folders ``prepare_output`` created, innermost first, as long as they are empty.
+
+    So a run rejected after the check (a bad option, a mechanism that cannot be built) leaves no
+    empty folder behind; a folder that received anything meanwhile is kept.
+    """
+    for d in reversed(folders):
+        try:
+            os.rmdir(d)
+        except OSError:
+            return
 
 
 def default_threads() -> int:
@@ -119,16 +218,74 @@ def default_threads() -> int:
     return max(1, min(4, cores))
 
 
-def _error(message: object, limit: int = 400) -> int:
-    """Print ``message`` as one line (whitespace collapsed, cut at ``limit`` characters); return 2."""
+def config_problem(value: str) -> str | None:
+    """Why ``--config value`` is not a YAML mapping of referee options, or None when it is one.
+
+    jsonargparse reports an empty file, a folder or a YAML list only as ``Unexpected config: ...``
+    (nothing after the colon for an empty file); this names the file and what was expected. A
+    value that is not a file is inline YAML to jsonargparse: fine if it is a mapping.
+    """
+    import yaml
+
+    expected = "expected a YAML mapping of referee options (mechanism, ranges, seed, ...)"
+    shown = f"--config={value!r}"
+    if os.path.isdir(value):
+        return f"{shown} is a folder; {expected} in a file"
+    if not os.path.isfile(value):
+        if not value.strip():
+            return f"{shown} is empty; expected the path of a YAML file of referee options"
+        try:
+            inline = yaml.safe_load(value)
+        except yaml.YAMLError:
+            inline = None
+        return None if isinstance(inline, dict) else f"{shown}: no such file; {expected} in a file"
+    try:
+        with open(value, encoding="utf-8") as f:
+            loaded = yaml.safe_load(f)
+    except (OSError, UnicodeDecodeError) as e:
+        return f"{shown} cannot be read ({getattr(e, 'strerror', None) or e}); {expected}"
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(e, "problem", None) or type(e).__name__
+        return f"{shown} is not valid YAML ({problem}{where}); {expected}"
+    if loaded is None:
+        return f"{shown} is empty (no options in it); {expected}"
+    if not isinstance(loaded, dict):
+        kind = "a YAML list" if isinstance(loaded, list) else f"the single YAML value {loaded!r}"
+        return f"{shown} holds {kind}, not a mapping; {expected}"
+    return None
+
+
+def _config_values(argv: list[str]) -> list[str]:
+    """The values given to ``--config`` in ``argv`` (``--config X`` or ``--config=X``), in order."""
+    values = []
+    for i, arg in enumerate(argv):
+        if arg == "--config" and i + 1 < len(argv):
+            values.append(argv[i + 1])
+        elif arg.startswith("--config="):
+            values.append(arg[len("--config=") :])
+    return values
+
+
+def _error(message: object, limit: int | None = 400) -> int:
+    """Print ``message`` as one line (whitespace collapsed, cut at ``limit`` characters); return 2.
+
+    The limit is for library messages that can run long; messages naming a path the user gave
+    pass ``limit=None`` so the path and what was expected are shown whole.
+    """
     line = " ".join(str(message).split()) or "invalid arguments"
-    if len(line) > limit:
+    if limit is not None and len(line) > limit:
         line = line[: limit - 3] + "..."
     print(f"{PROG}: error: {line}", file=sys.stderr)
     return 2
 
 
 def _run(argv: list[str]) -> int:
+    for value in _config_values(argv):
+        problem = config_problem(value)
+        if problem:
+            return _error(problem, limit=None)
     parser = build_parser()
     try:
         cfg = parser.parse_args(argv)
@@ -136,9 +293,21 @@ def _run(argv: list[str]) -> int:
         return int(e.code or 0)
     except Exception as e:  # noqa: BLE001 - any bad config is reported as one line
         return _error(e)
-    problem = check_out_dir(cfg.out)
-    if problem:
-        return _error(problem)
+    try:
+        created = prepare_out_dir(cfg.out)
+    except ValueError as e:
+        return _error(e, limit=None)
+    rc = 1
+    try:
+        rc = _evaluate_and_write(parser, cfg)
+    finally:
+        if rc != 0:  # rejected after the check: leave no empty folder of ours behind
+            remove_created(created)
+    return rc
+
+
+def _evaluate_and_write(parser, cfg) -> int:
+    """Build the mechanism, run ``evaluate``, write into the (checked) ``--out``, print the table."""
     threads = default_threads() if cfg.threads is None else cfg.threads
     if threads < 1:
         return _error(f"--threads={threads}: expected a number of CPU threads >= 1")
@@ -168,11 +337,12 @@ def _run(argv: list[str]) -> int:
         return _error(e)
     out = Path(cfg.out)
     name = cfg.name or type(mechanism).__name__
+    result_name, plot_name = RESULT_FILES
     try:
-        result_path = write_json(result, out / "result.json")
-        plot_path = plot_forgetting_curve({name: result}, out / "forgetting_curve.png")
+        result_path = write_json(result, out / result_name)
+        plot_path = plot_forgetting_curve({name: result}, out / plot_name)
     except OSError as e:  # the folder changed during the run
-        return _error(f"could not write into --out={cfg.out!r}: {e}")
+        return _error(f"could not write into --out={cfg.out!r}: {e}", limit=None)
     print(comparison_table({name: result}))
     print(f"\nwrote {result_path} and {plot_path}")
     return 0
@@ -202,14 +372,35 @@ def _compare(argv: list[str]) -> int:
         )
     if len(set(names)) != len(names):
         return _error(f"names {names}: expected distinct names (pass --names)")
+    created: list[Path] = []
+    if args.plot is not None:
+        try:
+            created = prepare_plot_path(args.plot)
+        except ValueError as e:
+            return _error(e, limit=None)
+    rc = 1
+    try:
+        rc = _compare_checked(args, names)
+    finally:
+        if rc != 0:
+            remove_created(created)
+    return rc
+
+
+def _compare_checked(args, names: list[str]) -> int:
+    """Read the results, print the table and draw ``--plot`` (already checked) if given."""
     try:
         named = {n: read_json(p) for n, p in zip(names, args.results)}
         table = comparison_table(named)
-    except ValueError as e:
-        return _error(e)
+    except ValueError as e:  # our own one-line messages, naming the path: shown whole
+        return _error(e, limit=None)
     print(table)
-    if args.plot:
-        print(f"\nwrote {plot_forgetting_curve(named, args.plot)}")
+    if args.plot is not None:
+        try:
+            plot_path = plot_forgetting_curve(named, args.plot)
+        except OSError as e:  # the folder changed meanwhile
+            return _error(f"could not write --plot={args.plot!r}: {e}", limit=None)
+        print(f"\nwrote {plot_path}")
     return 0
 
 

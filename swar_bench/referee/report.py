@@ -24,6 +24,11 @@ def _umask() -> int:
     return mask
 
 
+def _temp_file(path: Path) -> tuple[int, str]:
+    """A new temporary file (open descriptor, name) in ``path``'s folder, named ``.<name>.<random>.tmp``."""
+    return tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+
+
 def _atomic_write(path: Path, write) -> None:
     """Write ``path`` through ``write(binary_file)`` into a temporary file in the same folder, then rename.
 
@@ -31,7 +36,7 @@ def _atomic_write(path: Path, write) -> None:
     ``open`` would have (``0o666 & ~umask``, 0644 under the usual umask 022) before the rename.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = _temp_file(path)
     try:
         with os.fdopen(fd, "wb") as f:
             write(f)
@@ -41,6 +46,39 @@ def _atomic_write(path: Path, write) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def probe_write(path: str | os.PathLike) -> None:
+    """Check that ``path`` can be written the way ``write_json`` / ``plot_forgetting_curve`` write it.
+
+    Does each step of the atomic write on temporary names of the same length, in ``path``'s
+    (existing) folder: create ``.<name>.<random>.tmp``, write a byte, set the umask's mode, rename it
+    over a second such file, and remove that. ``path`` itself is neither created nor touched.
+    Checked before any work, so that a folder that cannot take the results (read-only, a
+    pseudo-filesystem, a name too long) fails at once rather than after the evaluation.
+
+    Raises:
+        OSError: whichever step the filesystem refuses (nothing is left behind).
+    """
+    path = Path(path)
+    made: list[str] = []
+    try:
+        fd, tmp = _temp_file(path)
+        made.append(tmp)
+        with os.fdopen(fd, "wb") as f:
+            f.write(b"\0")
+        os.chmod(tmp, 0o666 & ~_umask())
+        fd2, target = _temp_file(path)
+        os.close(fd2)
+        made.append(target)
+        os.replace(tmp, target)
+        made.remove(tmp)
+    finally:
+        for name in made:
+            try:
+                os.unlink(name)
+            except FileNotFoundError:
+                pass
 
 
 def write_json(result: Mapping[str, Any], path: str | os.PathLike) -> Path:
@@ -55,12 +93,17 @@ def read_json(path: str | os.PathLike) -> dict[str, Any]:
     """Read a result written by ``write_json``.
 
     Raises:
-        ValueError: the file is missing or not JSON (one line naming the path).
+        ValueError: the file is missing, unreadable or not JSON (one line naming the path).
     """
     try:
         return json.loads(Path(path).read_text())
     except FileNotFoundError:
         raise ValueError(f"{path}: no such file; expected a referee result JSON") from None
+    except (OSError, UnicodeDecodeError) as e:  # a folder, unreadable, not text
+        why = getattr(e, "strerror", None) or str(e)
+        raise ValueError(
+            f"{path}: cannot be read ({why}); expected a referee result JSON"
+        ) from None
     except json.JSONDecodeError as e:
         raise ValueError(
             f"{path}: not valid JSON ({e.msg} at line {e.lineno}); expected a referee result"

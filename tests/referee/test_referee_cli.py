@@ -114,12 +114,73 @@ def test_bad_out_is_reported_before_any_work(tmp_path, capsys, no_evaluate):
     ]
 
 
-def test_check_out_dir_accepts_new_and_existing_folders(tmp_path):
-    from swar_bench.referee.cli import check_out_dir
+def test_prepare_out_dir_creates_the_folder_and_leaves_no_probe_behind(tmp_path):
+    from swar_bench.referee.cli import prepare_out_dir, remove_created
 
-    assert check_out_dir(tmp_path) is None
-    assert check_out_dir(tmp_path / "new" / "deeper") is None
-    assert not (tmp_path / "new").exists()  # the check creates nothing
+    assert prepare_out_dir(str(tmp_path)) == []  # existing: nothing created
+    assert list(tmp_path.iterdir()) == []  # the probe files are gone
+    new = tmp_path / "new" / "deeper"
+    assert prepare_out_dir(str(new)) == [tmp_path / "new", new]
+    assert new.is_dir() and list(new.iterdir()) == []
+    (tmp_path / "new" / "kept.txt").write_text("x")
+    remove_created([tmp_path / "new", new])  # takes back only what is still empty
+    assert not new.exists() and (tmp_path / "new" / "kept.txt").read_text() == "x"
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs Linux /proc")
+def test_unwritable_out_is_found_by_writing_not_by_permission_bits(tmp_path, capsys, no_evaluate):
+    # /proc passes os.access for root but takes no new folder or file: only a real write tells
+    long_name = str(tmp_path / ("a" * 300))
+    (tmp_path / "has_dir" / "result.json").mkdir(parents=True)
+    for out, expected in [
+        ("/proc/ref", "cannot be created: No such file or directory;"),
+        ("/proc", "cannot be written: creating 'result.json' in '/proc' failed (No such file"),
+        (long_name, "cannot be created: File name too long;"),
+        (str(tmp_path / "new" / ("a" * 300)), "cannot be created: File name too long;"),
+        (str(tmp_path / "has_dir"), "holds a folder named 'result.json' where that file goes;"),
+    ]:
+        rc = main(["--config", str(QUICK), "--out", out, *SMALL])
+        err = capsys.readouterr().err
+        assert rc == 2, err
+        assert err.startswith(f"swar-bench referee: error: --out={out!r} ")  # named in full
+        assert expected in err and len(err.strip().splitlines()) == 1
+        assert err.rstrip().endswith("expected a folder (new or existing) this user can write to")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["has_dir"]  # "new" was taken back
+
+
+def test_out_created_for_a_rejected_run_is_removed(tmp_path, capsys):
+    out = tmp_path / "a" / "b"
+    for bad in (
+        ["--threads", "0"],
+        ["--ranges", "[12, 6]"],  # found inside evaluate, after the check
+        ["--mechanism.init_args.d_model", "-3"],  # the mechanism cannot be built
+    ):
+        rc = main(["--config", str(QUICK), "--out", str(out), *bad])
+        err = capsys.readouterr().err
+        assert rc == 2 and len(err.strip().splitlines()) == 1, err
+        assert list(tmp_path.iterdir()) == []
+    (tmp_path / "a").mkdir()  # a folder that was there before the run is kept
+    assert main(["--config", str(QUICK), "--out", str(out), "--threads", "0"]) == 2
+    assert [p.name for p in tmp_path.iterdir()] == ["a"] and not out.exists()
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("", "is empty (no options in it); expected a YAML mapping of referee options"),
+        ("\n# only a comment\n", "is empty (no options in it); expected a YAML mapping"),
+        ("- 1\n- 2\n", "holds a YAML list, not a mapping; expected a YAML mapping"),
+        ("a: [1\n", "is not valid YAML ("),
+    ],
+)
+def test_empty_or_non_mapping_config_names_the_file(tmp_path, capsys, text, expected):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(text)
+    for argv in (["--config", str(cfg)], [f"--config={cfg}"]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"swar-bench referee: error: --config={str(cfg)!r} "), err
+        assert expected in err and len(err.strip().splitlines()) == 1
 
 
 def test_ranges_and_threads_errors_echo_the_value_as_given(tmp_path, capsys):
@@ -187,6 +248,33 @@ def test_compare_saved_results(tmp_path, capsys, gru_result):
     assert "cannot compare 'a' and 'c': seed=0 vs seed=5" in err
     assert main(["compare", str(tmp_path / "missing.json")]) == 2
     assert "no such file" in capsys.readouterr().err
+    assert main(["compare", str(tmp_path / "a")]) == 2
+    assert "a: cannot be read (Is a directory)" in capsys.readouterr().err
+
+
+def test_compare_bad_plot_is_one_line_error_before_any_work(tmp_path, capsys):
+    afile = tmp_path / "x.txt"
+    afile.write_text("not a folder")
+    missing = str(tmp_path / "missing.json")  # never read: the --plot check comes first
+    expected = "expected a PNG file path (new or existing file) in a folder this user can write to"
+    for plot, why in [
+        (afile / "p.png", f"cannot be created: {str(afile)!r} is not a folder;"),
+        (afile / "d" / "p.png", f"cannot be created: {str(afile)!r} is not a folder;"),
+        (tmp_path, "is a folder;"),
+        (f"{tmp_path}/new/", "is a folder;"),
+        ("", "is empty;"),
+        (tmp_path / ("a" * 300 + ".png"), "cannot be written: creating a file in"),
+    ]:
+        rc = main(["compare", missing, "--plot", str(plot)])
+        err = capsys.readouterr().err
+        assert rc == 2, err
+        assert err.startswith(f"swar-bench referee: error: --plot={str(plot)!r} {why}"), err
+        assert err.rstrip().endswith(expected) and len(err.strip().splitlines()) == 1
+    # a folder made for the plot of a compare that then fails is taken back
+    rc = main(["compare", missing, "--plot", str(tmp_path / "n1" / "n2" / "c.png")])
+    assert rc == 2 and "no such file" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x.txt"]
+    assert afile.read_text() == "not a folder"
 
 
 def test_default_config_is_card_scale_and_its_ledger_pays_one_step_at_1e6():
