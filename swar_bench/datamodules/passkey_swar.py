@@ -29,6 +29,7 @@ uninterrupted run.
 from __future__ import annotations
 
 import math
+import os
 from collections import deque
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -404,6 +405,12 @@ class PasskeySwarDataModule(pl.LightningDataModule):
             from swar_bench.tasks.passkey_swar import PasskeySwarParams
 
             self.params = PasskeySwarParams(**task_params)
+        if source != "generate" and os.path.isdir(os.fspath(source)):
+            from swar_bench.tasks.hub_io import folder_params
+
+            # a local folder records the parameters its data was generated with (params.json);
+            # task_params that differ from that record are a one-line error
+            self.params = folder_params(source, self.params)
         self.dataset = PasskeySwarBatches(source, self.params)
         self.stream = TrainStream(self.train_configs, self.batch_size, 1, self.seed)
         self._pending_state: dict[str, Any] | None = None

@@ -212,3 +212,20 @@ def test_resume_on_more_ranks_keeps_examples_disjoint():
         new |= {i for k in keys for i in k[2]}
         assert st.world_size == 3 and keys[0][2][0] >= 8
     assert not new & used and len(new) == 3 * 4 * 2
+
+
+def test_local_folder_is_read_with_the_parameters_it_records(tmp_path):
+    from swar_bench.tasks.hub_io import write_dataset
+    from swar_bench.tasks.passkey_swar import PasskeySwarParams
+
+    params = PasskeySwarParams(w=8)
+    write_dataset(tmp_path, ["n32"], ["validation"], num_examples=4, params=params, progress=False)
+    dm = PasskeySwarDataModule(source=str(tmp_path), val_configs=[32], eval_examples=4)
+    assert dm.params == params  # from the folder's record, not the card's w=16
+    dm.trainer = None
+    (batch,) = list(dm.val_dataloader())
+    # key ages annotated with w=8: a valid query's key is at most 8 writes old
+    ages = batch["key_age"][batch["answer_kind"] == 1]
+    assert ages.numel() > 0 and int(ages.max()) <= 8
+    with pytest.raises(ValueError, match=r"w=16.*w=8|w=8.*w=16"):
+        PasskeySwarDataModule(source=str(tmp_path), val_configs=[32], task_params={"w": 16})
