@@ -517,6 +517,12 @@ def main(argv: list[str] | None = None) -> int:
         previous = None
     try:
         return args.func(args)
+    except BrokenPipeError:
+        # the reader went away (`swar-bench data show ... | head -1`): stop quietly; point stdout
+        # at devnull so that the interpreter's final flush does not fail again
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
     except (DataSourceError, _UsageError, OracleError, ValueError, OSError) as exc:
         print(f"swar-bench data {args.command}: error: {exc}", file=sys.stderr)
         return 2

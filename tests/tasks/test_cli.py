@@ -441,3 +441,21 @@ def test_a_split_without_examples_fails_verify_stats_and_check(tmp_path, capsys)
         assert err.count("\n") == 1 and err.startswith(
             f"swar-bench data {argv[0]}: error: {reason}"
         )
+
+
+def test_a_reader_that_goes_away_is_not_an_error(tmp_path):
+    import subprocess
+    import sys
+
+    out = tmp_path / "data"
+    assert _generate(out, "--configs", "n16384", "--splits", "validation") == 0
+    # about 230 KB of output: more than a pipe holds, so the writer must meet the closed pipe
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "swar_bench.cli", "data", "show", "--source", str(out), "--config", "n16384"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    first = proc.stdout.readline()
+    proc.stdout.close()  # like `| head -1`
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 1
+    assert first.startswith(b"n16384/validation index 0") and err == ""
