@@ -252,10 +252,10 @@ class SwarBenchCLI(LightningCLI):
         self._seed = seed
 
     def instantiate_trainer(self, **kwargs: Any):
-        from swar_bench.module import check_vocab_fits
+        from swar_bench.module import check_task_fits
 
         if isinstance(self.model, TBPTTModule):  # before the Trainer: nothing written yet
-            check_vocab_fits(self.model.mechanism, getattr(self.datamodule, "params", None))
+            check_task_fits(self.model.mechanism, getattr(self.datamodule, "params", None))
         self._check_checkpoint_fits()
         return super().instantiate_trainer(**kwargs)
 

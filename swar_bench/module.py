@@ -20,6 +20,7 @@ from typing import Any
 import lightning.pytorch as pl
 import torch
 import torch.nn.functional as F
+from torchmetrics import MeanMetric
 
 IGNORE_INDEX = -100
 
@@ -60,12 +61,19 @@ def mechanism_class_path(mechanism: torch.nn.Module) -> str:
     return type(mechanism).__qualname__
 
 
-def check_vocab_fits(mechanism: torch.nn.Module, params=None) -> None:
-    """Raise ValueError (one line) when ``mechanism.vocab_size`` is smaller than the passkey_swar
-    vocabulary of ``params`` (the card's 40 tokens by default: 8 specials + keys + values, card
-    section "Vocabulary"). A larger vocabulary is allowed (the extra logits are never targets)."""
-    from swar_bench.tasks.passkey_swar import vocab
+def check_task_fits(mechanism: torch.nn.Module, params=None) -> None:
+    """Raise ValueError (one line) when ``mechanism`` cannot be run on passkey_swar data generated
+    with ``params`` (the card's defaults when None):
 
+    - ``mechanism.vocab_size`` is smaller than the task's vocabulary (40 tokens for the card's
+      parameters: 8 specials + keys + values, card section "Vocabulary"); a larger vocabulary is
+      allowed (the extra logits are never targets);
+    - a mechanism that reads the task's rules (``task_params``, e.g. the Oracle) was built with a
+      window ``w``, ``n_keys`` or ``n_values`` other than the data's.
+    """
+    from swar_bench.tasks.passkey_swar import PasskeySwarParams, vocab
+
+    params = params or PasskeySwarParams()
     need = vocab(params).size
     have = int(getattr(mechanism, "vocab_size", need))
     if have < need:
@@ -73,6 +81,16 @@ def check_vocab_fits(mechanism: torch.nn.Module, params=None) -> None:
             f"vocab_size={have} of {type(mechanism).__name__} is too small for passkey_swar; expected >= {need} "
             f"(8 specials + n_keys + n_values)"
         )
+    rules = getattr(mechanism, "task_params", None)
+    if rules is not None:
+        differ = [f for f in ("w", "n_keys", "n_values") if getattr(rules, f) != getattr(params, f)]
+        if differ:
+            built = ", ".join(f"{f}={getattr(rules, f)}" for f in differ)
+            data = ", ".join(f"{f}={getattr(params, f)}" for f in differ)
+            raise ValueError(
+                f"{type(mechanism).__name__} reads the stream with {built} but the data have {data}; expected "
+                "--model.mechanism.init_args.params to match --data.task_params (or the data folder's params.json)"
+            )
 
 
 class TBPTTModule(pl.LightningModule):
@@ -151,6 +169,9 @@ class TBPTTModule(pl.LightningModule):
         self.last_train_loss: float = float("nan")
         self.tokens_seen: int = 0
         self.free_steps: int = 0  # batches trained by a parameter-free mechanism (no optimizer)
+        # mean answer-token loss (nats) of an evaluation epoch; metric states are not saved
+        self.val_loss = MeanMetric()
+        self.test_loss = MeanMetric()
 
     # ------------------------------------------------------------------ setup
 
@@ -165,7 +186,7 @@ class TBPTTModule(pl.LightningModule):
 
         destroy_process_group_at_exit()
         datamodule = getattr(self._trainer, "datamodule", None) if self._trainer is not None else None
-        check_vocab_fits(self.mechanism, getattr(datamodule, "params", None) if datamodule is not None else None)
+        check_task_fits(self.mechanism, getattr(datamodule, "params", None) if datamodule is not None else None)
 
     def configure_model(self) -> None:
         """Shard the mechanism per block: FSDP2 under ModelParallelStrategy, FSDP1 under FSDPStrategy."""
@@ -376,8 +397,11 @@ class TBPTTModule(pl.LightningModule):
         out = self.evaluate_batch(batch)
         m = out["loss"].numel()
         # logged on every batch (filler batches with M = 0 weigh 0) so all ranks sync the same keys
-        mean = out["loss"].mean() if m else torch.zeros((), device=self.device)
-        self.log(f"{prefix}/loss", mean, batch_size=m, sync_dist=True, add_dataloader_idx=False)
+        metric = self.val_loss if prefix == "val" else self.test_loss
+        # a weighted mean over all answer tokens, reduced across ranks by torchmetrics: exactly the
+        # one-process value (a mean of per-rank means would weigh unequal shards equally)
+        metric.update(out["loss"].sum() / max(m, 1), weight=m)
+        self.log(f"{prefix}/loss", metric, on_step=False, on_epoch=True, add_dataloader_idx=False)
         return out
 
     def validation_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> dict[str, Any]:

@@ -18,6 +18,7 @@ value and write number, and the passkey.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import Any
 
 import torch
@@ -51,8 +52,9 @@ class Oracle(nn.Module):
 
     Args:
         vocab_size: must equal ``8 + n_keys + n_values`` (40 for the default card parameters).
-        params: optional ``swar_bench.tasks.passkey_swar.PasskeySwarParams`` (or anything with
-            ``w``, ``n_keys``, ``n_values`` attributes); the card's defaults (16, 16, 16) when None.
+        params: optional ``swar_bench.tasks.passkey_swar.PasskeySwarParams``, a dict of its fields,
+            or anything with ``w``, ``n_keys``, ``n_values`` attributes; the card's defaults
+            (16, 16, 16) when None. The harness checks them against the data's parameters.
         answer_logit: logit of the predicted token at answer positions (others are 0), so its
             probability is ``e^a / (e^a + V - 1)`` (> 0.9999999 for a = 20, V = 40).
 
@@ -64,6 +66,18 @@ class Oracle(nn.Module):
 
     def __init__(self, vocab_size: int = 40, params: Any = None, answer_logit: float = 20.0):
         super().__init__()
+        if isinstance(params, Mapping):  # e.g. --model.mechanism.init_args.params='{"w": 32}'
+            from swar_bench.tasks.passkey_swar import PasskeySwarParams
+
+            try:
+                params = PasskeySwarParams(**params)
+            except TypeError as err:
+                raise ValueError(f"params={dict(params)!r}: {err}; expected fields of PasskeySwarParams") from None
+        if params is None:
+            from swar_bench.tasks.passkey_swar import PasskeySwarParams
+
+            params = PasskeySwarParams()
+        self.task_params = params  # the rules it reads the stream with (checked against the data's)
         self.w = int(getattr(params, "w", 16))
         self.n_keys = int(getattr(params, "n_keys", 16))
         self.n_values = int(getattr(params, "n_values", 16))

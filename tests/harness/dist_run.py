@@ -76,6 +76,7 @@ def run(kind: str, out_dir: str) -> None:
     trainer.validate(model, datamodule=data, verbose=False)
     before = list(recorder.records)
     metrics_before = {k: float(v) for k, v in trainer.callback_metrics.items() if k.startswith("val/acc/")}
+    loss_before = float(trainer.callback_metrics["val/loss"])
     recorder.records.clear()
     trainer.fit(model, datamodule=data)
     weights = full_weights(model.mechanism)
@@ -86,6 +87,7 @@ def run(kind: str, out_dir: str) -> None:
     torch.save(
         {
             "before": before, "after": after, "metrics_before": metrics_before, "metrics_after": metrics_after,
+            "loss_before": loss_before,
             "weights": weights, "global_step": trainer.global_step, "world_size": trainer.world_size,
         },
         os.path.join(out_dir, f"rank{trainer.global_rank}.pt"),

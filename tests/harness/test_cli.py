@@ -250,3 +250,19 @@ def test_predict_writes_the_outputs(tmp_path):
     batches = torch.load(out / "predictions_rank0.pt", weights_only=False)
     assert [b["n_writes"] for b in batches] == [32, 64] and [b["batch_size"] for b in batches] == [3, 3]
     assert all(torch.equal(b["pred"], b["target"]) and b["pred"].numel() > 12 for b in batches)
+
+
+def test_oracle_rules_follow_the_data_or_the_run_stops(tmp_path, capsys):
+    base = ["test", "--config", str(CONFIGS / "oracle.yaml"), "--data.test_configs=[128]", "--data.eval_examples=6",
+            "--data.task_params={\"w\": 8}", *_common(tmp_path)]
+    # the rules given as a plain dict are honoured: 1.0 everywhere at w=8
+    assert main([*base, "--model.mechanism.init_args.params={\"w\": 8}"]) == 0
+    (table,) = tmp_path.glob("oracle/version_*/answer_type_accuracy.csv")
+    checked = [r for r in csv.DictReader(table.open()) if int(r["count"]) > 0]
+    assert {r["answer_type"] for r in checked} >= {"ar_valid", "ar_expired_stale", "passkey_exact"}
+    assert all(float(r["accuracy"]) == 1.0 for r in checked)
+    # an Oracle built for the card's w=16 on w=8 data would score below 1 without a word
+    code, err = _error_line(capsys, base)
+    assert code == 2
+    assert err == ["swar-bench: error: Oracle reads the stream with w=16 but the data have w=8; expected "
+                   "--model.mechanism.init_args.params to match --data.task_params (or the data folder's params.json)"]

@@ -51,6 +51,9 @@ def _check_against_single(ranks, single):
     assert len(single["metrics_before"]) >= 10
     for r in ranks:
         assert r["metrics_before"] == single["metrics_before"]
+        # val/loss: the mean over all answer tokens, not a mean of the ranks' unequal shards' means
+        assert r["loss_before"] == pytest.approx(single["loss_before"], rel=1e-6)
+        assert r["loss_before"] == pytest.approx(sum(x[5] for x in merged) / len(merged), rel=1e-6)
     # gradients were synced: every rank ends with the same weights
     for name, value in ranks[0]["weights"].items():
         assert torch.equal(value, ranks[1]["weights"][name]), name

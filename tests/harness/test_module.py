@@ -219,10 +219,10 @@ def test_optimizer_state_ids_follow_parameter_order():
 
 def test_vocabulary_check_follows_the_task_parameters():
     from swar_bench.mechanisms import GRU
-    from swar_bench.module import check_vocab_fits
+    from swar_bench.module import check_task_fits
     from swar_bench.tasks.passkey_swar import PasskeySwarParams
 
-    check_vocab_fits(GRU(vocab_size=40, d_model=8, n_layers=1))  # the card's 40 tokens
-    check_vocab_fits(GRU(vocab_size=48, d_model=8, n_layers=1))  # spare logits are allowed
+    check_task_fits(GRU(vocab_size=40, d_model=8, n_layers=1))  # the card's 40 tokens
+    check_task_fits(GRU(vocab_size=48, d_model=8, n_layers=1))  # spare logits are allowed
     with pytest.raises(ValueError, match=r"^vocab_size=40 of GRU is too small for passkey_swar; expected >= 44 "):
-        check_vocab_fits(GRU(vocab_size=40, d_model=8, n_layers=1), PasskeySwarParams(n_keys=20))
+        check_task_fits(GRU(vocab_size=40, d_model=8, n_layers=1), PasskeySwarParams(n_keys=20))
