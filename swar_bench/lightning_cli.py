@@ -25,6 +25,7 @@ from __future__ import annotations
 import glob
 import logging
 import os
+import signal
 import sys
 import tempfile
 import warnings
@@ -371,6 +372,7 @@ def main(argv: list[str] | None = None) -> int:
     stopped on a non-finite loss (one line on stderr).
     """
     from jsonargparse import ArgumentError
+    from lightning.pytorch.utilities.exceptions import SIGTERMException
 
     argv = resolve_mechanism_names(list(sys.argv[1:] if argv is None else argv))
     try:
@@ -397,6 +399,9 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"swar-bench: error: {err.filename}: {err.strerror or err}", file=sys.stderr)
         return 2
+    except SIGTERMException:  # a SystemExit with code None: it would read as success
+        print("swar-bench: stopped by SIGTERM (fit --ckpt_path last resumes from the last saved checkpoint)", file=sys.stderr)
+        return 128 + signal.SIGTERM
     except SystemExit as exc:  # --help, --print_config
         return int(exc.code or 0) if not isinstance(exc.code, str) else 2
     return 0

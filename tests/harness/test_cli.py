@@ -266,3 +266,25 @@ def test_oracle_rules_follow_the_data_or_the_run_stops(tmp_path, capsys):
     assert code == 2
     assert err == ["swar-bench: error: Oracle reads the stream with w=16 but the data have w=8; expected "
                    "--model.mechanism.init_args.params to match --data.task_params (or the data folder's params.json)"]
+
+
+def test_sigterm_is_reported_with_its_exit_status(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    argv = [sys.executable, "-m", "swar_bench.cli", "fit", "--config", str(CONFIGS / "quickstart.yaml"),
+            "--model.mechanism=GRU", "--model.mechanism.init_args.d_model=8", "--data.eval_examples=2",
+            "--trainer.max_steps=100000", "--trainer.log_every_n_steps=1", *_common(tmp_path)]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not list(tmp_path.glob("quickstart/version_0/events.out.tfevents.*")) and time.monotonic() < deadline:
+        time.sleep(0.5)  # the run is training once the logger has written
+    time.sleep(2)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 143, err[-2000:]
+    assert err.strip().splitlines()[-1] == (
+        "swar-bench: stopped by SIGTERM (fit --ckpt_path last resumes from the last saved checkpoint)"
+    )
