@@ -31,6 +31,7 @@ from swar_bench.tasks.hub_io import (
     card_splits,
     check_disjoint,
     check_folder_params,
+    check_source,
     config_name,
     folder_params,
     iter_examples,
@@ -133,17 +134,50 @@ def _nearest_existing(path: str) -> str:
     return path
 
 
+def _shown(value: str, limit: int = 100) -> str:
+    """``value`` for a one-line message: its first ``limit`` characters and its length when longer."""
+    return value if len(value) <= limit else f"{value[:limit]}... ({len(value)} characters)"
+
+
+def _check_path_names(option: str, value: str, base: str) -> None:
+    """No component of ``value`` is longer than the file system under ``base`` (its nearest
+    existing folder) allows, nor the whole path (``NAME_MAX`` / ``PATH_MAX``, usually 255 / 4096
+    bytes): the OS would fail only when the first file is created, with ``[Errno 36]``."""
+    try:
+        name_max = os.pathconf(base, "PC_NAME_MAX")
+        path_max = os.pathconf(base, "PC_PATH_MAX")
+    except (OSError, ValueError):  # no pathconf here (e.g. Windows): the usual limits
+        name_max, path_max = 255, 4096
+    for part in value.split(os.sep):
+        size = len(os.fsencode(part))
+        if size > name_max:
+            raise _UsageError(
+                f"{option}={_shown(value)}: the name is too long (a path component of {size} "
+                f"bytes; the file system allows {name_max} per name)"
+            )
+    size = len(os.fsencode(os.path.abspath(value)))
+    if size >= path_max:
+        raise _UsageError(
+            f"{option}={_shown(value)}: the name is too long ({size} bytes as an absolute path; "
+            f"the file system allows {path_max - 1})"
+        )
+
+
 def _check_out_folder(option: str, value: str, folder: str | None = None) -> None:
     """``folder`` (default: ``value``, the option's value) exists as a folder or can be
     created, and can be written to; checked before any work starts by creating (and removing)
     a temporary file in it or in its nearest existing parent (permission bits alone do not tell,
-    e.g. for root or under ``/proc``)."""
+    e.g. for root or under ``/proc``). An empty value, or a name longer than the file system
+    allows, is refused by name."""
+    if not value:
+        raise _UsageError(f"{option}='': expected a {'folder' if folder is None else 'file'} path")
     folder = value if folder is None else folder
     if os.path.exists(folder) and not os.path.isdir(folder):
         raise _UsageError(f"{option}={value}: {folder} is not a folder")
     base = _nearest_existing(folder)
     if not os.path.isdir(base):
         raise _UsageError(f"{option}={value}: {base} is not a folder")
+    _check_path_names(option, value, base)
     try:
         fd, probe = tempfile.mkstemp(dir=base, prefix=".tmp-probe-")
     except OSError as exc:
@@ -156,6 +190,8 @@ def _check_out_folder(option: str, value: str, folder: str | None = None) -> Non
 
 def _check_out_file(option: str, value: str) -> None:
     """``option=value`` names a file that can be written (its folder exists or can be created)."""
+    if not value:
+        raise _UsageError(f"{option}='': expected a file path")
     if os.path.isdir(value):
         raise _UsageError(f"{option}={value}: {value} is a folder; expected a file name")
     _check_out_folder(option, value, os.path.dirname(os.path.abspath(value)))
@@ -188,6 +224,14 @@ def _params(value: str | None) -> PasskeySwarParams:
             f"--params: unknown field(s) {sorted(unknown)}; expected some of {sorted(PasskeySwarParams().to_dict())}"
         )
     return PasskeySwarParams(**fields)
+
+
+def _check_source(option: str, source: str) -> None:
+    """A ``source`` other than ``generate`` is an existing folder or a Hub id ``owner/name``
+    (:func:`check_source`): a file, a missing folder or a bare name is a one-line error at once,
+    not a Hub request that retries for tens of seconds."""
+    if source != GENERATE:
+        check_source(source, option)
 
 
 def _source_params(value: str | None, source: str) -> PasskeySwarParams:
@@ -266,7 +310,7 @@ def cmd_generate(args) -> int:
     _check_out_folder("--out", args.out)
     check_folder_params(args.out, params)
     if os.path.isdir(args.out):
-        for path in remove_stale_temp_files(args.out, configs):
+        for path in remove_stale_temp_files(args.out):
             print(f"removed {path}, left by an interrupted run", file=sys.stderr)
     paths = write_dataset(
         args.out,
@@ -289,9 +333,10 @@ def cmd_generate(args) -> int:
 
 
 def cmd_stats(args) -> int:
+    _check_source("--source", args.source)
     params = _source_params(args.params, args.source)
     num = _num_examples(args.num_examples)
-    if args.report:
+    if args.report is not None:
         _check_out_file("--report", args.report)
     stats = []
     for config, split in _pairs(
@@ -304,7 +349,7 @@ def cmd_stats(args) -> int:
             compute_stats(_examples(args.source, config, split, num, params), config, split, params)
         )
     print(format_table(stats, compare_card=not args.no_compare), end="")
-    if args.report:
+    if args.report is not None:
         atomic_write_text(args.report, format_report(stats, compare_card=not args.no_compare))
         print(f"report written to {args.report}")
     return 0
@@ -316,6 +361,7 @@ def _local_files(source: str, config: str, split: str) -> list[str]:
 
 def cmd_verify(args) -> int:
     """Verify every requested split; a failing split is reported and the others still checked."""
+    _check_source("source", args.source)
     params = _source_params(args.params, args.source)
     local = os.path.isdir(args.source)
     checked: list[str] = []
@@ -361,6 +407,7 @@ def cmd_verify(args) -> int:
 
 
 def cmd_check(args) -> int:
+    _check_source("source", args.source)
     _source_params(args.params, args.source)  # no use for them, but wrong ones are an error
     configs = _configs(args.configs, args.source)
     if os.path.isdir(args.source):
@@ -401,6 +448,7 @@ def _one_example(source: str, config: str, split: str, index: int, params) -> di
 
 
 def cmd_show(args) -> int:
+    _check_source("--source", args.source)
     params = _source_params(args.params, args.source)
     if args.index < 0:
         raise _UsageError(f"--index={args.index}: expected an integer >= 0")

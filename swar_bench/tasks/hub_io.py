@@ -11,8 +11,8 @@ Layout (card, "Configs and splits" and "Columns")::
 so that ``datasets.load_dataset(DIR, "n32", split="validation")`` loads a local copy exactly as
 ``datasets.load_dataset("irodkin/passkey_swar", "n32", split="validation")`` loads the release.
 Files are written to a temporary name (``.tmp-*``) in the same folder and renamed when
-complete; a later :func:`write_dataset` into the folder removes temporary files an interrupted
-run left. One folder holds data of one parameter set (``params.json``).
+complete; a later :func:`write_dataset` into the folder removes the temporary files an
+interrupted run left in it (:func:`remove_stale_temp_files`, every config folder). One folder holds data of one parameter set (``params.json``).
 """
 
 from __future__ import annotations
@@ -57,6 +57,9 @@ _README_PARAMS_RE = re.compile(r"^Parameters: `(\{.*?\})`", re.MULTILINE)
 # Temporary names of write_split (in DIR/n{N}/) and atomic_write_text (in DIR/).
 _TEMP_SPLIT = ".tmp-*.parquet"
 _TEMP_TOP = (".tmp-*README.md", ".tmp-*vocab.json", ".tmp-*" + PARAMS_FILE)
+# A Hugging Face Hub repository id "owner/name" (huggingface_hub's validate_repo_id: letters,
+# digits, "_", "-", "." with a letter/digit/"_" at both ends of each part; no "--" or "..").
+_HUB_ID_RE = re.compile(r"(?a)^\w(?:[\w.-]*\w)?/\w(?:[\w.-]*\w)?$")
 
 COLUMNS = ("input_ids", "labels", "answer_type", "n_writes", "seed")
 _ANSWER_DICT = ("ar_expired", "ar_valid", "passkey")
@@ -66,6 +69,42 @@ _CONFIG_RE = re.compile(r"^n([1-9][0-9]*)$")
 class DataSourceError(ValueError, RuntimeError):
     """A dataset source cannot give the requested data (offline Hub, missing folder, config or
     split, bad layout); the message is one sentence naming the value and what was expected."""
+
+
+def is_hub_id(value: str) -> bool:
+    """``value`` has the form of a Hub dataset id ``owner/name`` (e.g. ``irodkin/passkey_swar``;
+    huggingface_hub's ``validate_repo_id`` rules: at most 96 characters, no ``--`` or ``..``)."""
+    return (
+        len(value) <= 96
+        and "--" not in value
+        and ".." not in value
+        and _HUB_ID_RE.match(value) is not None
+    )
+
+
+def check_source(source: str | os.PathLike, name: str = "source") -> bool:
+    """Whether ``source`` is a local folder (``True``) or a Hub dataset id ``owner/name``
+    (``False``), decided without any network access.
+
+    Args:
+        source: a folder in the Hub layout, or a Hub id such as ``irodkin/passkey_swar``.
+        name: how the caller's user calls the value (``source``, ``--source``), for the message.
+
+    Raises:
+        DataSourceError: ``source`` is an existing file (or other non-folder), or is neither an
+            existing folder nor of the form ``owner/name`` (e.g. a bare ``afile`` or a missing
+            ``./data``); one line naming the value and both expected forms.
+    """
+    source = os.fspath(source)
+    if os.path.isdir(source):
+        return True
+    expected = f"expected a folder in the Hub layout or a Hub id owner/name (e.g. {HUB_ID})"
+    if os.path.lexists(source):
+        what = "is a file" if os.path.isfile(source) else "is not a folder"
+        raise DataSourceError(f"{name}={source!r}: {what}, {expected}")
+    if not is_hub_id(source):
+        raise DataSourceError(f"{name}={source!r}: no such folder, and not a Hub id; {expected}")
+    return False
 
 
 def config_name(n_writes: int) -> str:
@@ -378,17 +417,19 @@ def write_params(out_dir: str | os.PathLike, params: PasskeySwarParams) -> str:
     return path
 
 
-def remove_stale_temp_files(out_dir: str | os.PathLike, configs: Iterable[str]) -> list[str]:
-    """Remove the temporary files of this module's naming (``.tmp-*.parquet`` in
-    ``DIR/n{N}/``, ``.tmp-*README.md`` / ``vocab.json`` / ``params.json`` in ``DIR``) that an
-    interrupted run left in the folders a new run writes. Two runs must not write one folder
-    at once. Returns the paths removed."""
-    out_dir = os.fspath(out_dir)
+def remove_stale_temp_files(out_dir: str | os.PathLike) -> list[str]:
+    """Remove the temporary files of this module's naming that an interrupted (e.g. SIGKILLed)
+    run left in ``out_dir``: ``.tmp-*.parquet`` in every config folder of the card
+    (``DIR/n{N}/``, N in :data:`ALLOWED_N`, whichever configs the new run writes) and
+    ``.tmp-*README.md`` / ``vocab.json`` / ``params.json`` / ``.tmp-probe-*`` in ``DIR``. Other
+    files are left alone. Two runs must not write one folder at once. Returns the paths
+    removed, sorted."""
+    base = glob.escape(os.fspath(out_dir))
     found = []
-    for pattern in _TEMP_TOP:
-        found += glob.glob(os.path.join(glob.escape(out_dir), pattern))
-    for config in configs:
-        found += glob.glob(os.path.join(glob.escape(out_dir), config, _TEMP_SPLIT))
+    for pattern in (*_TEMP_TOP, ".tmp-probe-*"):
+        found += glob.glob(os.path.join(base, pattern))
+    for n in ALLOWED_N:
+        found += glob.glob(os.path.join(base, config_name(n), _TEMP_SPLIT))
     removed = []
     for path in sorted(set(found)):
         with contextlib.suppress(FileNotFoundError):
@@ -423,7 +464,7 @@ def write_dataset(
     Raises:
         DataSourceError: bad config/split name, ``N`` not a config of the card (32..16384),
             ``train`` asked for a config without one (the card trains on n32..n256), an empty
-            or repeated config/split, ``out_dir`` an existing file, or ``out_dir`` holding data
+            or repeated config/split, ``out_dir`` empty or an existing file, or ``out_dir`` holding data
             of other parameters (:func:`check_folder_params`) (all before writing).
         ValueError: ``num_examples`` outside ``[1, 10**6)``.
         OSError: ``out_dir`` cannot be created (before any generation).
@@ -434,11 +475,13 @@ def write_dataset(
     if num_examples is not None and not 1 <= int(num_examples) < 10**6:
         raise ValueError(f"num_examples={num_examples!r}: expected an integer in [1, 10**6)")
     out_dir = os.fspath(out_dir)
+    if not out_dir:
+        raise DataSourceError("out_dir='': expected a folder path")
     if os.path.exists(out_dir) and not os.path.isdir(out_dir):
         raise DataSourceError(f"out_dir={out_dir!r}: exists and is not a folder")
     check_folder_params(out_dir, params)
     os.makedirs(out_dir, exist_ok=True)  # fails here, before any generation, on a bad path
-    remove_stale_temp_files(out_dir, sorted({c for c, _ in pairs}))
+    remove_stale_temp_files(out_dir)
     write_params(out_dir, params)  # first: a run cut short still records its parameters
     sizes = {
         pair: int(num_examples) if num_examples is not None else SPLIT_SIZES[pair[1]]
@@ -549,8 +592,9 @@ def load_split(
     """Load one config/split as a ``datasets.Dataset`` from the Hub or a local Hub-layout folder.
 
     Args:
-        source: a Hub dataset id (default ``irodkin/passkey_swar``) or a local folder written by
-            :func:`write_dataset` (or a download of the Hub repository).
+        source: a Hub dataset id ``owner/name`` (default ``irodkin/passkey_swar``) or a local
+            folder written by :func:`write_dataset` (or a download of the Hub repository); an
+            existing folder is always read as the local folder.
         config: ``"n{N}"``.
         split: ``"train"``, ``"validation"`` or ``"test"``.
         verify: run the oracle (:func:`verify_example`) on every example.
@@ -562,9 +606,11 @@ def load_split(
         ``datasets.Dataset`` with the card's columns.
 
     Raises:
-        DataSourceError: unreachable Hub / offline, missing folder, config or split, columns
-            other than the card's, a split without examples, or (``verify``) ``params`` other
-            than a local folder's record (one sentence).
+        DataSourceError: ``source`` an existing file, or neither a folder nor a Hub id
+            ``owner/name`` (:func:`check_source`, at once, before any network access);
+            unreachable Hub / offline, missing config or split, columns other than the card's,
+            a split without examples, or (``verify``) ``params`` other than a local folder's
+            record (one sentence).
         OracleError: ``verify`` and an example breaks a rule (names its index).
     """
     parse_config(config)
@@ -573,7 +619,7 @@ def load_split(
     import datasets
 
     source = os.fspath(source)
-    local = os.path.isdir(source)
+    local = check_source(source)
     if local:
         files = sorted(glob.glob(os.path.join(source, config, f"{split}-*.parquet")))
         if not files:
@@ -592,10 +638,6 @@ def load_split(
         except Exception as exc:  # the datasets library raises many types; report one sentence
             raise DataSourceError(f"could not read {files[0]}: {_first_line(exc)}") from exc
     else:
-        if source.startswith((".", "/", "~")) or os.sep in source.strip("/").replace("/", "", 1):
-            raise DataSourceError(
-                f"source={source!r}: no such folder, and not a Hub dataset id 'owner/name'"
-            )
         try:
             with _quiet_datasets():
                 ds = datasets.load_dataset(source, config, split=split, cache_dir=cache_dir)

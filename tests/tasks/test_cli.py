@@ -451,11 +451,120 @@ def test_a_reader_that_goes_away_is_not_an_error(tmp_path):
     assert _generate(out, "--configs", "n16384", "--splits", "validation") == 0
     # about 230 KB of output: more than a pipe holds, so the writer must meet the closed pipe
     proc = subprocess.Popen(
-        [sys.executable, "-m", "swar_bench.cli", "data", "show", "--source", str(out), "--config", "n16384"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        [
+            sys.executable,
+            "-m",
+            "swar_bench.cli",
+            "data",
+            "show",
+            "--source",
+            str(out),
+            "--config",
+            "n16384",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     )
     first = proc.stdout.readline()
     proc.stdout.close()  # like `| head -1`
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=60) == 1
     assert first.startswith(b"n16384/validation index 0") and err == ""
+
+
+def test_a_file_or_a_bare_name_as_source_is_one_line_at_once(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "afile").write_text("x")
+
+    def hub(*args, **kwargs):  # offline, the Hub client would retry for tens of seconds
+        raise AssertionError(f"asked the Hub for {args[0]!r}")
+
+    monkeypatch.setattr(datasets, "load_dataset", hub)
+    expected = (
+        "expected a folder in the Hub layout or a Hub id owner/name (e.g. irodkin/passkey_swar)"
+    )
+    missing = str(tmp_path / "nonexist")
+    for argv, message in (
+        (["check", "afile"], f"source='afile': is a file, {expected}"),
+        (["check", "./afile"], f"source='./afile': is a file, {expected}"),
+        (["verify", "afile"], f"source='afile': is a file, {expected}"),
+        (
+            ["verify", "nonexist"],
+            f"source='nonexist': no such folder, and not a Hub id; {expected}",
+        ),
+        (["verify", missing], f"source={missing!r}: no such folder, and not a Hub id; {expected}"),
+        (
+            ["stats", "--source", "nonexist", "--configs", "n32"],
+            f"--source='nonexist': no such folder, and not a Hub id; {expected}",
+        ),
+        (["stats", "--source", "afile"], f"--source='afile': is a file, {expected}"),
+        (
+            ["show", "--source", "afile", "--config", "n32"],
+            f"--source='afile': is a file, {expected}",
+        ),
+    ):
+        assert main(argv) == 2, argv
+        captured = capsys.readouterr()
+        assert captured.out == ""
+        assert captured.err == f"swar-bench data {argv[0]}: error: {message}\n", argv
+
+
+def test_a_rerun_removes_stale_temporary_files_of_every_config(tmp_path, capsys):
+    out = tmp_path / "gk"
+    assert _generate(out, "--configs", "n4096", "--splits", "validation") == 0
+    # what `timeout -s KILL` leaves when it stops a run writing n16384
+    stale = [out / "n16384" / ".tmp-3xk9w1ab.parquet", out / ".tmp-u7q2README.md"]
+    stale[0].parent.mkdir()
+    for path in stale:
+        path.write_bytes(b"PAR1")
+    capsys.readouterr()
+    assert _generate(out, "--configs", "n32", "--splits", "validation") == 0  # other configs
+    assert capsys.readouterr().err.splitlines() == [
+        f"removed {path}, left by an interrupted run" for path in sorted(map(str, stale))
+    ]
+    assert os.listdir(out / "n16384") == []
+    assert sorted(os.listdir(out / "n4096")) == ["validation-00000-of-00001.parquet"]
+
+
+def test_empty_or_too_long_output_names_are_named_before_any_work(tmp_path, capsys, monkeypatch):
+    from swar_bench.tasks import hub_io
+
+    monkeypatch.chdir(tmp_path)
+
+    def no_work(*args, **kwargs):
+        raise AssertionError("generated before checking --out")
+
+    monkeypatch.setattr(hub_io, "generate_flat", no_work)
+    name_max = os.pathconf(tmp_path, "PC_NAME_MAX")  # 255 on ext4, tmpfs, overlayfs
+    long_out = str(tmp_path / ("x" * (name_max + 45)))
+    shown = long_out[:100] + f"... ({len(long_out)} characters)"
+    for argv, message in (
+        (["generate", "--out", "", "--configs", "n32"], "--out='': expected a folder path"),
+        (["vocab", "--out", ""], "--out='': expected a file path"),
+        (
+            ["stats", "--configs", "n32", "--num-examples", "2", "--report", ""],
+            "--report='': expected a file path",
+        ),
+        (
+            ["generate", "--out", long_out, "--configs", "n32"],
+            (
+                f"--out={shown}: the name is too long (a path component of {name_max + 45} "
+                f"bytes; the file system allows {name_max} per name)"
+            ),
+        ),
+        (
+            ["generate", "--out", "x" * (name_max + 1) + "/sub", "--configs", "n32"],
+            "--out=" + "x" * 100 + f"... ({name_max + 5} characters): the name is too long (a "
+            f"path component of {name_max + 1} bytes; the file system allows {name_max} per name)",
+        ),
+        (
+            ["vocab", "--out", "y" * name_max + ".json"],
+            "--out=" + "y" * 100 + f"... ({name_max + 5} characters): the name is too long (a "
+            f"path component of {name_max + 5} bytes; the file system allows {name_max} per name)",
+        ),
+    ):
+        assert main(argv) == 2, argv
+        captured = capsys.readouterr()
+        assert captured.out == ""
+        assert captured.err == f"swar-bench data {argv[0]}: error: {message}\n", argv
+    assert set(os.listdir(tmp_path)) - {"hf_cache"} == set()  # nothing written

@@ -355,13 +355,87 @@ def test_readme_lists_only_the_cards_configs(tmp_path):
 
 def test_a_rerun_removes_temporary_files_an_interrupted_run_left(tmp_path):
     (tmp_path / "n32").mkdir()
-    stale = ["n32/.tmp-k2j4h5.parquet", ".tmp-abc12345README.md", ".tmp-q1vocab.json"]
-    kept = ["n32/.tmp-notes.txt", "n32/my.tmp-1.parquet", "n64/.tmp-x.parquet", ".tmp-x.parquet"]
+    # ours, in DIR and in every config folder of the card, whichever configs the rerun writes
+    stale = [
+        "n32/.tmp-k2j4h5.parquet",
+        "n64/.tmp-x.parquet",
+        "n16384/.tmp-9abc.parquet",
+        ".tmp-abc12345README.md",
+        ".tmp-q1vocab.json",
+        ".tmp-zzparams.json",
+        ".tmp-probe-a1b2",
+    ]
+    # not ours: other names, or folders that are not configs of the card
+    kept = [
+        "n32/.tmp-notes.txt",
+        "n32/my.tmp-1.parquet",
+        "n7/.tmp-x.parquet",
+        "notes/.tmp-x.parquet",
+        ".tmp-x.parquet",
+    ]
     for name in stale + kept:
         os.makedirs(os.path.dirname(tmp_path / name), exist_ok=True)
         (tmp_path / name).write_text("x")
     write_dataset(tmp_path, ["n32"], ["test"], num_examples=2, progress=False)
     assert [n for n in stale + kept if (tmp_path / n).exists()] == kept
+    assert hub_io.remove_stale_temp_files(tmp_path) == []  # nothing left to remove
+
+
+@pytest.mark.parametrize(
+    "source, message",
+    [
+        (
+            "afile",
+            "source='afile': is a file, expected a folder in the Hub layout or a Hub id owner/name",
+        ),
+        ("./afile", "source='./afile': is a file, expected a folder"),
+        (
+            "nonexist",
+            "source='nonexist': no such folder, and not a Hub id; expected a folder in the Hub layout or a Hub id owner/name (e.g. irodkin/passkey_swar)",
+        ),
+        ("passkey_swar", "source='passkey_swar': no such folder, and not a Hub id"),
+        ("./missing/folder", "source='./missing/folder': no such folder, and not a Hub id"),
+        ("/no/such/folder", "source='/no/such/folder': no such folder, and not a Hub id"),
+        ("a/b/c", "source='a/b/c': no such folder, and not a Hub id"),
+        ("owner--x/name", "source='owner--x/name': no such folder"),
+        ("", "source='': no such folder"),
+    ],
+)
+def test_a_file_or_a_bare_name_is_refused_without_asking_the_hub(
+    source, message, tmp_path, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "afile").write_text("x")
+
+    def hub(*args, **kwargs):
+        raise AssertionError(f"asked the Hub for {args[0]!r}")
+
+    monkeypatch.setattr(datasets, "load_dataset", hub)
+    with pytest.raises(DataSourceError) as err:
+        load_split(source, "n32", "validation")
+    assert message in str(err.value) and "\n" not in str(err.value)
+    with pytest.raises(DataSourceError, match=re.escape(message)):
+        check_disjoint(source, ["n32"])
+
+
+def test_hub_ids_are_owner_slash_name():
+    for ok in ("irodkin/passkey_swar", "a/b", "Org-1/data.set_2"):
+        assert hub_io.is_hub_id(ok), ok
+    for bad in (
+        "passkey_swar",
+        "afile",
+        "./a/b",
+        "/a/b",
+        "a/b/c",
+        "a//b",
+        "a/.b",
+        "a/b-",
+        "a--b/c",
+        "a/b..c",
+        "",
+        "a/" + "b" * 95,
+    ):
+        assert not hub_io.is_hub_id(bad), bad
 
 
 def test_a_split_without_examples_is_an_error(tmp_path, cache):
