@@ -212,6 +212,12 @@ class SwarBenchCLI(LightningCLI):
                     f"--ckpt_path=last: no last*.ckpt in --checkpoint.dirpath={dirpath}; expected the folder of a "
                     "fit run, or a checkpoint file"
                 )
+        interval = (cfg.get("trainer") or {}).get("val_check_interval")
+        if isinstance(interval, (int, float)) and not isinstance(interval, bool) and interval <= 0:
+            raise ValueError(
+                f"--trainer.val_check_interval={interval} is invalid; expected training batches between validations "
+                "(an integer >= 1) or a fraction of an epoch in (0, 1]"
+            )
         for flag, folder in _output_folders(cfg, subcommand):
             check_output_folder(folder, flag)
 
@@ -363,6 +369,11 @@ def _check_config_files(argv: list[str]) -> None:
             continue  # jsonargparse reports unreadable and malformed files
         if content is None:
             raise ValueError(f"--config={path}: the file is empty; expected a YAML mapping of options such as configs/quickstart.yaml")
+        if not isinstance(content, dict):
+            raise ValueError(
+                f"--config={path}: holds a YAML {type(content).__name__}, not a mapping of options; expected e.g. "
+                "configs/quickstart.yaml"
+            )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -372,7 +383,7 @@ def main(argv: list[str] | None = None) -> int:
     stopped on a non-finite loss (one line on stderr).
     """
     from jsonargparse import ArgumentError
-    from lightning.pytorch.utilities.exceptions import SIGTERMException
+    from lightning.pytorch.utilities.exceptions import MisconfigurationException, SIGTERMException
 
     argv = resolve_mechanism_names(list(sys.argv[1:] if argv is None else argv))
     try:
@@ -392,12 +403,21 @@ def main(argv: list[str] | None = None) -> int:
         print(f"swar-bench: training stopped: {_one_line(str(err))}", file=sys.stderr)
         return 1
     except ValueError as err:
-        print(f"swar-bench: error: {_one_line(str(err))}", file=sys.stderr)
+        message = _one_line(str(err))
+        if "parameter group" in message or "size of optimizer's group" in message:  # torch's Optimizer.load_state_dict
+            message = (
+                f"--ckpt_path: the checkpoint's optimizer state does not fit this run's optimizer ({message}); expected "
+                "the --model.weight_decay and trainable parameters of the run that wrote it, or a new run without --ckpt_path"
+            )
+        print(f"swar-bench: error: {message}", file=sys.stderr)
         return 2
     except OSError as err:
         if err.filename is None:
             raise
         print(f"swar-bench: error: {err.filename}: {err.strerror or err}", file=sys.stderr)
+        return 2
+    except MisconfigurationException as err:  # Lightning's own checks of --trainer.* values
+        print(f"swar-bench: error: {_one_line(str(err))}", file=sys.stderr)
         return 2
     except SIGTERMException:  # a SystemExit with code None: it would read as success
         print("swar-bench: stopped by SIGTERM (fit --ckpt_path last resumes from the last saved checkpoint)", file=sys.stderr)

@@ -31,6 +31,10 @@ def _error_line(capsys, argv):
         (["test", "--model.mechanism=GRU", "--data.eval_batch_size=-3"], r"eval_batch_size=-3 is invalid; expected a positive integer$"),
         (["test", "--model.mechanism=GRU", "--ckpt_path=/nonexistent/x.ckpt"], r"^swar-bench: error: --ckpt_path=/nonexistent/x\.ckpt: no such file$"),
         (["fit", "--model.mechanism=GRU", "--model.grad_clip=-1"], r"grad_clip=-1\.0 is invalid; expected a max gradient norm"),
+        (["fit", "--model.mechanism=GRU", "--trainer.max_steps=-5"], r"^swar-bench: error: `max_steps` must be a non-negative integer"),
+        (["fit", "--model.mechanism=GRU", "--trainer.max_time=abc"], r"is not a valid duration"),
+        (["fit", "--model.mechanism=GRU", "--trainer.val_check_interval=0"],
+         r"--trainer\.val_check_interval=0 is invalid; expected training batches between validations"),
         (["test", "--model.mechanism=GRU", "--ckpt_path", str(CONFIGS)],
          r"--ckpt_path=.*configs: a folder, not a checkpoint; expected a \.ckpt file"),
     ],
@@ -50,6 +54,25 @@ def test_empty_config_file_is_named_in_one_line(tmp_path, capsys):
     code, err = _error_line(capsys, ["fit", "--config", str(empty)])
     assert code == 2
     assert err == [f"swar-bench: error: --config={empty}: the file is empty; expected a YAML mapping of options such as configs/quickstart.yaml"]
+
+
+def test_config_that_is_not_a_mapping_is_named(tmp_path, capsys):
+    listed = tmp_path / "list.yaml"
+    listed.write_text("- a\n")
+    code, err = _error_line(capsys, ["fit", f"--config={listed}"])
+    assert code == 2
+    assert err == [f"swar-bench: error: --config={listed}: holds a YAML list, not a mapping of options; expected e.g. configs/quickstart.yaml"]
+
+
+def test_resume_with_another_optimizer_layout_names_the_cause(tmp_path, capsys):
+    base = ["fit", "--config", str(CONFIGS / "quickstart.yaml"), "--model.mechanism=GRU", "--model.mechanism.init_args.d_model=8",
+            "--data.eval_examples=2", "--trainer.val_check_interval=2", *_common(tmp_path)]
+    assert main([*base, "--trainer.max_steps=2"]) == 0
+    capsys.readouterr()
+    code, err = _error_line(capsys, [*base, "--trainer.max_steps=4", "--ckpt_path", "last", "--model.weight_decay=0"])
+    assert code == 2 and len(err) == 1
+    assert err[0].startswith("swar-bench: error: --ckpt_path: the checkpoint's optimizer state does not fit this run's optimizer (")
+    assert "--model.weight_decay" in err[0]
 
 
 def test_vocabulary_smaller_than_the_task_stops_before_anything_is_written(tmp_path, capsys):
