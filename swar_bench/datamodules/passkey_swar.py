@@ -37,6 +37,7 @@ from typing import Any
 import lightning.pytorch as pl
 import numpy as np
 import torch
+from lightning.pytorch.utilities import rank_zero_warn
 from torch.utils.data import DataLoader, Dataset, DistributedSampler
 
 DEFAULT_TRAIN_CONFIGS = (32, 64, 128, 256)
@@ -358,6 +359,8 @@ class PasskeySwarDataModule(pl.LightningDataModule):
         examples_per_epoch: training examples per epoch over all ranks (batches per epoch per
             rank = examples_per_epoch // (batch_size * world_size), at least 1).
         eval_examples: examples per N in validation / test (card: 1000; fewer for quick runs).
+            A stored split with fewer gives all it has, with one warning (``rank_zero_warn``)
+            naming the split, the number asked and the number available.
         seed: seeds the per-step draw of N from ``train_configs`` (the examples themselves
             come from the card's seed formula).
         task_params: ``PasskeySwarParams`` fields as a dict (default: the card's parameters).
@@ -414,6 +417,7 @@ class PasskeySwarDataModule(pl.LightningDataModule):
         self.dataset = PasskeySwarBatches(source, self.params)
         self.stream = TrainStream(self.train_configs, self.batch_size, 1, self.seed)
         self._pending_state: dict[str, Any] | None = None
+        self._capped: set[tuple[str, int]] = set()  # (split, N) already warned of
 
     # ------------------------------------------------------------------ ranks
 
@@ -501,6 +505,12 @@ class PasskeySwarDataModule(pl.LightningDataModule):
         for n in configs:
             size = self.dataset.split_size(split, n)
             counts[n] = self.eval_examples if size is None else min(size, self.eval_examples)
+            if size is not None and size < self.eval_examples and (split, n) not in self._capped:
+                self._capped.add((split, n))  # once per split and N, not at every epoch
+                rank_zero_warn(
+                    f"eval_examples={self.eval_examples}: the {split} split of n{n} in "
+                    f"{self.source} has {size} examples; evaluating those {size}"
+                )
         keys = eval_keys(split, configs, counts, self.eval_batch_size, rank, world)
         return self._loader(EvalBatchSampler(keys))
 

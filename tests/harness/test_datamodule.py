@@ -229,3 +229,30 @@ def test_local_folder_is_read_with_the_parameters_it_records(tmp_path):
     assert ages.numel() > 0 and int(ages.max()) <= 8
     with pytest.raises(ValueError, match=r"w=16.*w=8|w=8.*w=16"):
         PasskeySwarDataModule(source=str(tmp_path), val_configs=[32], task_params={"w": 16})
+
+
+def test_eval_examples_beyond_a_stored_split_warn_once_with_both_counts(tmp_path):
+    import warnings
+
+    from swar_bench.tasks.hub_io import write_dataset
+
+    write_dataset(tmp_path, ["n32", "n64"], ["validation", "test"], num_examples=5, progress=False)
+    dm = PasskeySwarDataModule(source=str(tmp_path), val_configs=[32, 64], test_configs=[64], batch_size=4, eval_examples=100)
+    dm.trainer = None
+    with pytest.warns(UserWarning) as record:
+        batches = list(dm.val_dataloader())
+    messages = [str(w.message) for w in record]
+    assert messages == [
+        f"eval_examples=100: the validation split of n{n} in {tmp_path} has 5 examples; evaluating those 5"
+        for n in (32, 64)
+    ]
+    assert sum(int(b["n_writes"].numel()) for b in batches) == 10  # 5 per N, the cap itself
+    with pytest.warns(UserWarning, match=r"eval_examples=100: the test split of n64 .* has 5 examples"):
+        list(dm.test_dataloader())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # once per split and N: a second epoch's loader is quiet
+        list(dm.val_dataloader())
+        # enough stored examples: no warning
+        exact = PasskeySwarDataModule(source=str(tmp_path), val_configs=[32], eval_examples=5)
+        exact.trainer = None
+        list(exact.val_dataloader())
