@@ -31,7 +31,7 @@ from swar_bench.referee.suites import (
     multi_hop_suite,
     needle_suite,
 )
-from swar_bench.referee.table import comparison_table
+from swar_bench.referee.table import check_result, comparison_table
 from swar_bench.referee.train import train_tbptt
 
 __all__ = [
@@ -40,6 +40,7 @@ __all__ = [
     "SCHEMA",
     "FlopLedger",
     "ThompsonBernoulli",
+    "check_result",
     "comparison_table",
     "copy_suite",
     "evaluate",

@@ -12,6 +12,9 @@ error. The table is printed
 to stdout. ``--threads`` sets torch's CPU threads (default: ``OMP_NUM_THREADS`` if set, else
 min(4, available cores)); the package sets ``OMP_WAIT_POLICY=PASSIVE`` unless already set. The mechanism
 is built after ``torch.manual_seed(init_seed)`` (default: ``seed``), so a config names one result.
+A result file given to ``compare`` that lacks a field the table shows is named in a one-line error.
+Stopped by SIGINT or SIGTERM, the command prints one line, removes the folders it created that are
+still empty, and exits with 130 or 143.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import argparse
 import errno
 import logging
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -32,7 +36,7 @@ from swar_bench.referee.report import (
     read_json,
     write_json,
 )
-from swar_bench.referee.table import comparison_table
+from swar_bench.referee.table import check_result, comparison_table
 
 PROG = "swar-bench referee"
 
@@ -391,6 +395,8 @@ def _compare_checked(args, names: list[str]) -> int:
     """Read the results, print the table and draw ``--plot`` (already checked) if given."""
     try:
         named = {n: read_json(p) for n, p in zip(names, args.results)}
+        for path, result in zip(args.results, named.values()):
+            check_result(result, path)  # a file missing a field is named here, not mid-table
         table = comparison_table(named)
     except ValueError as e:  # our own one-line messages, naming the path: shown whole
         return _error(e, limit=None)
@@ -404,12 +410,45 @@ def _compare_checked(args, names: list[str]) -> int:
     return 0
 
 
+class _Terminated(BaseException):
+    """Raised in the main thread by the SIGTERM handler, so that cleanup (``finally``: removing the
+    empty ``--out`` folders this run created; the atomic writes' temporary files) runs as for Ctrl-C."""
+
+
+def _raise_terminated(signum, frame):
+    # a second SIGTERM while cleaning up must not cut the cleanup short
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    raise _Terminated
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of ``swar-bench referee``; returns the exit status (0 ok, 2 bad input)."""
+    """Entry point of ``swar-bench referee``; returns the exit status.
+
+    0 ok; 2 bad input (one line); 130 interrupted by SIGINT (Ctrl-C), 143 by SIGTERM (``timeout``,
+    SLURM), i.e. 128 + the signal, each after one line on stderr and after removing the folders
+    this run created that are still empty. Results are written atomically, so an interrupted run
+    leaves no half-written file. The SIGTERM handler is installed only when called from the main
+    thread (Python allows no other) and the previous handler is restored on return.
+    """
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] == "compare":
-        return _compare(argv[1:])
-    return _run(argv)
+    try:
+        previous = signal.signal(signal.SIGTERM, _raise_terminated)
+        installed = True
+    except ValueError:  # not the main thread: signals are the caller's
+        previous, installed = None, False
+    try:
+        if argv and argv[0] == "compare":
+            return _compare(argv[1:])
+        return _run(argv)
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 128 + signal.SIGINT
+    except _Terminated:
+        print(f"{PROG}: terminated (SIGTERM)", file=sys.stderr)
+        return 128 + signal.SIGTERM
+    finally:
+        if installed:  # None: a handler not set from Python, which cannot be put back
+            signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
 
 
 if __name__ == "__main__":

@@ -15,19 +15,143 @@ from swar_bench.referee.evaluate import PROTOCOL_KEYS, SCHEMA
 from swar_bench.referee.suites import SUITE_NAMES
 
 
+class _Malformed(Exception):
+    """One problem found in a result (its field path and what is wrong), for ``check_result``."""
+
+
+_NUMBER = (int, float)
+_SUITE_CELL_KEYS = {
+    "needle": ("accuracy", "proxy_accuracy", "loss"),
+    "copy": ("accuracy", "proxy_accuracy", "loss"),
+    "multi_hop": ("accuracy", "proxy_accuracy", "loss"),
+    "perplexity": ("perplexity", "accuracy"),
+}
+"""The cell fields ``comparison_table`` shows, per suite (each a number, or null)."""
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, Mapping):
+        return "a mapping"
+    text = repr(value)
+    return f"{text if len(text) <= 40 else text[:37] + '...'} ({type(value).__name__})"
+
+
+def _get(obj: Mapping[str, Any], key: str, path: str, kinds: tuple, what: str, null=False) -> Any:
+    """``obj[key]``, checked to be an instance of ``kinds`` (or None if ``null``); else ``_Malformed``."""
+    name = f"{path}.{key}" if path else key
+    if key not in obj:
+        raise _Malformed(f"{name} is missing")
+    value = obj[key]
+    if value is None and null:
+        return value
+    if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+        raise _Malformed(f"{name} is {_kind(value)}, not {what}")
+    return value
+
+
+def _check(result: Any) -> None:
+    if not isinstance(result, Mapping):
+        raise _Malformed(f"the top level is {_kind(result)}, not a mapping")
+    schema = _get(result, "schema", "", (str,), f"{SCHEMA!r}")
+    if schema != SCHEMA:
+        raise _Malformed(f"schema is {schema!r}, not {SCHEMA!r}")
+    protocol = _get(result, "protocol", "", (Mapping,), "a mapping")
+    missing = [k for k in PROTOCOL_KEYS if k not in protocol]
+    if missing:
+        raise _Malformed(f"protocol.{missing[0]} is missing")
+    ranges = _get(protocol, "ranges", "protocol", (list, tuple), "a list of distances")
+    if not ranges or not all(isinstance(r, _NUMBER) and not isinstance(r, bool) for r in ranges):
+        raise _Malformed(f"protocol.ranges is {_kind(ranges)}, not a non-empty list of distances")
+    _get(protocol, "seed", "protocol", (int,), "an integer")
+    _get(protocol, "vocab", "protocol", (int,), "an integer")
+    _get(protocol, "state_budget_bytes", "protocol", _NUMBER, "a number of bytes")
+    _get(protocol, "compute_budget_flops", "protocol", _NUMBER, "a number of FLOPs")
+    _get(result, "solved_threshold", "", _NUMBER, "a number of nats")
+    suites = _get(result, "suites", "", (Mapping,), "a mapping")
+    for suite, keys in _SUITE_CELL_KEYS.items():
+        cells = _get(suites, suite, "suites", (list,), "a list of cells")
+        if len(cells) != len(ranges):
+            raise _Malformed(
+                f"suites.{suite} has {len(cells)} cells, not one per range ({len(ranges)})"
+            )
+        for i, cell in enumerate(cells):
+            path = f"suites.{suite}[{i}]"
+            if not isinstance(cell, Mapping):
+                raise _Malformed(f"{path} is {_kind(cell)}, not a mapping")
+            for key in keys:
+                _get(cell, key, path, _NUMBER, "a number or null", null=True)
+    curve = _get(result, "forgetting_curve", "", (list,), "a list of points")
+    if len(curve) != len(ranges):
+        raise _Malformed(
+            f"forgetting_curve has {len(curve)} points, not one per range ({len(ranges)})"
+        )
+    for i, point in enumerate(curve):
+        path = f"forgetting_curve[{i}]"
+        if not isinstance(point, Mapping):
+            raise _Malformed(f"{path} is {_kind(point)}, not a mapping")
+        _get(point, "range", path, _NUMBER, "a distance in tokens")
+        for key in ("accuracy", "proxy_accuracy", "loss"):
+            _get(point, key, path, _NUMBER, "a number or null", null=True)
+    mechanism = _get(result, "mechanism", "", (Mapping,), "a mapping")
+    _get(mechanism, "class", "mechanism", (str,), "a class name")
+    _get(mechanism, "n_params", "mechanism", (int,), "an integer")
+    if _get(mechanism, "loss_only", "mechanism", (bool,), "true or false"):
+        _get(result, "accuracy_note", "", (str,), "a note")
+    state = _get(result, "state", "", (Mapping,), "a mapping")
+    _get(state, "state_bytes", "state", _NUMBER, "a number of bytes")
+    _get(state, "within_budget", "state", (bool,), "true or false")
+    flops = _get(result, "flops", "", (Mapping,), "a mapping")
+    _get(flops, "total", "flops", _NUMBER, "a number of FLOPs or null", null=True)
+    r = _get(result, "self_knowledge_correlation", "", _NUMBER, "a number or null", null=True)
+    if r is None:
+        _get(result, "self_knowledge_reason", "", (str,), "a reason")
+    curriculum = result.get("curriculum")
+    if curriculum is not None:
+        if not isinstance(curriculum, Mapping):
+            raise _Malformed(f"curriculum is {_kind(curriculum)}, not a mapping or null")
+        pulls = _get(curriculum, "pulls", "curriculum", (list,), "a list of counts")
+        if not all(isinstance(n, int) and not isinstance(n, bool) for n in pulls):
+            raise _Malformed(f"curriculum.pulls is {_kind(pulls)}, not a list of counts")
+
+
+def check_result(result: Any, where: str) -> None:
+    """Check that ``result`` has every field ``comparison_table`` and the forgetting-curve plot read.
+
+    A result loaded from a file (``swar-bench referee compare``) may be valid JSON of the right
+    top-level shape yet be missing a suite or hold a string where a mapping belongs; this finds
+    that at the boundary instead of deep in the rendering. Checked: ``schema`` equals ``SCHEMA``;
+    ``protocol`` holds every key of ``PROTOCOL_KEYS`` (``ranges`` a non-empty list of distances
+    in tokens); ``suites`` holds one cell per range for each suite of ``SUITE_NAMES`` with the
+    fields shown (numbers, or null); ``forgetting_curve`` one point per range; ``mechanism``,
+    ``state``, ``flops``, ``self_knowledge_correlation`` and ``curriculum`` (null allowed).
+
+    Args:
+        result: the object to check (an ``evaluate`` result, or what a JSON file held).
+        where: what to call it in the error (a file path, ``results['name']``).
+
+    Raises:
+        ValueError: one line naming ``where``, the first field missing or of the wrong type, and
+            what was expected.
+    """
+    try:
+        _check(result)
+    except _Malformed as e:
+        raise ValueError(
+            f"{where}: {e}; expected an evaluate() result (schema {SCHEMA!r})"
+        ) from None
+
+
 def _named(results: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
     if not isinstance(results, Mapping) or not results:
         raise ValueError(
             "results: expected one evaluate() result or a non-empty {name: result} mapping"
         )
     if "schema" in results:
+        check_result(results, "result")
         return {str(results["mechanism"]["class"]).rsplit(".", 1)[-1]: results}
     named = {}
     for name, r in results.items():
-        if not isinstance(r, Mapping) or r.get("schema") != SCHEMA:
-            raise ValueError(
-                f"results[{name!r}]: expected an evaluate() result with schema {SCHEMA!r}"
-            )
+        check_result(r, f"results[{name!r}]")
         named[str(name)] = r
     return named
 
@@ -70,7 +194,8 @@ def comparison_table(results: Mapping[str, Any]) -> str:
     gives parameters, state bytes against the budget, FLOPs and the self-knowledge correlation.
 
     Raises:
-        ValueError: not an ``evaluate`` result, or results run with different ranges, seeds, vocab,
+        ValueError: not an ``evaluate`` result or missing a field it shows (``check_result``,
+        naming the result and the field), or results run with different ranges, seeds, vocab,
         state budgets, FLOP budgets or sizes (``check_comparable``).
     """
     named = _named(results)

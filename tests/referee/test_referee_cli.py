@@ -3,6 +3,10 @@
 import functools
 import json
 import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -311,3 +315,126 @@ def test_importing_the_referee_before_torch_makes_openmp_waiters_sleep():
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
     )
     assert out.stdout.strip() == "PASSIVE"
+
+
+def test_compare_names_a_result_file_missing_a_field(tmp_path, capsys, gru_result):
+    good = tmp_path / "a" / "result.json"
+    good.parent.mkdir()
+    good.write_text(json.dumps(gru_result))
+    no_suites = json.loads(json.dumps(gru_result))
+    no_suites["suites"] = {}
+    protocol_str = dict(json.loads(json.dumps(gru_result)), protocol="x")
+    for bad, problem in [
+        (no_suites, "suites.needle is missing"),
+        (protocol_str, "protocol is 'x' (str), not a mapping"),
+    ]:
+        path = tmp_path / "b.json"
+        path.write_text(json.dumps(bad))
+        assert main(["compare", str(good), str(path), "--names", "a", "b"]) == 2
+        captured = capsys.readouterr()
+        assert captured.out == ""
+        assert captured.err == (
+            f"swar-bench referee: error: {path}: {problem}; "
+            "expected an evaluate() result (schema 'swar_bench.referee/1')\n"
+        )
+
+
+def _stop_inside_evaluate(monkeypatch, stop):
+    """Make the CLI's evaluate call ``stop()`` (a signal or an exception), as a run stopped mid-way."""
+
+    @functools.wraps(evaluate)  # the parser reads evaluate's signature
+    def stopped(*args, **kwargs):
+        stop()
+        time.sleep(5)  # the signal handler runs before this returns
+        raise AssertionError("the run was not stopped")
+
+    monkeypatch.setattr("swar_bench.referee.cli.evaluate", stopped)
+
+
+def _raise_keyboard_interrupt():
+    raise KeyboardInterrupt
+
+
+@pytest.mark.parametrize(
+    "stop, rc, line",
+    [
+        (_raise_keyboard_interrupt, 130, "swar-bench referee: interrupted\n"),
+        (
+            lambda: os.kill(os.getpid(), signal.SIGTERM),
+            143,
+            "swar-bench referee: terminated (SIGTERM)\n",
+        ),
+    ],
+)
+def test_stopped_run_prints_one_line_and_removes_its_empty_out(
+    tmp_path, capsys, monkeypatch, stop, rc, line
+):
+    _stop_inside_evaluate(monkeypatch, stop)
+    before = signal.getsignal(signal.SIGTERM)
+    out = tmp_path / "x" / "refint"
+    assert main(["--config", str(QUICK), "--out", str(out), *SMALL]) == rc
+    assert capsys.readouterr().err.endswith(line)  # after the mechanism's log lines, if any
+    assert list(tmp_path.iterdir()) == []  # both folders it created are gone
+    assert signal.getsignal(signal.SIGTERM) is before  # the previous handler is back
+
+
+def test_sigterm_while_writing_leaves_no_half_written_file(tmp_path, capsys, monkeypatch, gru_result):
+    import swar_bench.referee.report as report
+
+    armed = []
+
+    @functools.wraps(evaluate)
+    def finished(*args, **kwargs):
+        armed.append(True)  # the --out check is done: the next atomic write is the real one
+        return gru_result
+
+    real_umask = report._umask
+
+    def umask_then_sigterm():  # called inside the atomic write, after the temp file is written
+        if armed:
+            os.kill(os.getpid(), signal.SIGTERM)
+        return real_umask()
+
+    monkeypatch.setattr("swar_bench.referee.cli.evaluate", finished)
+    monkeypatch.setattr(report, "_umask", umask_then_sigterm)
+    out = tmp_path / "run"
+    assert main(["--config", str(QUICK), "--out", str(out), *SMALL]) == 143
+    assert capsys.readouterr().err.endswith("swar-bench referee: terminated (SIGTERM)\n")
+    assert list(tmp_path.iterdir()) == []  # no temp file, no result.json, no empty folder
+    kept = tmp_path / "kept"
+    kept.mkdir()  # a folder that was there before is kept, still empty
+    armed.clear()
+    assert main(["--config", str(QUICK), "--out", str(kept), *SMALL]) == 143
+    assert kept.is_dir() and list(kept.iterdir()) == []
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_signal_from_outside_ends_the_command_with_one_line(tmp_path, signum):
+    # the real command in its own process, stopped as by Ctrl-C or `timeout -s TERM`
+    out = tmp_path / "x" / "refint"
+    cmd = [sys.executable, "-m", "swar_bench.cli", "referee", "--config", str(QUICK)]
+    cmd += ["--out", str(out), "--n_train_steps", "100000"]  # runs until stopped
+    proc = subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        # a child of a non-interactive shell may start with SIGINT ignored: start it as a terminal would
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not out.is_dir() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert out.is_dir(), proc.communicate(timeout=60)
+        proc.send_signal(signum)
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 128 + signum, stderr
+    name = "interrupted" if signum == signal.SIGINT else "terminated (SIGTERM)"
+    assert stderr.splitlines()[-1] == f"swar-bench referee: {name}"
+    assert "Traceback" not in stderr and stdout == ""
+    assert list(tmp_path.iterdir()) == []

@@ -4,7 +4,7 @@ import copy
 
 import pytest
 
-from swar_bench.referee.table import comparison_table
+from swar_bench.referee.table import check_result, comparison_table
 
 
 def test_single_result_and_mapping(gru_result):
@@ -57,3 +57,59 @@ def test_loss_only_cells_show_no_accuracy(gru_result):
     text = comparison_table({"lo": r})
     c = r["suites"]["needle"][0]
     assert f"- / {c['proxy_accuracy']:.2f} / {c['loss']:.3f}" in text
+
+
+def _without_suites(r):
+    r["suites"] = {}
+
+
+def _protocol_str(r):
+    r["protocol"] = "x"
+
+
+def _cell_without_loss(r):
+    del r["suites"]["copy"][1]["loss"]
+
+
+def _short_curve(r):
+    r["forgetting_curve"] = r["forgetting_curve"][:1]
+
+
+def _n_params_str(r):
+    r["mechanism"]["n_params"] = "3"
+
+
+def _protocol_without_hops(r):
+    del r["protocol"]["hops"]
+
+
+@pytest.mark.parametrize(
+    "break_it, problem",
+    [
+        (_without_suites, "suites.needle is missing"),
+        (_protocol_str, "protocol is 'x' (str), not a mapping"),
+        (_cell_without_loss, "suites.copy[1].loss is missing"),
+        (_short_curve, "forgetting_curve has 1 points, not one per range (2)"),
+        (_n_params_str, "mechanism.n_params is '3' (str), not an integer"),
+        (_protocol_without_hops, "protocol.hops is missing"),
+    ],
+)
+def test_malformed_results_are_named_in_one_line(gru_result, break_it, problem):
+    bad = copy.deepcopy(gru_result)
+    break_it(bad)
+    expected = "; expected an evaluate() result (schema 'swar_bench.referee/1')"
+    with pytest.raises(ValueError) as e:
+        comparison_table({"good": gru_result, "bad": bad})
+    assert str(e.value) == f"results['bad']: {problem}{expected}"
+    with pytest.raises(ValueError) as e:  # a single result is checked as well
+        comparison_table(bad)
+    assert str(e.value) == f"result: {problem}{expected}"
+    check_result(gru_result, "r")  # the real thing passes
+
+
+def test_check_result_rejects_non_mappings_and_other_schemas(gru_result):
+    with pytest.raises(ValueError, match=r"^f\.json: the top level is \[1\] \(list\), not a mapping"):
+        check_result([1], "f.json")
+    other = dict(gru_result, schema="swar_bench.referee/0")
+    with pytest.raises(ValueError, match="schema is 'swar_bench.referee/0', not 'swar_bench"):
+        check_result(other, "f.json")
