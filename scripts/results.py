@@ -207,6 +207,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tag", default="", help="name suffix of the outputs: results_<tag>_tables.md, figures/results_<tag>_<kind>.png")
     args = p.parse_args(argv)
     mechs = [m.strip() for m in args.mechanisms.split(",") if m.strip()]
+    if not mechs:
+        p.error(f"--mechanisms={args.mechanisms!r} names no mechanism; expected some of {', '.join(MECHANISM_CONFIGS)}")
     unknown = [m for m in mechs if m not in MECHANISM_CONFIGS]
     if unknown:
         p.error(f"unknown mechanism {unknown[0]!r}; expected one of {', '.join(MECHANISM_CONFIGS)}")
@@ -230,12 +232,13 @@ def main(argv: list[str] | None = None) -> int:
         if bad:
             p.error(f"--test-configs={args.test_configs!r}: {bad[0]!r} is not an allowed N; expected some of "
                     f"{', '.join(map(str, ALLOWED_N))}")
-    for flag, folder in (("--out", args.out), ("--docs", args.docs)):
-        probe = (folder if folder.is_absolute() else ROOT / folder)
-        while not probe.exists() and probe != probe.parent:
-            probe = probe.parent
-        if not probe.is_dir() or not os.access(probe, os.W_OK):
-            p.error(f"{flag}={folder}: the folder cannot be created ({probe} is not a writable folder)")
+    from swar_bench.lightning_cli import check_output_folder
+
+    for flag, folder in (("--out", args.out), ("--docs", args.docs), ("--docs", args.docs / "figures")):
+        try:  # really creates and removes a folder there: permission bits alone pass for root in /proc
+            check_output_folder(folder if folder.is_absolute() else ROOT / folder, flag)
+        except ValueError as err:
+            p.error(str(err))
     import yaml
 
     if not (ROOT / args.config).is_file():

@@ -18,6 +18,9 @@ commands:
 `swar-bench COMMAND --help` describes each command."""
 
 
+LIGHTNING_COMMANDS = ("fit", "validate", "test", "predict")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Dispatch ``argv`` (default ``sys.argv[1:]``) to a command; returns its exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -39,6 +42,13 @@ def main(argv: list[str] | None = None) -> int:
         from swar_bench.demo import main as demo_main
 
         return demo_main(argv[1:])
+    if not argv[0].startswith("-") and argv[0] not in LIGHTNING_COMMANDS:
+        print(
+            f"swar-bench: error: unknown command {argv[0]!r}; expected one of "
+            f"{', '.join((*LIGHTNING_COMMANDS, 'data', 'referee', 'demo'))} (swar-bench --help)",
+            file=sys.stderr,
+        )
+        return 2
     from swar_bench.lightning_cli import main as lightning_main
 
     return lightning_main(argv)

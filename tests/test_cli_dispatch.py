@@ -22,3 +22,13 @@ def test_data_command_is_dispatched(tmp_path, capsys):
 
     vocab = json.loads(out.read_text())
     assert (vocab["PAD"], vocab["NULL"], vocab["k0"], len(vocab)) == (0, 7, 8, 40)
+
+
+def test_unknown_command_lists_every_command(capsys):
+    from swar_bench.cli import main
+
+    assert main(["bogus"]) == 2
+    assert capsys.readouterr().err == (
+        "swar-bench: error: unknown command 'bogus'; expected one of fit, validate, test, predict, data, referee, demo "
+        "(swar-bench --help)\n"
+    )

@@ -27,7 +27,9 @@ def _results():
         (["--mechanisms", "Transformer"], "unknown mechanism 'Transformer'"),
         (["--config", "configs/nope.yaml"], "--config='configs/nope.yaml' does not exist"),
         (["--tag", "a/b"], "--tag='a/b' is invalid"),
-        (["--docs", "README.md"], "--docs=README.md: the folder cannot be created"),
+        (["--docs", "README.md"], "the folder cannot be created (/"),
+        (["--docs", "/proc/x"], "--docs=/proc/x: the folder cannot be created"),
+        (["--mechanisms", ""], "--mechanisms='' names no mechanism"),
     ],
 )
 def test_bad_options_stop_before_any_run(argv, message, tmp_path, capsys):
