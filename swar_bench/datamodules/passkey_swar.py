@@ -407,6 +407,14 @@ class PasskeySwarDataModule(pl.LightningDataModule):
         if task_params:
             from swar_bench.tasks.passkey_swar import PasskeySwarParams
 
+            if not isinstance(task_params, dict):
+                raise ValueError(f"task_params={task_params!r} is invalid; expected a mapping of PasskeySwarParams fields")
+            fields = set(PasskeySwarParams.__dataclass_fields__)
+            unknown = sorted(set(task_params) - fields)
+            if unknown:
+                raise ValueError(
+                    f"task_params has unknown field(s) {', '.join(unknown)}; expected some of {', '.join(sorted(fields))}"
+                )
             self.params = PasskeySwarParams(**task_params)
         if source != "generate" and os.path.isdir(os.fspath(source)):
             from swar_bench.tasks.hub_io import folder_params

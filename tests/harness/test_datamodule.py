@@ -160,7 +160,9 @@ def test_local_hub_folder_gives_the_generated_batches(tmp_path):
     generated = PasskeySwarDataModule(train_configs=[32], val_configs=[32], batch_size=4, eval_examples=6)
     for dm in (local, generated):
         dm.trainer = None
-    a, b = list(local.val_dataloader()), list(generated.val_dataloader())
+    with pytest.warns(UserWarning, match="eval_examples=100"):
+        a = list(local.val_dataloader())
+    b = list(generated.val_dataloader())
     assert [x["input_ids"].shape[0] for x in a] == [4, 2]  # capped at the 6 stored examples
     for x, y in zip(a, b):
         assert all(torch.equal(x[k], y[k]) for k in x)
@@ -256,3 +258,8 @@ def test_eval_examples_beyond_a_stored_split_warn_once_with_both_counts(tmp_path
         exact = PasskeySwarDataModule(source=str(tmp_path), val_configs=[32], eval_examples=5)
         exact.trainer = None
         list(exact.val_dataloader())
+
+
+def test_unknown_task_params_are_one_line():
+    with pytest.raises(ValueError, match=r"^task_params has unknown field\(s\) zz; expected some of active_max, "):
+        PasskeySwarDataModule(task_params={"zz": 1})
