@@ -143,11 +143,27 @@ def check_output_folder(path: str | os.PathLike, flag: str) -> None:
     if "://" in text:
         return
     target = Path(text).absolute()
+    def exists(p: Path) -> bool:
+        try:
+            return p.exists()
+        except OSError:  # e.g. a name too long to look up: it does not exist
+            return False
+
     probe = target
-    while not probe.exists() and probe != probe.parent:
+    while not exists(probe) and probe != probe.parent:
         probe = probe.parent
     if not probe.is_dir():
         raise ValueError(f"{flag}={text}: the folder cannot be created ({probe} is not a folder)")
+    try:
+        name_max = os.pathconf(probe, "PC_NAME_MAX")
+    except (OSError, ValueError, AttributeError):
+        name_max = 255
+    too_long = [part for part in target.relative_to(probe).parts if len(os.fsencode(part)) > name_max]
+    if too_long:
+        raise ValueError(
+            f"{flag}={text[:80]}... ({len(text)} characters): the folder cannot be created (a name of "
+            f"{len(os.fsencode(too_long[0]))} bytes; the file system allows {name_max})"
+        )
     try:
         os.rmdir(tempfile.mkdtemp(prefix=".swar-bench-probe-", dir=probe))
     except OSError as err:

@@ -311,3 +311,11 @@ def test_sigterm_is_reported_with_its_exit_status(tmp_path):
     assert err.strip().splitlines()[-1] == (
         "swar-bench: stopped by SIGTERM (fit --ckpt_path last resumes from the last saved checkpoint)"
     )
+
+
+def test_a_folder_name_too_long_is_named_before_any_work(tmp_path, capsys):
+    long_dir = tmp_path / ("y" * 300)
+    code, err = _error_line(capsys, ["fit", "--model.mechanism=GRU", f"--checkpoint.dirpath={long_dir}", *_common(tmp_path)[:1]])
+    assert code == 2 and len(err) == 1
+    assert err[0].startswith("swar-bench: error: --checkpoint.dirpath=") and "a name of 300 bytes; the file system allows" in err[0]
+    assert list(tmp_path.iterdir()) == []
