@@ -442,3 +442,18 @@ def test_signal_from_outside_ends_the_command_with_one_line(tmp_path, signum):
     assert stderr.splitlines()[-1] == f"swar-bench referee: {name}"
     assert "Traceback" not in stderr and stdout == ""
     assert list(tmp_path.iterdir()) == []
+
+
+def test_main_from_another_thread_leaves_signals_alone(tmp_path, capsys):
+    import threading
+
+    before = signal.getsignal(signal.SIGTERM)
+    rcs = []
+    worker = threading.Thread(
+        target=lambda: rcs.append(main(["compare", str(tmp_path / "missing.json")]))
+    )
+    worker.start()
+    worker.join()
+    assert rcs == [2]  # signal.signal would raise ValueError here: no handler is installed
+    assert "missing.json: no such file" in capsys.readouterr().err
+    assert signal.getsignal(signal.SIGTERM) is before
