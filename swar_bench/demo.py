@@ -8,7 +8,8 @@ calibration table, and writes the tables and figures (the ``AnswerTypeAccuracy``
 ``Calibration`` callbacks) into the run's log folder under ``runs/quickstart/``.
 
 Exit code: 0 when the run finished and the target was met on the n32 validation, 3 when it
-finished without meeting it, 2 for bad arguments.
+finished without meeting it, 2 for bad arguments, 1 when training stopped on a non-finite
+loss, 130 when stopped by Ctrl-C and 143 by SIGTERM (each with one line on stderr).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import os
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import argparse  # noqa: E402
+import signal  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -80,8 +82,8 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("overrides", nargs="*", help="extra LightningCLI arguments, e.g. --trainer.max_steps=200")
     args, extra = p.parse_known_args(argv)
     args.overrides = list(args.overrides) + extra
-    if args.max_minutes <= 0:
-        p.error(f"--max-minutes={args.max_minutes} is invalid; expected a positive number of minutes")
+    if not 0 < args.max_minutes <= 1e6:  # also refuses nan and inf
+        p.error(f"--max-minutes={args.max_minutes} is invalid; expected a positive number of minutes (at most 1e6)")
     if args.threads < 1:
         p.error(f"--threads={args.threads} is invalid; expected >= 1")
     if not 0 < args.target <= 1:
@@ -90,12 +92,40 @@ def _parse(argv: list[str]) -> argparse.Namespace:
 
 
 def _max_time(minutes: float) -> str:
-    seconds = int(round(minutes * 60))
-    return f"00:{seconds // 3600:02d}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
+    """Lightning's ``max_time`` string ``DD:HH:MM:SS`` for a budget in minutes."""
+    seconds = round(minutes * 60)
+    days, rest = divmod(seconds, 86400)
+    return f"{days:02d}:{rest // 3600:02d}:{rest % 3600 // 60:02d}:{rest % 60:02d}"
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the demo; see the module docstring for the exit codes."""
+    from lightning.pytorch.utilities.exceptions import MisconfigurationException
+
+    from swar_bench.lightning_cli import flag_sigint, stop_status
+
+    args = _parse(list(sys.argv[1:] if argv is None else argv))
+    previous_sigint = flag_sigint()
+    try:
+        return _run(args)
+    except MisconfigurationException as err:  # Lightning's own checks of --trainer.* values
+        print(f"swar-bench demo: error: {str(err).splitlines()[0]}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("swar-bench demo: interrupted", file=sys.stderr)
+        return 128 + signal.SIGINT
+    except SystemExit as exc:  # Lightning's exits after SIGTERM / Ctrl-C
+        stopped = stop_status(exc, "swar-bench demo", "demo")
+        if stopped is None:
+            raise
+        return stopped
+    finally:
+        signal.signal(signal.SIGINT, previous_sigint)
+
+
+def _run(args: argparse.Namespace) -> int:
+    """Train, test and report (the demo itself); ``main`` turns signals and Lightning's checks
+    into exit codes."""
     from jsonargparse import ArgumentError
 
     from swar_bench.callbacks import AnswerTypeAccuracy, Calibration
@@ -103,7 +133,6 @@ def main(argv: list[str] | None = None) -> int:
     from swar_bench.lightning_cli import TRAINER_DEFAULTS, SwarBenchCLI, _parse_error_line, resolve_mechanism_names
     from swar_bench.module import TBPTTModule
 
-    args = _parse(list(sys.argv[1:] if argv is None else argv))
     config = args.config or default_config()
     if not config.exists():
         print(f"swar-bench demo: error: config {str(config)!r} not found; expected a LightningCLI YAML file", file=sys.stderr)

@@ -396,12 +396,14 @@ def main(argv: list[str] | None = None) -> int:
     """Run the CLI on ``argv`` (default ``sys.argv[1:]``); returns the exit code.
 
     0 on success; 2 for a bad command line / config (one line on stderr); 1 when training
-    stopped on a non-finite loss (one line on stderr).
+    stopped on a non-finite loss (one line on stderr); 130 when stopped by Ctrl-C and 143 by
+    SIGTERM (one line, from rank 0).
     """
     from jsonargparse import ArgumentError
-    from lightning.pytorch.utilities.exceptions import MisconfigurationException, SIGTERMException
+    from lightning.pytorch.utilities.exceptions import MisconfigurationException
 
     argv = resolve_mechanism_names(list(sys.argv[1:] if argv is None else argv))
+    previous_sigint = flag_sigint()
     try:
         _check_config_files(argv)
         SwarBenchCLI(
@@ -435,12 +437,57 @@ def main(argv: list[str] | None = None) -> int:
     except MisconfigurationException as err:  # Lightning's own checks of --trainer.* values
         print(f"swar-bench: error: {_one_line(str(err))}", file=sys.stderr)
         return 2
-    except SIGTERMException:  # a SystemExit with code None: it would read as success
-        print("swar-bench: stopped by SIGTERM (fit --ckpt_path last resumes from the last saved checkpoint)", file=sys.stderr)
-        return 128 + signal.SIGTERM
-    except SystemExit as exc:  # --help, --print_config
+    except KeyboardInterrupt:  # Ctrl-C before Lightning's own handling (parsing, set-up)
+        print("swar-bench: interrupted", file=sys.stderr)
+        return 128 + signal.SIGINT
+    except SystemExit as exc:  # --help, --print_config; Lightning's exits after SIGTERM / Ctrl-C
+        stopped = stop_status(exc, "swar-bench", argv[0] if argv else None)
+        if stopped is not None:
+            return stopped
         return int(exc.code or 0) if not isinstance(exc.code, str) else 2
+    finally:
+        signal.signal(signal.SIGINT, previous_sigint)
     return 0
+
+
+_SIGINT_RECEIVED = False
+
+
+def _flag_sigint(signum, frame) -> None:
+    """Python's own Ctrl-C behaviour (KeyboardInterrupt), remembered: Lightning turns the
+    KeyboardInterrupt into ``sys.exit(1)``, the exit code a non-finite loss also has."""
+    global _SIGINT_RECEIVED
+    _SIGINT_RECEIVED = True
+    raise KeyboardInterrupt
+
+
+def flag_sigint():
+    """Install the remembering Ctrl-C handler; returns the previous one (to restore)."""
+    global _SIGINT_RECEIVED
+    _SIGINT_RECEIVED = False
+    try:
+        return signal.signal(signal.SIGINT, _flag_sigint)
+    except ValueError:  # not the main thread
+        return signal.getsignal(signal.SIGINT)
+
+
+def stop_status(exc: BaseException, prog: str, subcommand: str | None) -> int | None:
+    """The exit status of a run Lightning ended because of a signal, after one line on stderr
+    (from rank 0 only): 143 for SIGTERM (Lightning's ``SIGTERMException``, a ``SystemExit``
+    with code None that would read as success), 130 for Ctrl-C. None for any other exit."""
+    from lightning.pytorch.utilities.exceptions import SIGTERMException
+
+    if isinstance(exc, SIGTERMException):
+        status, what = 128 + signal.SIGTERM, "stopped by SIGTERM"
+    elif _SIGINT_RECEIVED:
+        status, what = 128 + signal.SIGINT, "interrupted"
+    else:
+        return None
+    if subcommand in ("fit", "demo"):
+        what += " (fit --ckpt_path last resumes from the last saved checkpoint)"
+    if int(os.environ.get("RANK", os.environ.get("LOCAL_RANK", "0")) or 0) == 0:
+        print(f"{prog}: {what}", file=sys.stderr)
+    return status
 
 
 if __name__ == "__main__":

@@ -291,26 +291,43 @@ def test_oracle_rules_follow_the_data_or_the_run_stops(tmp_path, capsys):
                    "--model.mechanism.init_args.params to match --data.task_params (or the data folder's params.json)"]
 
 
-def test_sigterm_is_reported_with_its_exit_status(tmp_path):
+@pytest.mark.parametrize("command", ["fit", "demo"])
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGINT"])
+def test_a_stopped_run_says_so_with_its_exit_status(tmp_path, command, signame):
     import signal
     import subprocess
     import sys
     import time
 
-    argv = [sys.executable, "-m", "swar_bench.cli", "fit", "--config", str(CONFIGS / "quickstart.yaml"),
-            "--model.mechanism=GRU", "--model.mechanism.init_args.d_model=8", "--data.eval_examples=2",
-            "--trainer.max_steps=100000", "--trainer.log_every_n_steps=1", *_common(tmp_path)]
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 120
-    while not list(tmp_path.glob("quickstart/version_0/events.out.tfevents.*")) and time.monotonic() < deadline:
-        time.sleep(0.5)  # the run is training once the logger has written
-    time.sleep(2)
-    proc.send_signal(signal.SIGTERM)
-    out, err = proc.communicate(timeout=120)
-    assert proc.returncode == 143, err[-2000:]
-    assert err.strip().splitlines()[-1] == (
-        "swar-bench: stopped by SIGTERM (fit --ckpt_path last resumes from the last saved checkpoint)"
+    signum = getattr(signal, signame)
+    argv = [sys.executable, "-m", "swar_bench.cli", command]
+    if command == "demo":
+        argv += ["--threads", "1"]
+    else:
+        argv += ["--config", str(CONFIGS / "quickstart.yaml")]
+    argv += ["--model.mechanism=GRU", "--model.mechanism.init_args.d_model=8", "--data.eval_examples=2",
+             "--trainer.max_steps=100000", "--trainer.log_every_n_steps=1", *_common(tmp_path)]
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        # a child of a non-interactive shell may start with SIGINT ignored: start it as a terminal would
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
+    try:
+        deadline = time.monotonic() + 120
+        while not list(tmp_path.glob("quickstart/version_0/events.out.tfevents.*")) and time.monotonic() < deadline:
+            time.sleep(0.5)  # the run is training once the logger has written
+        time.sleep(2)
+        proc.send_signal(signum)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 128 + signum, err[-2000:]
+    prog = "swar-bench demo" if command == "demo" else "swar-bench"
+    what = "stopped by SIGTERM" if signame == "SIGTERM" else "interrupted"
+    assert err.strip().splitlines()[-1] == f"{prog}: {what} (fit --ckpt_path last resumes from the last saved checkpoint)"
+    assert "Traceback" not in err
 
 
 def test_a_folder_name_too_long_is_named_before_any_work(tmp_path, capsys):
@@ -319,3 +336,30 @@ def test_a_folder_name_too_long_is_named_before_any_work(tmp_path, capsys):
     assert code == 2 and len(err) == 1
     assert err[0].startswith("swar-bench: error: --checkpoint.dirpath=") and "a name of 300 bytes; the file system allows" in err[0]
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "argv, expected",
+    [
+        (["--max-minutes", "nan"], "swar-bench demo: error: --max-minutes=nan is invalid; expected a positive number of minutes"),
+        (["--max-minutes", "inf"], "swar-bench demo: error: --max-minutes=inf is invalid; expected a positive number of minutes"),
+        (["--trainer.max_steps=-5"], "swar-bench demo: error: `max_steps` must be a non-negative integer or -1"),
+    ],
+)
+def test_demo_bad_input_is_one_line(tmp_path, capsys, argv, expected):
+    from swar_bench.demo import main as demo_main
+
+    try:
+        code = demo_main([*argv, *_common(tmp_path)])
+    except SystemExit as stop:  # argparse's own errors
+        code = stop.code
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and err[-1].startswith(expected), err
+    assert "Traceback" not in "\n".join(err)
+
+
+def test_max_time_is_days_hours_minutes_seconds():
+    from swar_bench.demo import _max_time
+
+    assert _max_time(10) == "00:00:10:00"
+    assert _max_time(1500.5) == "01:01:00:30"
