@@ -421,7 +421,7 @@ class PasskeySwarDataModule(pl.LightningDataModule):
 
             # a local folder records the parameters its data was generated with (params.json);
             # task_params that differ from that record are a one-line error
-            self.params = folder_params(source, self.params)
+            self.params = folder_params(source, self.params, option="--data.task_params")
         self.dataset = PasskeySwarBatches(source, self.params)
         self.stream = TrainStream(self.train_configs, self.batch_size, 1, self.seed)
         self._pending_state: dict[str, Any] | None = None

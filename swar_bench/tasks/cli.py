@@ -411,10 +411,13 @@ def cmd_check(args) -> int:
     _source_params(args.params, args.source)  # no use for them, but wrong ones are an error
     configs = _configs(args.configs, args.source)
     if os.path.isdir(args.source):
-        configs = [c for c in configs if os.path.isdir(os.path.join(args.source, c))]
+        # a config folder counts only if it holds split files (an interrupted generate can leave
+        # an empty one, or one with nothing but a temporary file)
+        configs = [c for c in configs if glob.glob(os.path.join(args.source, c, "*-*.parquet"))]
         if not configs:
             raise DataSourceError(
-                f"none of the requested config folders under {args.source!r}: expected the Hub layout"
+                f"none of the requested configs under {args.source!r} holds a split file: expected the Hub layout "
+                f"({args.source}/n{{N}}/{{split}}-00000-of-00001.parquet)"
             )
     report = check_disjoint(args.source, configs, _splits(args.splits))
     if report:

@@ -368,7 +368,7 @@ def params_diff(a: PasskeySwarParams, b: PasskeySwarParams) -> tuple[str, str]:
 
 
 def folder_params(
-    folder: str | os.PathLike, params: PasskeySwarParams | None = None
+    folder: str | os.PathLike, params: PasskeySwarParams | None = None, option: str = "--params"
 ) -> PasskeySwarParams:
     """The parameters to read a local folder with: its record (:func:`read_params`), or
     ``params``, or the card's. ``params`` that differ from the record are an error: the
@@ -382,8 +382,8 @@ def folder_params(
     if found is not None and params is not None and params != found[0]:
         have, want = params_diff(found[0], params)
         raise DataSourceError(
-            f"--params {want} differ from {have} recorded in {found[1]}: the folder's data was "
-            "generated with those; leave --params out to use them"
+            f"{option} {want} differ from {have} recorded in {found[1]}: the folder's data was "
+            f"generated with those; leave {option} out to use them"
         )
     return found[0] if found is not None else params or PasskeySwarParams()
 

@@ -568,3 +568,11 @@ def test_empty_or_too_long_output_names_are_named_before_any_work(tmp_path, caps
         assert captured.out == ""
         assert captured.err == f"swar-bench data {argv[0]}: error: {message}\n", argv
     assert set(os.listdir(tmp_path)) - {"hf_cache"} == set()  # nothing written
+
+
+def test_check_of_config_folders_without_split_files_fails(tmp_path, capsys):
+    (tmp_path / "n64").mkdir()
+    (tmp_path / "n64" / ".tmp-abc.parquet").write_bytes(b"partial")  # what a killed generate leaves
+    assert main(["check", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"swar-bench data check: error: none of the requested configs under '{tmp_path}' holds a split file")
