@@ -198,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--test-configs", default=None, help="override the config's test N, e.g. 32,64")
     p.add_argument("--eval-examples", type=int, default=None, help="override the config's examples per evaluated N")
     p.add_argument("--resume", action="store_true",
-                   help="reuse finished runs (a last.ckpt and its validation logs) instead of training them again")
+                   help="reuse finished runs (a last.ckpt, its validation logs, and the same fit command) instead of training them again")
     p.add_argument("--jobs", type=int, default=2, help="runs in parallel")
     p.add_argument("--threads", type=int, default=1, help="torch threads per run")
     p.add_argument("--out", type=Path, default=Path("runs/results"), help="run folder")
@@ -265,12 +265,19 @@ def main(argv: list[str] | None = None) -> int:
         fit_args = ["fit", *base_args(mech, args.out, name, args.steps, args.config), f"--model.lr={lr:g}", *data_overrides]
         val_args = ["validate", *base_args(mech, args.out, f"{name}_val", None, args.config),
                     f"--ckpt_path={args.out / name / 'checkpoints' / 'last.ckpt'}", *data_overrides]
-        done = (out / name / "checkpoints" / "last.ckpt").exists() and any((out / f"{name}_val").rglob("events.out.tfevents.*"))
+        record = out / name / "fit_command.txt"  # what the finished run was trained with
+        done = (
+            (out / name / "checkpoints" / "last.ckpt").exists()
+            and any((out / f"{name}_val").rglob("events.out.tfevents.*"))
+            and record.is_file() and record.read_text() == command_line(fit_args)
+        )
         if args.resume and done:
             return mech, lr, 0, [command_line(fit_args), command_line(val_args)], 0.0
+        record.unlink(missing_ok=True)
         rc, fit_cmd = swar_bench(fit_args, out / name / "fit.log", args.threads)
         if rc != 0:
             return mech, lr, rc, [fit_cmd], time.monotonic() - start
+        write_atomic(record, fit_cmd)
         # the final validation that chooses the learning rate, on the last checkpoint
         rc, val_cmd = swar_bench(val_args, out / name / "validate.log", args.threads)
         return mech, lr, rc, [fit_cmd, val_cmd], time.monotonic() - start
