@@ -34,17 +34,17 @@ import os
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-import argparse  # noqa: E402
-import statistics  # noqa: E402
-import sys  # noqa: E402
-import tempfile  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
-from typing import Any  # noqa: E402
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
 
-import lightning.pytorch as pl  # noqa: E402
-import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
+import lightning.pytorch as pl
+import torch
+import torch.nn.functional as F
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "quickstart.yaml"
 
@@ -270,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"repeat {r}: bare {got['bare_run'].tokens_per_s:,.0f} tok/s, harness {got['harness_run'].tokens_per_s:,.0f} tok/s, "
                   f"ratio {got['harness_run'].tokens_per_s / got['bare_run'].tokens_per_s:.3f}, "
                   f"max rel diff loss {diffs[-1][0]:.1e} weights {diffs[-1][1]:.1e}", flush=True)
-    except Exception as err:  # report, do not hide: a benchmark that could not measure fails
+    except Exception as err:  # noqa: BLE001 - report, do not hide: a benchmark that could not measure fails
         print(f"bench_harness: could not measure: {type(err).__name__}: {err}", file=sys.stderr)
         return 1
     if not all(x.tokens_per_s > 0 and x.tokens > 0 for x in bare_runs + harness_runs):

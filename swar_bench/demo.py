@@ -21,14 +21,14 @@ import os
 # Only effective when set before torch starts its thread pool, hence before importing torch.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-import argparse  # noqa: E402
-import signal  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
+import argparse
+import signal
+import sys
+import time
+from pathlib import Path
 
-import lightning.pytorch as pl  # noqa: E402
-import torch  # noqa: E402
+import lightning.pytorch as pl
+import torch
 
 TARGET_KINDS = ("ar_valid", "ar_expired", "passkey")
 TARGET_N = 32
@@ -130,7 +130,12 @@ def _run(args: argparse.Namespace) -> int:
 
     from swar_bench.callbacks import AnswerTypeAccuracy, Calibration
     from swar_bench.datamodules.passkey_swar import PasskeySwarDataModule
-    from swar_bench.lightning_cli import TRAINER_DEFAULTS, SwarBenchCLI, _parse_error_line, resolve_mechanism_names
+    from swar_bench.lightning_cli import (
+        TRAINER_DEFAULTS,
+        SwarBenchCLI,
+        _parse_error_line,
+        resolve_mechanism_names,
+    )
     from swar_bench.module import TBPTTModule
 
     config = args.config or default_config()

@@ -386,7 +386,7 @@ def _check_config_files(argv: list[str]) -> None:
         if content is None:
             raise ValueError(f"--config={path}: the file is empty; expected a YAML mapping of options such as configs/quickstart.yaml")
         if not isinstance(content, dict):
-            raise ValueError(
+            raise ValueError(  # noqa: TRY004 - bad user input: the CLI reports ValueError as one line
                 f"--config={path}: holds a YAML {type(content).__name__}, not a mapping of options; expected e.g. "
                 "configs/quickstart.yaml"
             )

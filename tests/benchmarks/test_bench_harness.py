@@ -22,7 +22,7 @@ bench_harness = _load("bench_harness")
 
 def _tiny_args(**kw):
     # N=32 (~140 tokens) in chunks of 48 tokens: 3 chunks, 3 optimizer steps per batch
-    base = dict(n_writes=32, batch_size=2, tbptt_steps=48, warmup_steps=2, horizon=9, steps=2, warmup=1)
+    base = {"n_writes": 32, "batch_size": 2, "tbptt_steps": 48, "warmup_steps": 2, "horizon": 9, "steps": 2, "warmup": 1}
     base.update(kw)
     return argparse.Namespace(**base)
 

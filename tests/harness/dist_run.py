@@ -14,13 +14,13 @@ import sys
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-import lightning.pytorch as pl  # noqa: E402
-import torch  # noqa: E402
+import lightning.pytorch as pl
+import torch
 
-from swar_bench.callbacks import AnswerTypeAccuracy  # noqa: E402
-from swar_bench.datamodules.passkey_swar import PasskeySwarDataModule  # noqa: E402
-from swar_bench.mechanisms import GatedDeltaNet  # noqa: E402
-from swar_bench.module import TBPTTModule  # noqa: E402
+from swar_bench.callbacks import AnswerTypeAccuracy
+from swar_bench.datamodules.passkey_swar import PasskeySwarDataModule
+from swar_bench.mechanisms import GatedDeltaNet
+from swar_bench.module import TBPTTModule
 
 
 class Recorder(pl.Callback):

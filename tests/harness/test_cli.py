@@ -80,8 +80,8 @@ def test_vocabulary_smaller_than_the_task_stops_before_anything_is_written(tmp_p
             "--trainer.max_steps=2", *_common(tmp_path)]
     code, err = _error_line(capsys, argv)
     assert code == 2
-    assert err == ["swar-bench: error: vocab_size=10 of GatedDeltaNet is too small for passkey_swar; expected >= 40 "
-                   "(8 specials + n_keys + n_values)"]
+    assert err == [("swar-bench: error: vocab_size=10 of GatedDeltaNet is too small for passkey_swar; expected >= 40 "
+                    "(8 specials + n_keys + n_values)")]
     assert list(tmp_path.iterdir()) == []
 
 
@@ -287,8 +287,8 @@ def test_oracle_rules_follow_the_data_or_the_run_stops(tmp_path, capsys):
     # an Oracle built for the card's w=16 on w=8 data would score below 1 without a word
     code, err = _error_line(capsys, base)
     assert code == 2
-    assert err == ["swar-bench: error: Oracle reads the stream with w=16 but the data have w=8; expected "
-                   "--model.mechanism.init_args.params to match --data.task_params (or the data folder's params.json)"]
+    assert err == [("swar-bench: error: Oracle reads the stream with w=16 but the data have w=8; expected "
+                    "--model.mechanism.init_args.params to match --data.task_params (or the data folder's params.json)")]
 
 
 @pytest.mark.parametrize("command", ["fit", "demo"])
@@ -310,7 +310,7 @@ def test_a_stopped_run_says_so_with_its_exit_status(tmp_path, command, signame):
     proc = subprocess.Popen(
         argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         # a child of a non-interactive shell may start with SIGINT ignored: start it as a terminal would
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # noqa: PLW1509 - pytest starts no threads
     )
     try:
         deadline = time.monotonic() + 120
@@ -318,7 +318,7 @@ def test_a_stopped_run_says_so_with_its_exit_status(tmp_path, command, signame):
             time.sleep(0.5)  # the run is training once the logger has written
         time.sleep(2)
         proc.send_signal(signum)
-        out, err = proc.communicate(timeout=120)
+        _, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()

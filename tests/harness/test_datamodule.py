@@ -208,9 +208,10 @@ def test_resume_on_more_ranks_keeps_examples_disjoint():
     new = set()
     for rank, st in enumerate(resumed):
         st.load_state_dict(state)
-        with pytest.warns(UserWarning, match="on 3 ranks"):
-            it3 = iter(TrainBatchSampler(st, rank, 3, None))
-            keys = [next(it3) for _ in range(4)]
+        it3 = iter(TrainBatchSampler(st, rank, 3, None))
+        with pytest.warns(UserWarning, match="on 3 ranks"):  # when the first batch is drawn
+            first = next(it3)
+        keys = [first, *(next(it3) for _ in range(3))]
         new |= {i for k in keys for i in k[2]}
         assert st.world_size == 3 and keys[0][2][0] >= 8
     assert not new & used and len(new) == 3 * 4 * 2

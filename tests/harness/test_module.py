@@ -19,10 +19,10 @@ def _batch(n=32, indices=(0, 1, 2), split="validation"):
 
 
 def _trainer(**kw):
-    base = dict(
-        accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
-        enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0,
-    )
+    base = {
+        "accelerator": "cpu", "devices": 1, "logger": False, "enable_checkpointing": False,
+        "enable_progress_bar": False, "enable_model_summary": False, "num_sanity_val_steps": 0,
+    }
     base.update(kw)
     return pl.Trainer(**base)
 

@@ -13,7 +13,7 @@ DOC = ROOT / "docs" / "REFEREE.md"
 
 def _snippet_calls() -> tuple[dict[str, str], dict[str, ast.Call]]:
     """The imports (name -> module) and the calls (callee name -> call) of the doc's Python block."""
-    blocks = re.findall(r"```python\n(.*?)```", DOC.read_text(), flags=re.S)
+    blocks = re.findall(r"```python\n(.*?)```", DOC.read_text(), flags=re.DOTALL)
     assert len(blocks) == 1, "expected one Python snippet in docs/REFEREE.md"
     tree = ast.parse(blocks[0])
     imports = {

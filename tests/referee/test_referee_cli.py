@@ -379,7 +379,7 @@ def test_stopped_run_prints_one_line_and_removes_its_empty_out(
 
 
 def test_sigterm_while_writing_leaves_no_half_written_file(tmp_path, capsys, monkeypatch, gru_result):
-    import swar_bench.referee.report as report
+    from swar_bench.referee import report
 
     armed = []
 
@@ -424,7 +424,7 @@ def test_signal_from_outside_ends_the_command_with_one_line(tmp_path, signum):
         stderr=subprocess.PIPE,
         text=True,
         # a child of a non-interactive shell may start with SIGINT ignored: start it as a terminal would
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # noqa: PLW1509 - pytest starts no threads
     )
     try:
         deadline = time.monotonic() + 60
