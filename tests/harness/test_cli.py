@@ -225,34 +225,8 @@ def test_checkpoint_of_another_mechanism_is_one_line(tmp_path, capsys):
     assert code == 2 and len(err) == 1 and re.search(expected, err[0]), err
 
 
-class NaNGRU(torch.nn.Module):
-    """A tiny GRU whose training logits turn NaN from its ``after``-th call on."""
-
-    def __init__(self, after: int = 2) -> None:
-        super().__init__()
-        from swar_bench.mechanisms import GRU
-
-        self.inner = GRU(d_model=8, n_layers=1)
-        self.vocab_size = self.inner.vocab_size
-        self.after, self.calls = after, 0
-
-    def init_state(self, batch_size, device=None, dtype=None):
-        return self.inner.init_state(batch_size, device, dtype)
-
-    def detach_state(self, state):
-        return self.inner.detach_state(state)
-
-    def forward(self, input_ids, state):
-        logits, state = self.inner(input_ids, state)
-        if self.training:
-            self.calls += 1
-            if self.calls > self.after:
-                logits = logits * float("nan")
-        return logits, state
-
-
 def test_non_finite_loss_ends_the_cli_with_one_line(tmp_path, capsys):
-    argv = ["fit", "--config", str(CONFIGS / "quickstart.yaml"), f"--model.mechanism={__name__}.NaNGRU",
+    argv = ["fit", "--config", str(CONFIGS / "quickstart.yaml"), "--model.mechanism=harness.nan_mechanism.NaNAfter",
             "--model.mechanism.init_args.after=2", "--model.tbptt_steps=1000", "--data.batch_size=2",
             "--data.val_configs=[32]", "--data.eval_examples=2", "--trainer.val_check_interval=1",
             "--checkpoint.every_n_train_steps=1", *_common(tmp_path)]

@@ -9,6 +9,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from harness.nan_mechanism import NaNAfter
 from swar_bench.datamodules.passkey_swar import PasskeySwarBatches, PasskeySwarDataModule
 from swar_bench.mechanisms import GRU, GatedDeltaNet, Oracle
 from swar_bench.module import TBPTTModule, shift_targets, warmup_cosine
@@ -138,30 +139,6 @@ def test_one_optimizer_step_per_chunk_or_per_sequence():
     _, b = _fit_one_batch(False, 1000)
     for pa, pb in zip(a.parameters(), b.parameters()):
         torch.testing.assert_close(pa, pb)
-
-
-class NaNAfter(torch.nn.Module):
-    """A GRU whose logits turn NaN from its ``after``-th forward call on (training only)."""
-
-    def __init__(self, after):
-        super().__init__()
-        self.inner = GRU(d_model=8, n_layers=1)
-        self.vocab_size = self.inner.vocab_size
-        self.after, self.calls = after, 0
-
-    def init_state(self, batch_size, device=None, dtype=None):
-        return self.inner.init_state(batch_size, device, dtype)
-
-    def detach_state(self, state):
-        return self.inner.detach_state(state)
-
-    def forward(self, input_ids, state):
-        logits, state = self.inner(input_ids, state)
-        if self.training:
-            self.calls += 1
-            if self.calls > self.after:
-                logits = logits * float("nan")
-        return logits, state
 
 
 def test_non_finite_loss_stops_before_update_and_checkpoint(tmp_path):
