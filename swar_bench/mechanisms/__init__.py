@@ -20,6 +20,7 @@ from swar_bench.mechanisms.protocol import (
     state_bytes_at,
 )
 from swar_bench.mechanisms.recurrent import GRU, LSTM
+from swar_bench.mechanisms.rwkv7 import RWKV7
 
 MECHANISMS = (
     "ScalarDecayLinearAttention",
@@ -27,6 +28,7 @@ MECHANISMS = (
     "DeltaNet",
     "GatedDeltaNet",
     "Mamba2",
+    "RWKV7",
     "GRU",
     "LSTM",
     "SlidingWindowAttention",
@@ -39,6 +41,7 @@ __all__ = [
     "GRU",
     "LSTM",
     "MECHANISMS",
+    "RWKV7",
     "Block",
     "CausalAttention",
     "ContextMechanism",

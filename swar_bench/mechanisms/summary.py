@@ -11,6 +11,7 @@ PAPERS = {
     "DeltaNet": "Schlag et al. 2021; Yang et al. 2024 (chunked delta rule)",
     "GatedDeltaNet": "Yang, Kautz & Hatamizadeh 2024 (Gated Delta Networks)",
     "Mamba2": "Dao & Gu 2024 (SSD)",
+    "RWKV7": "Peng et al. 2025 (RWKV-7 Goose)",
     "GRU": "Cho et al. 2014",
     "LSTM": "Hochreiter & Schmidhuber 1997",
     "SlidingWindowAttention": "Beltagy et al. 2020 (Longformer local attention)",

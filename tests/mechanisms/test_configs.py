@@ -28,6 +28,7 @@ EXPECTED = {
     "DeltaNet",
     "GatedDeltaNet",
     "Mamba2",
+    "RWKV7",
     "GRU",
     "LSTM",
     "SlidingWindowAttention",

@@ -19,6 +19,7 @@ LEARNED = {
     "DeltaNet": {**SMALL, "n_heads": 2, "chunk_size": 16},
     "GatedDeltaNet": {**SMALL, "n_heads": 2, "chunk_size": 16},
     "Mamba2": {**SMALL, "d_state": 8, "head_dim": 8, "chunk_size": 16},
+    "RWKV7": {**SMALL, "n_heads": 2, "decay_rank": 4, "a_rank": 4, "gate_rank": 4, "chunk_size": 8},
     "GRU": {**SMALL},
     "LSTM": {**SMALL},
     "SlidingWindowAttention": {**SMALL, "n_heads": 2, "window": 8},

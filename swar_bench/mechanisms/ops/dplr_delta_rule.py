@@ -1,0 +1,200 @@
+"""The diagonal-plus-low-rank (DPLR) delta rule: RWKV-7's state update (Peng et al., 2025,
+"RWKV-7 'Goose' with Expressive Dynamic State Evolution", eq. 16-18; fla's generalized delta rule).
+
+    S_t = (diag(exp(gk_t)) + b_t a_t^T) S_{t-1} + k_t v_t^T      S: [K, V] per head
+    o_t = scale * S_t^T q_t
+
+The paper stores the transpose, ``S (diag(w) + a bᵀ) + v kᵀ``; here ``gk = log w``, ``a = -κ̂``,
+``b = κ̂ · iclr`` (fla's convention). The low-rank term reads the *undecayed* previous state.
+Two exact forms, checked against fla's ``fla.ops.generalized_delta_rule.dplr.naive``: a
+token-by-token recurrence (streaming) and a chunk-parallel form (training). Within a chunk the
+low-rank reads ``u_t = a_t^T S_{t-1}`` solve the unit lower-triangular system
+``(I - A_ab) U = A_ak V + (a * exp(b_{t-1})) S_0`` (the WY form of Yang et al., 2024, section
+3.3, with per-channel decay); only the ``T / chunk_size`` state updates are sequential. Every
+decay factor ``exp(sum of gk over a segment)`` comes from a segment sum, so ``gk = -inf`` (a
+full reset) gives exact zeros, never ``inf - inf``.
+
+Layout follows fla: ``q, k, a, b, gk [B, T, H, K]``, ``v [B, T, H, V]``, ``state [B, H, K, V]``.
+Computation is float32; outputs take ``v``'s dtype, the state stays float32.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from swar_bench.mechanisms.ops.backend import resolve_mode, use_fla
+from swar_bench.mechanisms.ops.chunking import initial_state_of, split_chunks
+
+
+def _check(q, k, v, a, b, gk) -> None:
+    if q.dim() != 4 or any(x.shape != q.shape for x in (k, a, b, gk)) or v.shape[:3] != q.shape[:3]:
+        raise ValueError(
+            "expected q, k, a, b, gk [B, T, H, K] and v [B, T, H, V]; got "
+            + ", ".join(
+                f"{n} {tuple(x.shape)}"
+                for n, x in zip(["q", "k", "v", "a", "b", "gk"], (q, k, v, a, b, gk))
+            )
+        )
+
+
+def recurrent_dplr_delta_rule(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    a: torch.Tensor,
+    b: torch.Tensor,
+    gk: torch.Tensor,
+    scale: float | None = None,
+    initial_state: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Token-by-token recurrence (the streaming form).
+
+    Args:
+        q, k, a, b: ``[B, T, H, K]``; v: ``[B, T, H, V]``; gk: ``[B, T, H, K]`` per-channel log
+        decay (<= 0; -inf resets the channel); scale: default ``K ** -0.5`` (RWKV-7 uses 1);
+        initial_state: ``[B, H, K, V]`` or None (zeros).
+
+    Returns:
+        ``(o [B, T, H, V], final_state [B, H, K, V] float32)``.
+
+    Raises:
+        ValueError: on inconsistent shapes.
+    """
+    _check(q, k, v, a, b, gk)
+    dtype = v.dtype
+    scale = q.shape[-1] ** -0.5 if scale is None else scale
+    S = initial_state_of(q, v, initial_state)
+    outs = []
+    # unbind, not indexing: the backward of x[:, t] zero-fills a full-size gradient per token
+    for q_t, k_t, v_t, a_t, b_t, g_t in zip(*(x.float().unbind(1) for x in (q, k, v, a, b, gk))):
+        u_t = torch.einsum("bhk,bhkv->bhv", a_t, S)  # low-rank read of the undecayed state
+        S = S * g_t.exp()[..., None] + b_t[..., :, None] * u_t[..., None, :]
+        S = S + k_t[..., :, None] * v_t.float()[..., None, :]
+        outs.append(torch.einsum("bhk,bhkv->bhv", q_t * scale, S))
+    o = torch.stack(outs, dim=1) if outs else v.new_zeros(v.shape)
+    return o.to(dtype), S
+
+
+def segment_sum_exp(g: torch.Tensor) -> torch.Tensor:
+    """Decay factors of every segment of a chunk, -inf safe.
+
+    ``g [..., C]`` log decays -> ``D [..., C + 1, C + 1]`` with
+    ``D[..., i, j] = exp(g[j] + ... + g[i - 1])`` for ``j <= i`` (1 on the diagonal) and 0 above
+    it: ``D[t + 1, s + 1]`` is the decay from token ``s`` to ``t`` (``s < t``, excluding ``g_s``),
+    ``D[t + 1, 0]`` the decay from the chunk start through ``t``. Sums are formed from the
+    ``g`` values themselves, never as a difference of cumulative sums, so ``-inf`` gives 0
+    (Dao & Gu, 2024, the stable ``segsum`` of the SSD reference code).
+    """
+    C = g.shape[-1]
+    x = torch.nn.functional.pad(g, (1, 0))  # x[m] = g[m - 1], [..., C + 1]
+    x = x[..., :, None].expand(*x.shape, C + 1)  # x[..., m, j] = g[m - 1]
+    strict = torch.ones(C + 1, C + 1, dtype=torch.bool, device=g.device).tril(-1)
+    seg = x.masked_fill(~strict, 0.0).cumsum(-2)  # [i, j] = sum_{j < m <= i} g[m - 1]
+    causal = torch.ones(C + 1, C + 1, dtype=torch.bool, device=g.device).tril()
+    return seg.masked_fill(~causal, float("-inf")).exp()
+
+
+def chunk_dplr_delta_rule(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    a: torch.Tensor,
+    b: torch.Tensor,
+    gk: torch.Tensor,
+    scale: float | None = None,
+    initial_state: torch.Tensor | None = None,
+    chunk_size: int = 16,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Chunk-parallel form (the training form); same arguments and result as
+    :func:`recurrent_dplr_delta_rule`, up to float rounding. ``T`` need not be a multiple of
+    ``chunk_size`` (zero padding, ``gk = 0``, leaves the state unchanged). The per-channel decay
+    factors cost ``chunk_size^2 * K`` floats per chunk, hence the small default chunk.
+
+    Raises:
+        ValueError: on inconsistent shapes or ``chunk_size < 1``.
+    """
+    _check(q, k, v, a, b, gk)
+    if chunk_size < 1:
+        raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
+    dtype = v.dtype
+    B, T, H, K = q.shape
+    V = v.shape[-1]
+    scale = K**-0.5 if scale is None else scale
+    S = initial_state_of(q, v, initial_state)
+    if T == 0:
+        return v.new_zeros(v.shape), S
+    C = chunk_size
+    n = -(-T // C)
+    qc, kc, vc, ac, bc, gc = (split_chunks(x, C) for x in (q, k, v, a, b, gk))  # [B, H, n, C, .]
+    qc = qc * scale
+    D = segment_sum_exp(gc.transpose(-1, -2))  # [B, H, n, K, C + 1, C + 1]
+    d_incl = D[..., 1:, 1:]  # [.., t, s]: decay over (s, t], s <= t
+    d_excl = D[..., :-1, 1:]  # [.., t, s]: decay over (s, t - 1], s < t (0 for s >= t)
+    # [B, H, n, C, C]: (x_t * decay(s -> t)) . y_s
+    A_qk = torch.einsum("bhntk,bhnkts,bhnsk->bhnts", qc, d_incl, kc)
+    A_qb = torch.einsum("bhntk,bhnkts,bhnsk->bhnts", qc, d_incl, bc)
+    A_ak = torch.einsum("bhntk,bhnkts,bhnsk->bhnts", ac, d_excl, kc)
+    A_ab = torch.einsum("bhntk,bhnkts,bhnsk->bhnts", ac, d_excl, bc)
+    a_decay = ac * D[..., :-1, 0].transpose(-1, -2)  # a_t * decay(chunk start -> t - 1)
+    q_decay = qc * D[..., 1:, 0].transpose(-1, -2)  # q_t * decay(chunk start -> t)
+    to_end = D[..., -1, 1:].transpose(-1, -2)  # [B, H, n, C, K] decay(s -> chunk end)
+    # (I - A_ab) U = A_ak V + a_decay S_0, A_ab strictly lower: a unit lower-triangular solve
+    # (it reads only the strict lower triangle of its matrix).
+    rhs = torch.cat([A_ak @ vc, a_decay], dim=-1)
+    sol = torch.linalg.solve_triangular(-A_ab, rhs, upper=False, unitriangular=True)
+    u_part, w_part = sol[..., :V], sol[..., V:]  # U = u_part + w_part S_0
+    k_end, b_end = kc * to_end, bc * to_end
+    d_last = D[..., -1, 0][..., None]  # [B, H, n, K, 1] decay over the whole chunk
+    states, lowrank = [], []
+    # unbind, not indexing: the backward of x[:, :, i] zero-fills a full-size gradient per chunk
+    for u_i, w_i, v_i, k_i, b_i, d_i in zip(
+        *(x.unbind(2) for x in (u_part, w_part, vc, k_end, b_end, d_last))
+    ):
+        states.append(S)
+        lowrank.append(u_i + w_i @ S)
+        S = S * d_i + k_i.transpose(-1, -2) @ v_i + b_i.transpose(-1, -2) @ lowrank[-1]
+    o = q_decay @ torch.stack(states, dim=2) + A_qk @ vc + A_qb @ torch.stack(lowrank, dim=2)
+    o = o.reshape(B, H, n * C, V)[:, :, :T].transpose(1, 2)
+    return o.to(dtype), S
+
+
+def dplr_delta_rule(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    a: torch.Tensor,
+    b: torch.Tensor,
+    gk: torch.Tensor,
+    scale: float | None = None,
+    initial_state: torch.Tensor | None = None,
+    mode: str = "auto",
+    chunk_size: int = 16,
+    backend: str = "auto",
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Dispatch: ``mode`` "chunk" / "recurrent" / "auto" (recurrent for ``T < 16``, else chunk);
+    ``backend`` "torch" / "fla" / "auto" (fla's Triton ``chunk_dplr_delta_rule`` /
+    ``fused_recurrent_dplr_delta_rule`` on CUDA when fla is installed, else the torch forms).
+
+    Returns ``(o [B, T, H, V], final_state [B, H, K, V] float32)``. Raises ValueError on an
+    unknown mode / backend, or backend "fla" where the kernels cannot run.
+    """
+    mode = resolve_mode(mode, q.shape[1])
+    if use_fla(backend, q):
+        if mode == "chunk":
+            from fla.ops.generalized_delta_rule import chunk_dplr_delta_rule as fla_op
+        else:
+            from fla.ops.generalized_delta_rule import fused_recurrent_dplr_delta_rule as fla_op
+        init = None if initial_state is None else initial_state.float()
+        o, S = fla_op(
+            *(t.contiguous() for t in (q, k, v, a, b)),
+            gk=gk.float().contiguous(),
+            scale=q.shape[-1] ** -0.5 if scale is None else scale,
+            initial_state=init,
+            output_final_state=True,
+        )
+        return o, S.float()
+    if mode == "chunk":
+        return chunk_dplr_delta_rule(
+            q, k, v, a, b, gk, scale=scale, initial_state=initial_state, chunk_size=chunk_size
+        )
+    return recurrent_dplr_delta_rule(q, k, v, a, b, gk, scale=scale, initial_state=initial_state)
