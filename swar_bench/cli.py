@@ -1,4 +1,4 @@
-"""`swar-bench` entry point: `data ...`, `referee ...`, `demo`, else LightningCLI (fit/validate/test/predict)."""
+"""`swar-bench` entry point: `data ...`, `referee ...`, `demo`, `check-mechanism`, else LightningCLI (fit/validate/test/predict)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ commands:
   data                              passkey_swar data: generate, stats, verify, check, show, vocab
   referee                           the E7 long-context referee (--config configs/referee/...yaml)
   demo                              the main job: train the quickstart model, test it per N
+  check-mechanism                   check a mechanism against the protocol before training it (CLASS_PATH)
 
 `swar-bench COMMAND --help` describes each command."""
 
@@ -42,10 +43,14 @@ def main(argv: list[str] | None = None) -> int:
         from swar_bench.demo import main as demo_main
 
         return demo_main(argv[1:])
+    if argv and argv[0] == "check-mechanism":
+        from swar_bench.mechanisms.check_cli import main as check_main
+
+        return check_main(argv[1:])
     if not argv[0].startswith("-") and argv[0] not in LIGHTNING_COMMANDS:
         print(
             f"swar-bench: error: unknown command {argv[0]!r}; expected one of "
-            f"{', '.join((*LIGHTNING_COMMANDS, 'data', 'referee', 'demo'))} (swar-bench --help)",
+            f"{', '.join((*LIGHTNING_COMMANDS, 'data', 'referee', 'demo', 'check-mechanism'))} (swar-bench --help)",
             file=sys.stderr,
         )
         return 2

@@ -6,7 +6,7 @@ from swar_bench.cli import main
 def test_help_lists_every_command(capsys):
     assert main(["--help"]) == 0
     out = capsys.readouterr().out
-    for command in ("fit", "validate", "test", "predict", "data", "referee", "demo"):
+    for command in ("fit", "validate", "test", "predict", "data", "referee", "demo", "check-mechanism"):
         assert command in out
 
 
@@ -29,6 +29,6 @@ def test_unknown_command_lists_every_command(capsys):
 
     assert main(["bogus"]) == 2
     assert capsys.readouterr().err == (
-        "swar-bench: error: unknown command 'bogus'; expected one of fit, validate, test, predict, data, referee, demo "
-        "(swar-bench --help)\n"
+        "swar-bench: error: unknown command 'bogus'; expected one of fit, validate, test, predict, data, referee, demo, "
+        "check-mechanism (swar-bench --help)\n"
     )

@@ -1,0 +1,139 @@
+"""``swar-bench check-mechanism``: the conformance check of a mechanism, from the command line.
+
+    swar-bench check-mechanism GRU
+    swar-bench check-mechanism my_layer.MyModel --init_args '{"d_model": 32}'
+    swar-bench check-mechanism --config configs/quickstart.yaml --config configs/mechanisms/gru.yaml
+
+Prints one row per check (``swar_bench.mechanisms.conformance``) and exits 0 when all pass,
+1 when one fails, 2 for a bad command line (one line on stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+
+def mechanism_from_configs(paths: list[str]) -> tuple[str | None, dict, dict | None]:
+    """``(class_path, init_args, task_params)`` from YAML files merged in order, as LightningCLI
+    merges ``--config`` files: a file holds either a run config (``model.mechanism``, optional
+    ``data.task_params``) or a mechanism entry (``class_path`` / ``init_args``). A later file with
+    the same ``class_path`` updates the init_args; another class replaces them.
+
+    Raises:
+        ValueError: (one line) a missing or unreadable file, or one that is not a mapping.
+    """
+    import yaml
+
+    class_path, init_args, task_params = None, {}, None
+    for path in paths:
+        try:
+            with open(path, encoding="utf-8") as handle:
+                content = yaml.safe_load(handle)
+        except OSError as err:
+            raise ValueError(f"--config={path}: {err.strerror or err}") from None
+        except yaml.YAMLError as err:
+            raise ValueError(f"--config={path}: not valid YAML ({str(err).splitlines()[0]})") from None
+        if not isinstance(content, dict):
+            raise ValueError(f"--config={path}: expected a YAML mapping (a run config or class_path/init_args)")  # noqa: TRY004 - bad user input
+        entry = (content.get("model") or {}).get("mechanism") if isinstance(content.get("model"), dict) else None
+        entry = entry if entry is not None else (content if "class_path" in content else None)
+        data = content.get("data")
+        if isinstance(data, dict) and isinstance(data.get("task_params"), dict):
+            task_params = {**(task_params or {}), **data["task_params"]}
+        if entry is None:
+            continue
+        if isinstance(entry, str):
+            entry = {"class_path": entry}
+        new_path = entry.get("class_path", class_path)
+        if new_path != class_path:
+            init_args = {}
+        class_path = new_path
+        init_args = {**init_args, **(entry.get("init_args") or {})}
+    return class_path, init_args, task_params
+
+
+def parse_init_args(text: str | None) -> dict:
+    """``--init_args`` JSON (or YAML flow syntax) -> dict; ValueError (one line) otherwise."""
+    if text is None:
+        return {}
+    import yaml
+
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        try:
+            value = yaml.safe_load(text)
+        except yaml.YAMLError:
+            value = None
+    if not isinstance(value, dict):
+        raise ValueError(  # noqa: TRY004 - bad user input: the CLI reports ValueError as one line
+            f'--init_args={text}: expected a JSON object such as \'{{"d_model": 32, "n_layers": 1}}\''
+        )
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="swar-bench check-mechanism",
+        description="Check that a mechanism follows the ContextMechanism protocol before training it: "
+        "one row per check with its numbers; exit 0 only when every check passes.",
+    )
+    parser.add_argument("class_path", nargs="?", help="a zoo name (GRU) or module.Class (my_layer.MyModel, with PYTHONPATH)")
+    parser.add_argument("--init_args", help='constructor arguments as JSON, e.g. \'{"d_model": 32}\'')
+    parser.add_argument("--config", action="append", default=[], help="a run config (model.mechanism) or class_path/init_args YAML; repeatable")
+    parser.add_argument("--seq-len", type=int, default=64, help="tokens of the streaming and state checks (default 64)")
+    parser.add_argument("--long-len", type=int, default=2048, help="tokens of the long input (default 2048)")
+    parser.add_argument("--atol", type=float, default=1e-4, help="max |difference| one forward vs chunked stream (default 1e-4)")
+    parser.add_argument("--seed", type=int, default=0)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command on ``argv``; returns 0 (all checks pass), 1 (a check fails) or 2 (bad input)."""
+    from swar_bench.mechanisms.conformance import check_mechanism, format_report, passed
+    from swar_bench.mechanisms.registry import resolve_class, resolve_class_path
+
+    args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        class_path, init_args, task_params = mechanism_from_configs(args.config)
+        class_path = args.class_path or class_path
+        if class_path is None:
+            raise ValueError("no mechanism given; expected CLASS_PATH (e.g. GRU or my_layer.MyModel) or a --config with model.mechanism")
+        init_args = {**init_args, **parse_init_args(args.init_args)}
+        if args.seq_len < 2:
+            raise ValueError(f"--seq-len={args.seq_len}: expected an integer >= 2")
+        if args.long_len < args.seq_len:
+            raise ValueError(f"--long-len={args.long_len}: expected >= --seq-len ({args.seq_len})")
+        if not args.atol >= 0:
+            raise ValueError(f"--atol={args.atol}: expected a number >= 0")
+        cls = resolve_class(class_path, "mechanism")
+        full_path = resolve_class_path(class_path)
+        params = None
+        if task_params is not None:
+            from swar_bench.tasks.passkey_swar import PasskeySwarParams
+
+            try:
+                params = PasskeySwarParams(**task_params)
+            except TypeError as err:
+                raise ValueError(f"data.task_params={task_params}: {err}") from None
+    except ValueError as err:
+        print(f"swar-bench check-mechanism: error: {err}", file=sys.stderr)
+        return 2
+
+    def build() -> Any:
+        return cls(**init_args)
+
+    try:
+        build()
+    except (TypeError, ValueError) as err:
+        print(f"swar-bench check-mechanism: error: {full_path}(**{init_args}) failed: {err}", file=sys.stderr)
+        return 2
+    results = check_mechanism(
+        build, task_params=params, seq_len=args.seq_len, long_len=args.long_len, atol=args.atol, seed=args.seed
+    )
+    shown = ", ".join(f"{k}={v!r}" for k, v in init_args.items())
+    print(format_report(results, f"check-mechanism {full_path}({shown})"))
+    return 0 if passed(results) else 1

@@ -1,0 +1,86 @@
+"""One name resolver for every command: a mechanism given by short name or by class path.
+
+``fit``/``test`` (``--model.mechanism``), ``referee`` (``--mechanism``) and ``check-mechanism``
+all accept
+
+- a short name of the zoo (``swar_bench.mechanisms.MECHANISMS``): ``GRU`` is swar_bench's
+  ``GRU``, never ``torch.nn.GRU``;
+- a dotted class path ``module.Class`` importable from ``sys.path`` (``PYTHONPATH``), e.g.
+  ``swar_bench.mechanisms.GRU`` or ``my_layer.MyModel`` for a layer in a file outside the package.
+
+Anything else is a ``ValueError`` with one line naming the value, the valid short names and, when
+one is close, a suggestion (``difflib.get_close_matches``).
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+
+ZOO_MODULE = "swar_bench.mechanisms"
+
+
+def zoo_names() -> list[str]:
+    """Short names of the zoo, in the order the docs list them (``MECHANISMS``)."""
+    from swar_bench.mechanisms import MECHANISMS
+
+    return list(MECHANISMS)
+
+
+def _suggest(value: str, names: list[str]) -> str:
+    close = difflib.get_close_matches(value, names, n=1, cutoff=0.6)
+    if not close:
+        lowered = {n.lower(): n for n in names}
+        close = [lowered[value.lower()]] if value.lower() in lowered else []
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def resolve_class_path(name: str, what: str = "mechanism") -> str:
+    """The full class path for ``name``: a short name of the zoo -> ``swar_bench.mechanisms.<name>``;
+    a dotted path is imported and returned unchanged.
+
+    Raises:
+        ValueError: (one line) ``name`` is empty, an unknown short name, a module that cannot be
+            imported, a missing attribute, or not a class.
+    """
+    resolve_class(name, what)
+    text = name.strip()
+    return f"{ZOO_MODULE}.{text}" if "." not in text else text
+
+
+def resolve_class(name: str, what: str = "mechanism") -> type:
+    """The class ``name`` denotes (see the module docstring); ``what`` names the option in errors.
+
+    Raises:
+        ValueError: as :func:`resolve_class_path`.
+    """
+    names = zoo_names()
+    listing = ", ".join(names)
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError(f"{what} {name!r} is empty; expected one of {listing} or a class path module.Class")
+    text = name.strip()
+    if "." not in text:
+        if text in names:
+            return getattr(importlib.import_module(ZOO_MODULE), text)
+        raise ValueError(
+            f"unknown {what} {text!r}; expected one of {listing} or a class path module.Class{_suggest(text, names)}"
+        )
+    module_name, _, attr = text.rpartition(".")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as err:
+        missing = getattr(err, "name", None) or module_name
+        hint = " (is its folder on PYTHONPATH, or the package installed?)" if missing == module_name.split(".")[0] else ""
+        raise ValueError(f"{what} {text!r}: cannot import module {module_name!r}: {err}{hint}") from None
+    if not hasattr(module, attr):
+        public = sorted(n for n, v in vars(module).items() if isinstance(v, type) and not n.startswith("_"))
+        raise ValueError(
+            f"{what} {text!r}: module {module_name!r} has no {attr!r}{_suggest(attr, public)}"
+            + (f" (its classes: {', '.join(public[:12])})" if public else "")
+        )
+    cls = getattr(module, attr)
+    if not isinstance(cls, type):
+        raise ValueError(  # noqa: TRY004 - bad user input: the CLI reports ValueError as one line
+            f"{what} {text!r} is a {type(cls).__name__}, not a class; expected a ContextMechanism class"
+        )
+    return cls
