@@ -28,7 +28,6 @@ from matplotlib.ticker import FuncFormatter
 from torchmetrics import Metric
 
 from swar_bench.callbacks.reporting import (
-    format_fraction,
     log_epoch_value,
     markdown_table,
     report_dir,
@@ -36,6 +35,7 @@ from swar_bench.callbacks.reporting import (
     tensorboard_experiments,
     write_text_atomic,
 )
+from swar_bench.intervals import FEW_NOTE, format_accuracy, wilson, wilson_arrays
 from swar_bench.tasks.oracle import ANSWER_KINDS
 from swar_bench.tasks.passkey_swar import ALLOWED_N
 
@@ -310,53 +310,77 @@ class AccuracyReport:
         self.accuracy_of(kind, n_writes)
         return int(self.count[self.n_writes.index(n_writes), KINDS.index(kind)])
 
+    def interval_of(self, kind: str, n_writes: int) -> tuple[float, float]:
+        """95% Wilson interval ``(low, high)`` of ``accuracy_of(kind, n_writes)`` (NaN when not
+        observed), counted in the kind's unit (tokens; sequences for ``passkey_exact``)."""
+        self.accuracy_of(kind, n_writes)
+        i, k = self.n_writes.index(n_writes), KINDS.index(kind)
+        p = wilson(int(self.correct[i, k]), int(self.count[i, k]))
+        return p.low, p.high
+
+    @property
+    def interval(self) -> tuple[np.ndarray, np.ndarray]:
+        """95% Wilson bounds ``(low, high)``, ``float64[len(n_writes), len(KINDS)]`` each (NaN where
+        the count is 0)."""
+        return wilson_arrays(self.correct, self.count)
+
 
 def accuracy_table(report: AccuracyReport) -> str:
-    """Markdown table, one row per N, one column per answer type: ``accuracy (count)``;
-    ``— (0)`` where an answer type does not occur at that N (e.g. stale queries at n32)."""
-    acc = report.accuracy
+    """Markdown table, one row per N, one column per answer type:
+    ``accuracy [95% Wilson low, high] (count)`` (``swar_bench.intervals.format_accuracy``), with
+    ``*`` after a cell of fewer than 30 items and ``— (0)`` where an answer type does not occur at
+    that N (e.g. stale queries at n32); a legend line follows the table."""
     rows = [
-        [f"n{n}"] + [format_fraction(acc[i, k], int(report.count[i, k])) for k in range(len(KINDS))]
+        [f"n{n}"]
+        + [
+            format_accuracy(int(report.correct[i, k]), int(report.count[i, k]))
+            for k in range(len(KINDS))
+        ]
         for i, n in enumerate(report.n_writes)
     ]
-    return markdown_table(["n_writes"] + list(KINDS), rows)
+    legend = FEW_NOTE + " Items are answer tokens; sequences for `passkey_exact`."
+    return markdown_table(["n_writes"] + list(KINDS), rows) + "\n" + legend + "\n"
 
 
 def accuracy_csv(report: AccuracyReport) -> str:
-    """CSV ``n_writes,answer_type,correct,count,accuracy`` (one line per N x answer type; the
-    accuracy is ``nan`` when the count is 0)."""
+    """CSV ``n_writes,answer_type,correct,count,accuracy,ci_low,ci_high,few`` (one line per N x
+    answer type; accuracy and the 95% Wilson bounds are ``nan`` when the count is 0; ``few`` is 1
+    when fewer than 30 items were counted)."""
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(["n_writes", "answer_type", "correct", "count", "accuracy"])
-    acc = report.accuracy
+    writer.writerow(
+        ["n_writes", "answer_type", "correct", "count", "accuracy", "ci_low", "ci_high", "few"]
+    )
     for i, n in enumerate(report.n_writes):
         for k, kind in enumerate(KINDS):
+            p = wilson(int(report.correct[i, k]), int(report.count[i, k]))
             writer.writerow(
-                [n, kind, int(report.correct[i, k]), int(report.count[i, k]), f"{acc[i, k]:.6f}"]
+                [n, kind, p.correct, p.count]
+                + [f"{v:.6f}" for v in (p.accuracy, p.low, p.high)]
+                + [int(p.few)]
             )
     return buf.getvalue()
 
 
 def age_accuracy_csv(report: AccuracyReport) -> str:
-    """CSV ``n_writes,key_age_bin,age_lo,age_hi,correct,count,accuracy`` (``age_hi`` -1 = open bin)."""
+    """CSV ``n_writes,key_age_bin,age_lo,age_hi,correct,count,accuracy,ci_low,ci_high,few``
+    (``age_hi`` -1 = open bin; 95% Wilson bounds over the bin's query tokens, ``nan`` when empty;
+    ``few`` is 1 below 30 tokens)."""
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(["n_writes", "key_age_bin", "age_lo", "age_hi", "correct", "count", "accuracy"])
+    writer.writerow(
+        ["n_writes", "key_age_bin", "age_lo", "age_hi", "correct", "count", "accuracy"]
+        + ["ci_low", "ci_high", "few"]
+    )
     lo, hi = age_bin_bounds(report.age_bin_upper)
     labels = age_bin_labels(report.age_bin_upper)
-    acc = report.age_accuracy
     for i, n in enumerate(report.n_writes):
         for b, label in enumerate(labels):
+            p = wilson(int(report.age_correct[i, b]), int(report.age_count[i, b]))
             writer.writerow(
-                [
-                    n,
-                    label,
-                    int(lo[b]),
-                    int(hi[b]),
-                    int(report.age_correct[i, b]),
-                    int(report.age_count[i, b]),
-                    f"{acc[i, b]:.6f}",
-                ]
+                [n, label, int(lo[b]), int(hi[b]), p.correct, p.count]
+                + [f"{v:.6f}" for v in (p.accuracy, p.low, p.high)]
+                + [int(p.few)]
             )
     return buf.getvalue()
 
@@ -421,7 +445,8 @@ class AnswerTypeAccuracy(Callback):
     Consumes the evaluation step outputs (contract 4: ``pred[M]``, ``target[M]``,
     ``answer_kind[M]``, ``key_age[M]``, ``row[M]``, ``n_writes``) and logs, at epoch end,
     ``val/acc/<kind>/n<N>`` and ``test/acc/<kind>/n<N>`` for every kind in ``KINDS`` observed at N
-    (a kind with count 0 is not logged). The counts are torchmetrics states summed across ranks,
+    (a kind with count 0 is not logged), with the bounds of its 95% Wilson interval as
+    ``<stage>/acc_ci_low/<kind>/n<N>`` and ``<stage>/acc_ci_high/<kind>/n<N>``. The counts are torchmetrics states summed across ranks,
     so the numbers equal a one-process run.
 
     At test end (global rank 0) it writes ``REPORT_FILES`` atomically to ``out_dir`` (default: the
@@ -477,10 +502,13 @@ class AnswerTypeAccuracy(Callback):
             metric.n_writes_values, metric.compute(), metric.age_bin_upper
         )
         acc = report.accuracy
+        low, high = report.interval
         for i, n in enumerate(report.n_writes):
             for k, kind in enumerate(KINDS):
                 if report.count[i, k] > 0:
                     log_epoch_value(pl_module, f"{prefix}/acc/{kind}/n{n}", acc[i, k])
+                    log_epoch_value(pl_module, f"{prefix}/acc_ci_low/{kind}/n{n}", low[i, k])
+                    log_epoch_value(pl_module, f"{prefix}/acc_ci_high/{kind}/n{n}", high[i, k])
         return report
 
     def on_validation_epoch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:

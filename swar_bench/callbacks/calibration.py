@@ -31,13 +31,13 @@ from torchmetrics import Metric
 
 from swar_bench.callbacks.answer_type_accuracy import check_eval_outputs, check_n_writes_values
 from swar_bench.callbacks.reporting import (
-    MISSING,
     log_epoch_value,
     markdown_table,
     report_dir,
     tensorboard_experiments,
     write_text_atomic,
 )
+from swar_bench.intervals import FEW_NOTE, MISSING, format_accuracy, wilson
 from swar_bench.tasks.passkey_swar import ALLOWED_N
 
 N_BINS = 15
@@ -207,12 +207,14 @@ class CalibrationReport:
 
     Attributes:
         n_writes: the evaluated N (ascending; only N with answer tokens).
-        count: answer tokens per N. accuracy, mean_loss (nats), ece: ``float64`` per N.
+        count, correct: answer tokens and correct answer tokens per N (``int64``).
+        accuracy, mean_loss (nats), ece: ``float64`` per N.
         correlation: ``self_knowledge_correlation(1 - accuracy, mean_loss)``.
     """
 
     n_writes: tuple[int, ...]
     count: np.ndarray
+    correct: np.ndarray
     accuracy: np.ndarray
     mean_loss: np.ndarray
     ece: np.ndarray
@@ -240,6 +242,7 @@ class CalibrationReport:
         return cls(
             n_writes=tuple(int(n) for n, k in zip(n_writes_values, keep) if k),
             count=count,
+            correct=a["correct"][keep].astype(np.int64),
             accuracy=accuracy.astype(np.float64),
             mean_loss=mean_loss.astype(np.float64),
             ece=ece,
@@ -248,30 +251,41 @@ class CalibrationReport:
 
 
 def calibration_table(report: CalibrationReport) -> str:
-    """Markdown table (N, answer tokens, accuracy, mean answer loss, ECE) and the correlation line."""
+    """Markdown table (N, answer tokens, accuracy with its 95% Wilson interval over the answer
+    tokens, mean answer loss, ECE), its legend, and the correlation line."""
     rows = [
-        [f"n{n}", str(int(c)), f"{a:.4f}", f"{l:.4f}", f"{e:.4f}"]
-        for n, c, a, l, e in zip(
-            report.n_writes, report.count, report.accuracy, report.mean_loss, report.ece
+        [f"n{n}", str(int(c)), format_accuracy(int(k), int(c), 4), f"{l:.4f}", f"{e:.4f}"]
+        for n, c, k, l, e in zip(
+            report.n_writes, report.count, report.correct, report.mean_loss, report.ece
         )
     ]
     table = markdown_table(
-        ["n_writes", "answer tokens", "accuracy", "mean answer loss (nats)", "ECE"], rows
+        ["n_writes", "answer tokens", "accuracy [95% CI] (tokens)", "mean answer loss (nats)", "ECE"],
+        rows,
     )
+    table += "\n" + FEW_NOTE + "\n"
     corr = report.correlation
     value = f"{corr.value:.4f}" if math.isfinite(corr.value) else f"{MISSING} ({corr.reason})"
     return table + f"\nself-knowledge correlation: {value}\n"
 
 
 def calibration_csv(report: CalibrationReport) -> str:
-    """CSV ``n_writes,count,accuracy,mean_loss,ece`` (one line per N)."""
+    """CSV ``n_writes,count,correct,accuracy,ci_low,ci_high,few,mean_loss,ece`` (one line per N;
+    95% Wilson bounds over the answer tokens; ``few`` is 1 below 30 tokens)."""
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(["n_writes", "count", "accuracy", "mean_loss", "ece"])
-    for n, c, a, l, e in zip(
-        report.n_writes, report.count, report.accuracy, report.mean_loss, report.ece
+    writer.writerow(
+        ["n_writes", "count", "correct", "accuracy", "ci_low", "ci_high", "few", "mean_loss", "ece"]
+    )
+    for n, c, k, l, e in zip(
+        report.n_writes, report.count, report.correct, report.mean_loss, report.ece
     ):
-        writer.writerow([n, int(c), f"{a:.6f}", f"{l:.6f}", f"{e:.6f}"])
+        p = wilson(int(k), int(c))
+        writer.writerow(
+            [n, p.count, p.correct]
+            + [f"{v:.6f}" for v in (p.accuracy, p.low, p.high)]
+            + [int(p.few), f"{l:.6f}", f"{e:.6f}"]
+        )
     return buf.getvalue()
 
 

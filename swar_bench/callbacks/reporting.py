@@ -7,7 +7,6 @@ half-written table or figure, and a crash leaves the previous version in place.
 
 from __future__ import annotations
 
-import math
 import os
 import tempfile
 from collections.abc import Callable
@@ -16,9 +15,6 @@ from typing import Any
 
 import lightning.pytorch as pl
 from lightning.pytorch.loggers import TensorBoardLogger
-
-MISSING = "—"
-"""Table cell for a quantity with no observations (e.g. stale queries at n32, card "Answer rule")."""
 
 
 def _umask() -> int:
@@ -95,13 +91,6 @@ def log_epoch_value(pl_module: pl.LightningModule, name: str, value: float) -> N
         reduce_fx="max",
         add_dataloader_idx=False,
     )
-
-
-def format_fraction(value: float, count: int, digits: int = 3) -> str:
-    """``"0.953 (512)"``, or ``"— (0)"`` when nothing was observed (``count == 0`` or NaN)."""
-    if count == 0 or not math.isfinite(value):
-        return f"{MISSING} ({count})"
-    return f"{value:.{digits}f} ({count})"
 
 
 def markdown_table(header: list[str], rows: list[list[str]]) -> str:

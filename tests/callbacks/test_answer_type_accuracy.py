@@ -12,6 +12,7 @@ import pytest
 import torch
 from lightning.pytorch.loggers import TensorBoardLogger
 from matplotlib.image import imread
+from scipy.stats import binomtest
 
 from swar_bench.callbacks import (
     AGE_BIN_UPPER,
@@ -67,16 +68,19 @@ def test_absent_kind_is_nan_with_count_zero_and_a_dash_in_the_table():
     table = accuracy_table(report)
     row = next(line for line in table.splitlines() if line.startswith("| n32"))
     cells = [c.strip() for c in row.strip("|").split("|")]
+    # 95% Wilson intervals by hand: 1/1 -> [0.207, 1], 0/1 -> [0, 0.793], 4/4 -> [0.510, 1],
+    # 5/6 -> [0.436, 0.970]; every cell has fewer than 30 items, so each is marked "*".
     assert cells == [
         "n32",
-        "1.000 (1)",
-        "0.000 (1)",
+        "1.000 [0.207, 1.000] (1)*",
+        "0.000 [0.000, 0.793] (1)*",
         "— (0)",
-        "0.000 (1)",
-        "1.000 (4)",
-        "1.000 (1)",
-        "0.833 (6)",
+        "0.000 [0.000, 0.793] (1)*",
+        "1.000 [0.510, 1.000] (4)*",
+        "1.000 [0.207, 1.000] (1)*",
+        "0.833 [0.436, 0.970] (6)*",
     ]
+    assert "fewer than 30 items" in table
 
 
 def test_passkey_exact_groups_by_row_not_by_position_order():
@@ -151,9 +155,17 @@ def test_validate_logs_val_keys(tmp_path):
         for n, (correct, count) in by_n.items()
         if count
     }
-    assert set(logged) == set(expected)  # absent kinds (stale at n32) are not logged
-    for key, value in expected.items():
-        assert float(logged[key]) == pytest.approx(value, abs=1e-7), key
+    bounds = {}
+    for kind, by_n in EXPECTED.items():
+        for n, (correct, count) in by_n.items():
+            if count:
+                ci = binomtest(correct, count).proportion_ci(0.95, method="wilson")
+                bounds[f"val/acc_ci_low/{kind}/n{n}"] = ci.low
+                bounds[f"val/acc_ci_high/{kind}/n{n}"] = ci.high
+    # absent kinds (stale at n32) are not logged
+    assert set(logged) == set(expected) | set(bounds)
+    for key, value in {**expected, **bounds}.items():
+        assert float(logged[key]) == pytest.approx(value, abs=1e-6), key
     assert "— (0)" in callback.table()
 
 
@@ -179,6 +191,9 @@ def test_test_writes_tables_figures_and_tensorboard(tmp_path):
         "correct": "4",
         "count": "6",
         "accuracy": "0.666667",
+        "ci_low": "0.299993",  # 95% Wilson interval of 4/6, by hand
+        "ci_high": "0.903229",
+        "few": "1",
     }
     assert (
         by_key[(32, "ar_expired_stale")]["count"] == "0"
@@ -188,6 +203,7 @@ def test_test_writes_tables_figures_and_tensorboard(tmp_path):
     ages = list(csv.DictReader(io.StringIO((out / "accuracy_by_key_age.csv").read_text())))
     row = next(r for r in ages if r["n_writes"] == "64" and r["key_age_bin"] == "33-64")
     assert (row["age_lo"], row["age_hi"], row["correct"], row["count"]) == ("33", "64", "2", "2")
+    assert (row["ci_low"], row["ci_high"], row["few"]) == ("0.342380", "1.000000", "1")
 
     for name in ("accuracy_vs_n_writes.png", "accuracy_vs_key_age.png"):
         image = imread(out / name)

@@ -130,10 +130,13 @@ def test_lightning_logs_ece_and_correlation_and_writes_files(tmp_path):
     assert sorted(p.name for p in (tmp_path / "reports").iterdir()) == sorted(CALIBRATION_FILES)
     csv_text = (tmp_path / "reports" / "calibration.csv").read_text()
     assert csv_text.splitlines() == [
-        "n_writes,count,accuracy,mean_loss,ece",
-        "32,4,0.500000,1.275000,0.287500",
-        "64,3,1.000000,0.500000,0.500000",
+        "n_writes,count,correct,accuracy,ci_low,ci_high,few,mean_loss,ece",
+        # 95% Wilson intervals by hand: 2/4 -> [0.150039, 0.849961], 3/3 -> [0.438503, 1]
+        "32,4,2,0.500000,0.150039,0.849961,1,1.275000,0.287500",
+        "64,3,3,1.000000,0.438503,1.000000,1,0.500000,0.500000",
     ]
+    table = (tmp_path / "reports" / "calibration.md").read_text()
+    assert "| n32 | 4 | 0.5000 [0.1500, 0.8500] (4)* |" in table
     assert (
         "self-knowledge correlation: 1.0000"
         in (tmp_path / "reports" / "calibration.md").read_text()
