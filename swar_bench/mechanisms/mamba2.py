@@ -30,6 +30,62 @@ from swar_bench.mechanisms.ops.backend import check_backend, check_mode
 from swar_bench.mechanisms.ops.simple_gla import simple_gla
 
 
+def ssd(
+    x: torch.Tensor,
+    dt: torch.Tensor,
+    A: torch.Tensor,
+    B: torch.Tensor,
+    C: torch.Tensor,
+    initial_state: torch.Tensor | None = None,
+    mode: str = "auto",
+    chunk_size: int = 64,
+    backend: str = "auto",
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Mamba-2's SSD recurrence with one B/C group (Dao & Gu, 2024, section 3 / Listing 1)::
+
+        h_t = exp(A dt_t) h_{t-1} + dt_t B_t x_t^T       h: [d_state, head_dim] per head
+        y_t = C_t^T h_t
+
+    run as ``simple_gla`` (``q = C``, ``k = dt * B``, ``v = x``, ``g = A * dt``, scale 1), so the
+    chunk form inherits its numerics: any ``dt >= 0`` and any mix within a chunk (``dt`` of 1e-6
+    next to 50, a decay of ``exp(-800)``) is within 2e-5 relative of a float64 recurrence.
+
+    Args:
+        x: ``[B, T, H, P]`` inputs per head (P = head_dim).
+        dt: ``[B, T, H]`` step sizes (>= 0, after softplus), float32.
+        A: ``[H]`` negative decay rates (``-exp(A_log)``).
+        B, C: ``[B, T, N]`` input / output projections of the state (N = d_state).
+        initial_state: ``[B, H, N, P]`` or None (zeros).
+        mode, chunk_size, backend: see ``ops.simple_gla.simple_gla``.
+
+    Returns:
+        ``(y [B, T, H, P]`` in ``x``'s dtype, without the ``D x`` skip; ``final_state [B, H, N, P]``
+        float32``)``.
+
+    Raises:
+        ValueError: on inconsistent shapes, or a bad mode / backend.
+    """
+    batch, T, H, _ = x.shape
+    if dt.shape != (batch, T, H) or B.shape[:2] != (batch, T) or C.shape != B.shape:
+        raise ValueError(
+            f"expected x [B, T, H, P], dt [B, T, H], B, C [B, T, N]; got x {tuple(x.shape)}, "
+            f"dt {tuple(dt.shape)}, B {tuple(B.shape)}, C {tuple(C.shape)}"
+        )
+    k = (B.float().unsqueeze(2) * dt.unsqueeze(-1)).to(x.dtype)  # [B, T, H, N]
+    q = C.unsqueeze(2).expand(batch, T, H, C.shape[-1])
+    return simple_gla(
+        q,
+        k,
+        x,
+        A * dt,
+        scale=1.0,
+        initial_state=initial_state,
+        mode=mode,
+        chunk_size=chunk_size,
+        backend=backend,
+    )
+
+
 class Mamba2Mixer(Mixer):
     """One SSD layer; state ``(conv [B, d_inner + 2 * d_state, conv_size - 1],
     ssm [B, n_heads, d_state, head_dim])`` with ``d_inner = expand * d_model``,
@@ -93,16 +149,13 @@ class Mamba2Mixer(Mixer):
         xbc, conv_state = self.conv(xbc, conv_state)
         xs, b, c = xbc.split([self.d_inner, N, N], dim=-1)
         dt = nn.functional.softplus(dt.float() + self.dt_bias)  # [B, T, H]
-        g = -self.A_log.exp() * dt
         xs = xs.reshape(B, T, H, P)
-        k = (b.float().unsqueeze(2) * dt.unsqueeze(-1)).to(xs.dtype)  # [B, T, H, N]
-        q = c.unsqueeze(2).expand(B, T, H, N)
-        y, new_ssm = simple_gla(
-            q,
-            k,
+        y, new_ssm = ssd(
             xs,
-            g,
-            scale=1.0,
+            dt,
+            -self.A_log.exp(),
+            b,
+            c,
             initial_state=ssm,
             mode=self.mode,
             chunk_size=self.chunk_size,
