@@ -7,6 +7,7 @@ and selectable by ``class_path`` in a LightningCLI config (``configs/mechanisms/
 from swar_bench.mechanisms.adapter import LossOnlyAdapter
 from swar_bench.mechanisms.attention import CausalAttention, SlidingWindowAttention
 from swar_bench.mechanisms.base import Block, Mixer, MixerLM, ShortConvolution
+from swar_bench.mechanisms.based import Based
 from swar_bench.mechanisms.delta_net import DeltaNet, GatedDeltaNet
 from swar_bench.mechanisms.linear_attention import MultiScaleRetention, ScalarDecayLinearAttention
 from swar_bench.mechanisms.mamba2 import Mamba2
@@ -29,6 +30,7 @@ MECHANISMS = (
     "GatedDeltaNet",
     "Mamba2",
     "RWKV7",
+    "Based",
     "GRU",
     "LSTM",
     "SlidingWindowAttention",
@@ -42,6 +44,7 @@ __all__ = [
     "LSTM",
     "MECHANISMS",
     "RWKV7",
+    "Based",
     "Block",
     "CausalAttention",
     "ContextMechanism",

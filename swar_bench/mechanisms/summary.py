@@ -12,6 +12,7 @@ PAPERS = {
     "GatedDeltaNet": "Yang, Kautz & Hatamizadeh 2024 (Gated Delta Networks)",
     "Mamba2": "Dao & Gu 2024 (SSD)",
     "RWKV7": "Peng et al. 2025 (RWKV-7 Goose)",
+    "Based": "Arora et al. 2024 (Taylor linear attention + sliding window)",
     "GRU": "Cho et al. 2014",
     "LSTM": "Hochreiter & Schmidhuber 1997",
     "SlidingWindowAttention": "Beltagy et al. 2020 (Longformer local attention)",

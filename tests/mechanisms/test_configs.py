@@ -29,6 +29,7 @@ EXPECTED = {
     "GatedDeltaNet",
     "Mamba2",
     "RWKV7",
+    "Based",
     "GRU",
     "LSTM",
     "SlidingWindowAttention",

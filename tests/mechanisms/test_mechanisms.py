@@ -20,6 +20,7 @@ LEARNED = {
     "GatedDeltaNet": {**SMALL, "n_heads": 2, "chunk_size": 16},
     "Mamba2": {**SMALL, "d_state": 8, "head_dim": 8, "chunk_size": 16},
     "RWKV7": {**SMALL, "n_heads": 2, "decay_rank": 4, "a_rank": 4, "gate_rank": 4, "chunk_size": 8},
+    "Based": {**SMALL, "n_heads": 2, "feature_dim": 4, "window": 8, "chunk_size": 16},
     "GRU": {**SMALL},
     "LSTM": {**SMALL},
     "SlidingWindowAttention": {**SMALL, "n_heads": 2, "window": 8},
@@ -86,7 +87,8 @@ def test_one_call_equals_any_chunking(name, cuts, seed):
     assert full.shape == (2, T_TEST, 40)
     assert (full - chunked).abs().max().item() <= 1e-5
     for a, b in zip(mech.iter_state_tensors(full_state), mech.iter_state_tensors(chunked_state)):
-        assert (a.float() - b.float()).abs().max().item() <= 1e-5
+        # relative for states that are unnormalised sums (Based's sum phi(k) v^T grows with T)
+        assert (a.float() - b.float()).abs().max().item() <= 1e-5 * max(1.0, a.abs().max().item())
 
 
 @pytest.mark.parametrize("name", sorted(ALL))
