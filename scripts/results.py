@@ -113,7 +113,8 @@ def read_accuracy(csv_path: Path) -> dict[tuple[int, str], tuple[float, int]]:
     out = {}
     with open(csv_path) as handle:
         for row in csv.DictReader(handle):
-            out[(int(row["n_writes"]), row["answer_type"])] = (float(row["accuracy"]), int(row["count"]))
+            accuracy = float("nan") if row["accuracy"] == "none" else float(row["accuracy"])  # none: count 0
+            out[(int(row["n_writes"]), row["answer_type"])] = (accuracy, int(row["count"]))
     return out
 
 

@@ -32,8 +32,9 @@ FEW_ITEMS = 30
 FEW_MARK = "*"
 """Suffix of a table cell counted over fewer than ``FEW_ITEMS`` items."""
 
-MISSING = "—"
-"""Table cell for a quantity with no observations."""
+MISSING = "none"
+"""Table and CSV cell for a quantity with no observations (e.g. stale queries at n32, card
+"Answer rule"), or one that is undefined (a correlation over one N)."""
 
 
 def _count(name: str, value: object) -> int:
@@ -117,7 +118,7 @@ def wilson_arrays(
 
 def format_proportion(p: Proportion, digits: int = 3) -> str:
     """Table cell ``"0.953 [0.931, 0.968] (512)"``; ``"0.900 [0.74, 0.97] (20)*"`` when fewer than
-    ``FEW_ITEMS`` items; ``"— (0)"`` when nothing was counted."""
+    ``FEW_ITEMS`` items; ``"none (0)"`` when nothing was counted."""
     if p.count == 0:
         return f"{MISSING} (0)"
     cell = f"{p.accuracy:.{digits}f} [{p.low:.{digits}f}, {p.high:.{digits}f}] ({p.count})"
@@ -197,7 +198,7 @@ def seed_spread(values: Sequence[float], confidence: float = CONFIDENCE) -> Seed
 
 
 def format_spread(s: SeedSpread, digits: int = 3) -> str:
-    """Table cell ``"0.912 (0.887–0.930; 95% CI 0.85–0.97)"``; ``"—"`` without values."""
+    """Table cell ``"0.912 (0.887–0.930; 95% CI 0.85–0.97)"``; ``"none"`` without values."""
     if not math.isfinite(s.mean):
         return MISSING
     n = sum(math.isfinite(v) for v in s.values)

@@ -53,7 +53,7 @@ def test_wilson_is_the_closed_form_and_contains_the_estimate(kn):
 def test_empty_cell_and_bad_counts():
     p = wilson(0, 0)
     assert p.count == 0 and math.isnan(p.low) and not p.few
-    assert format_accuracy(0, 0) == "— (0)"
+    assert format_accuracy(0, 0) == "none (0)"
     assert p.as_dict()["ci_low"] is None
     with pytest.raises(ValueError, match="correct=3 > count=2"):
         wilson(3, 2)

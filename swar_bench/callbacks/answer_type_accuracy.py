@@ -28,8 +28,10 @@ from matplotlib.ticker import FuncFormatter
 from torchmetrics import Metric
 
 from swar_bench.callbacks.reporting import (
+    format_number,
     log_epoch_value,
     markdown_table,
+    metric_rows,
     report_dir,
     save_figure_atomic,
     tensorboard_experiments,
@@ -263,11 +265,11 @@ class AccuracyReport:
         counts: Mapping[str, torch.Tensor],
         age_bin_upper: Sequence[int] = AGE_BIN_UPPER,
     ) -> AccuracyReport:
-        """Keep the rows of ``AnswerTypeCounts.compute()`` whose N had any supervised position."""
-        arrays = {
-            k: counts[k].detach().cpu().numpy().astype(np.int64)
-            for k in ("correct", "count", "age_correct", "age_count")
-        }
+        """Keep the rows of ``AnswerTypeCounts.compute()`` whose N had any supervised position
+        (any shape torchmetrics gives back: a one-element state is squeezed to 0-d)."""
+        names = ("correct", "count", "age_correct", "age_count")
+        rows = metric_rows({k: counts[k] for k in names}, len(n_writes_values))
+        arrays = {k: v.astype(np.int64) for k, v in rows.items()}
         keep = arrays["count"][:, KINDS.index("all")] > 0
         return cls(
             n_writes=tuple(int(n) for n, k in zip(n_writes_values, keep) if k),
@@ -328,7 +330,7 @@ class AccuracyReport:
 def accuracy_table(report: AccuracyReport) -> str:
     """Markdown table, one row per N, one column per answer type:
     ``accuracy [95% Wilson low, high] (count)`` (``swar_bench.intervals.format_accuracy``), with
-    ``*`` after a cell of fewer than 30 items and ``— (0)`` where an answer type does not occur at
+    ``*`` after a cell of fewer than 30 items and ``none (0)`` where an answer type does not occur at
     that N (e.g. stale queries at n32); a legend line follows the table."""
     rows = [
         [f"n{n}"]
@@ -344,7 +346,7 @@ def accuracy_table(report: AccuracyReport) -> str:
 
 def accuracy_csv(report: AccuracyReport) -> str:
     """CSV ``n_writes,answer_type,correct,count,accuracy,ci_low,ci_high,few`` (one line per N x
-    answer type; accuracy and the 95% Wilson bounds are ``nan`` when the count is 0; ``few`` is 1
+    answer type; accuracy and the 95% Wilson bounds are ``none`` when the count is 0; ``few`` is 1
     when fewer than 30 items were counted)."""
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
@@ -356,7 +358,7 @@ def accuracy_csv(report: AccuracyReport) -> str:
             p = wilson(int(report.correct[i, k]), int(report.count[i, k]))
             writer.writerow(
                 [n, kind, p.correct, p.count]
-                + [f"{v:.6f}" for v in (p.accuracy, p.low, p.high)]
+                + [format_number(v) for v in (p.accuracy, p.low, p.high)]
                 + [int(p.few)]
             )
     return buf.getvalue()
@@ -364,7 +366,7 @@ def accuracy_csv(report: AccuracyReport) -> str:
 
 def age_accuracy_csv(report: AccuracyReport) -> str:
     """CSV ``n_writes,key_age_bin,age_lo,age_hi,correct,count,accuracy,ci_low,ci_high,few``
-    (``age_hi`` -1 = open bin; 95% Wilson bounds over the bin's query tokens, ``nan`` when empty;
+    (``age_hi`` -1 = open bin; 95% Wilson bounds over the bin's query tokens, ``none`` when empty;
     ``few`` is 1 below 30 tokens)."""
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
@@ -379,7 +381,7 @@ def age_accuracy_csv(report: AccuracyReport) -> str:
             p = wilson(int(report.age_correct[i, b]), int(report.age_count[i, b]))
             writer.writerow(
                 [n, label, int(lo[b]), int(hi[b]), p.correct, p.count]
-                + [f"{v:.6f}" for v in (p.accuracy, p.low, p.high)]
+                + [format_number(v) for v in (p.accuracy, p.low, p.high)]
                 + [int(p.few)]
             )
     return buf.getvalue()
@@ -551,9 +553,8 @@ class AnswerTypeAccuracy(Callback):
             return
         if not self.test_report.n_writes:
             rank_zero_warn(
-                "AnswerTypeAccuracy: the test pass had no supervised positions; no report written"
+                "AnswerTypeAccuracy: the test pass had no supervised positions; the report has no rows"
             )
-            return
         self.report_paths = self._write(trainer, out, self.test_report)
 
     def _write(self, trainer: pl.Trainer, out: Path, report: AccuracyReport) -> list[str]:

@@ -6,11 +6,12 @@ all answer tokens at N) and how surprised it says it was (the mean answer-token 
 N). Near +1: it knows when it is failing; near 0: confidently wrong.
 
 Expected calibration error (Guo et al. 2017, "On Calibration of Modern Neural Networks"): the
-answer tokens' top-1 confidences are binned into ``n_bins`` equal-width bins and
-``ECE = sum_b |correct_b - confidence_sum_b| / total``. The binning is torchmetrics'
-``calibration_error`` rule (``torch.bucketize(conf, linspace(0, 1, n_bins + 1), right=True) - 1``,
-so a confidence of exactly 1.0 has a slot of its own); the states here are per-bin sums instead
-of every confidence, so memory does not grow with N and ranks reduce by summation.
+answer tokens' top-1 confidences are binned into ``M = n_bins`` equal-width bins and
+``ECE = sum_b |correct_b - confidence_sum_b| / total``. The bins are Guo et al.'s (Section 2):
+bin ``i`` holds the confidences in ``(i/M, (i+1)/M]``, so a confidence of exactly 1.0 falls in
+the last bin (a float32 softmax gives exactly 1.0 once the top logit leads by about 17) and a
+confidence of 0 in the first. The states are per-bin sums instead of every confidence, so memory
+does not grow with N and ranks reduce by summation.
 """
 
 from __future__ import annotations
@@ -31,8 +32,10 @@ from torchmetrics import Metric
 
 from swar_bench.callbacks.answer_type_accuracy import check_eval_outputs, check_n_writes_values
 from swar_bench.callbacks.reporting import (
+    format_number,
     log_epoch_value,
     markdown_table,
+    metric_rows,
     report_dir,
     tensorboard_experiments,
     write_text_atomic,
@@ -95,7 +98,7 @@ def expected_calibration_error(
     bin_count: np.ndarray, bin_confidence: np.ndarray, bin_correct: np.ndarray
 ) -> float:
     """L1 ECE from per-bin sums: ``sum_b |correct_b - confidence_b| / sum_b count_b``; NaN when
-    the bins are empty. Inputs ``[n_bins + 1]``: token counts, summed confidences, correct tokens."""
+    the bins are empty. Inputs ``[n_bins]``: token counts, summed confidences, correct tokens."""
     total = float(np.sum(bin_count))
     if total == 0:
         return math.nan
@@ -103,6 +106,14 @@ def expected_calibration_error(
         np.abs(np.asarray(bin_correct, np.float64) - np.asarray(bin_confidence, np.float64)).sum()
         / total
     )
+
+
+def confidence_bins(confidence: torch.Tensor, n_bins: int) -> torch.Tensor:
+    """Bin index ``int64[M]`` of each confidence ``[M]`` in [0, 1]: bin ``i`` of ``n_bins``
+    equal-width bins holds ``(i/n_bins, (i+1)/n_bins]``, 0 goes to bin 0 and 1.0 to the last bin
+    (Guo et al. 2017, Section 2). The inner edges are ``i / n_bins`` computed in float64."""
+    inner = torch.arange(1, n_bins, dtype=torch.float64, device=confidence.device) / n_bins
+    return torch.bucketize(confidence.to(torch.float64), inner, right=False)
 
 
 class CalibrationCounts(Metric):
@@ -113,8 +124,10 @@ class CalibrationCounts(Metric):
         n_bins: equal-width confidence bins of the ECE (default 15).
 
     States (summed across ranks): ``count`` / ``correct`` ``int64[n_N]``, ``loss_sum``
-    ``float64[n_N]`` (nats), ``bin_count`` / ``bin_correct`` ``int64[n_N, n_bins + 1]``,
-    ``bin_confidence`` ``float64[n_N, n_bins + 1]``. ``compute()`` returns them in a dict.
+    ``float64[n_N]`` (nats), ``bin_count`` / ``bin_correct`` ``int64[n_N, n_bins]``,
+    ``bin_confidence`` ``float64[n_N, n_bins]``; bin ``i`` holds confidences in
+    ``(i/n_bins, (i+1)/n_bins]`` (0 in bin 0; see ``confidence_bins``). ``compute()`` returns them
+    in a dict (torchmetrics squeezes one-element states: read it with ``CalibrationReport.from_counts``).
 
     Raises:
         ValueError: bad arguments; in ``update``, an N outside ``n_writes_values``, mismatched
@@ -148,7 +161,7 @@ class CalibrationCounts(Metric):
             ("bin_confidence", torch.float64),
         ):
             self.add_state(
-                name, default=torch.zeros(rows, self.n_bins + 1, dtype=dtype), dist_reduce_fx="sum"
+                name, default=torch.zeros(rows, self.n_bins, dtype=dtype), dist_reduce_fx="sum"
             )
 
     def update(
@@ -179,11 +192,10 @@ class CalibrationCounts(Metric):
         self.count[i] += pred.numel()
         self.correct[i] += correct.sum()
         self.loss_sum[i] += loss.detach().to(torch.float64).sum()
-        edges = torch.linspace(0, 1, self.n_bins + 1, dtype=torch.float64, device=conf.device)
-        bins = torch.bucketize(conf, edges, right=True) - 1
-        self.bin_count[i] += torch.bincount(bins, minlength=self.n_bins + 1)
-        self.bin_correct[i] += torch.bincount(bins[correct], minlength=self.n_bins + 1)
-        self.bin_confidence[i] += torch.bincount(bins, weights=conf, minlength=self.n_bins + 1)
+        bins = confidence_bins(conf, self.n_bins)
+        self.bin_count[i] += torch.bincount(bins, minlength=self.n_bins)
+        self.bin_correct[i] += torch.bincount(bins[correct], minlength=self.n_bins)
+        self.bin_confidence[i] += torch.bincount(bins, weights=conf, minlength=self.n_bins)
 
     def update_from_outputs(self, outputs: Mapping[str, Any], stage: str = "validation") -> None:
         """``update`` from an evaluation step's outputs dict (contract 4)."""
@@ -224,8 +236,11 @@ class CalibrationReport:
     def from_counts(
         cls, n_writes_values: Sequence[int], counts: Mapping[str, torch.Tensor]
     ) -> CalibrationReport:
-        """Build the report from ``CalibrationCounts.compute()``."""
-        a = {k: v.detach().cpu().numpy() for k, v in counts.items()}
+        """Build the report from ``CalibrationCounts.compute()`` (any shape torchmetrics gives
+        back: a one-N state is squeezed to 0-d by ``compute()``; the rows are restored here)."""
+        a = metric_rows(counts, len(n_writes_values))
+        for name in ("count", "correct", "loss_sum"):
+            a[name] = a[name][:, 0]
         keep = a["count"] > 0
         count = a["count"][keep].astype(np.int64)
         accuracy = a["correct"][keep] / count
@@ -254,7 +269,8 @@ def calibration_table(report: CalibrationReport) -> str:
     """Markdown table (N, answer tokens, accuracy with its 95% Wilson interval over the answer
     tokens, mean answer loss, ECE), its legend, and the correlation line."""
     rows = [
-        [f"n{n}", str(int(c)), format_accuracy(int(k), int(c), 4), f"{l:.4f}", f"{e:.4f}"]
+        [f"n{n}", str(int(c)), format_accuracy(int(k), int(c), 4)]
+        + [format_number(x, 4) for x in (l, e)]
         for n, c, k, l, e in zip(
             report.n_writes, report.count, report.correct, report.mean_loss, report.ece
         )
@@ -283,8 +299,8 @@ def calibration_csv(report: CalibrationReport) -> str:
         p = wilson(int(k), int(c))
         writer.writerow(
             [n, p.count, p.correct]
-            + [f"{v:.6f}" for v in (p.accuracy, p.low, p.high)]
-            + [int(p.few), f"{l:.6f}", f"{e:.6f}"]
+            + [format_number(v) for v in (p.accuracy, p.low, p.high)]
+            + [int(p.few), format_number(l), format_number(e)]
         )
     return buf.getvalue()
 
@@ -385,8 +401,7 @@ class Calibration(Callback):
         if not trainer.is_global_zero:
             return
         if not self.test_report.n_writes:
-            rank_zero_warn("Calibration: the test pass had no answer tokens; no report written")
-            return
+            rank_zero_warn("Calibration: the test pass had no answer tokens; the report has no rows")
         table = calibration_table(self.test_report)
         self.report_paths = [
             str(write_text_atomic(out / CALIBRATION_FILES[0], table)),

@@ -7,14 +7,19 @@ half-written table or figure, and a crash leaves the previous version in place.
 
 from __future__ import annotations
 
+import math
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import lightning.pytorch as pl
+import numpy as np
+import torch
 from lightning.pytorch.loggers import TensorBoardLogger
+
+from swar_bench.intervals import MISSING
 
 
 def _umask() -> int:
@@ -91,6 +96,32 @@ def log_epoch_value(pl_module: pl.LightningModule, name: str, value: float) -> N
         reduce_fx="max",
         add_dataloader_idx=False,
     )
+
+
+def metric_rows(states: Mapping[str, torch.Tensor], n_rows: int) -> dict[str, np.ndarray]:
+    """A metric's ``compute()`` dict as numpy arrays of shape ``[n_rows, columns]`` (one row per
+    evaluated N).
+
+    torchmetrics' ``compute()`` squeezes a one-element tensor to 0-d (a per-N state with one N),
+    so the rows are restored from ``n_rows`` rather than read from the shapes.
+
+    Raises:
+        ValueError: a state whose size is not a multiple of ``n_rows``.
+    """
+    out = {}
+    for name, value in states.items():
+        array = value.detach().cpu().numpy()
+        if n_rows < 1 or array.size % n_rows:
+            raise ValueError(
+                f"metric state {name!r} has shape {tuple(array.shape)}: expected {n_rows} rows"
+            )
+        out[name] = array.reshape(n_rows, -1)
+    return out
+
+
+def format_number(value: float, digits: int = 6) -> str:
+    """``f"{value:.{digits}f}"``, or ``MISSING`` for NaN (nothing observed, or undefined)."""
+    return f"{value:.{digits}f}" if math.isfinite(value) else MISSING
 
 
 def markdown_table(header: list[str], rows: list[list[str]]) -> str:

@@ -60,7 +60,7 @@ def test_per_kind_counts_by_hand():
             np.testing.assert_equal(report.accuracy_of(kind, n), expected)
 
 
-def test_absent_kind_is_nan_with_count_zero_and_a_dash_in_the_table():
+def test_absent_kind_is_nan_with_count_zero_and_none_in_the_table():
     report = _report([BATCH_N32])
     assert report.n_writes == (32,)
     assert report.count_of("ar_expired_stale", 32) == 0
@@ -74,7 +74,7 @@ def test_absent_kind_is_nan_with_count_zero_and_a_dash_in_the_table():
         "n32",
         "1.000 [0.207, 1.000] (1)*",
         "0.000 [0.000, 0.793] (1)*",
-        "— (0)",
+        "none (0)",
         "0.000 [0.000, 0.793] (1)*",
         "1.000 [0.510, 1.000] (4)*",
         "1.000 [0.207, 1.000] (1)*",
@@ -166,7 +166,7 @@ def test_validate_logs_val_keys(tmp_path):
     assert set(logged) == set(expected) | set(bounds)
     for key, value in {**expected, **bounds}.items():
         assert float(logged[key]) == pytest.approx(value, abs=1e-6), key
-    assert "— (0)" in callback.table()
+    assert "none (0)" in callback.table()
 
 
 def test_test_writes_tables_figures_and_tensorboard(tmp_path):
@@ -197,7 +197,7 @@ def test_test_writes_tables_figures_and_tensorboard(tmp_path):
     }
     assert (
         by_key[(32, "ar_expired_stale")]["count"] == "0"
-        and by_key[(32, "ar_expired_stale")]["accuracy"] == "nan"
+        and by_key[(32, "ar_expired_stale")]["accuracy"] == "none"
     )
 
     ages = list(csv.DictReader(io.StringIO((out / "accuracy_by_key_age.csv").read_text())))

@@ -54,8 +54,8 @@ def test_pearson_refuses_mismatched_inputs():
 
 
 def _ece_batch():
-    # confidences 0.95 (bin 14), 0.95, 0.25 (bin 3), 1.0 (its own slot); correct 1, 0, 0, 1.
-    # ECE = (|1 - 1.9| + |0 - 0.25| + |1 - 1.0|) / 4 = 0.2875.
+    # confidences 0.95 (bin 14), 0.95, 0.25 (bin 3), 1.0 (bin 14 too); correct 1, 0, 0, 1.
+    # ECE = (|2 - 2.9| + |0 - 0.25|) / 4 = 0.2875.
     return eval_outputs(
         32,
         [
