@@ -87,4 +87,4 @@ def test_seed_spread_degenerate_inputs():
     assert same.low == same.high == 0.5
     missing = seed_spread([float("nan"), 0.4, 0.6])
     assert missing.mean == pytest.approx(0.5) and missing.as_dict()["values"][0] is None
-    assert format_spread(seed_spread([float("nan")])) == "—"
+    assert format_spread(seed_spread([float("nan")])) == "none"

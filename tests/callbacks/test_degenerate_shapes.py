@@ -183,8 +183,11 @@ def test_every_report_of_a_degenerate_pass(case):
         correct, count = _hand_counts(batches, int(row["n_writes"]), row["answer_type"])
         assert (int(row["correct"]), int(row["count"])) == (correct, count)
         assert row["accuracy"] == ("none" if count == 0 else f"{correct / count:.6f}")
+        assert (row["ci_low"] == "none") == (row["ci_high"] == "none") == (count == 0)
     table = accuracy_table(acc_report)
-    assert table.count("\n") == 2 + len(seen)
+    assert [ln.split(" |")[0] for ln in table.splitlines() if ln.startswith("| n")] == [
+        "| n_writes"
+    ] + [f"| n{n}" for n in seen]
     for row in list(csv.DictReader(io.StringIO(age_accuracy_csv(acc_report)))):
         assert (row["accuracy"] == "none") == (row["count"] == "0")
 
@@ -230,12 +233,14 @@ def test_test_pass_writes_every_file(tmp_path, batches, n_rows):
     acc = list(csv.DictReader((tmp_path / "answer_type_accuracy.csv").open()))
     assert len(cal) == n_rows and len(acc) == n_rows * len(KINDS)
     if n_rows:
-        assert cal[0] == {"n_writes": "64", "count": "1", "accuracy": "1.000000", "mean_loss": "0.000000", "ece": "0.000000"}
+        assert {k: cal[0][k] for k in ("n_writes", "count", "accuracy", "mean_loss", "ece")} == {
+            "n_writes": "64", "count": "1", "accuracy": "1.000000", "mean_loss": "0.000000", "ece": "0.000000"
+        }
         cells = {r["answer_type"]: r["accuracy"] for r in acc}
         assert cells == {
             "ar_valid": "none", "ar_expired": "none", "ar_expired_stale": "none", "ar_expired_never": "none",
             "passkey": "1.000000", "passkey_exact": "1.000000", "all": "1.000000",
         }
-        assert "| n64 | none (0) |" in (tmp_path / "answer_type_accuracy.md").read_text()
+        assert "| n64 | none (0) | none (0) |" in (tmp_path / "answer_type_accuracy.md").read_text()
     md = (tmp_path / "calibration.md").read_text()
     assert f"self-knowledge correlation: none ({n_rows} evaluated N" in md
