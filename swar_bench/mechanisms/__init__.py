@@ -9,6 +9,7 @@ from swar_bench.mechanisms.attention import CausalAttention, SlidingWindowAttent
 from swar_bench.mechanisms.base import Block, Mixer, MixerLM, ShortConvolution
 from swar_bench.mechanisms.based import Based
 from swar_bench.mechanisms.delta_net import DeltaNet, GatedDeltaNet
+from swar_bench.mechanisms.gla import HGRN2, GatedLinearAttention
 from swar_bench.mechanisms.linear_attention import MultiScaleRetention, ScalarDecayLinearAttention
 from swar_bench.mechanisms.mamba2 import Mamba2
 from swar_bench.mechanisms.oracle import Oracle, OracleState
@@ -31,6 +32,8 @@ MECHANISMS = (
     "Mamba2",
     "RWKV7",
     "Based",
+    "GatedLinearAttention",
+    "HGRN2",
     "GRU",
     "LSTM",
     "SlidingWindowAttention",
@@ -41,6 +44,7 @@ MECHANISMS = (
 
 __all__ = [
     "GRU",
+    "HGRN2",
     "LSTM",
     "MECHANISMS",
     "RWKV7",
@@ -50,6 +54,7 @@ __all__ = [
     "ContextMechanism",
     "DeltaNet",
     "GatedDeltaNet",
+    "GatedLinearAttention",
     "LossOnlyAdapter",
     "Mamba2",
     "Mixer",

@@ -13,6 +13,8 @@ PAPERS = {
     "Mamba2": "Dao & Gu 2024 (SSD)",
     "RWKV7": "Peng et al. 2025 (RWKV-7 Goose)",
     "Based": "Arora et al. 2024 (Taylor linear attention + sliding window)",
+    "GatedLinearAttention": "Yang et al. 2024 (GLA)",
+    "HGRN2": "Qin et al. 2024 (HGRN2)",
     "GRU": "Cho et al. 2014",
     "LSTM": "Hochreiter & Schmidhuber 1997",
     "SlidingWindowAttention": "Beltagy et al. 2020 (Longformer local attention)",

@@ -30,6 +30,8 @@ EXPECTED = {
     "Mamba2",
     "RWKV7",
     "Based",
+    "GatedLinearAttention",
+    "HGRN2",
     "GRU",
     "LSTM",
     "SlidingWindowAttention",

@@ -7,8 +7,10 @@ import pytest
 import torch
 
 from swar_bench.mechanisms import (
+    HGRN2,
     DeltaNet,
     GatedDeltaNet,
+    GatedLinearAttention,
     Mamba2,
     MultiScaleRetention,
     ScalarDecayLinearAttention,
@@ -22,6 +24,8 @@ CELLS = {
     "DeltaNet": (DeltaNet, {"n_heads": 2}),
     "GatedDeltaNet": (GatedDeltaNet, {"n_heads": 2}),
     "Mamba2": (Mamba2, {"d_state": 8, "head_dim": 8}),
+    "GatedLinearAttention": (GatedLinearAttention, {"n_heads": 2}),
+    "HGRN2": (HGRN2, {"n_heads": 2}),
 }
 
 

@@ -21,6 +21,8 @@ LEARNED = {
     "Mamba2": {**SMALL, "d_state": 8, "head_dim": 8, "chunk_size": 16},
     "RWKV7": {**SMALL, "n_heads": 2, "decay_rank": 4, "a_rank": 4, "gate_rank": 4, "chunk_size": 8},
     "Based": {**SMALL, "n_heads": 2, "feature_dim": 4, "window": 8, "chunk_size": 16},
+    "GatedLinearAttention": {**SMALL, "n_heads": 2, "chunk_size": 16},
+    "HGRN2": {**SMALL, "n_heads": 2, "chunk_size": 16},
     "GRU": {**SMALL},
     "LSTM": {**SMALL},
     "SlidingWindowAttention": {**SMALL, "n_heads": 2, "window": 8},

@@ -1,0 +1,254 @@
+"""Gated linear attention and HGRN2: linear attention with a data-dependent decay per key channel.
+
+Both run the ``gla`` op (``S_t = diag(exp(g_t)) S_{t-1} + k_t v_t^T``, ``o_t = scale * S_t^T q_t``,
+``S: [head_k_dim, head_v_dim]`` per head); they differ in where the decay and key come from.
+Layer layouts as in the papers and fla's ``fla/layers/gla.py`` / ``fla/layers/hgrn2.py``.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from swar_bench.mechanisms.base import Mixer, MixerLM, check_positive_int, dtype_bytes
+from swar_bench.mechanisms.delta_net import check_heads
+from swar_bench.mechanisms.ops.backend import check_backend, check_mode
+from swar_bench.mechanisms.ops.gla import gla
+
+
+class GatedLinearAttentionMixer(Mixer):
+    """One GLA layer (Yang et al., 2024, "Gated Linear Attention Transformers with
+    Hardware-Efficient Training", section 4.4): ``q, k, v`` projections; the forget gate
+    ``g = logsigmoid(W_2 W_1 x + b) / gate_logit_normalizer`` per key channel through a rank-16
+    projection; ``gla`` with scale ``head_k_dim ** -0.5``; per-head RMSNorm gated by
+    ``SiLU(W_g x)``; output projection. State: ``memory [B, n_heads, head_k_dim, head_v_dim]``
+    with ``head_k_dim = expand_k * d_model / n_heads``, ``head_v_dim = expand_v * d_model / n_heads``.
+
+    Args:
+        d_model: width; n_heads: heads; expand_k, expand_v: key / value width over d_model
+            (fla's defaults 0.5 and 1); gate_low_rank_dim: rank of the gate projection (16);
+        gate_logit_normalizer: divides the log gate (16, the paper's temperature);
+        chunk_size, mode, backend: see ``ops.gla.gla``.
+
+    Raises:
+        ValueError: when ``n_heads`` does not divide the key and value widths, on a bad mode /
+            backend or a non-positive size.
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int = 2,
+        expand_k: float = 0.5,
+        expand_v: float = 1.0,
+        gate_low_rank_dim: int = 16,
+        gate_logit_normalizer: float = 16.0,
+        chunk_size: int = 64,
+        mode: str = "auto",
+        backend: str = "auto",
+    ):
+        super().__init__()
+        self.key_dim, self.value_dim = int(d_model * expand_k), int(d_model * expand_v)
+        check_positive_int("expand_k * d_model", self.key_dim)
+        check_positive_int("expand_v * d_model", self.value_dim)
+        self.n_heads = check_positive_int("n_heads", n_heads)
+        if self.key_dim % n_heads or self.value_dim % n_heads:
+            raise ValueError(
+                f"n_heads={n_heads} must divide the key width {self.key_dim} (expand_k * d_model) "
+                f"and the value width {self.value_dim} (expand_v * d_model)"
+            )
+        self.head_k_dim, self.head_v_dim = self.key_dim // n_heads, self.value_dim // n_heads
+        if gate_logit_normalizer <= 0:
+            raise ValueError(f"gate_logit_normalizer must be > 0, got {gate_logit_normalizer!r}")
+        self.gate_logit_normalizer = float(gate_logit_normalizer)
+        self.chunk_size = check_positive_int("chunk_size", chunk_size)
+        self.mode, self.backend = check_mode(mode), check_backend(backend)
+        self.qkv_proj = nn.Linear(d_model, 2 * self.key_dim + self.value_dim, bias=False)
+        self.gk_proj = nn.Sequential(
+            nn.Linear(d_model, check_positive_int("gate_low_rank_dim", gate_low_rank_dim), bias=False),
+            nn.Linear(gate_low_rank_dim, self.key_dim, bias=True),
+        )
+        self.g_proj = nn.Linear(d_model, self.value_dim, bias=False)
+        self.o_norm = nn.RMSNorm(self.head_v_dim)
+        self.o_proj = nn.Linear(self.value_dim, d_model, bias=False)
+
+    def init_state(self, batch_size, device=None, dtype=None):
+        return torch.zeros(
+            batch_size, self.n_heads, self.head_k_dim, self.head_v_dim, device=device, dtype=dtype
+        )
+
+    def state_bytes(self, batch_size, seq_len=0, dtype=None) -> int:
+        return batch_size * self.n_heads * self.head_k_dim * self.head_v_dim * dtype_bytes(dtype)
+
+    def state_flops_per_token(self, seq_len=0) -> float:
+        # per head: decay (K*V), write k v^T (2KV), read S^T q (2KV)
+        return self.n_heads * 5.0 * self.head_k_dim * self.head_v_dim
+
+    def forward(self, x, memory):
+        B, T, _ = x.shape
+        H = self.n_heads
+        q, k, v = self.qkv_proj(x).split([self.key_dim, self.key_dim, self.value_dim], dim=-1)
+        g = nn.functional.logsigmoid(self.gk_proj(x).float()) / self.gate_logit_normalizer
+        o, new_memory = gla(
+            q.view(B, T, H, -1),
+            k.view(B, T, H, -1),
+            v.view(B, T, H, -1),
+            g.view(B, T, H, -1),
+            initial_state=memory,
+            mode=self.mode,
+            chunk_size=self.chunk_size,
+            backend=self.backend,
+        )
+        o = self.o_norm(o) * nn.functional.silu(self.g_proj(x)).view(B, T, H, -1)
+        return self.o_proj(o.reshape(B, T, self.value_dim)), new_memory.to(memory.dtype)
+
+
+class HGRN2Mixer(Mixer):
+    """One HGRN2 layer (Qin et al., 2024, "HGRN2: Gated Linear RNNs with State Expansion",
+    section 3): ``q = SiLU(W_q x)``, forget gate ``f = lower_bound + (1 - lower_bound) *
+    sigmoid(W_f x)``, input ``i = W_i x``; the key is tied to the forget gate, ``k = 1 - f``;
+    ``gla`` with ``g = log f``, ``v = i`` and no scaling (scale 1); RMSNorm over the heads; output
+    projection. State: ``memory [B, n_heads, head_dim, head_dim]``, ``head_dim = d_model / n_heads``
+    (the paper's expansion ratio).
+
+    Args:
+        d_model: width; n_heads: heads; lower_bound: the forget gate's floor in [0, 1) (HGRN's
+            layer-wise lower bound: ``HGRN2`` gives layer ``i`` of ``L`` the value ``i / L``);
+        chunk_size, mode, backend: see ``ops.gla.gla``.
+
+    Raises:
+        ValueError: when ``n_heads`` does not divide ``d_model``, ``lower_bound`` is outside
+            [0, 1), or on a bad mode / backend.
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int = 2,
+        lower_bound: float = 0.0,
+        chunk_size: int = 64,
+        mode: str = "auto",
+        backend: str = "auto",
+    ):
+        super().__init__()
+        self.n_heads, self.head_dim = n_heads, check_heads(d_model, n_heads)
+        if not 0.0 <= lower_bound < 1.0:
+            raise ValueError(f"lower_bound must be in [0, 1), got {lower_bound!r}")
+        self.lower_bound = float(lower_bound)
+        self.chunk_size = check_positive_int("chunk_size", chunk_size)
+        self.mode, self.backend = check_mode(mode), check_backend(backend)
+        self.qfi_proj = nn.Linear(d_model, 3 * d_model, bias=False)
+        self.o_norm = nn.RMSNorm(d_model)
+        self.o_proj = nn.Linear(d_model, d_model, bias=False)
+
+    def init_state(self, batch_size, device=None, dtype=None):
+        return torch.zeros(
+            batch_size, self.n_heads, self.head_dim, self.head_dim, device=device, dtype=dtype
+        )
+
+    def state_bytes(self, batch_size, seq_len=0, dtype=None) -> int:
+        return batch_size * self.n_heads * self.head_dim**2 * dtype_bytes(dtype)
+
+    def state_flops_per_token(self, seq_len=0) -> float:
+        # per head: decay (K*V), write k v^T (2KV), read S^T q (2KV)
+        return self.n_heads * 5.0 * self.head_dim**2
+
+    def forward(self, x, memory):
+        B, T, D = x.shape
+        q, f, i = self.qfi_proj(x).split(D, dim=-1)
+        f = f.float()
+        if self.lower_bound:
+            forget = self.lower_bound + (1.0 - self.lower_bound) * torch.sigmoid(f)
+            g, k = forget.log(), 1.0 - forget
+        else:  # log sigmoid(f) and 1 - sigmoid(f) = sigmoid(-f), exact for large |f|
+            g, k = nn.functional.logsigmoid(f), torch.sigmoid(-f)
+        shape = (B, T, self.n_heads, self.head_dim)
+        o, new_memory = gla(
+            nn.functional.silu(q).view(shape),
+            k.to(q.dtype).view(shape),
+            i.reshape(shape),
+            g.view(shape),
+            scale=1.0,
+            initial_state=memory,
+            mode=self.mode,
+            chunk_size=self.chunk_size,
+            backend=self.backend,
+        )
+        return self.o_proj(self.o_norm(o.reshape(B, T, D))), new_memory.to(memory.dtype)
+
+
+class GatedLinearAttention(MixerLM):
+    """Backbone with GLA mixers (Yang et al., 2024): a data-dependent forget gate per key channel.
+    Fixed-size state per layer: ``n_heads * head_k_dim * head_v_dim`` floats (no convolution).
+
+    Args: vocab_size, d_model, n_layers, mlp_ratio as in ``MixerLM``; n_heads, expand_k,
+    expand_v, gate_low_rank_dim, gate_logit_normalizer, chunk_size, mode, backend as in
+    ``GatedLinearAttentionMixer``. Raises ValueError on bad sizes.
+    """
+
+    def __init__(
+        self,
+        vocab_size: int = 40,
+        d_model: int = 64,
+        n_layers: int = 2,
+        n_heads: int = 2,
+        expand_k: float = 0.5,
+        expand_v: float = 1.0,
+        gate_low_rank_dim: int = 16,
+        gate_logit_normalizer: float = 16.0,
+        chunk_size: int = 64,
+        mode: str = "auto",
+        backend: str = "auto",
+        mlp_ratio: int = 4,
+    ):
+        check_positive_int("d_model", d_model)
+        super().__init__(
+            lambda i: GatedLinearAttentionMixer(
+                d_model,
+                n_heads,
+                expand_k,
+                expand_v,
+                gate_low_rank_dim,
+                gate_logit_normalizer,
+                chunk_size,
+                mode,
+                backend,
+            ),
+            vocab_size,
+            d_model,
+            n_layers,
+            mlp_ratio,
+        )
+
+
+class HGRN2(MixerLM):
+    """Backbone with HGRN2 mixers (Qin et al., 2024): gated linear RNN with outer-product state
+    expansion, key tied to the forget gate. Layer ``i`` of ``n_layers`` has the forget-gate lower
+    bound ``i / n_layers`` (HGRN's lower bounds increase with depth; these are the values its
+    learned bounds start from, held fixed here). Fixed-size state per layer:
+    ``n_heads * head_dim^2`` floats.
+
+    Args: vocab_size, d_model, n_layers, mlp_ratio as in ``MixerLM``; n_heads, chunk_size,
+    mode, backend as in ``HGRN2Mixer``. Raises ValueError on bad sizes.
+    """
+
+    def __init__(
+        self,
+        vocab_size: int = 40,
+        d_model: int = 64,
+        n_layers: int = 2,
+        n_heads: int = 2,
+        chunk_size: int = 64,
+        mode: str = "auto",
+        backend: str = "auto",
+        mlp_ratio: int = 4,
+    ):
+        check_heads(check_positive_int("d_model", d_model), n_heads)
+        check_positive_int("n_layers", n_layers)
+        super().__init__(
+            lambda i: HGRN2Mixer(d_model, n_heads, i / n_layers, chunk_size, mode, backend),
+            vocab_size,
+            d_model,
+            n_layers,
+            mlp_ratio,
+        )

@@ -1,0 +1,100 @@
+"""The chunk-parallel form of gated linear attention (the training form; Yang et al., 2024,
+"Gated Linear Attention Transformers with Hardware-Efficient Training", section 4).
+
+Within a chunk of ``C`` tokens, token ``i`` reads token ``j <= i`` through the per-channel decay
+``exp(sum_{j < l <= i} g_l)``, always taken from sums over segments (never a difference of
+cumulative sums, so a ``-inf`` log decay or a large burst stays exact); the carried state is read out as
+``(q_i * exp(sum_{l <= i} g_l)) S``. Only the ``T / C`` state updates are sequential.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from swar_bench.mechanisms.ops.chunking import initial_state_of, merge_chunks, segsum, split_chunks
+from swar_bench.mechanisms.ops.gla.recurrent import check_gla_shapes
+
+
+def gated_scores(q: torch.Tensor, k: torch.Tensor, decay: torch.Tensor) -> torch.Tensor:
+    """``sum_c q[..., i, c] k[..., j, c] decay[..., i, j, c]``: ``q, k [..., C, K]`` and
+    ``decay [..., C, C, K]`` -> ``[..., C, C]``."""
+    return (q.unsqueeze(-2) * k.unsqueeze(-3) * decay).sum(-1)
+
+
+def suffix_sum(g: torch.Tensor) -> torch.Tensor:
+    """``g [..., C, K]`` -> ``[..., C, K]`` with entry ``j`` = ``sum_{j < l < C} g_l`` (0 at the
+    end): a sum of the segment itself, not a difference, so it is ``-inf``-safe."""
+    after = torch.nn.functional.pad(g[..., 1:, :], (0, 0, 0, 1))
+    return after.flip(-2).cumsum(-2).flip(-2)
+
+
+def causal_gated_scores(
+    q: torch.Tensor, k: torch.Tensor, g: torch.Tensor, sub_chunk: int = 8
+) -> torch.Tensor:
+    """``q, k, g [..., C, K]`` -> ``[..., C, C]``: ``sum_c q_ic k_jc exp(sum_{j < l <= i} g_lc)``
+    for ``j <= i``, 0 above the diagonal.
+
+    Two levels, as fla's kernels: inside each sub-chunk of ``sub_chunk`` tokens the decays come
+    from ``chunking.segsum`` (``[c, c, K]`` per sub-chunk); between sub-chunks ``p > r`` the decay
+    factors exactly into three segment sums, each <= 0, so nothing overflows:
+    ``(from sub-chunk p's start to i) + (whole sub-chunks r < m < p) + (after j to r's end)``,
+    and the scores are a batched matmul. ``sub_chunk`` falls back to ``C`` when it does not
+    divide ``C``.
+    """
+    *lead, C, K = q.shape
+    c = sub_chunk if 0 < sub_chunk <= C and C % sub_chunk == 0 else C
+    s = C // c
+    qs, ks, gs = (x.reshape(*lead, s, c, K) for x in (q, k, g))
+    intra = gated_scores(qs, ks, segsum(gs, dim=-2).exp())  # [..., s, c, c]
+    if s == 1:
+        return intra.reshape(*lead, C, C)
+    from_start = gs.cumsum(-2)  # [..., s, c, K]
+    between = segsum(from_start[..., -1, :], dim=-2)  # [..., s, s, K] over sub-chunk totals
+    # sub-chunk p reads r < p through the totals of r < m < p: row p - 1 of the segment sum
+    between = torch.cat([torch.full_like(between[..., :1, :, :], float("-inf")), between[..., :-1, :, :]], -3)
+    q_side = (qs * from_start.exp()).unsqueeze(-3) * between.exp().unsqueeze(-2)  # [..., p, r, c, K]
+    k_side = (ks * suffix_sum(gs).exp()).unsqueeze(-4)  # [..., 1, r, c, K]
+    cross = q_side @ k_side.transpose(-1, -2)  # [..., p, r, c, c]
+    diagonal = torch.eye(s, dtype=torch.bool, device=q.device)[:, :, None, None]
+    full = torch.where(diagonal, intra.unsqueeze(-3), cross)
+    return full.transpose(-3, -2).reshape(*lead, C, C)
+
+
+def chunk_gla(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    g: torch.Tensor,
+    scale: float | None = None,
+    initial_state: torch.Tensor | None = None,
+    chunk_size: int = 64,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Chunk-parallel form; same arguments and result as
+    :func:`~swar_bench.mechanisms.ops.gla.recurrent.recurrent_gla`, up to float rounding.
+    ``T`` need not be a multiple of ``chunk_size`` (zero padding, ``g = 0``, leaves the state
+    unchanged). The in-chunk scores come from :func:`causal_gated_scores`.
+
+    Raises:
+        ValueError: on inconsistent shapes or ``chunk_size < 1``.
+    """
+    check_gla_shapes(q, k, v, g)
+    if chunk_size < 1:
+        raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
+    dtype = v.dtype
+    T, K = q.shape[1], q.shape[-1]
+    scale = K**-0.5 if scale is None else scale
+    S = initial_state_of(q, v, initial_state)
+    if T == 0:
+        return v.new_zeros(v.shape), S
+    qc, kc, vc, gc = (split_chunks(x, chunk_size) for x in (q, k, v, g))  # [B, H, n, C, ...]
+    qc = qc * scale
+    o = causal_gated_scores(qc, kc, gc) @ vc  # in-chunk
+    dS = (kc * suffix_sum(gc).exp()).transpose(-1, -2) @ vc  # [B, H, n, K, V]
+    b = gc.cumsum(-2)  # [B, H, n, C, K]: log decay from the chunk start, no differences taken
+    states = []
+    # unbind, not indexing: the backward of x[:, :, i] zero-fills a full-size gradient per chunk
+    for a_i, dS_i in zip(b[..., -1, :, None].exp().unbind(2), dS.unbind(2)):
+        states.append(S)
+        S = S * a_i + dS_i
+    o = o + (qc * b.exp()) @ torch.stack(states, dim=2)
+    return merge_chunks(o, T).to(dtype), S
