@@ -11,7 +11,7 @@ token-by-token recurrence (streaming) and a chunk-parallel form (training). With
 low-rank reads ``u_t = a_t^T S_{t-1}`` solve the unit lower-triangular system
 ``(I - A_ab) U = A_ak V + (a * exp(b_{t-1})) S_0`` (the WY form of Yang et al., 2024, section
 3.3, with per-channel decay); only the ``T / chunk_size`` state updates are sequential. Every
-decay factor ``exp(sum of gk over a segment)`` comes from a segment sum, so ``gk = -inf`` (a
+decay factor ``exp(sum of gk over a segment)`` comes from ``ops.chunking.chunk_decays`` (segment sums), so ``gk = -inf`` (a
 full reset) gives exact zeros, never ``inf - inf``.
 
 Layout follows fla: ``q, k, a, b, gk [B, T, H, K]``, ``v [B, T, H, V]``, ``state [B, H, K, V]``.
@@ -23,7 +23,12 @@ from __future__ import annotations
 import torch
 
 from swar_bench.mechanisms.ops.backend import resolve_mode, use_fla
-from swar_bench.mechanisms.ops.chunking import initial_state_of, split_chunks
+from swar_bench.mechanisms.ops.chunking import (
+    chunk_decays,
+    initial_state_of,
+    merge_chunks,
+    split_chunks,
+)
 
 
 def _check(q, k, v, a, b, gk) -> None:
@@ -75,23 +80,10 @@ def recurrent_dplr_delta_rule(
     return o.to(dtype), S
 
 
-def segment_sum_exp(g: torch.Tensor) -> torch.Tensor:
-    """Decay factors of every segment of a chunk, -inf safe.
-
-    ``g [..., C]`` log decays -> ``D [..., C + 1, C + 1]`` with
-    ``D[..., i, j] = exp(g[j] + ... + g[i - 1])`` for ``j <= i`` (1 on the diagonal) and 0 above
-    it: ``D[t + 1, s + 1]`` is the decay from token ``s`` to ``t`` (``s < t``, excluding ``g_s``),
-    ``D[t + 1, 0]`` the decay from the chunk start through ``t``. Sums are formed from the
-    ``g`` values themselves, never as a difference of cumulative sums, so ``-inf`` gives 0
-    (Dao & Gu, 2024, the stable ``segsum`` of the SSD reference code).
-    """
-    C = g.shape[-1]
-    x = torch.nn.functional.pad(g, (1, 0))  # x[m] = g[m - 1], [..., C + 1]
-    x = x[..., :, None].expand(*x.shape, C + 1)  # x[..., m, j] = g[m - 1]
-    strict = torch.ones(C + 1, C + 1, dtype=torch.bool, device=g.device).tril(-1)
-    seg = x.masked_fill(~strict, 0.0).cumsum(-2)  # [i, j] = sum_{j < m <= i} g[m - 1]
-    causal = torch.ones(C + 1, C + 1, dtype=torch.bool, device=g.device).tril()
-    return seg.masked_fill(~causal, float("-inf")).exp()
+def _previous_token(x: torch.Tensor, first: float) -> torch.Tensor:
+    """``x [B, H, n, C, ...]`` shifted by one token along the chunk: row ``t`` holds row ``t - 1``,
+    row 0 holds ``first`` (a low-rank read at token t sees the state after token t - 1)."""
+    return torch.cat([torch.full_like(x[:, :, :, :1], first), x[:, :, :, :-1]], dim=3)
 
 
 def chunk_dplr_delta_rule(
@@ -117,44 +109,38 @@ def chunk_dplr_delta_rule(
     if chunk_size < 1:
         raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
     dtype = v.dtype
-    B, T, H, K = q.shape
-    V = v.shape[-1]
+    T, K, V = q.shape[1], q.shape[3], v.shape[-1]
     scale = K**-0.5 if scale is None else scale
     S = initial_state_of(q, v, initial_state)
     if T == 0:
         return v.new_zeros(v.shape), S
     C = chunk_size
-    n = -(-T // C)
     qc, kc, vc, ac, bc, gc = (split_chunks(x, C) for x in (q, k, v, a, b, gk))  # [B, H, n, C, .]
     qc = qc * scale
-    D = segment_sum_exp(gc.transpose(-1, -2))  # [B, H, n, K, C + 1, C + 1]
-    d_incl = D[..., 1:, 1:]  # [.., t, s]: decay over (s, t], s <= t
-    d_excl = D[..., :-1, 1:]  # [.., t, s]: decay over (s, t - 1], s < t (0 for s >= t)
-    # [B, H, n, C, C]: (x_t * decay(s -> t)) . y_s
-    A_qk = torch.einsum("bhntk,bhnkts,bhnsk->bhnts", qc, d_incl, kc)
-    A_qb = torch.einsum("bhntk,bhnkts,bhnsk->bhnts", qc, d_incl, bc)
-    A_ak = torch.einsum("bhntk,bhnkts,bhnsk->bhnts", ac, d_excl, kc)
-    A_ab = torch.einsum("bhntk,bhnkts,bhnsk->bhnts", ac, d_excl, bc)
-    a_decay = ac * D[..., :-1, 0].transpose(-1, -2)  # a_t * decay(chunk start -> t - 1)
-    q_decay = qc * D[..., 1:, 0].transpose(-1, -2)  # q_t * decay(chunk start -> t)
-    to_end = D[..., -1, 1:].transpose(-1, -2)  # [B, H, n, C, K] decay(s -> chunk end)
+    d = chunk_decays(gc)  # per-channel decays of each chunk, from segment sums
+    # [B, H, n, C, C]: (x_t * decay(s -> t)) . y_s over s <= t, or over s < t excluding g_t
+    d_excl = _previous_token(d.within, 0.0)  # row t: decay over (s, t - 1], zero for s >= t
+    A_qk, A_qb = d.scores(qc, kc), d.scores(qc, bc)
+    A_ak = torch.einsum("bhntc,bhnsc,bhntsc->bhnts", ac, kc, d_excl)
+    A_ab = torch.einsum("bhntc,bhnsc,bhntsc->bhnts", ac, bc, d_excl)
+    a_decay = ac * _previous_token(d.from_start, 1.0)  # a_t * decay(chunk start -> t - 1)
+    q_decay = d.decay_queries(qc)  # q_t * decay(chunk start -> t)
     # (I - A_ab) U = A_ak V + a_decay S_0, A_ab strictly lower: a unit lower-triangular solve
     # (it reads only the strict lower triangle of its matrix).
     rhs = torch.cat([A_ak @ vc, a_decay], dim=-1)
     sol = torch.linalg.solve_triangular(-A_ab, rhs, upper=False, unitriangular=True)
     u_part, w_part = sol[..., :V], sol[..., V:]  # U = u_part + w_part S_0
-    k_end, b_end = kc * to_end, bc * to_end
-    d_last = D[..., -1, 0][..., None]  # [B, H, n, K, 1] decay over the whole chunk
+    k_end, b_end = d.decay_keys(kc), d.decay_keys(bc)
     states, lowrank = [], []
     # unbind, not indexing: the backward of x[:, :, i] zero-fills a full-size gradient per chunk
     for u_i, w_i, v_i, k_i, b_i, d_i in zip(
-        *(x.unbind(2) for x in (u_part, w_part, vc, k_end, b_end, d_last))
+        *(x.unbind(2) for x in (u_part, w_part, vc, k_end, b_end, d.total))
     ):
         states.append(S)
         lowrank.append(u_i + w_i @ S)
         S = S * d_i + k_i.transpose(-1, -2) @ v_i + b_i.transpose(-1, -2) @ lowrank[-1]
     o = q_decay @ torch.stack(states, dim=2) + A_qk @ vc + A_qb @ torch.stack(lowrank, dim=2)
-    o = o.reshape(B, H, n * C, V)[:, :, :T].transpose(1, 2)
+    o = merge_chunks(o, T)
     return o.to(dtype), S
 
 
