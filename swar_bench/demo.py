@@ -145,8 +145,8 @@ def _run(args: argparse.Namespace) -> int:
     torch.set_num_threads(args.threads)
     stopper = StopAtTarget(args.target)
     cli_args = ["--config", str(config), f"--trainer.max_time={_max_time(args.max_minutes)}", *args.overrides]
-    cli_args = resolve_mechanism_names(cli_args)
     try:
+        cli_args = resolve_mechanism_names(cli_args)
         cli = SwarBenchCLI(
             TBPTTModule, PasskeySwarDataModule, args=cli_args, run=False,
             trainer_defaults={**TRAINER_DEFAULTS, "callbacks": [stopper]},

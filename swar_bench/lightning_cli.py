@@ -56,21 +56,12 @@ def mechanism_names() -> list[str]:
 
 
 def resolve_mechanism_names(argv: list[str]) -> list[str]:
-    """``--model.mechanism=GRU`` -> ``--model.mechanism=swar_bench.mechanisms.GRU``.
+    """``--model.mechanism=GRU`` -> ``--model.mechanism=swar_bench.mechanisms.GRU`` (the one
+    resolver of every command, ``swar_bench.mechanisms.registry``): zoo names first (``GRU`` is
+    never ``torch.nn.GRU``), dotted class paths imported; ValueError (one line) otherwise."""
+    from swar_bench.mechanisms.registry import rewrite_mechanism_args
 
-    Short names are looked up in ``swar_bench.mechanisms`` first: some (``GRU``, ``LSTM``) are
-    also ``torch.nn`` classes, which makes them ambiguous to the parser.
-    """
-    names = set(mechanism_names())
-    out = list(argv)
-    for i, arg in enumerate(out):
-        if arg.startswith("--model.mechanism="):
-            value = arg.split("=", 1)[1]
-            if value in names:
-                out[i] = f"--model.mechanism=swar_bench.mechanisms.{value}"
-        elif arg == "--model.mechanism" and i + 1 < len(out) and out[i + 1] in names:
-            out[i + 1] = f"swar_bench.mechanisms.{out[i + 1]}"
-    return out
+    return rewrite_mechanism_args(argv, "--model.mechanism")
 
 
 class PredictionWriter(BasePredictionWriter):
@@ -402,9 +393,10 @@ def main(argv: list[str] | None = None) -> int:
     from jsonargparse import ArgumentError
     from lightning.pytorch.utilities.exceptions import MisconfigurationException
 
-    argv = resolve_mechanism_names(list(sys.argv[1:] if argv is None else argv))
+    argv = list(sys.argv[1:] if argv is None else argv)
     previous_sigint = flag_sigint()
     try:
+        argv = resolve_mechanism_names(argv)
         _check_config_files(argv)
         SwarBenchCLI(
             TBPTTModule,

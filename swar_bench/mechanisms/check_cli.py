@@ -109,8 +109,8 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError(f"--long-len={args.long_len}: expected >= --seq-len ({args.seq_len})")
         if not args.atol >= 0:
             raise ValueError(f"--atol={args.atol}: expected a number >= 0")
-        cls = resolve_class(class_path, "mechanism")
-        full_path = resolve_class_path(class_path)
+        cls = resolve_class(class_path, "CLASS_PATH")
+        full_path = resolve_class_path(class_path, "CLASS_PATH")
         params = None
         if task_params is not None:
             from swar_bench.tasks.passkey_swar import PasskeySwarParams

@@ -57,13 +57,14 @@ def resolve_class(name: str, what: str = "mechanism") -> type:
     names = zoo_names()
     listing = ", ".join(names)
     if not isinstance(name, str) or not name.strip():
-        raise ValueError(f"{what} {name!r} is empty; expected one of {listing} or a class path module.Class")
+        raise ValueError(f"{what}={name!r} is empty; expected one of {listing} or a class path module.Class")
     text = name.strip()
     if "." not in text:
         if text in names:
             return getattr(importlib.import_module(ZOO_MODULE), text)
         raise ValueError(
-            f"unknown {what} {text!r}; expected one of {listing} or a class path module.Class{_suggest(text, names)}"
+            f"{what}={text}: unknown mechanism; expected one of {listing} or a class path module.Class"
+            f"{_suggest(text, names)}"
         )
     module_name, _, attr = text.rpartition(".")
     try:
@@ -71,16 +72,60 @@ def resolve_class(name: str, what: str = "mechanism") -> type:
     except ImportError as err:
         missing = getattr(err, "name", None) or module_name
         hint = " (is its folder on PYTHONPATH, or the package installed?)" if missing == module_name.split(".")[0] else ""
-        raise ValueError(f"{what} {text!r}: cannot import module {module_name!r}: {err}{hint}") from None
+        raise ValueError(f"{what}={text}: cannot import module {module_name!r}: {err}{hint}") from None
     if not hasattr(module, attr):
         public = sorted(n for n, v in vars(module).items() if isinstance(v, type) and not n.startswith("_"))
         raise ValueError(
-            f"{what} {text!r}: module {module_name!r} has no {attr!r}{_suggest(attr, public)}"
+            f"{what}={text}: module {module_name!r} has no {attr!r}{_suggest(attr, public)}"
             + (f" (its classes: {', '.join(public[:12])})" if public else "")
         )
     cls = getattr(module, attr)
     if not isinstance(cls, type):
         raise ValueError(  # noqa: TRY004 - bad user input: the CLI reports ValueError as one line
-            f"{what} {text!r} is a {type(cls).__name__}, not a class; expected a ContextMechanism class"
+            f"{what}={text} is a {type(cls).__name__}, not a class; expected a ContextMechanism class"
         )
     return cls
+
+
+def _resolve_value(value: str, flag: str) -> str:
+    """A ``flag`` value: a name -> its full class path; an inline ``{class_path: ..., init_args: ...}``
+    mapping (JSON / YAML) -> the same mapping, as JSON, with its class path resolved."""
+    text = value.strip()
+    if text.startswith("{"):
+        import json
+
+        import yaml
+
+        try:
+            entry = yaml.safe_load(text)
+        except yaml.YAMLError:
+            return value  # the parser names the malformed value itself
+        if isinstance(entry, dict) and isinstance(entry.get("class_path"), str):
+            entry["class_path"] = resolve_class_path(entry["class_path"], flag)
+            return json.dumps(entry)
+        return value
+    return resolve_class_path(text, flag)
+
+
+def rewrite_mechanism_args(argv: list[str], flag: str) -> list[str]:
+    """``argv`` with every value of ``flag`` (``--flag=V``, ``--flag V``, and ``flag.class_path``)
+    resolved by :func:`resolve_class_path`: ``--model.mechanism=GRU`` ->
+    ``--model.mechanism=swar_bench.mechanisms.GRU``. Used by ``fit``/``test`` (``--model.mechanism``)
+    and ``referee`` (``--mechanism``), so that both read names the same way.
+
+    Raises:
+        ValueError: (one line naming ``flag``) a name that is not a zoo name or an importable class.
+    """
+    flags = (flag, f"{flag}.class_path")
+    out = list(argv)
+    i = 0
+    while i < len(out):
+        arg = out[i]
+        name, eq, value = arg.partition("=")
+        if name in flags and eq:
+            out[i] = f"{name}={_resolve_value(value, name)}"
+        elif arg in flags and i + 1 < len(out) and not out[i + 1].startswith("--"):
+            out[i + 1] = _resolve_value(out[i + 1], arg)
+            i += 1
+        i += 1
+    return out

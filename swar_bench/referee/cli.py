@@ -57,7 +57,7 @@ def build_parser():
         "--mechanism",
         type=torch.nn.Module,
         required=True,
-        help="The mechanism: class_path (e.g. swar_bench.mechanisms.GRU) and init_args.",
+        help="The mechanism: a zoo name (GRU) or class_path (my_layer.MyModel) and init_args.",
     )
     parser.add_function_arguments(evaluate, skip={"mechanism"})
     parser.add_argument(
@@ -286,6 +286,12 @@ def _error(message: object, limit: int | None = 400) -> int:
 
 
 def _run(argv: list[str]) -> int:
+    from swar_bench.mechanisms.registry import rewrite_mechanism_args
+
+    try:
+        argv = rewrite_mechanism_args(argv, "--mechanism")
+    except ValueError as e:
+        return _error(e, limit=None)
     for value in _config_values(argv):
         problem = config_problem(value)
         if problem:

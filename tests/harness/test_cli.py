@@ -25,7 +25,7 @@ def _error_line(capsys, argv):
 @pytest.mark.parametrize(
     "argv, expected",
     [
-        (["fit", "--model.mechanism=NoSuchMixer"], r"unknown mechanism 'NoSuchMixer' for --model\.mechanism; expected .*GatedDeltaNet"),
+        (["fit", "--model.mechanism=NoSuchMixer"], r"--model\.mechanism=NoSuchMixer: unknown mechanism; expected one of .*GatedDeltaNet"),
         (["fit", "--model.mechanism=GRU", "--model.tbptt_steps=0"], r"tbptt_steps=0 is invalid; expected an integer >= 1"),
         (["fit", "--model.mechanism=GRU", "--data.test_configs=[32,100]"], r"test_configs: 100 is not an allowed N; expected one of 32, 64,"),
         (["test", "--model.mechanism=GRU", "--data.eval_batch_size=-3"], r"eval_batch_size=-3 is invalid; expected a positive integer$"),

@@ -101,7 +101,7 @@ def test_cli_reads_the_mechanism_from_configs(capsys):
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["GRUU"], "unknown mechanism 'GRUU'; expected one of ScalarDecayLinearAttention,"),
+        (["GRUU"], "CLASS_PATH=GRUU: unknown mechanism; expected one of ScalarDecayLinearAttention,"),
         (["GRUU"], "did you mean 'GRU'?"),
         (["no_such_module.Layer"], "cannot import module 'no_such_module'"),
         (["GRU", "--init_args", "[1, 2]"], "--init_args=[1, 2]: expected a JSON object"),

@@ -1,0 +1,102 @@
+"""One name resolver for every command: zoo names, class paths, typos named in one line."""
+
+import json
+import string
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import swar_bench.mechanisms as mech
+from swar_bench.cli import main as swar_main
+from swar_bench.mechanisms.registry import resolve_class, resolve_class_path, rewrite_mechanism_args
+
+
+@pytest.mark.parametrize("name", mech.MECHANISMS)
+def test_zoo_names_are_swar_bench_classes(name):
+    assert resolve_class(name) is getattr(mech, name)
+    assert resolve_class_path(name) == f"swar_bench.mechanisms.{name}"
+    assert resolve_class(f"swar_bench.mechanisms.{name}") is getattr(mech, name)
+
+
+def test_gru_is_not_torch_nn_gru():
+    assert resolve_class("GRU") is mech.GRU
+    assert resolve_class("GRU") is not torch.nn.GRU
+
+
+def test_class_paths_outside_the_package_are_imported():
+    assert resolve_class("tests.mechanisms.broken_layers.GrowingState").__name__ == "GrowingState"
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("GRUU", "--mechanism=GRUU: unknown mechanism; expected one of ScalarDecayLinearAttention, "),
+        ("GRUU", "; did you mean 'GRU'?"),
+        ("gatedDeltaNet", "did you mean 'GatedDeltaNet'?"),
+        ("my_missing_layer.MyModel", "--mechanism=my_missing_layer.MyModel: cannot import module 'my_missing_layer'"),
+        ("my_missing_layer.MyModel", "(is its folder on PYTHONPATH, or the package installed?)"),
+        ("swar_bench.mechanisms.GRUU", "module 'swar_bench.mechanisms' has no 'GRUU'; did you mean 'GRU'?"),
+        ("swar_bench.mechanisms.MECHANISMS", "is a tuple, not a class"),
+    ],
+)
+def test_bad_names_are_one_line(value, message):
+    with pytest.raises(ValueError, match=None) as info:
+        resolve_class(value, "--mechanism")
+    assert message in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.text(alphabet=string.ascii_letters + string.digits + "_", min_size=1, max_size=20))
+def test_any_other_short_name_is_refused_with_the_valid_names(name):
+    if name in mech.MECHANISMS:
+        assert resolve_class(name) is getattr(mech, name)
+        return
+    with pytest.raises(ValueError) as info:
+        resolve_class(name, "--model.mechanism")
+    text = str(info.value)
+    assert text.startswith(f"--model.mechanism={name}: unknown mechanism; expected one of ")
+    assert all(n in text for n in mech.MECHANISMS) and "\n" not in text
+
+
+@settings(max_examples=30, deadline=None)
+@given(name=st.sampled_from(mech.MECHANISMS), form=st.sampled_from(["eq", "space", "class_path", "json"]))
+def test_every_flag_form_is_rewritten(name, form):
+    full = f"swar_bench.mechanisms.{name}"
+    argv = {
+        "eq": ([f"--mechanism={name}"], [f"--mechanism={full}"]),
+        "space": (["--mechanism", name, "--seed", "1"], ["--mechanism", full, "--seed", "1"]),
+        "class_path": ([f"--mechanism.class_path={name}"], [f"--mechanism.class_path={full}"]),
+        "json": (["--mechanism", json.dumps({"class_path": name, "init_args": {"d_model": 8}})],
+                 ["--mechanism", json.dumps({"class_path": full, "init_args": {"d_model": 8}})]),
+    }[form]
+    assert rewrite_mechanism_args(argv[0], "--mechanism") == argv[1]
+    assert rewrite_mechanism_args(["--other", name], "--mechanism") == ["--other", name]
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["fit", "--config", "configs/quickstart.yaml", "--model.mechanism=GRUU"],
+        ["referee", "--config", "configs/referee/quick.yaml", "--mechanism", "GRUU"],
+        ["check-mechanism", "GRUU"],
+    ],
+)
+def test_every_command_names_a_typo_the_same_way(capsys, argv):
+    assert swar_main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    assert ": unknown mechanism; expected one of ScalarDecayLinearAttention, " in err[0]
+    assert err[0].endswith("did you mean 'GRU'?")
+
+
+def test_referee_accepts_a_zoo_name(tmp_path, capsys):
+    small = ["--ranges", "[6]", "--n_train_steps", "1", "--n_eval_trials", "2", "--perplexity_steps", "1",
+             "--curriculum_rounds", "1", "--batch_size", "2", "--mechanism.init_args.d_model", "8"]
+    out = tmp_path / "ref"
+    code = swar_main(["referee", "--config", "configs/referee/quick.yaml", "--out", str(out), "--mechanism", "LSTM", *small])
+    assert code == 0
+    result = json.loads((out / "result.json").read_text())
+    assert result["mechanism"]["class"] == "swar_bench.mechanisms.recurrent.LSTM"
