@@ -8,7 +8,12 @@ from swar_bench.mechanisms.adapter import LossOnlyAdapter
 from swar_bench.mechanisms.attention import CausalAttention, SlidingWindowAttention
 from swar_bench.mechanisms.base import Block, Mixer, MixerLM, ShortConvolution
 from swar_bench.mechanisms.based import Based
-from swar_bench.mechanisms.delta_net import DeltaNet, GatedDeltaNet
+from swar_bench.mechanisms.delta_net import (
+    DeltaNet,
+    GatedDeltaNet,
+    GatedDeltaProduct,
+    KimiDeltaAttention,
+)
 from swar_bench.mechanisms.gla import HGRN2, GatedLinearAttention
 from swar_bench.mechanisms.linear_attention import MultiScaleRetention, ScalarDecayLinearAttention
 from swar_bench.mechanisms.mamba2 import Mamba2
@@ -34,6 +39,8 @@ MECHANISMS = (
     "Based",
     "GatedLinearAttention",
     "HGRN2",
+    "KimiDeltaAttention",
+    "GatedDeltaProduct",
     "GRU",
     "LSTM",
     "SlidingWindowAttention",
@@ -54,7 +61,9 @@ __all__ = [
     "ContextMechanism",
     "DeltaNet",
     "GatedDeltaNet",
+    "GatedDeltaProduct",
     "GatedLinearAttention",
+    "KimiDeltaAttention",
     "LossOnlyAdapter",
     "Mamba2",
     "Mixer",

@@ -15,6 +15,8 @@ PAPERS = {
     "Based": "Arora et al. 2024 (Taylor linear attention + sliding window)",
     "GatedLinearAttention": "Yang et al. 2024 (GLA)",
     "HGRN2": "Qin et al. 2024 (HGRN2)",
+    "KimiDeltaAttention": "Kimi Team 2025 (Kimi Linear, KDA)",
+    "GatedDeltaProduct": "Siems et al. 2025 (DeltaProduct)",
     "GRU": "Cho et al. 2014",
     "LSTM": "Hochreiter & Schmidhuber 1997",
     "SlidingWindowAttention": "Beltagy et al. 2020 (Longformer local attention)",

@@ -23,3 +23,49 @@ def gla(q, k, v, g, scale, initial_state):
 def relative_error(actual, expected):
     """``max |actual - expected| / max |expected|`` (float64)."""
     return ((actual.double() - expected).abs().max() / expected.abs().max()).item()
+
+
+def kda(q, k, v, g, beta, scale, initial_state):
+    """Kimi Delta Attention (Kimi Team, 2025, eq. 1): decay per key channel, then the delta
+    update ``S += beta k (v - S^T k)^T``, then ``o = scale * S^T q``."""
+    q, k, v, g, beta, S = _f64(q, k, v, g, beta, initial_state)
+    o = torch.zeros_like(v)
+    for t in range(q.shape[1]):
+        S = S * g[:, t, :, :, None].exp()
+        u = beta[:, t, :, None] * (v[:, t] - torch.einsum("bhkv,bhk->bhv", S, k[:, t]))
+        S = S + k[:, t, :, :, None] * u[:, :, None, :]
+        o[:, t] = torch.einsum("bhk,bhkv->bhv", q[:, t] * scale, S)
+    return o, S
+
+
+def gated_delta_product(q, k, v, g, beta, n_householder, scale, initial_state):
+    """Gated DeltaProduct (Siems et al., 2025, eq. 4): per token, decay once, then
+    ``n_householder`` delta updates with the rows ``t * n_h + j`` of ``k, v, beta``, then read."""
+    q, k, v, g, beta, S = _f64(q, k, v, g, beta, initial_state)
+    o = torch.zeros(q.shape[:3] + v.shape[-1:], dtype=torch.float64)
+    for t in range(q.shape[1]):
+        S = S * g[:, t, :, None, None].exp()
+        for r in range(t * n_householder, (t + 1) * n_householder):
+            u = beta[:, r, :, None] * (v[:, r] - torch.einsum("bhkv,bhk->bhv", S, k[:, r]))
+            S = S + k[:, r, :, :, None] * u[:, :, None, :]
+        o[:, t] = torch.einsum("bhk,bhkv->bhv", q[:, t] * scale, S)
+    return o, S
+
+
+def extreme_log_decays(shape, seed, n_erased, n_bursts, burst):
+    """Log decays near 0 (gates near 1, ``logsigmoid(N(6, 1))``) with ``n_erased`` entries of
+    ``-inf`` (forget everything) and ``n_bursts`` entries equal to ``burst``, at random places."""
+    gen = torch.Generator().manual_seed(seed)
+    g = torch.nn.functional.logsigmoid(torch.randn(shape, generator=gen) + 6.0)
+    flat = g.view(-1)
+    flat[torch.randint(0, flat.numel(), (n_erased,), generator=gen)] = float("-inf")
+    flat[torch.randint(0, flat.numel(), (n_bursts,), generator=gen)] = burst
+    return g
+
+
+EXTREME_GATES = {
+    "n_erased": (0, 6),
+    "n_bursts": (0, 6),
+    "burst": (-30.0, -300.0, -2000.0, -1e30),
+}
+"""Ranges of the hypothesis strategies for :func:`extreme_log_decays`."""

@@ -32,6 +32,8 @@ EXPECTED = {
     "Based",
     "GatedLinearAttention",
     "HGRN2",
+    "KimiDeltaAttention",
+    "GatedDeltaProduct",
     "GRU",
     "LSTM",
     "SlidingWindowAttention",

@@ -10,7 +10,9 @@ from swar_bench.mechanisms import (
     HGRN2,
     DeltaNet,
     GatedDeltaNet,
+    GatedDeltaProduct,
     GatedLinearAttention,
+    KimiDeltaAttention,
     Mamba2,
     MultiScaleRetention,
     ScalarDecayLinearAttention,
@@ -26,6 +28,8 @@ CELLS = {
     "Mamba2": (Mamba2, {"d_state": 8, "head_dim": 8}),
     "GatedLinearAttention": (GatedLinearAttention, {"n_heads": 2}),
     "HGRN2": (HGRN2, {"n_heads": 2}),
+    "KimiDeltaAttention": (KimiDeltaAttention, {"n_heads": 2}),
+    "GatedDeltaProduct": (GatedDeltaProduct, {"n_heads": 2}),
 }
 
 

@@ -23,6 +23,8 @@ LEARNED = {
     "Based": {**SMALL, "n_heads": 2, "feature_dim": 4, "window": 8, "chunk_size": 16},
     "GatedLinearAttention": {**SMALL, "n_heads": 2, "chunk_size": 16},
     "HGRN2": {**SMALL, "n_heads": 2, "chunk_size": 16},
+    "KimiDeltaAttention": {**SMALL, "n_heads": 2, "chunk_size": 16},
+    "GatedDeltaProduct": {**SMALL, "n_heads": 2, "chunk_size": 16},
     "GRU": {**SMALL},
     "LSTM": {**SMALL},
     "SlidingWindowAttention": {**SMALL, "n_heads": 2, "window": 8},

@@ -61,19 +61,15 @@ def test_two_level_scores_equal_the_direct_segment_sum_form():
     seed=st.integers(0, 10_000),
     T=st.integers(1, 70),
     chunk_size=st.sampled_from([8, 16, 32]),
-    n_erased=st.integers(0, 6),
-    n_bursts=st.integers(0, 6),
-    burst=st.sampled_from([-30.0, -1e4, -1e30]),
+    n_erased=st.integers(*ref.EXTREME_GATES["n_erased"]),
+    n_bursts=st.integers(*ref.EXTREME_GATES["n_bursts"]),
+    burst=st.sampled_from(ref.EXTREME_GATES["burst"]),
 )
 def test_chunk_form_holds_under_extreme_gates(seed, T, chunk_size, n_erased, n_bursts, burst):
     """Log decays of -inf (a channel erased) and large bursts, among gates near 1: the chunk form
     stays within 2e-5 relative of the float64 recurrence, output and state."""
-    q, k, v, g, s0 = _inputs(B=1, T=T, H=2, K=8, V=4, seed=seed)
-    g = logsigmoid(torch.randn(g.shape, generator=torch.Generator().manual_seed(seed)) + 6.0)
-    gen = torch.Generator().manual_seed(seed + 1)
-    flat = g.view(-1)
-    flat[torch.randint(0, flat.numel(), (n_erased,), generator=gen)] = float("-inf")
-    flat[torch.randint(0, flat.numel(), (n_bursts,), generator=gen)] = burst
+    q, k, v, _, s0 = _inputs(B=1, T=T, H=2, K=8, V=4, seed=seed)
+    g = ref.extreme_log_decays(q.shape, seed, n_erased, n_bursts, burst)
     ref_o, ref_s = ref.gla(q, k, v, g, 8**-0.5, s0)
     o, s = chunk_gla(q, k, v, g, initial_state=s0, chunk_size=chunk_size)
     assert torch.isfinite(o).all() and torch.isfinite(s).all()

@@ -21,7 +21,12 @@ def test_rows_state_sizes():
     assert all(r["fixed_size"] for n, r in rows.items() if n != "CausalAttention")
 
 
-SIZED_LIKE_GATED_DELTA_NET = ("GatedLinearAttention", "HGRN2")
+SIZED_LIKE_GATED_DELTA_NET = (
+    "GatedLinearAttention",
+    "HGRN2",
+    "KimiDeltaAttention",
+    "GatedDeltaProduct",
+)
 
 
 def test_default_sizes_are_comparable_to_gated_delta_net():

@@ -1,0 +1,62 @@
+"""The token-by-token recurrence of Kimi Delta Attention (the streaming form)."""
+
+from __future__ import annotations
+
+import torch
+
+from swar_bench.mechanisms.ops.chunking import initial_state_of
+
+
+def check_kda_shapes(q, k, v, g, beta) -> None:
+    """ValueError unless ``q, k, g [B, T, H, K]``, ``v [B, T, H, V]`` and ``beta [B, T, H]``."""
+    if (
+        q.dim() != 4
+        or k.shape != q.shape
+        or g.shape != q.shape
+        or v.shape[:3] != q.shape[:3]
+        or beta.shape != q.shape[:3]
+    ):
+        raise ValueError(
+            f"expected q, k, g [B, T, H, K], v [B, T, H, V] and beta [B, T, H]; got "
+            f"q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}, g {tuple(g.shape)}, "
+            f"beta {tuple(beta.shape)}"
+        )
+
+
+def recurrent_kda(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    g: torch.Tensor,
+    beta: torch.Tensor,
+    scale: float | None = None,
+    initial_state: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Token by token: decay each key channel, then the delta update, then read.
+
+    Args:
+        q, k: ``[B, T, H, K]`` (keys are expected L2-normalised, not required); v: ``[B, T, H, V]``;
+        g: ``[B, T, H, K]`` log decay per key channel (<= 0, ``-inf`` erases the channel);
+        beta: ``[B, T, H]`` write strength in [0, 1]; scale: default ``K ** -0.5``;
+        initial_state: ``[B, H, K, V]`` or None (zeros).
+
+    Returns:
+        ``(o [B, T, H, V]`` in ``v``'s dtype, ``final_state [B, H, K, V]`` float32); computed
+        in float32.
+
+    Raises:
+        ValueError: on inconsistent shapes.
+    """
+    check_kda_shapes(q, k, v, g, beta)
+    dtype = v.dtype
+    scale = q.shape[-1] ** -0.5 if scale is None else scale
+    S = initial_state_of(q, v, initial_state)
+    outs = []
+    # unbind, not indexing: the backward of x[:, t] zero-fills a full-size gradient per token
+    for q_t, k_t, v_t, g_t, beta_t in zip(*(x.float().unbind(1) for x in (q, k, v, g, beta))):
+        S = S * g_t.exp()[..., None]
+        v_new = (v_t - torch.einsum("bhkv,bhk->bhv", S, k_t)) * beta_t[..., None]
+        S = S + k_t[..., :, None] * v_new[..., None, :]
+        outs.append(torch.einsum("bhk,bhkv->bhv", q_t * scale, S))
+    o = torch.stack(outs, dim=1) if outs else v.new_zeros(v.shape)
+    return o.to(dtype), S
