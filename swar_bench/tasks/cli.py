@@ -8,7 +8,11 @@
     swar-bench data vocab --out vocab.json
 
 Errors a user can cause are reported as one line on stderr (exit status 2; 1 when a check
-finds a violation). A local folder is read with the generator parameters it records
+finds a violation). ``verify`` and ``check`` of a local folder also exit 1, naming what is
+missing, unless it is a complete release (``hub_io.release_problems``: README.md listing every
+split file, each listed file, vocab.json, params.json); ``generate`` lists its splits in
+README.md before writing them and keeps finished ones, so rerunning a command that was cut short
+completes the folder. A local folder is read with the generator parameters it records
 (``params.json``); ``--params`` that differ from them are an error, and ``generate`` refuses to
 add data of other parameters to a folder. Interrupted by Ctrl-C (SIGINT) or SIGTERM (``timeout``,
 SLURM), a command removes its temporary files and exits with status 130 or 143 (128 + signal).
@@ -37,6 +41,7 @@ from swar_bench.tasks.hub_io import (
     iter_examples,
     load_split,
     parse_config,
+    release_problems,
     remove_stale_temp_files,
     verify_dataset,
     write_dataset,
@@ -312,6 +317,7 @@ def cmd_generate(args) -> int:
     if os.path.isdir(args.out):
         for path in remove_stale_temp_files(args.out):
             print(f"removed {path}, left by an interrupted run", file=sys.stderr)
+    kept: list[str] = []
     paths = write_dataset(
         args.out,
         configs=configs,
@@ -319,8 +325,14 @@ def cmd_generate(args) -> int:
         num_examples=num_examples,
         params=params,
         progress=not args.no_progress,
+        kept=kept,
     )
-    print(f"wrote {len(paths)} parquet files, README.md and vocab.json under {args.out}")
+    written = len(paths) - len(kept)
+    print(
+        f"wrote {written} parquet files"
+        + (f" (kept {len(kept)} finished by an earlier run)" if kept else "")
+        + f", README.md and vocab.json under {args.out}"
+    )
     configs = sorted({os.path.basename(os.path.dirname(p)) for p in paths}, key=parse_config)
     report = check_disjoint(args.out, configs)
     for config, pairs in report.items():
@@ -357,6 +369,21 @@ def cmd_stats(args) -> int:
 
 def _local_files(source: str, config: str, split: str) -> list[str]:
     return glob.glob(os.path.join(source, config, f"{split}-*.parquet"))
+
+
+def _release_incomplete(source: str) -> bool:
+    """For a local folder: name on stderr, in one line, what keeps it from being a complete
+    release (:func:`release_problems`) and return True; False for a complete one or a Hub id."""
+    if not os.path.isdir(source):
+        return False
+    problems = release_problems(source)
+    if problems:
+        print(
+            f"{source} is not a complete release; missing: {'; '.join(problems)} (a `swar-bench "
+            "data generate` cut short? the same command again completes it)",
+            file=sys.stderr,
+        )
+    return bool(problems)
 
 
 def cmd_verify(args) -> int:
@@ -398,12 +425,12 @@ def cmd_verify(args) -> int:
             f"no parquet file of the requested configs/splits under {args.source!r} to verify: "
             f"expected {args.source}/n{{N}}/{{split}}-00000-of-00001.parquet"
         )
+    incomplete = _release_incomplete(args.source)
     if failed:
         print(
             f"{len(failed)} of {len(checked)} split(s) FAILED: {', '.join(failed)}", file=sys.stderr
         )
-        return 1
-    return 0
+    return 1 if failed or incomplete else 0
 
 
 def cmd_check(args) -> int:
@@ -420,13 +447,13 @@ def cmd_check(args) -> int:
                 f"({args.source}/n{{N}}/{{split}}-00000-of-00001.parquet)"
             )
     report = check_disjoint(args.source, configs, _splits(args.splits))
-    if report:
-        for config, pairs in report.items():
-            for (a, b), n in pairs.items():
-                print(f"{config}: {n} examples shared between {a} and {b}", file=sys.stderr)
-        return 1
-    print(f"splits are disjoint in {len(configs)} config(s): {', '.join(configs)}")
-    return 0
+    for config, pairs in report.items():
+        for (a, b), n in pairs.items():
+            print(f"{config}: {n} examples shared between {a} and {b}", file=sys.stderr)
+    if not report:
+        print(f"splits are disjoint in {len(configs)} config(s): {', '.join(configs)}")
+    incomplete = _release_incomplete(args.source)
+    return 1 if report or incomplete else 0
 
 
 def _one_example(source: str, config: str, split: str, index: int, params) -> dict:

@@ -282,17 +282,153 @@ def card_files(out_dir: str | os.PathLike) -> dict[int, list[str]]:
     return found
 
 
-def write_readme(out_dir: str | os.PathLike, params: PasskeySwarParams | None = None) -> str:
+def _readme_data_files(folder: str) -> dict[str, dict[str, list[str]]] | None:
+    """``{config: {split: [path pattern, ...]}}`` from the YAML header of ``DIR/README.md`` (the
+    list ``datasets.load_dataset(DIR, config)`` reads); ``None`` without a README or header.
+
+    Raises:
+        DataSourceError: a header that is not YAML or not a list of ``config_name`` /
+            ``data_files`` entries (names the file).
+    """
+    import yaml
+
+    path = os.path.join(folder, "README.md")
+    if not os.path.isfile(path):
+        return None
+    with open(path, encoding="utf-8", errors="replace") as f:
+        text = f.read()
+    m = re.match(r"---\n(.*?)\n---", text, re.DOTALL)
+    if not m:
+        return None
+    try:
+        header = yaml.safe_load(m.group(1)) or {}
+        listed: dict[str, dict[str, list[str]]] = {}
+        for entry in header.get("configs", []) or []:
+            files = entry.get("data_files", [])
+            if isinstance(files, str):
+                files = [{"split": "train", "path": files}]
+            elif isinstance(files, dict):
+                files = [{"split": k, "path": v} for k, v in files.items()]
+            by_split = listed.setdefault(str(entry["config_name"]), {})
+            for item in files:
+                paths = item["path"] if isinstance(item["path"], list) else [item["path"]]
+                by_split.setdefault(str(item["split"]), []).extend(str(p) for p in paths)
+    except (yaml.YAMLError, AttributeError, KeyError, TypeError) as exc:
+        raise DataSourceError(
+            f"{path}: its YAML header is not a configs list ({_first_line(exc)}); expected "
+            "`configs:` entries with config_name and data_files, as `swar-bench data generate` writes"
+        ) from exc
+    return listed
+
+
+def release_problems(folder: str | os.PathLike) -> list[str]:
+    """What keeps a local folder from being a complete release (empty when it is one): the
+    files ``datasets.load_dataset(DIR, "n{N}", split=...)`` needs.
+
+    - ``README.md`` with a ``configs:`` header (without it ``load_dataset`` knows no config);
+    - every split file that header lists (a run cut short lists what it did not write);
+    - every split file of the card on disk listed in that header (else it cannot be loaded);
+    - ``vocab.json``; ``params.json`` for a folder written by ``swar-bench data generate`` (its
+      README has a ``Parameters:`` line, or it has no README).
+
+    Returns:
+        One short phrase per problem, e.g. ``"the split files README.md lists: n32/test"``.
+
+    Raises:
+        DataSourceError: a README header that cannot be read as a configs list.
+    """
+    folder = os.fspath(folder)
+    problems = []
+    listed = _readme_data_files(folder)
+    readme = os.path.join(folder, "README.md")
+    generated_here = listed is None or os.path.isfile(os.path.join(folder, PARAMS_FILE))
+    has_readme = listed is not None
+    if listed is None:
+        problems.append("README.md (its configs list is what datasets.load_dataset reads)")
+        listed = {}
+    else:
+        with open(readme, encoding="utf-8", errors="replace") as f:
+            generated_here = generated_here or _README_PARAMS_RE.search(f.read()) is not None
+    def order(name: str) -> tuple:
+        config, split = name.split("/", 1)
+        m = _CONFIG_RE.match(config)
+        rank = list(SPLIT_SEEDS).index(split) if split in SPLIT_SEEDS else len(SPLIT_SEEDS)
+        return (m is None, int(m.group(1)) if m else 0, config, rank, split)
+
+    no_file = [
+        f"{config}/{split}"
+        for config, by_split in listed.items()
+        for split, patterns in by_split.items()
+        if not any(glob.glob(os.path.join(folder, p)) for p in patterns)
+    ]
+    if no_file:
+        problems.append(f"the split files README.md lists: {', '.join(sorted(no_file, key=order))}")
+    unlisted = [
+        f"{config_name(n)}/{split}"
+        for n, splits in card_files(folder).items()
+        for split in splits
+        if split not in listed.get(config_name(n), {})
+    ]
+    if unlisted and has_readme:
+        problems.append(f"README.md entries for the split files {', '.join(unlisted)}")
+    if not os.path.isfile(os.path.join(folder, "vocab.json")):
+        problems.append("vocab.json")
+    if generated_here and not os.path.isfile(os.path.join(folder, PARAMS_FILE)):
+        problems.append(PARAMS_FILE)
+    return problems
+
+
+def check_release(folder: str | os.PathLike, command: str = "generate") -> None:
+    """Raise unless :func:`release_problems` finds nothing.
+
+    Raises:
+        DataSourceError: one line naming the folder, everything missing, and the command that
+            completes it (``swar-bench data generate --out DIR`` with the same options).
+    """
+    problems = release_problems(folder)
+    if problems:
+        raise DataSourceError(
+            f"{os.fspath(folder)} is not a complete release; missing: {'; '.join(problems)} "
+            f"(a `swar-bench data {command}` cut short? run the same command again to complete it)"
+        )
+
+
+def finished_split(path: str | os.PathLike, num_examples: int) -> bool:
+    """``path`` is a complete split file of ``num_examples`` examples with the card's columns
+    (a file that exists was renamed into place whole, see :func:`write_split`; the footer is read,
+    not the data)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        meta = pq.read_metadata(os.fspath(path))
+        names = meta.schema.to_arrow_schema().names
+    except (OSError, ValueError, pa.ArrowException):  # missing, or not parquet: not finished
+        return False
+    return meta.num_rows == num_examples and all(c in names for c in COLUMNS)
+
+
+def write_readme(
+    out_dir: str | os.PathLike,
+    params: PasskeySwarParams | None = None,
+    planned: Iterable[tuple[str, str]] = (),
+) -> str:
     """(Re)write ``DIR/README.md`` with a YAML ``configs:`` header listing every split file of
     the card present under ``DIR/n{N}/`` (:func:`card_files`; so repeated ``generate`` calls
-    accumulate configs)."""
+    accumulate configs) and every ``(config, split)`` of ``planned``, written or not.
+
+    :func:`write_dataset` writes it first with the splits it is about to write, so a folder whose
+    writing was cut short lists what it lacks (:func:`release_problems` names it), and again at
+    the end."""
     params = params or PasskeySwarParams()
     out_dir = os.fspath(out_dir)
-    found = card_files(out_dir)
+    found = {n: set(splits) for n, splits in card_files(out_dir).items()}
+    for config, split in planned:
+        found.setdefault(parse_config(config), set()).add(split)
     lines = ["---", "configs:"]
     for n in sorted(found):
         lines += [f"- config_name: {config_name(n)}", "  data_files:"]
-        for split in found[n]:
+        for split in (s for s in SPLIT_SEEDS if s in found[n]):
             lines += [
                 f"  - split: {split}",
                 f"    path: {config_name(n)}/{split}-00000-of-00001.parquet",
@@ -445,8 +581,13 @@ def write_dataset(
     num_examples: int | None = None,
     params: PasskeySwarParams | None = None,
     progress: bool = True,
+    kept: list[str] | None = None,
 ) -> list[str]:
     """Generate configs/splits into ``out_dir`` in the Hub layout (parquet, README.md, vocab.json).
+
+    A split file already there with the requested number of examples (:func:`finished_split`;
+    same parameters, so the same examples) is kept, not written again: rerunning a command that
+    was cut short completes the folder.
 
     Args:
         out_dir: target folder (created).
@@ -457,9 +598,10 @@ def write_dataset(
         num_examples: examples per split; default: the card's sizes (train 100,000, else 1,000).
         params: generator parameters (default: the card's).
         progress: show a tqdm progress bar (examples).
+        kept: a list to which the paths of split files kept from an earlier run are appended.
 
     Returns:
-        The parquet paths written.
+        The parquet paths of the request (written now, or kept from an earlier run).
 
     Raises:
         DataSourceError: bad config/split name, ``N`` not a config of the card (32..16384),
@@ -482,38 +624,36 @@ def write_dataset(
     check_folder_params(out_dir, params)
     os.makedirs(out_dir, exist_ok=True)  # fails here, before any generation, on a bad path
     remove_stale_temp_files(out_dir)
-    write_params(out_dir, params)  # first: a run cut short still records its parameters
+    # First the record, the vocabulary and a README listing every split about to be written: a
+    # run cut short leaves a folder that says what it lacks (release_problems).
+    write_params(out_dir, params)
+    write_vocab_json(os.path.join(out_dir, "vocab.json"), params)
+    write_readme(out_dir, params, planned=pairs)
     sizes = {
         pair: int(num_examples) if num_examples is not None else SPLIT_SIZES[pair[1]]
         for pair in pairs
     }
+    todo = [p for p in pairs if not finished_split(split_path(out_dir, *p), sizes[p])]
+    if kept is not None:
+        kept += [split_path(out_dir, *p) for p in pairs if p not in todo]
     bar = None
     if progress:
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=sum(sizes.values()), unit="ex", desc="passkey_swar", dynamic_ncols=True)
-    paths = []
+        bar = tqdm(total=sum(sizes[p] for p in todo), unit="ex", desc="passkey_swar", dynamic_ncols=True)
     try:
-        for config, split in pairs:
+        for config, split in todo:
             if bar is not None:
                 bar.set_postfix_str(f"{config}/{split}")
             n = parse_config(config)
-            paths.append(
-                write_split(
-                    split_path(out_dir, config, split),
-                    split,
-                    n,
-                    sizes[(config, split)],
-                    params,
-                    bar,
-                )
+            write_split(
+                split_path(out_dir, config, split), split, n, sizes[(config, split)], params, bar
             )
     finally:
         if bar is not None:
             bar.close()
-    write_vocab_json(os.path.join(os.fspath(out_dir), "vocab.json"), params)
     write_readme(out_dir, params)
-    return paths
+    return [split_path(out_dir, *p) for p in pairs]
 
 
 def _first_line(exc: BaseException) -> str:

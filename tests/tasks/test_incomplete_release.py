@@ -1,0 +1,153 @@
+"""A folder is a release only when complete: `data verify` / `data check` name what is missing
+and exit 1; rerunning the `generate` that was cut short completes it, keeping finished files."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import datasets
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from swar_bench.tasks import hub_io
+from swar_bench.tasks.cli import main
+from swar_bench.tasks.hub_io import release_problems, split_path, write_dataset
+
+INCOMPLETE = "is not a complete release; missing: "
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(tmp_path, monkeypatch):
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", str(tmp_path / "hf_cache"))
+
+
+def _missing_line(err: str) -> str:
+    (line,) = [ln for ln in err.splitlines() if INCOMPLETE in ln]
+    return line.split(INCOMPLETE, 1)[1].split(" (a `swar-bench data generate` cut short?")[0]
+
+
+def test_the_issues_folder_names_readme_and_vocab(tmp_path, capsys):
+    # What `timeout -s INT 3 swar-bench data generate --out data/intr` left before this fix:
+    # n4096/validation and params.json, no README.md, no vocab.json.
+    out = tmp_path / "intr"
+    write_dataset(out, ["n4096"], ["validation"], num_examples=2, progress=False)
+    (out / "README.md").unlink()
+    (out / "vocab.json").unlink()
+    for command in ("verify", "check"):
+        assert main([command, str(out)]) == 1, command
+        assert _missing_line(capsys.readouterr().err) == (
+            "README.md (its configs list is what datasets.load_dataset reads); vocab.json"
+        )
+
+
+def _wait_for(path: Path, proc: subprocess.Popen, limit_s: float = 240.0) -> None:
+    """Return once ``path`` exists; fail if ``proc`` ends first (the event never came)."""
+    deadline = time.monotonic() + limit_s  # a bound on a hang, not a timing assumption
+    while not path.exists():
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.01)
+
+
+def test_a_generate_stopped_by_ctrl_c_is_named_then_completed_by_a_rerun(tmp_path, capsys):
+    out = tmp_path / "intr"
+    argv = ["generate", "--out", str(out), "--configs", "n32,n16384", "--splits", "validation",
+            "--num-examples", "150", "--no-progress"]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "swar_bench.cli", "data", *argv],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    first = Path(split_path(out, "n32", "validation"))
+    _wait_for(first, proc)  # n16384/validation is being generated now
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=240)
+    assert proc.returncode == 130 and err.strip().splitlines()[-1] == "swar-bench data generate: interrupted"
+    assert not Path(split_path(out, "n16384", "validation")).exists()
+    assert not list(out.glob("**/.tmp-*"))
+
+    for command in ("verify", "check"):
+        assert main([command, str(out)]) == 1, command
+        assert _missing_line(capsys.readouterr().err) == "the split files README.md lists: n16384/validation"
+    with pytest.raises(Exception, match="n16384"):  # the README lists a file that is not there
+        datasets.load_dataset(str(out), "n16384", split="validation")
+
+    inode = first.stat().st_ino
+    assert main(argv) == 0
+    assert capsys.readouterr().out.splitlines()[0] == (
+        f"wrote 1 parquet files (kept 1 finished by an earlier run), README.md and vocab.json under {out}"
+    )
+    assert first.stat().st_ino == inode  # not written again
+    assert release_problems(out) == []
+    assert main(["check", str(out)]) == 0
+    assert datasets.load_dataset(str(out), "n16384", split="validation").num_rows == 150
+
+
+PIECES = ("README.md", "vocab.json", "params.json", "n32/validation", "n32/test", "n64/test",
+          "README entry n64/test")
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("release") / "data"
+    write_dataset(folder, ["n32", "n64"], ["validation", "test"], num_examples=2, progress=False)
+    return folder
+
+
+def _remove(folder: Path, piece: str) -> None:
+    if piece == "README entry n64/test":
+        readme = folder / "README.md"
+        if readme.exists():
+            text = readme.read_text()
+            entry = "  - split: test\n    path: n64/test-00000-of-00001.parquet\n"
+            readme.write_text(text.replace(entry, ""))
+    elif "/" in piece:
+        config, split = piece.split("/")
+        os.unlink(split_path(folder, config, split))
+    else:
+        (folder / piece).unlink()
+
+
+def _expected(removed: set[str]) -> list[str]:
+    out = []
+    if "README.md" in removed:
+        out.append("README.md (its configs list is what datasets.load_dataset reads)")
+    else:
+        listed = ["n32/validation", "n32/test", "n64/validation", "n64/test"]
+        if "README entry n64/test" in removed:
+            listed.remove("n64/test")
+        gone = [p for p in listed if p in removed]
+        if gone:
+            out.append("the split files README.md lists: " + ", ".join(gone))
+        if "README entry n64/test" in removed and "n64/test" not in removed:
+            out.append("README.md entries for the split files n64/test")
+    out += [name for name in ("vocab.json", "params.json") if name in removed]
+    return out
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(removed=st.sets(st.sampled_from(PIECES)))
+def test_any_missing_piece_is_named_and_a_rerun_completes_the_folder(release, tmp_path, removed):
+    folder = tmp_path / "case"
+    shutil.rmtree(folder, ignore_errors=True)
+    shutil.copytree(release, folder)
+    for piece in sorted(removed):  # README entries go before README.md itself is considered
+        _remove(folder, piece)
+    assert release_problems(folder) == _expected(removed)
+    if _expected(removed):
+        with pytest.raises(hub_io.DataSourceError, match=re.escape("; ".join(_expected(removed)))):
+            hub_io.check_release(folder)
+    else:
+        hub_io.check_release(folder)
+
+    kept: list[str] = []
+    write_dataset(folder, ["n32", "n64"], ["validation", "test"], num_examples=2, progress=False, kept=kept)
+    split_files = {"n32/validation", "n32/test", "n64/validation", "n64/test"}
+    assert {os.path.relpath(p, folder)[: -len("-00000-of-00001.parquet")] for p in kept} == split_files - removed
+    assert release_problems(folder) == []
