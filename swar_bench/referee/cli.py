@@ -1,7 +1,7 @@
 """``swar-bench referee``: run ``evaluate`` from a config, or compare saved results.
 
     swar-bench referee --config configs/referee/quick.yaml [--out DIR] [--device cuda] [--seed N ...]
-    swar-bench referee compare A.json B.json [--names a b] [--plot curve.png]
+    swar-bench referee compare A.json B.json [--names a b] [--plot curve.png] [--flops-tolerance 0.05]
 
 The config is a jsonargparse file: ``mechanism`` as ``class_path`` / ``init_args`` plus every
 keyword argument of ``evaluate``; ``--out`` is the folder that receives ``result.json`` and
@@ -36,7 +36,12 @@ from swar_bench.referee.report import (
     read_json,
     write_json,
 )
-from swar_bench.referee.table import check_result, comparison_table
+from swar_bench.referee.table import (
+    FLOPS_TOLERANCE,
+    check_flops_tolerance,
+    check_result,
+    comparison_table,
+)
 
 PROG = "swar-bench referee"
 
@@ -371,10 +376,20 @@ def _compare(argv: list[str]) -> int:
     parser.add_argument(
         "--plot", default=None, help="Also draw the forgetting curves into this PNG."
     )
+    parser.add_argument(
+        "--flops-tolerance",
+        default=str(FLOPS_TOLERANCE),
+        help="Largest relative difference of two results' training FLOPs per cell "
+        f"(default {FLOPS_TOLERANCE}; inf compares whatever the FLOPs).",
+    )
     try:
         args = parser.parse_args(argv)
     except SystemExit as e:
         return int(e.code or 0)
+    try:
+        args.flops_tolerance = check_flops_tolerance(args.flops_tolerance)
+    except ValueError as e:
+        return _error(str(e).replace("flops_tolerance=", "--flops-tolerance=", 1))
     names = args.names or [Path(p).parent.name or Path(p).stem for p in args.results]
     if len(names) != len(args.results):
         return _error(
@@ -403,7 +418,7 @@ def _compare_checked(args, names: list[str]) -> int:
         named = {n: read_json(p) for n, p in zip(names, args.results)}
         for path, result in zip(args.results, named.values()):
             check_result(result, path)  # a file missing a field is named here, not mid-table
-        table = comparison_table(named)
+        table = comparison_table(named, flops_tolerance=args.flops_tolerance)
     except ValueError as e:  # our own one-line messages, naming the path: shown whole
         return _error(e, limit=None)
     print(table)

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from swar_bench.intervals import wilson
 from swar_bench.mechanisms.protocol import measure_state_bytes
 from swar_bench.referee.bandit import FlopLedger, ThompsonBernoulli
 from swar_bench.referee.stream import Runner, as_mechanism, count_params, stream
@@ -39,10 +40,22 @@ from swar_bench.referee.train import flops, train_step_tokens, train_tbptt
 
 log = logging.getLogger(__name__)
 
-SCHEMA = "swar_bench.referee/1"
-"""Version tag of the result dict written by ``evaluate``."""
+SCHEMA = "swar_bench.referee/2"
+"""Version tag of the result dict written by ``evaluate`` (2: training protocol, counts, 95% Wilson
+intervals and per-probe outcomes in every cell)."""
+
+TRAIN_PROTOCOLS = ("fixed_steps", "matched_flops")
+"""How each (suite, range) cell is trained.
+
+``fixed_steps`` (the E7 card's protocol): at most ``n_train_steps`` (``perplexity_steps``) steps,
+stopped earlier only when the cell's FLOP share is spent; mechanisms of different sizes then spend
+different FLOPs. ``matched_flops``: each cell trains until its FLOP share
+(``compute_budget_flops / len(ranges)``) is spent, whatever the step count (a bigger model takes
+fewer steps); the last step uses only the rows the remaining share pays for, so every cell spends
+its share to within one training row."""
 
 PROTOCOL_KEYS = (
+    "train_protocol",
     "ranges",
     "seed",
     "vocab",
@@ -285,6 +298,15 @@ def length_curriculum(
     }
 
 
+def check_train_protocol(train_protocol: str) -> str:
+    """``train_protocol`` if it is one of ``TRAIN_PROTOCOLS``; else ``ValueError`` (one line)."""
+    if train_protocol not in TRAIN_PROTOCOLS:
+        raise ValueError(
+            f"train_protocol={train_protocol!r}: expected one of {', '.join(TRAIN_PROTOCOLS)}"
+        )
+    return train_protocol
+
+
 def _optimizer(mechanism: object, lr: float) -> torch.optim.Optimizer | None:
     params = (
         [p for p in mechanism.parameters() if p.requires_grad]
@@ -311,7 +333,9 @@ def _run_cell(
     """Train ``fresh`` (a copy nobody else uses) on ``suite`` at ``distance``, then probe held-out instances.
 
     ``n_steps`` is the step cap and ``cap_name`` its argument's name (``n_train_steps`` or
-    ``perplexity_steps``), reported as ``train_stopped`` when the cap is what ended training.
+    ``perplexity_steps``), reported as ``train_stopped`` when the cap is what ended training. Under
+    the ``matched_flops`` protocol there is no step cap: training runs until ``ledger`` has paid the
+    arm's share, the last step on as many rows as the remainder pays for.
     """
     vocab, B, tbptt = cfg["vocab"], cfg["batch_size"], cfg["tbptt_steps"]
     batch_kw = {
@@ -322,24 +346,30 @@ def _run_cell(
     }
     length = distance if suite == "perplexity" else distance + 1
     opt = _optimizer(fresh, cfg["lr"])
-    step_fwd, step_bwd = train_step_tokens(B, length, tbptt)
-    step_flops = flops(n_params, tokens_forward=step_fwd, tokens_backward=step_bwd)
+    row_fwd, row_bwd = train_step_tokens(1, length, tbptt)
+    row_flops = flops(n_params, tokens_forward=row_fwd, tokens_backward=row_bwd)
+    matched = cfg["train_protocol"] == "matched_flops"
     train_losses: list[float] = []
+    rows_trained = 0
     stopped = cap_name
     if opt is None:
         stopped = "no trainable parameters"
     else:
-        for i in range(n_steps):
-            if ledger is not None and not ledger.can_pay(arm, step_flops):
-                stopped = "flop ledger"
-                break
+        for i in itertools.count() if matched else range(n_steps):
+            rows = B
+            if ledger is not None and not ledger.can_pay(arm, B * row_flops):
+                # fixed steps: stop; matched FLOPs: spend the remainder on the rows it pays for
+                rows = int(ledger.remaining(arm) // row_flops) if matched and row_flops > 0 else 0
+                if rows < 1:
+                    stopped = "flop ledger"
+                    break
             x, y = make_batch(
                 suite,
                 seed=cfg["seed"],
                 split="train",
                 distance=distance,
                 first_index=i * B,
-                batch_size=B,
+                batch_size=rows,
                 **batch_kw,
             )
             step = train_tbptt(
@@ -353,12 +383,18 @@ def _run_cell(
                 grad_clip=cfg["grad_clip"],
             )
             if ledger is not None:
-                ledger.pay(arm, step_flops)
+                ledger.pay(arm, rows * row_flops)
             train_losses.append(step.loss)
+            rows_trained += rows
+            if rows < B:
+                stopped = "flop ledger"
+                break
     n_trained = len(train_losses)
 
     runner = Runner(fresh, vocab)
     per_row_loss, per_row_correct, tail_loss, tail_n, eval_tokens, oracle = [], [], 0.0, 0, 0, 0.0
+    row_correct: list[int] = []
+    row_count: list[int] = []
     state_info = None
     for first in range(0, cfg["n_eval_trials"], B):
         rows = min(B, cfg["n_eval_trials"] - first)
@@ -375,8 +411,10 @@ def _run_cell(
             runner, x, y, chunk_size=cfg["chunk_size"], tail=tbptt if suite == "perplexity" else 0
         )
         per_row_loss.extend((out.loss_sum / np.maximum(out.n_supervised, 1)).tolist())
+        row_count.extend(int(v) for v in out.n_supervised)
         if out.correct is not None:
             per_row_correct.extend((out.correct / np.maximum(out.n_supervised, 1)).tolist())
+            row_correct.extend(int(v) for v in out.correct)
         tail_loss += float(out.tail_loss_sum.sum())
         if suite == "perplexity":
             oracle += markov_oracle_loss(
@@ -395,12 +433,26 @@ def _run_cell(
 
     threshold = solved_threshold(vocab)
     loss = float(np.mean(per_row_loss))
+    proxy_hits = [bool(v < threshold) for v in per_row_loss]
+    exact = wilson(sum(row_correct), sum(row_count)) if row_correct else None
+    proxy = wilson(sum(proxy_hits), len(proxy_hits))
     cell: dict[str, Any] = {
         "range": distance,
         "accuracy": float(np.mean(per_row_correct)) if per_row_correct else None,
-        "proxy_accuracy": float(np.mean([v < threshold for v in per_row_loss])),
+        "correct": exact.correct if exact else None,
+        "count": sum(row_count),
+        "accuracy_ci": [exact.low, exact.high] if exact else None,
+        "few": exact.few if exact else proxy.few,
+        "proxy_accuracy": float(np.mean(proxy_hits)),
+        "proxy_count": proxy.count,
+        "proxy_ci": [proxy.low, proxy.high],
         "loss": loss,
         "solved": bool(loss < threshold),
+        "per_probe": {
+            "correct": row_correct if row_correct else None,
+            "count": row_count,
+            "loss": [float(v) for v in per_row_loss],
+        },
     }
     if suite == "perplexity":
         cell["perplexity"] = math.exp(loss) if loss < 700 else float("inf")
@@ -408,8 +460,8 @@ def _run_cell(
         cell["optimal_loss"] = markov_optimal_loss(vocab, cfg["resample_prob"])
         cell["oracle_loss"] = oracle / eval_tokens
     tokens = {
-        "train_forward": n_trained * step_fwd,
-        "train_backward": n_trained * step_bwd,
+        "train_forward": rows_trained * row_fwd,
+        "train_backward": rows_trained * row_bwd,
         "eval": eval_tokens,
     }
     train_flops = flops(
@@ -418,6 +470,7 @@ def _run_cell(
     eval_flops = flops(n_params, tokens_forward=eval_tokens)
     cell.update(
         train_steps=n_trained,
+        train_rows=rows_trained,
         train_stopped=stopped,
         train_loss_first=train_losses[0] if train_losses else None,
         train_loss_last=train_losses[-1] if train_losses else None,
@@ -446,6 +499,7 @@ def evaluate(
     lr: float = 3e-3,
     grad_clip: float | None = 1.0,
     resample_prob: float = 0.1,
+    train_protocol: str = "fixed_steps",
 ) -> dict[str, Any]:
     """Run the full E7 referee on ``mechanism`` and return a JSON-ready result dict.
 
@@ -478,13 +532,21 @@ def evaluate(
         chunk_size: tokens per forward call while streaming (memory, not results, depends on it).
         lr, grad_clip: Adam learning rate and gradient-norm clip of every cell.
         resample_prob: noise of the Markov stream (its entropy floor is reported).
+        train_protocol: ``"fixed_steps"`` (the card's: at most ``n_train_steps`` /
+            ``perplexity_steps`` steps per cell) or ``"matched_flops"`` (each cell trains until its
+            share of ``compute_budget_flops`` is spent, the step caps unused); see
+            ``TRAIN_PROTOCOLS``. Recorded in ``protocol`` and shown in ``comparison_table``.
 
     Returns:
         dict with ``schema``, ``protocol`` (the settings in ``PROTOCOL_KEYS``, resolved),
         ``settings`` (the rest), ``mechanism`` (class, n_params, loss_only), ``chance_loss``,
         ``solved_threshold``, ``accuracy_note``, ``suites`` (suite -> one cell per range: range,
-        accuracy (exact argmax, ``None`` for loss-only), proxy_accuracy (fraction of trials with
-        loss < threshold), loss (nats), solved, train_steps, train_stopped, tokens, flops; the
+        accuracy (exact argmax, ``None`` for loss-only), correct / count (supervised positions:
+        one per held-out instance for the probes, every position of the stream for perplexity),
+        accuracy_ci (95% Wilson ``[low, high]`` over those positions), few (fewer than 30),
+        proxy_accuracy (fraction of trials with loss < threshold), proxy_count, proxy_ci, loss
+        (nats), solved, per_probe (per held-out instance, in order: ``correct``, ``count``,
+        ``loss``, for paired tests), train_steps, train_rows, train_stopped, tokens, flops; the
         perplexity cells also perplexity, tail_loss (last ``tbptt_steps`` positions), optimal_loss
         (the stream's entropy), oracle_loss (the true model's loss on the same held-out streams)), ``forgetting_curve`` (needle,
         one point per range), ``self_knowledge_correlation`` (``None`` = NaN, with
@@ -508,6 +570,7 @@ def evaluate(
             f"state_budget_bytes={state_budget_bytes!r}: expected a number of bytes > 0"
         )
     cfg = {
+        "train_protocol": check_train_protocol(train_protocol),
         "seed": seed,
         "vocab": vocab,
         "hops": hops,

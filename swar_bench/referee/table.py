@@ -11,8 +11,20 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from swar_bench.referee.evaluate import PROTOCOL_KEYS, SCHEMA
+from swar_bench.intervals import FEW_ITEMS, FEW_MARK
+from swar_bench.referee.evaluate import PROTOCOL_KEYS, SCHEMA, TRAIN_PROTOCOLS
 from swar_bench.referee.suites import SUITE_NAMES
+
+FLOPS_TOLERANCE = 0.05
+"""Default largest relative difference ``|a - b| / max(a, b)`` of two results' training FLOPs in one
+(suite, range) cell that ``comparison_table`` accepts as matched."""
+
+PROTOCOL_LABELS = {
+    "fixed_steps": "fixed steps (the E7 card's protocol: at most n_train_steps / perplexity_steps "
+    "steps per cell; training FLOPs differ with model size)",
+    "matched_flops": "matched FLOPs (each cell trains until its share of compute_budget_flops is "
+    "spent)",
+}
 
 
 class _Malformed(Exception):
@@ -21,10 +33,10 @@ class _Malformed(Exception):
 
 _NUMBER = (int, float)
 _SUITE_CELL_KEYS = {
-    "needle": ("accuracy", "proxy_accuracy", "loss"),
-    "copy": ("accuracy", "proxy_accuracy", "loss"),
-    "multi_hop": ("accuracy", "proxy_accuracy", "loss"),
-    "perplexity": ("perplexity", "accuracy"),
+    "needle": ("accuracy", "proxy_accuracy", "loss", "correct"),
+    "copy": ("accuracy", "proxy_accuracy", "loss", "correct"),
+    "multi_hop": ("accuracy", "proxy_accuracy", "loss", "correct"),
+    "perplexity": ("perplexity", "accuracy", "correct"),
 }
 """The cell fields ``comparison_table`` shows, per suite (each a number, or null)."""
 
@@ -62,6 +74,11 @@ def _check(result: Any) -> None:
     ranges = _get(protocol, "ranges", "protocol", (list, tuple), "a list of distances")
     if not ranges or not all(isinstance(r, _NUMBER) and not isinstance(r, bool) for r in ranges):
         raise _Malformed(f"protocol.ranges is {_kind(ranges)}, not a non-empty list of distances")
+    train_protocol = _get(protocol, "train_protocol", "protocol", (str,), "a protocol name")
+    if train_protocol not in TRAIN_PROTOCOLS:
+        raise _Malformed(
+            f"protocol.train_protocol is {train_protocol!r}, not one of {', '.join(TRAIN_PROTOCOLS)}"
+        )
     _get(protocol, "seed", "protocol", (int,), "an integer")
     _get(protocol, "vocab", "protocol", (int,), "an integer")
     _get(protocol, "state_budget_bytes", "protocol", _NUMBER, "a number of bytes")
@@ -80,6 +97,14 @@ def _check(result: Any) -> None:
                 raise _Malformed(f"{path} is {_kind(cell)}, not a mapping")
             for key in keys:
                 _get(cell, key, path, _NUMBER, "a number or null", null=True)
+            _get(cell, "count", path, (int,), "a number of supervised positions")
+            ci = _get(cell, "accuracy_ci", path, (list,), "[low, high] or null", null=True)
+            if ci is not None and (
+                len(ci) != 2 or not all(isinstance(v, _NUMBER) and not isinstance(v, bool) for v in ci)
+            ):
+                raise _Malformed(f"{path}.accuracy_ci is {_kind(ci)}, not [low, high] or null")
+            cell_flops = _get(cell, "flops", path, (Mapping,), "a mapping")
+            _get(cell_flops, "train", f"{path}.flops", _NUMBER, "a number of FLOPs")
     curve = _get(result, "forgetting_curve", "", (list,), "a list of points")
     if len(curve) != len(ranges):
         raise _Malformed(
@@ -156,12 +181,53 @@ def _named(results: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
     return named
 
 
-def check_comparable(named: Mapping[str, Mapping[str, Any]]) -> None:
-    """Raise ``ValueError`` naming the first setting in ``PROTOCOL_KEYS`` on which two results differ.
+def check_flops_tolerance(flops_tolerance: float | None) -> float | None:
+    """``flops_tolerance`` as a float >= 0 (``inf`` or None: FLOPs are not checked); else
+    ``ValueError`` (one line)."""
+    if flops_tolerance is None:
+        return None
+    try:
+        tol = float(flops_tolerance)
+    except (TypeError, ValueError):
+        tol = math.nan
+    if math.isnan(tol) or tol < 0:
+        raise ValueError(
+            f"flops_tolerance={flops_tolerance!r}: expected a relative difference >= 0 "
+            "(e.g. 0.05; inf to compare whatever the FLOPs)"
+        )
+    return None if math.isinf(tol) else tol
 
-    Ranges, seed, vocab, state budget, FLOP budget, and the training / evaluation sizes must all
-    match, or the numbers side by side would not be measured on the same terms.
+
+def flops_mismatch(
+    a: Mapping[str, Any], b: Mapping[str, Any], flops_tolerance: float
+) -> str | None:
+    """The first (suite, range) cell whose training FLOPs differ between ``a`` and ``b`` by more
+    than ``flops_tolerance`` (relative to the larger), described in words; None when all match."""
+    for suite in SUITE_NAMES:
+        for ca, cb in zip(a["suites"][suite], b["suites"][suite]):
+            fa, fb = float(ca["flops"]["train"]), float(cb["flops"]["train"])
+            top = max(abs(fa), abs(fb))
+            if top > 0 and abs(fa - fb) / top > flops_tolerance:
+                return (
+                    f"{suite} at range {ca['range']} spent {fa:.4g} vs {fb:.4g} training FLOPs "
+                    f"({abs(fa - fb) / top:.1%} apart, more than the tolerance {flops_tolerance:.1%})"
+                )
+    return None
+
+
+def check_comparable(
+    named: Mapping[str, Mapping[str, Any]], flops_tolerance: float | None = FLOPS_TOLERANCE
+) -> None:
+    """Raise ``ValueError`` naming the first setting in ``PROTOCOL_KEYS`` on which two results
+    differ, or the first (suite, range) cell whose spent training FLOPs differ by more than
+    ``flops_tolerance``.
+
+    The training protocol, ranges, seed, vocab, state budget, FLOP budget and the training /
+    evaluation sizes must all match, and (E7 card: "beats the baseline ... at matched FLOPs") so
+    must the FLOPs each cell really spent, or the numbers side by side would not be measured on the
+    same terms. ``flops_tolerance=None`` (or ``inf``) skips the FLOPs check.
     """
+    tol = check_flops_tolerance(flops_tolerance)
     items = list(named.items())
     base_name, base = items[0]
     for name, r in items[1:]:
@@ -171,6 +237,14 @@ def check_comparable(named: Mapping[str, Mapping[str, Any]]) -> None:
                 raise ValueError(
                     f"cannot compare {base_name!r} and {name!r}: {key}={a!r} vs {key}={b!r}; "
                     f"expected results evaluated with the same {key} (rerun evaluate with matching settings)"
+                )
+        if tol is not None:
+            why = flops_mismatch(base, r, tol)
+            if why is not None:
+                raise ValueError(
+                    f"cannot compare {base_name!r} and {name!r} at matched FLOPs: {why}; expected "
+                    "results run with train_protocol='matched_flops' (or a larger flops tolerance, "
+                    "inf to compare them anyway)"
                 )
 
 
@@ -185,21 +259,42 @@ def _grid(rows: list[list[str]]) -> list[str]:
     return ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
 
 
-def comparison_table(results: Mapping[str, Any]) -> str:
+def _acc_cell(c: Mapping[str, Any]) -> str:
+    """``0.91 [0.82, 0.96] (64)``: exact accuracy, its 95% Wilson interval, the positions counted
+    (``*`` below 30); ``-`` for a loss-only mechanism."""
+    if c.get("accuracy") is None or c.get("accuracy_ci") is None:
+        return "-"
+    low, high = c["accuracy_ci"]
+    mark = FEW_MARK if 0 < c["count"] < FEW_ITEMS else ""
+    return f"{c['accuracy']:.2f} [{low:.2f}, {high:.2f}] ({c['count']}){mark}"
+
+
+def comparison_table(
+    results: Mapping[str, Any], flops_tolerance: float | None = FLOPS_TOLERANCE
+) -> str:
     """Render one ``evaluate`` result, or a ``{name: result}`` mapping, as a plain-text table.
 
     Per suite, one row per mechanism and one column per range; a probe cell reads
-    ``acc / proxy / loss`` (exact argmax accuracy, "-" for loss-only mechanisms; fraction of trials
-    with loss < 0.5 * ln(vocab); mean probe loss in nats), a perplexity cell ``ppl / acc``. A summary
-    gives parameters, state bytes against the budget, FLOPs and the self-knowledge correlation.
+    ``acc [low, high] (n) / proxy / loss`` (exact argmax accuracy with its 95% Wilson interval over
+    the ``n`` probe positions, ``*`` when ``n < 30``, "-" for loss-only mechanisms; fraction of
+    trials with loss < 0.5 * ln(vocab); mean probe loss in nats), a perplexity cell
+    ``ppl / acc [low, high] (n)``. The header names the training protocol. A summary gives
+    parameters, state bytes against the budget, training and total FLOPs and the self-knowledge
+    correlation.
+
+    Args:
+        results: one ``evaluate`` result or ``{name: result}``.
+        flops_tolerance: largest accepted relative difference of two results' training FLOPs per
+            cell (default ``FLOPS_TOLERANCE`` = 5%); None or ``inf`` accepts any.
 
     Raises:
         ValueError: not an ``evaluate`` result or missing a field it shows (``check_result``,
-        naming the result and the field), or results run with different ranges, seeds, vocab,
-        state budgets, FLOP budgets or sizes (``check_comparable``).
+        naming the result and the field), results run with a different training protocol, ranges,
+        seeds, vocab, state budgets, FLOP budgets or sizes, or spending training FLOPs more than
+        ``flops_tolerance`` apart (``check_comparable``).
     """
     named = _named(results)
-    check_comparable(named)
+    check_comparable(named, flops_tolerance)
     first = next(iter(named.values()))
     p = first["protocol"]
     ranges = p["ranges"]
@@ -209,7 +304,9 @@ def comparison_table(results: Mapping[str, Any]) -> str:
             f"vocab {p['vocab']} | state budget {p['state_budget_bytes']:g} B | "
             f"FLOP budget {p['compute_budget_flops']:.3g} per ledger"
         ),
+        f"training: {PROTOCOL_LABELS[p['train_protocol']]}",
         f"solved = probe loss < 0.5 * ln({p['vocab']}) = {first['solved_threshold']:.3f} nats",
+        f"acc [95% Wilson interval] (probe positions); {FEW_MARK} = fewer than {FEW_ITEMS} positions",
         "",
     ]
     rows = [["suite / mechanism"] + [f"range={r}" for r in ranges]]
@@ -220,10 +317,10 @@ def comparison_table(results: Mapping[str, Any]) -> str:
             row = [f"  {name}"]
             for c in r["suites"][suite]:
                 if suite == "perplexity":
-                    row.append(f"{_fmt(c['perplexity'], '.3g')} / {_fmt(c['accuracy'], '.2f')}")
+                    row.append(f"{_fmt(c['perplexity'], '.3g')} / {_acc_cell(c)}")
                 else:
                     row.append(
-                        f"{_fmt(c['accuracy'], '.2f')} / {_fmt(c['proxy_accuracy'], '.2f')} / {_fmt(c['loss'], '.3f')}"
+                        f"{_acc_cell(c)} / {_fmt(c['proxy_accuracy'], '.2f')} / {_fmt(c['loss'], '.3f')}"
                     )
             rows.append(row)
     lines += _grid(rows) + [""]
@@ -233,6 +330,7 @@ def comparison_table(results: Mapping[str, Any]) -> str:
             "n_params",
             "state_bytes",
             "within_budget",
+            "FLOPs train",
             "FLOPs total",
             "self_knowledge_r",
             "curriculum pulls",
@@ -247,6 +345,7 @@ def comparison_table(results: Mapping[str, Any]) -> str:
                 str(r["mechanism"]["n_params"]),
                 f"{st['state_bytes']:g}",
                 "yes" if st["within_budget"] else "NO",
+                _fmt(r["flops"].get("train"), ".4g"),
                 _fmt(r["flops"]["total"], ".3g"),
                 _fmt(r["self_knowledge_correlation"], "+.3f"),
                 "/".join(str(n) for n in cur["pulls"]) if cur else "-",

@@ -6,6 +6,8 @@ import math
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from swar_bench.referee.evaluate import (
     check_ranges,
@@ -15,7 +17,10 @@ from swar_bench.referee.evaluate import (
 )
 from swar_bench.referee.stream import Runner, chunk_bounds, stream
 from swar_bench.referee.suites import make_batch, random_permutation
+from swar_bench.referee.table import comparison_table
 from swar_bench.referee.train import train_step_tokens, train_tbptt
+
+from .conftest import small_gru
 
 
 def test_chunk_bounds():
@@ -204,6 +209,74 @@ def test_flop_ledger_rations_long_ranges(make_gru, small_kwargs):
     assert ppl[0]["train_steps"] == 5 and ppl[0]["train_stopped"] == "perplexity_steps"
     for cells in r["suites"].values():
         assert all(c["flops"]["train"] <= budget / 2 for c in cells)
+
+
+def _row_flops(n_params, length, tbptt):
+    fwd, bwd = train_step_tokens(1, length, tbptt)
+    return 2 * n_params * fwd + 6 * n_params * bwd
+
+
+def test_matched_flops_protocol_spends_each_share_whatever_the_model_size(make_gru, small_kwargs):
+    kw = {
+        **small_kwargs,
+        "ranges": (6,),
+        "curriculum_rounds": 0,
+        "train_protocol": "matched_flops",
+    }
+    # one range: the whole ledger is its share, > 30 training rows of the bigger model, so that
+    # one row (the most two cells can differ by) is < 5% of it
+    budget = 1.5e7
+    results = {}
+    for d in (16, 32):
+        mech = make_gru(0, d_model=d)
+        r = evaluate(mech, **{**kw, "compute_budget_flops": budget})
+        assert r["protocol"]["train_protocol"] == "matched_flops"
+        for suite, cells in r["suites"].items():
+            for c in cells:
+                length = c["range"] if suite == "perplexity" else c["range"] + 1
+                row = _row_flops(mech.n_params, length, kw["tbptt_steps"])
+                rows = int(budget // row)  # the rows the share pays for, by hand
+                assert c["train_rows"] == rows and c["train_stopped"] == "flop ledger"
+                assert c["train_steps"] == -(-rows // kw["batch_size"])  # ceil: a last short step
+                assert c["flops"]["train"] == pytest.approx(rows * row)
+                assert budget - row < c["flops"]["train"] <= budget
+        results[f"d{d}"] = r
+    small, big = results["d16"]["suites"]["needle"][0], results["d32"]["suites"]["needle"][0]
+    assert small["train_steps"] > 2 * big["train_steps"]  # the bigger model takes fewer steps
+    assert "matched FLOPs (each cell trains" in comparison_table(results)
+    # the card's fixed-step protocol on the same two models spends 3.6x apart: refused
+    fixed = {
+        name: evaluate(
+            make_gru(0, d_model=d),
+            **{**kw, "compute_budget_flops": budget, "train_protocol": "fixed_steps"},
+        )
+        for name, d in (("d16", 16), ("d32", 32))
+    }
+    with pytest.raises(ValueError, match="at matched FLOPs: needle at range 6"):
+        comparison_table(fixed)
+    with pytest.raises(ValueError, match="train_protocol='nope': expected one of fixed_steps"):
+        evaluate(make_gru(), **{**kw, "train_protocol": "nope"})
+
+
+@settings(max_examples=12, deadline=None)
+@given(budget=st.floats(1e4, 4e6), distance=st.integers(6, 30))
+def test_matched_flops_spends_the_share_to_within_one_row(budget, distance):
+    mech = small_gru(0)
+    r = evaluate(
+        mech,
+        ranges=(distance,),
+        state_budget_bytes=1024,
+        seed=0,
+        n_eval_trials=1,
+        curriculum_rounds=0,
+        batch_size=4,
+        tbptt_steps=8,
+        compute_budget_flops=budget,
+        train_protocol="matched_flops",
+    )
+    for suite, (c,) in r["suites"].items():
+        row = _row_flops(mech.n_params, distance if suite == "perplexity" else distance + 1, 8)
+        assert budget - row < c["flops"]["train"] <= budget
 
 
 def test_loss_only_mechanism_reports_only_the_proxy(loss_only_gru, small_kwargs):

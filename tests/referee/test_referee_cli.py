@@ -254,6 +254,20 @@ def test_compare_saved_results(tmp_path, capsys, gru_result):
     assert "no such file" in capsys.readouterr().err
     assert main(["compare", str(tmp_path / "a")]) == 2
     assert "a: cannot be read (Is a directory)" in capsys.readouterr().err
+    # training FLOPs 3x apart: refused at the default 5%, shown with --flops-tolerance inf
+    spent = json.loads(json.dumps(gru_result))
+    for cells in spent["suites"].values():
+        for cell in cells:
+            cell["flops"]["train"] *= 3
+    d = tmp_path / "d" / "result.json"
+    d.parent.mkdir()
+    d.write_text(json.dumps(spent))
+    assert main(["compare", str(a), str(d)]) == 2
+    assert "66.7% apart, more than the tolerance 5.0%" in capsys.readouterr().err
+    assert main(["compare", str(a), str(d), "--flops-tolerance", "inf"]) == 0
+    assert "  d " in capsys.readouterr().out
+    assert main(["compare", str(a), str(d), "--flops-tolerance", "x"]) == 2
+    assert "--flops-tolerance='x': expected a relative difference >= 0" in capsys.readouterr().err
 
 
 def test_compare_bad_plot_is_one_line_error_before_any_work(tmp_path, capsys):
@@ -335,7 +349,7 @@ def test_compare_names_a_result_file_missing_a_field(tmp_path, capsys, gru_resul
         assert captured.out == ""
         assert captured.err == (
             f"swar-bench referee: error: {path}: {problem}; "
-            "expected an evaluate() result (schema 'swar_bench.referee/1')\n"
+            "expected an evaluate() result (schema 'swar_bench.referee/2')\n"
         )
 
 

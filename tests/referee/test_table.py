@@ -13,10 +13,11 @@ def test_single_result_and_mapping(gru_result):
     for suite in ("needle", "copy", "multi_hop", "perplexity"):
         assert suite in text
     needle6 = gru_result["suites"]["needle"][0]
-    assert (
-        f"{needle6['accuracy']:.2f} / {needle6['proxy_accuracy']:.2f} / {needle6['loss']:.3f}"
-        in text
-    )
+    # 4 held-out needles, 0 right: 95% Wilson interval [0, 0.49] by hand; under 30 positions: "*"
+    assert needle6["count"] == 4 and needle6["correct"] == 0
+    assert needle6["accuracy_ci"] == pytest.approx([0.0, 0.489891], abs=1e-6)
+    assert f"0.00 [0.00, 0.49] (4)* / 0.00 / {needle6['loss']:.3f}" in text
+    assert "training: fixed steps (the E7 card's protocol" in text
     two = comparison_table({"a": gru_result, "b": copy.deepcopy(gru_result)})
     assert "  a " in two and "  b " in two
     assert two.count("within_budget") == 1
@@ -31,6 +32,7 @@ def test_single_result_and_mapping(gru_result):
         ("state_budget_bytes", 2048.0),
         ("compute_budget_flops", 1e9),
         ("n_eval_trials", 16),
+        ("train_protocol", "matched_flops"),
     ],
 )
 def test_refuses_unmatched_results(gru_result, key, value):
@@ -97,7 +99,7 @@ def _protocol_without_hops(r):
 def test_malformed_results_are_named_in_one_line(gru_result, break_it, problem):
     bad = copy.deepcopy(gru_result)
     break_it(bad)
-    expected = "; expected an evaluate() result (schema 'swar_bench.referee/1')"
+    expected = "; expected an evaluate() result (schema 'swar_bench.referee/2')"
     with pytest.raises(ValueError) as e:
         comparison_table({"good": gru_result, "bad": bad})
     assert str(e.value) == f"results['bad']: {problem}{expected}"
@@ -113,3 +115,29 @@ def test_check_result_rejects_non_mappings_and_other_schemas(gru_result):
     other = dict(gru_result, schema="swar_bench.referee/0")
     with pytest.raises(ValueError, match="schema is 'swar_bench.referee/0', not 'swar_bench"):
         check_result(other, "f.json")
+
+
+def _spent(result, factor):
+    """``result`` with every cell's training FLOPs multiplied by ``factor``."""
+    out = copy.deepcopy(result)
+    for cells in out["suites"].values():
+        for c in cells:
+            c["flops"]["train"] *= factor
+    return out
+
+
+def test_refuses_unmatched_training_flops_unless_told(gru_result):
+    # 4.8e5 vs 1.8e6 training FLOPs at one FLOP budget (issue 13's example): 73% apart
+    bigger = _spent(gru_result, 1.8e6 / 4.8e5)
+    with pytest.raises(ValueError, match="at matched FLOPs: needle at range 6 spent") as e:
+        comparison_table({"base": gru_result, "big": bigger})
+    assert "73.3% apart, more than the tolerance 5.0%" in str(e.value)
+    assert "\n" not in str(e.value)
+    # 4.9% apart is within the default 5%; 5.1% is not; any difference passes with inf / None
+    comparison_table({"base": gru_result, "near": _spent(gru_result, 1 / 0.951)})
+    with pytest.raises(ValueError, match="5.1% apart"):
+        comparison_table({"base": gru_result, "far": _spent(gru_result, 1 / 0.949)})
+    assert "big" in comparison_table({"base": gru_result, "big": bigger}, flops_tolerance=float("inf"))
+    comparison_table({"base": gru_result, "big": bigger}, flops_tolerance=None)
+    with pytest.raises(ValueError, match="flops_tolerance=-1: expected a relative difference >= 0"):
+        comparison_table({"base": gru_result}, flops_tolerance=-1)
