@@ -17,6 +17,7 @@ from swar_bench.mechanisms.delta_net import (
 from swar_bench.mechanisms.gla import HGRN2, GatedLinearAttention
 from swar_bench.mechanisms.linear_attention import MultiScaleRetention, ScalarDecayLinearAttention
 from swar_bench.mechanisms.mamba2 import Mamba2
+from swar_bench.mechanisms.mlstm import mLSTM
 from swar_bench.mechanisms.oracle import Oracle, OracleState
 from swar_bench.mechanisms.protocol import (
     ContextMechanism,
@@ -37,6 +38,7 @@ MECHANISMS = (
     "Mamba2",
     "RWKV7",
     "Based",
+    "mLSTM",
     "GatedLinearAttention",
     "HGRN2",
     "KimiDeltaAttention",
@@ -76,6 +78,7 @@ __all__ = [
     "SlidingWindowAttention",
     "is_fixed_size",
     "iter_state_tensors",
+    "mLSTM",
     "map_state",
     "measure_state_bytes",
     "state_bytes_at",

@@ -17,6 +17,7 @@ PAPERS = {
     "HGRN2": "Qin et al. 2024 (HGRN2)",
     "KimiDeltaAttention": "Kimi Team 2025 (Kimi Linear, KDA)",
     "GatedDeltaProduct": "Siems et al. 2025 (DeltaProduct)",
+    "mLSTM": "Beck et al. 2024 (xLSTM)",
     "GRU": "Cho et al. 2014",
     "LSTM": "Hochreiter & Schmidhuber 1997",
     "SlidingWindowAttention": "Beltagy et al. 2020 (Longformer local attention)",

@@ -30,6 +30,7 @@ EXPECTED = {
     "Mamba2",
     "RWKV7",
     "Based",
+    "mLSTM",
     "GatedLinearAttention",
     "HGRN2",
     "KimiDeltaAttention",

@@ -25,6 +25,7 @@ LEARNED = {
     "HGRN2": {**SMALL, "n_heads": 2, "chunk_size": 16},
     "KimiDeltaAttention": {**SMALL, "n_heads": 2, "chunk_size": 16},
     "GatedDeltaProduct": {**SMALL, "n_heads": 2, "chunk_size": 16},
+    "mLSTM": {**SMALL, "n_heads": 2, "chunk_size": 16},
     "GRU": {**SMALL},
     "LSTM": {**SMALL},
     "SlidingWindowAttention": {**SMALL, "n_heads": 2, "window": 8},
