@@ -26,6 +26,7 @@ from swar_bench.mechanisms.ops import (
 )
 from swar_bench.mechanisms.ops.chunking import (
     chunk_decays,
+    decay_matrix,
     initial_state_of,
     merge_chunks,
     segsum,
@@ -336,6 +337,27 @@ def test_segsum_masks_before_summing():
          [-INF, -2.5, -0.5, 0.0]]
     )  # fmt: skip
     assert torch.equal(out, want)
+
+
+@pytest.mark.parametrize("dim", [-1, 1])
+def test_decay_matrix_is_exp_of_segsum_with_its_gradient(dim):
+    """The analytic backward of ``decay_matrix`` against autograd through ``segsum`` and against
+    finite differences (float64), with -inf and large log decays in the segment."""
+    gen = torch.Generator().manual_seed(0)
+    g = -torch.rand(2, 7, 3, generator=gen, dtype=torch.float64) * 3
+    g[0, 2, 1] = -INF
+    g[1, 4, 0] = -300.0
+    g = g if dim == 1 else g.transpose(1, 2).contiguous()  # C = 7 along ``dim``
+    a, b = g.clone().requires_grad_(), g.clone().requires_grad_()
+    w_a, w_b = decay_matrix(a, dim), segsum(b, dim).exp()
+    assert torch.equal(w_a, w_b)
+    cot = torch.randn(w_a.shape, generator=gen, dtype=torch.float64)
+    (w_a * cot).sum().backward()
+    (w_b * cot).sum().backward()
+    assert torch.isfinite(a.grad).all()
+    assert torch.allclose(a.grad, b.grad, rtol=1e-12, atol=1e-12)
+    finite = -torch.rand(2, 5, dtype=torch.float64, generator=gen).requires_grad_()
+    assert torch.autograd.gradcheck(lambda x: decay_matrix(x, dim=1), (finite,))
 
 
 def test_helper_serves_a_per_channel_decay_chunk_form():

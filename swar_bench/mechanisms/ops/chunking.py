@@ -94,7 +94,7 @@ def segsum(g: torch.Tensor, dim: int = -1) -> torch.Tensor:
     Each entry sums only its own segment (a cumulative sum down column ``j`` of a matrix masked to
     ``s > j`` before summing), never a difference of prefix sums; the Mamba-2 authors' stable
     ``segsum`` (Dao & Gu, 2024). Entries are -inf where the segment holds a -inf and never NaN;
-    gradients are finite.
+    gradients are finite. :func:`decay_matrix` is ``exp`` of it with a cheaper backward.
     """
     dim = dim % g.dim()
     C = g.shape[dim]
@@ -104,6 +104,37 @@ def segsum(g: torch.Tensor, dim: int = -1) -> torch.Tensor:
     after = (idx[:, None] > idx[None, :]).view(C, C, *trailing)  # s > j
     x = x.masked_fill(~after, 0.0).cumsum(dim)
     return x.masked_fill(~(idx[:, None] >= idx[None, :]).view(C, C, *trailing), float("-inf"))
+
+
+class _DecayMatrix(torch.autograd.Function):
+    """``exp(segsum(g))`` over the last axis, ``[..., C] -> [..., C, C]``, built in place, with the
+    gradient ``dg_s = sum_{i >= s > j} (dW * W)_{ij}`` (one cumulative sum, no flips)."""
+
+    @staticmethod
+    def forward(ctx, g: torch.Tensor) -> torch.Tensor:
+        idx = torch.arange(g.shape[-1], device=g.device)
+        x = torch.where(idx[:, None] > idx[None, :], g[..., :, None], 0.0).cumsum_(-2)
+        w = x.masked_fill_(idx[:, None] < idx[None, :], float("-inf")).exp_()
+        ctx.save_for_backward(w)
+        return w
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor) -> torch.Tensor:
+        (w,) = ctx.saved_tensors
+        idx = torch.arange(w.shape[-1], device=w.device)
+        # r[i, c] = sum_{j <= c} (grad * w)[i, j]; dg_s = sum_{i >= s} r[i, s - 1] (dg_0 = 0)
+        r = (grad * w).cumsum_(-1).masked_fill_(idx[:, None] <= idx[None, :], 0.0)
+        return torch.nn.functional.pad(r.sum(-2)[..., :-1], (1, 0))
+
+
+def decay_matrix(g: torch.Tensor, dim: int = -1) -> torch.Tensor:
+    """``exp(segsum(g, dim))`` (values in ``[0, 1]``, zero above the diagonal), the same numbers as
+    :func:`segsum` followed by ``exp``, with an analytic backward that touches the ``[C, C]``
+    matrix three times instead of seven."""
+    dim = dim % g.dim()
+    if dim == g.dim() - 1:
+        return _DecayMatrix.apply(g)
+    return _DecayMatrix.apply(g.movedim(dim, -1)).movedim((-2, -1), (dim, dim + 1))
 
 
 @dataclass(frozen=True)
@@ -160,12 +191,10 @@ def chunk_decays(g: torch.Tensor) -> ChunkDecays:
             f"expected chunked log decays [B, H, n, C] or [B, H, n, C, K], got {tuple(g.shape)}"
         )
     per_channel = g.dim() == 5
+    within = decay_matrix(g, dim=3)  # [B, H, n, C, C(, K)]
     g = g if per_channel else g[..., None]  # [B, H, n, C, K or 1]
-    within = segsum(g, dim=3).exp()  # [B, H, n, C, C, K or 1]
     from_start = g.cumsum(3)
     # Suffix sums from the end of the chunk (never total - prefix): to_end[i] = sum_{s > i} g_s.
     to_end = torch.nn.functional.pad(g[:, :, :, 1:].flip(3).cumsum(3).flip(3), (0, 0, 0, 1))
     total = from_start[:, :, :, -1]  # [B, H, n, K or 1]
-    if not per_channel:
-        within = within[..., 0]
     return ChunkDecays(within, from_start.exp(), to_end.exp(), total.exp()[..., None])
