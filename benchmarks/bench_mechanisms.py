@@ -3,9 +3,12 @@ token-by-token recurrence of the same cell vs fla's naive recurrent reference, s
 then every mechanism of the zoo on the same tokens.
 
     python benchmarks/bench_mechanisms.py [--seq-len 512] [--batch-size 8] [--repeats 5] [--threads 1]
+        [--chunk-size 64]
 
 Prints a markdown table (tokens/s = batch_size * seq_len / best (minimum) seconds of one forward +
-backward) and the speed-up ratios; exits 1 when a form could not be measured (an exception, a
+backward) and the speed-up ratios. Seconds are CPU seconds of the process (``time.process_time``):
+with ``--threads 1`` that is the work of one forward + backward, and time the process waits for a
+core on a shared machine does not count; exits 1 when a form could not be measured (an exception, a
 non-finite result, or forms that disagree by more than 1e-4).
 """
 
@@ -46,12 +49,12 @@ def cell_inputs(
 
 
 def fwd_bwd(fn: Callable, inputs: dict[str, torch.Tensor]) -> tuple[float, torch.Tensor]:
-    """Seconds for one forward + backward, and the output (for the agreement check)."""
+    """CPU seconds for one forward + backward, and the output (for the agreement check)."""
     leaves = {k: v.clone().requires_grad_() for k, v in inputs.items()}
-    start = time.perf_counter()
+    start = time.process_time()
     o, s = fn(**leaves)
     (o.square().mean() + s.square().mean()).backward()
-    return time.perf_counter() - start, o.detach()
+    return time.process_time() - start, o.detach()
 
 
 def round_robin(
@@ -77,8 +80,14 @@ def cell_rows(args) -> list[tuple[str, str, float, torch.Tensor]]:
     gla = {
         k: v for k, v in cell_inputs(args.batch_size, args.seq_len, 1, 64).items() if k != "beta"
     }
+    chunk = f"chunk-parallel (ours, chunk_size={args.chunk_size})"
     forms = [
-        ("gated delta rule (H=2, K=V=32)", "chunk-parallel (ours)", chunk_gated_delta_rule, gdr),
+        (
+            "gated delta rule (H=2, K=V=32)",
+            chunk,
+            partial(chunk_gated_delta_rule, chunk_size=args.chunk_size),
+            gdr,
+        ),
         (
             "gated delta rule (H=2, K=V=32)",
             "token-by-token (ours)",
@@ -95,8 +104,8 @@ def cell_rows(args) -> list[tuple[str, str, float, torch.Tensor]]:
         ),
         (
             "scalar-decay linear attention (H=1, K=V=64)",
-            "chunk-parallel (ours)",
-            chunk_simple_gla,
+            chunk,
+            partial(chunk_simple_gla, chunk_size=args.chunk_size),
             gla,
         ),
         (
@@ -123,14 +132,14 @@ def cell_rows(args) -> list[tuple[str, str, float, torch.Tensor]]:
 
 
 def model_step(model: torch.nn.Module, x: torch.Tensor) -> Callable[[], tuple[float, torch.Tensor]]:
-    """A timed forward + backward of ``model`` on ``x`` from an empty state."""
+    """A timed (CPU seconds) forward + backward of ``model`` on ``x`` from an empty state."""
 
     def step() -> tuple[float, torch.Tensor]:
         model.zero_grad()
-        start = time.perf_counter()
+        start = time.process_time()
         logits, _ = model(x, model.init_state(x.shape[0]))
         logits.logsumexp(-1).mean().backward()
-        return time.perf_counter() - start, logits.detach()
+        return time.process_time() - start, logits.detach()
 
     return step
 
@@ -176,6 +185,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--batch-size", type=int, default=8, help="sequences per call (default 8)")
     parser.add_argument(
+        "--chunk-size",
+        type=int,
+        default=64,
+        help="chunk length of the chunk-parallel cell forms (default 64, as in the configs)",
+    )
+    parser.add_argument(
         "--repeats", type=int, default=5, help="timed repeats, the fastest reported (default 5)"
     )
     parser.add_argument(
@@ -185,8 +200,8 @@ def main(argv: list[str] | None = None) -> int:
         help="torch CPU threads (default 1: stable ratios on a shared machine)",
     )
     args = parser.parse_args(argv)
-    if min(args.seq_len, args.batch_size, args.repeats, args.threads) < 1:
-        parser.error("--seq-len, --batch-size, --repeats and --threads must be >= 1")
+    if min(args.seq_len, args.batch_size, args.repeats, args.threads, args.chunk_size) < 1:
+        parser.error("--seq-len, --batch-size, --repeats, --threads and --chunk-size must be >= 1")
     torch.set_num_threads(args.threads)
     try:
         rows = cell_rows(args) + model_rows(args)
@@ -197,7 +212,8 @@ def main(argv: list[str] | None = None) -> int:
     n_tokens = args.batch_size * args.seq_len
     print(
         f"forward+backward, T={args.seq_len}, B={args.batch_size}, torch {torch.__version__}, "
-        f"{torch.get_num_threads()} threads, best of {args.repeats} rounds (forms take turns)\n"
+        f"{torch.get_num_threads()} threads, CPU time, best of {args.repeats} rounds "
+        "(forms take turns)\n"
     )
     print("| cell | form | ms | tokens/s | chunk speed-up |")
     print("|---|---|---:|---:|---:|")
