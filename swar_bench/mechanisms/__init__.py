@@ -16,6 +16,7 @@ from swar_bench.mechanisms.delta_net import (
 )
 from swar_bench.mechanisms.gla import HGRN2, GatedLinearAttention
 from swar_bench.mechanisms.linear_attention import MultiScaleRetention, ScalarDecayLinearAttention
+from swar_bench.mechanisms.mamba import Mamba
 from swar_bench.mechanisms.mamba2 import Mamba2
 from swar_bench.mechanisms.mlstm import mLSTM
 from swar_bench.mechanisms.oracle import Oracle, OracleState
@@ -43,6 +44,7 @@ MECHANISMS = (
     "HGRN2",
     "KimiDeltaAttention",
     "GatedDeltaProduct",
+    "Mamba",
     "GRU",
     "LSTM",
     "SlidingWindowAttention",
@@ -67,6 +69,7 @@ __all__ = [
     "GatedLinearAttention",
     "KimiDeltaAttention",
     "LossOnlyAdapter",
+    "Mamba",
     "Mamba2",
     "Mixer",
     "MixerLM",

@@ -18,6 +18,7 @@ PAPERS = {
     "KimiDeltaAttention": "Kimi Team 2025 (Kimi Linear, KDA)",
     "GatedDeltaProduct": "Siems et al. 2025 (DeltaProduct)",
     "mLSTM": "Beck et al. 2024 (xLSTM)",
+    "Mamba": "Gu & Dao 2023 (S6 selective scan)",
     "GRU": "Cho et al. 2014",
     "LSTM": "Hochreiter & Schmidhuber 1997",
     "SlidingWindowAttention": "Beltagy et al. 2020 (Longformer local attention)",

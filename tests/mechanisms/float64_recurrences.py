@@ -69,3 +69,31 @@ EXTREME_GATES = {
     "burst": (-30.0, -300.0, -2000.0, -1e30),
 }
 """Ranges of the hypothesis strategies for :func:`extreme_log_decays`."""
+
+
+def selective_scan(u, delta, A, B, C, D=None, z=None, delta_bias=None, delta_softplus=False,
+                   initial_state=None):
+    """Mamba's selective scan in the authors' layout (``u, delta, z [B, D, L]``, ``A [D, N]``,
+    ``B, C [B, N, L]``, ``D, delta_bias [D]``), re-derived from the semantics of their
+    ``selective_scan_ref`` (state-spaces/mamba, ``mamba_ssm/ops/selective_scan_interface.py``)
+    in float64, plus an initial state ``[B, D, N]``: ``delta += delta_bias``, optional softplus,
+    ``x_t = exp(delta_t A) x_{t-1} + delta_t B_t u_t``, ``y_t = C_t^T x_t + D u_t``,
+    ``out = y * SiLU(z)``. Returns ``(out [B, D, L], last_state [B, D, N])``."""
+    u, delta, A, B, C = _f64(u, delta, A, B, C)
+    if delta_bias is not None:
+        delta = delta + delta_bias.double()[:, None]
+    if delta_softplus:
+        delta = torch.nn.functional.softplus(delta)
+    x = u.new_zeros(u.shape[0], A.shape[0], A.shape[1])
+    if initial_state is not None:
+        x = initial_state.double().clone()
+    ys = []
+    for i in range(u.shape[2]):
+        x = torch.exp(delta[:, :, i, None] * A) * x + (delta[:, :, i] * u[:, :, i])[..., None] * B[:, None, :, i]
+        ys.append(torch.einsum("bdn,bn->bd", x, C[:, :, i]))
+    out = torch.stack(ys, dim=2) if ys else torch.zeros_like(u)
+    if D is not None:
+        out = out + u * D.double()[:, None]
+    if z is not None:
+        out = out * torch.nn.functional.silu(z.double())
+    return out, x

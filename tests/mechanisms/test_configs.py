@@ -35,6 +35,7 @@ EXPECTED = {
     "HGRN2",
     "KimiDeltaAttention",
     "GatedDeltaProduct",
+    "Mamba",
     "GRU",
     "LSTM",
     "SlidingWindowAttention",

@@ -13,6 +13,7 @@ from swar_bench.mechanisms import (
     GatedDeltaProduct,
     GatedLinearAttention,
     KimiDeltaAttention,
+    Mamba,
     Mamba2,
     MultiScaleRetention,
     ScalarDecayLinearAttention,
@@ -30,6 +31,7 @@ CELLS = {
     "HGRN2": (HGRN2, {"n_heads": 2}),
     "KimiDeltaAttention": (KimiDeltaAttention, {"n_heads": 2}),
     "GatedDeltaProduct": (GatedDeltaProduct, {"n_heads": 2}),
+    "Mamba": (Mamba, {"d_state": 4}),
 }
 
 

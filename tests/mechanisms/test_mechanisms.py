@@ -26,6 +26,7 @@ LEARNED = {
     "KimiDeltaAttention": {**SMALL, "n_heads": 2, "chunk_size": 16},
     "GatedDeltaProduct": {**SMALL, "n_heads": 2, "chunk_size": 16},
     "mLSTM": {**SMALL, "n_heads": 2, "chunk_size": 16},
+    "Mamba": {**SMALL, "d_state": 4, "chunk_size": 16},
     "GRU": {**SMALL},
     "LSTM": {**SMALL},
     "SlidingWindowAttention": {**SMALL, "n_heads": 2, "window": 8},

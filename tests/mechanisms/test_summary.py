@@ -26,6 +26,7 @@ SIZED_LIKE_GATED_DELTA_NET = (
     "HGRN2",
     "KimiDeltaAttention",
     "GatedDeltaProduct",
+    "Mamba",
 )
 
 

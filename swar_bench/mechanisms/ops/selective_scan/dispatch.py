@@ -1,0 +1,33 @@
+"""Choosing the form of the selective scan."""
+
+from __future__ import annotations
+
+import torch
+
+from swar_bench.mechanisms.ops.backend import resolve_mode
+from swar_bench.mechanisms.ops.selective_scan.chunk import chunk_selective_scan
+from swar_bench.mechanisms.ops.selective_scan.recurrent import recurrent_selective_scan
+
+
+def selective_scan(
+    u: torch.Tensor,
+    delta: torch.Tensor,
+    A: torch.Tensor,
+    B: torch.Tensor,
+    C: torch.Tensor,
+    D: torch.Tensor | None = None,
+    initial_state: torch.Tensor | None = None,
+    mode: str = "auto",
+    chunk_size: int = 64,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The selective scan, ``u, delta [B, T, D]``, ``A [D, N]``, ``B, C [B, T, N]``, ``D [D]``,
+    ``initial_state [B, D, N]`` -> ``(y [B, T, D], final_state [B, D, N] float32)``; ``mode``
+    "chunk" / "recurrent" / "auto" (recurrent for ``T < 16``, else chunk). Torch on every device
+    (see the package docstring).
+
+    Raises:
+        ValueError: on an unknown mode or inconsistent shapes.
+    """
+    if resolve_mode(mode, u.shape[1]) == "chunk":
+        return chunk_selective_scan(u, delta, A, B, C, D, initial_state, chunk_size)
+    return recurrent_selective_scan(u, delta, A, B, C, D, initial_state)
