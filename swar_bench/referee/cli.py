@@ -2,6 +2,7 @@
 
     swar-bench referee --config configs/referee/quick.yaml [--out DIR] [--device cuda] [--seed N ...]
     swar-bench referee compare A.json B.json [--names a b] [--plot curve.png] [--flops-tolerance 0.05]
+    swar-bench referee verdict --baseline A.json --challenger B.json [--alpha 0.05] [--json V.json]
 
 The config is a jsonargparse file: ``mechanism`` as ``class_path`` / ``init_args`` plus every
 keyword argument of ``evaluate``; ``--out`` is the folder that receives ``result.json`` and
@@ -42,6 +43,7 @@ from swar_bench.referee.table import (
     check_result,
     comparison_table,
 )
+from swar_bench.referee.verdict import ALPHA, verdict, verdict_table
 
 PROG = "swar-bench referee"
 
@@ -431,6 +433,79 @@ def _compare_checked(args, names: list[str]) -> int:
     return 0
 
 
+def _verdict(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog=f"{PROG} verdict",
+        description="Does the challenger beat the baseline? A paired test per suite and range.",
+    )
+    parser.add_argument("--baseline", required=True, help="result.json of the baseline.")
+    parser.add_argument("--challenger", required=True, help="result.json of the challenger.")
+    parser.add_argument(
+        "--names", nargs=2, default=None, help="Names of baseline and challenger (default: folders)."
+    )
+    parser.add_argument(
+        "--alpha", default=str(ALPHA), help=f"Significance level per cell (default {ALPHA})."
+    )
+    parser.add_argument(
+        "--flops-tolerance",
+        default=str(FLOPS_TOLERANCE),
+        help=f"Largest relative difference of training FLOPs per cell (default {FLOPS_TOLERANCE}).",
+    )
+    parser.add_argument("--json", default=None, help="Also write the verdict as JSON here.")
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:
+        return int(e.code or 0)
+    paths = (args.baseline, args.challenger)
+    names = tuple(args.names or [Path(p).parent.name or Path(p).stem for p in paths])
+    if names[0] == names[1]:
+        names = ("baseline", "challenger")
+    try:
+        alpha = float(args.alpha)
+    except ValueError:
+        return _error(f"--alpha={args.alpha!r}: expected a significance level in (0, 1)")
+    try:
+        tolerance = check_flops_tolerance(args.flops_tolerance)
+    except ValueError as e:
+        return _error(str(e).replace("flops_tolerance=", "--flops-tolerance=", 1))
+    created: list[Path] = []
+    if args.json is not None:
+        try:
+            created = prepare_output(
+                "--json",
+                args.json,
+                Path(args.json).parent,
+                (Path(args.json).name,),
+                "a JSON file path in a folder this user can write to",
+            )
+        except ValueError as e:
+            return _error(e, limit=None)
+    rc = 1
+    try:
+        try:
+            results = [read_json(p) for p in paths]
+            for p, r in zip(paths, results):
+                check_result(r, p)
+            v = verdict(
+                *results, alpha=alpha, flops_tolerance=tolerance, names=(names[0], names[1])
+            )
+        except ValueError as e:
+            rc = _error(e, limit=None)
+            return rc
+        print(verdict_table(v))
+        if args.json is not None:
+            try:
+                print(f"\nwrote {write_json(v, args.json)}")
+            except OSError as e:
+                rc = _error(f"could not write --json={args.json!r}: {e}", limit=None)
+                return rc
+        rc = 0
+        return rc
+    finally:
+        if rc != 0:
+            remove_created(created)
+
+
 class _Terminated(BaseException):
     """Raised in the main thread by the SIGTERM handler, so that cleanup (``finally``: removing the
     empty ``--out`` folders this run created; the atomic writes' temporary files) runs as for Ctrl-C."""
@@ -460,6 +535,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if argv and argv[0] == "compare":
             return _compare(argv[1:])
+        if argv and argv[0] == "verdict":
+            return _verdict(argv[1:])
         return _run(argv)
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
