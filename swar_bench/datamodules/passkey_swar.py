@@ -416,7 +416,14 @@ class PasskeySwarDataModule(pl.LightningDataModule):
                     f"task_params has unknown field(s) {', '.join(unknown)}; expected some of {', '.join(sorted(fields))}"
                 )
             self.params = PasskeySwarParams(**task_params)
-        if source != "generate" and os.path.isdir(os.fspath(source)):
+        if source != "generate":
+            from swar_bench.tasks.hub_io import resolve_source
+
+            # one reading, at once: a missing local path fails here, not after Hub retries
+            folder = resolve_source(source, "--data.source")
+            source = folder if folder is not None else os.fspath(source)
+            self.source = source
+        if source != "generate" and os.path.isdir(source):
             from swar_bench.tasks.hub_io import folder_params
 
             # a local folder records the parameters its data was generated with (params.json);

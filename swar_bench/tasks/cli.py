@@ -35,7 +35,6 @@ from swar_bench.tasks.hub_io import (
     card_splits,
     check_disjoint,
     check_folder_params,
-    check_source,
     config_name,
     folder_params,
     iter_examples,
@@ -43,6 +42,7 @@ from swar_bench.tasks.hub_io import (
     parse_config,
     release_problems,
     remove_stale_temp_files,
+    resolve_source,
     verify_dataset,
     write_dataset,
 )
@@ -231,12 +231,14 @@ def _params(value: str | None) -> PasskeySwarParams:
     return PasskeySwarParams(**fields)
 
 
-def _check_source(option: str, source: str) -> None:
-    """A ``source`` other than ``generate`` is an existing folder or a Hub id ``owner/name``
-    (:func:`check_source`): a file, a missing folder or a bare name is a one-line error at once,
-    not a Hub request that retries for tens of seconds."""
-    if source != GENERATE:
-        check_source(source, option)
+def _check_source(option: str, source: str) -> str:
+    """``source`` as read (:func:`resolve_source`): ``generate``, the local folder it names
+    (``~`` expanded), or a Hub id ``owner/name``. A file, a missing local path or a bare name is
+    a one-line error at once, not a Hub request."""
+    if source == GENERATE:
+        return source
+    folder = resolve_source(source, option)
+    return source if folder is None else folder
 
 
 def _source_params(value: str | None, source: str) -> PasskeySwarParams:
@@ -345,7 +347,7 @@ def cmd_generate(args) -> int:
 
 
 def cmd_stats(args) -> int:
-    _check_source("--source", args.source)
+    args.source = _check_source("--source", args.source)
     params = _source_params(args.params, args.source)
     num = _num_examples(args.num_examples)
     if args.report is not None:
@@ -388,7 +390,7 @@ def _release_incomplete(source: str) -> bool:
 
 def cmd_verify(args) -> int:
     """Verify every requested split; a failing split is reported and the others still checked."""
-    _check_source("source", args.source)
+    args.source = _check_source("source", args.source)
     params = _source_params(args.params, args.source)
     local = os.path.isdir(args.source)
     checked: list[str] = []
@@ -434,7 +436,7 @@ def cmd_verify(args) -> int:
 
 
 def cmd_check(args) -> int:
-    _check_source("source", args.source)
+    args.source = _check_source("source", args.source)
     _source_params(args.params, args.source)  # no use for them, but wrong ones are an error
     configs = _configs(args.configs, args.source)
     if os.path.isdir(args.source):
@@ -478,7 +480,7 @@ def _one_example(source: str, config: str, split: str, index: int, params) -> di
 
 
 def cmd_show(args) -> int:
-    _check_source("--source", args.source)
+    args.source = _check_source("--source", args.source)
     params = _source_params(args.params, args.source)
     if args.index < 0:
         raise _UsageError(f"--index={args.index}: expected an integer >= 0")

@@ -174,11 +174,14 @@ def test_local_hub_folder_gives_the_generated_batches(tmp_path):
 
 
 def test_missing_local_folder_is_a_clear_error(tmp_path):
-    dm = PasskeySwarDataModule(source=str(tmp_path / "nowhere"), val_configs=[32])
+    with pytest.raises(ValueError, match="nowhere'?: no such folder"):  # at once, before any run
+        PasskeySwarDataModule(source=str(tmp_path / "nowhere"), val_configs=[32])
+    (tmp_path / "empty").mkdir()  # a folder without the split: prepare_data names it
+    dm = PasskeySwarDataModule(source=str(tmp_path / "empty"), val_configs=[32])
     dm.trainer = None
-    with pytest.raises(ValueError, match="nowhere"):
+    with pytest.raises(ValueError, match="empty"):
         list(dm.val_dataloader())
-    with pytest.raises(ValueError, match="nowhere"):
+    with pytest.raises(ValueError, match="empty"):
         dm.prepare_data()  # what Lightning calls before the logger writes
     PasskeySwarDataModule().prepare_data()  # generated: nothing to open
 

@@ -492,7 +492,13 @@ def test_a_file_or_a_bare_name_as_source_is_one_line_at_once(tmp_path, capsys, m
             ["verify", "nonexist"],
             f"source='nonexist': no such folder, and not a Hub id; {expected}",
         ),
-        (["verify", missing], f"source={missing!r}: no such folder, and not a Hub id; {expected}"),
+        (
+            ["verify", missing],
+            (
+                f"source={missing!r}: no such folder (a path, not a Hub id; the nearest existing "
+                f"folder is {str(tmp_path)!r}); {expected}"
+            ),
+        ),
         (
             ["stats", "--source", "nonexist", "--configs", "n32"],
             f"--source='nonexist': no such folder, and not a Hub id; {expected}",

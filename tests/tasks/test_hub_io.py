@@ -8,6 +8,7 @@ import re
 import stat
 
 import datasets
+import huggingface_hub
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -120,9 +121,10 @@ def test_load_split_errors_are_one_sentence(data_dir, cache, monkeypatch):
         )
 
     monkeypatch.setattr(datasets, "load_dataset", offline)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)  # no Hub request
     with pytest.raises(
         DataSourceError,
-        match=r"could not load 'irodkin/passkey_swar' config 'n32'.*ConnectionError",
+        match=r"dataset irodkin/passkey_swar could not be loaded \(config 'n32' split 'validation': ConnectionError",
     ) as err:
         load_split("irodkin/passkey_swar", "n32", "validation")
     assert "\n" not in str(err.value)
@@ -267,9 +269,10 @@ def test_hub_load_failure_logs_nothing_of_its_own(cache, capfd, caplog, monkeypa
         raise ConnectionError("offline")
 
     monkeypatch.setattr(datasets, "load_dataset", noisy)
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)  # no Hub request
     level = ds_logging.get_verbosity()
     bars_off = datasets.utils.are_progress_bars_disabled()
-    with pytest.raises(DataSourceError, match="could not load 'owner/name'"):
+    with pytest.raises(DataSourceError, match="dataset owner/name could not be loaded"):
         load_split("owner/name", "n32", "validation", cache_dir=cache)
     assert "Failed to read schema" not in capfd.readouterr().err
     assert _datasets_log(caplog) == []
@@ -394,8 +397,8 @@ def test_a_rerun_removes_temporary_files_an_interrupted_run_left(tmp_path):
             "source='nonexist': no such folder, and not a Hub id; expected a folder in the Hub layout or a Hub id owner/name (e.g. irodkin/passkey_swar)",
         ),
         ("passkey_swar", "source='passkey_swar': no such folder, and not a Hub id"),
-        ("./missing/folder", "source='./missing/folder': no such folder, and not a Hub id"),
-        ("/no/such/folder", "source='/no/such/folder': no such folder, and not a Hub id"),
+        ("./missing/folder", "source='./missing/folder': no such folder (a path, not a Hub id;"),
+        ("/no/such/folder", "source='/no/such/folder': no such folder (a path, not a Hub id;"),
         ("a/b/c", "source='a/b/c': no such folder, and not a Hub id"),
         ("owner--x/name", "source='owner--x/name': no such folder"),
         ("", "source='': no such folder"),
