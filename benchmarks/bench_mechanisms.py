@@ -31,6 +31,16 @@ from swar_bench.mechanisms.ops import (
     recurrent_gated_delta_rule,
     recurrent_simple_gla,
 )
+from swar_bench.mechanisms.ops.gated_delta_product import (
+    chunk_gated_delta_product,
+    recurrent_gated_delta_product,
+)
+from swar_bench.mechanisms.ops.gla import chunk_gla, recurrent_gla
+from swar_bench.mechanisms.ops.kda import chunk_kda, recurrent_kda
+from swar_bench.mechanisms.ops.selective_scan import (
+    chunk_selective_scan,
+    recurrent_selective_scan,
+)
 
 
 def cell_inputs(
@@ -46,6 +56,83 @@ def cell_inputs(
         "beta": torch.rand(*shape, generator=gen),
         "initial_state": torch.randn(batch_size, n_heads, head_dim, head_dim, generator=gen),
     }
+
+
+def per_channel_cell_forms(args) -> list[tuple[str, str, Callable, dict[str, torch.Tensor]]]:
+    """The cells with a decay per channel (GLA / HGRN2, KDA), Gated DeltaProduct and Mamba's
+    selective scan, at their mechanisms' sizes for d_model=64 and their default chunk sizes."""
+    from fla.ops.gated_delta_product.naive import naive_recurrent_gated_delta_product
+    from fla.ops.gla.naive import naive_recurrent_gla
+    from fla.ops.kda.naive import naive_recurrent_kda
+
+    B, T = args.batch_size, args.seq_len
+    gen = torch.Generator().manual_seed(1)
+    base = cell_inputs(B, T, n_heads=2, head_dim=32)
+    per_channel = {**base, "g": logsigmoid(torch.randn(B, T, 2, 32, generator=gen) + 3.0)}
+    gla = {k: v for k, v in per_channel.items() if k != "beta"}
+    steps = cell_inputs(B, 2 * T, n_heads=2, head_dim=32)  # n_householder = 2 steps per token
+    gdp = {**{k: steps[k] for k in ("k", "v", "beta", "initial_state")}, **{k: base[k] for k in ("q", "g")}}
+    scan = {  # Mamba's defaults at d_model=64: d_inner 64, d_state 16
+        "u": torch.randn(B, T, 64, generator=gen),
+        "delta": torch.nn.functional.softplus(torch.randn(B, T, 64, generator=gen) - 3.0),
+        "A": -torch.arange(1.0, 17.0).repeat(64, 1),
+        "B": torch.randn(B, T, 16, generator=gen),
+        "C": torch.randn(B, T, 16, generator=gen),
+        "D": torch.ones(64),
+        "initial_state": torch.randn(B, 64, 16, generator=gen),
+    }
+    cell_gla, cell_kda = "gated linear attention (H=2, K=V=32)", "Kimi delta attention (H=2, K=V=32)"
+    cell_gdp = "gated delta product (H=2, K=V=32, n_h=2)"
+    cell_scan = "selective scan, Mamba S6 (D=64, N=16)"
+    return [
+        (cell_gla, "chunk-parallel (ours, chunk_size=32)", chunk_gla, gla),
+        (cell_gla, "token-by-token (ours)", recurrent_gla, gla),
+        (
+            cell_gla,
+            "fla naive_recurrent_gla",
+            lambda q, k, v, g, initial_state: naive_recurrent_gla(
+                q, k, v, g, initial_state=initial_state, output_final_state=True
+            ),
+            gla,
+        ),
+        (cell_kda, "chunk-parallel (ours, chunk_size=32)", chunk_kda, per_channel),
+        (cell_kda, "token-by-token (ours)", recurrent_kda, per_channel),
+        (
+            cell_kda,
+            "fla naive_recurrent_kda",
+            lambda q, k, v, g, beta, initial_state: naive_recurrent_kda(
+                q, k, v, g, beta, initial_state=initial_state, output_final_state=True
+            ),
+            per_channel,
+        ),
+        (
+            cell_gdp,
+            f"chunk-parallel (ours, chunk_size={args.chunk_size} steps)",
+            partial(chunk_gated_delta_product, n_householder=2, chunk_size=args.chunk_size),
+            gdp,
+        ),
+        (
+            cell_gdp,
+            "step-by-step (ours)",
+            partial(recurrent_gated_delta_product, n_householder=2),
+            gdp,
+        ),
+        (
+            cell_gdp,
+            "fla naive_recurrent_gated_delta_product",
+            lambda q, k, v, g, beta, initial_state: naive_recurrent_gated_delta_product(
+                q, k, v, g, beta, scale=32**-0.5, initial_state=initial_state, num_householder=2
+            ),
+            gdp,
+        ),
+        (
+            cell_scan,
+            f"chunk-parallel (ours, chunk_size={args.chunk_size})",
+            partial(chunk_selective_scan, chunk_size=args.chunk_size),
+            scan,
+        ),
+        (cell_scan, "token-by-token (ours)", recurrent_selective_scan, scan),
+    ]
 
 
 def fwd_bwd(fn: Callable, inputs: dict[str, torch.Tensor]) -> tuple[float, torch.Tensor]:
@@ -122,6 +209,7 @@ def cell_rows(args) -> list[tuple[str, str, float, torch.Tensor]]:
             ),
             gla,
         ),
+        *per_channel_cell_forms(args),
     ]
     rows = []
     for cell in dict.fromkeys(c for c, *_ in forms):

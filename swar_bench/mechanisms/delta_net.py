@@ -250,7 +250,8 @@ class KimiDeltaAttentionMixer(Mixer):
 
     Args:
         d_model: width; n_heads: heads (must divide d_model); conv_size: tokens;
-        chunk_size, mode, backend: see ``ops.kda.kda``.
+        chunk_size: tokens per chunk of the WY form (32, as for ``GatedLinearAttention``);
+        mode, backend: see ``ops.kda.kda``.
 
     Raises:
         ValueError: on bad sizes or a bad mode / backend.
@@ -261,7 +262,7 @@ class KimiDeltaAttentionMixer(Mixer):
         d_model: int,
         n_heads: int = 2,
         conv_size: int = 4,
-        chunk_size: int = 64,
+        chunk_size: int = 32,
         mode: str = "auto",
         backend: str = "auto",
     ):
@@ -342,7 +343,7 @@ class KimiDeltaAttention(MixerLM):
         n_layers: int = 2,
         n_heads: int = 2,
         conv_size: int = 4,
-        chunk_size: int = 64,
+        chunk_size: int = 32,
         mode: str = "auto",
         backend: str = "auto",
         mlp_ratio: int = 4,

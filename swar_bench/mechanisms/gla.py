@@ -28,7 +28,9 @@ class GatedLinearAttentionMixer(Mixer):
         d_model: width; n_heads: heads; expand_k, expand_v: key / value width over d_model
             (fla's defaults 0.5 and 1); gate_low_rank_dim: rank of the gate projection (16);
         gate_logit_normalizer: divides the log gate (16, the paper's temperature);
-        chunk_size, mode, backend: see ``ops.gla.gla``.
+        chunk_size: tokens per chunk of the chunk form (32: with per-channel decays a chunk is
+            one factored matmul, measured fastest on CPU, docs/BENCHMARKS.md);
+        mode, backend: see ``ops.gla.gla``.
 
     Raises:
         ValueError: when ``n_heads`` does not divide the key and value widths, on a bad mode /
@@ -43,7 +45,7 @@ class GatedLinearAttentionMixer(Mixer):
         expand_v: float = 1.0,
         gate_low_rank_dim: int = 16,
         gate_logit_normalizer: float = 16.0,
-        chunk_size: int = 64,
+        chunk_size: int = 32,
         mode: str = "auto",
         backend: str = "auto",
     ):
@@ -126,7 +128,7 @@ class HGRN2Mixer(Mixer):
         d_model: int,
         n_heads: int = 2,
         lower_bound: float = 0.0,
-        chunk_size: int = 64,
+        chunk_size: int = 32,
         mode: str = "auto",
         backend: str = "auto",
     ):
@@ -196,7 +198,7 @@ class GatedLinearAttention(MixerLM):
         expand_v: float = 1.0,
         gate_low_rank_dim: int = 16,
         gate_logit_normalizer: float = 16.0,
-        chunk_size: int = 64,
+        chunk_size: int = 32,
         mode: str = "auto",
         backend: str = "auto",
         mlp_ratio: int = 4,
@@ -238,7 +240,7 @@ class HGRN2(MixerLM):
         d_model: int = 64,
         n_layers: int = 2,
         n_heads: int = 2,
-        chunk_size: int = 64,
+        chunk_size: int = 32,
         mode: str = "auto",
         backend: str = "auto",
         mlp_ratio: int = 4,

@@ -91,6 +91,23 @@ def test_chunk_form_gradients_match_recurrent():
         _close(a, b, 1e-4)
 
 
+def test_gradients_stay_finite_and_exact_where_a_sub_chunk_cannot_be_factored():
+    """One chunk with a -inf and one with a -1e4 burst take the segment-sum path, the others the
+    factored one; the gradients equal the recurrence's (no 0 * inf from the unused path)."""
+    q, k, v, g, s0 = _inputs(T=64)
+    g[0, 3, 1, 2] = float("-inf")
+    g[1, 40, 0] = -1e4
+    grads = []
+    for fn, kw in ((recurrent_gla, {}), (chunk_gla, {"chunk_size": 16})):
+        leaves = [t.clone().requires_grad_() for t in (q, k, v, s0)]
+        o, s = fn(leaves[0], leaves[1], leaves[2], g, initial_state=leaves[3], **kw)
+        (o.square().sum() + s.sum()).backward()
+        grads.append([t.grad for t in leaves])
+    for a, b in zip(*grads):
+        assert torch.isfinite(a).all()
+        _close(a, b, 1e-3)
+
+
 def test_bad_shapes_and_chunk_size_are_value_errors():
     q, k, v, g, _ = _inputs(T=4)
     with pytest.raises(ValueError, match=r"q, k, g \[B, T, H, K\]"):

@@ -28,31 +28,50 @@ def suffix_sum(g: torch.Tensor) -> torch.Tensor:
     return after.flip(-2).cumsum(-2).flip(-2)
 
 
+FACTORED_DECAY_LIMIT = 40.0
+"""In-sub-chunk decays are factored (``exp(b_i) * exp(-b_j)``, a matmul) only in a sub-chunk whose
+total log decay is at least ``-FACTORED_DECAY_LIMIT`` in every channel: the factors
+then stay below ``e^40`` and ``b`` (a running sum over at most one sub-chunk, |b| <= 40) carries an
+absolute error below 40 float32 ulps of 1, i.e. < 3e-6 relative in each decay."""
+
+
 def causal_gated_scores(
-    q: torch.Tensor, k: torch.Tensor, g: torch.Tensor, sub_chunk: int = 8
+    q: torch.Tensor, k: torch.Tensor, g: torch.Tensor, sub_chunk: int = 32
 ) -> torch.Tensor:
     """``q, k, g [..., C, K]`` -> ``[..., C, C]``: ``sum_c q_ic k_jc exp(sum_{j < l <= i} g_lc)``
     for ``j <= i``, 0 above the diagonal.
 
-    Two levels, as fla's kernels: inside each sub-chunk of ``sub_chunk`` tokens the decays come
-    from ``chunking.segsum`` (``[c, c, K]`` per sub-chunk); between sub-chunks ``p > r`` the decay
+    Two levels, as fla's kernels. Between sub-chunks ``p > r`` of ``sub_chunk`` tokens the decay
     factors exactly into three segment sums, each <= 0, so nothing overflows:
     ``(from sub-chunk p's start to i) + (whole sub-chunks r < m < p) + (after j to r's end)``,
-    and the scores are a batched matmul. ``sub_chunk`` falls back to ``C`` when it does not
-    divide ``C``.
+    and the scores are a batched matmul. Inside a sub-chunk the decays are factored into a
+    matmul where that is accurate (see ``FACTORED_DECAY_LIMIT``); a sub-chunk with a ``-inf`` or
+    a strong burst takes them from ``chunking.segsum`` instead (``[c, c, K]``, that sub-chunk only).
+    ``sub_chunk`` falls back to ``C`` when it does not divide ``C``.
     """
     *lead, C, K = q.shape
     c = sub_chunk if 0 < sub_chunk <= C and C % sub_chunk == 0 else C
     s = C // c
     qs, ks, gs = (x.reshape(*lead, s, c, K) for x in (q, k, g))
-    intra = gated_scores(qs, ks, segsum(gs, dim=-2).exp())  # [..., s, c, c]
+    from_start = gs.cumsum(-2)  # [..., s, c, K], sums from each sub-chunk's start
+    factored = (from_start[..., -1, :] >= -FACTORED_DECAY_LIMIT).all(-1)  # [..., s]
+    # sub-chunks that may not be factored get b = 0 here (finite values, replaced below)
+    b = torch.where(factored[..., None, None], from_start, 0.0)
+    causal = torch.ones(c, c, dtype=torch.bool, device=q.device).tril()
+    intra = ((qs * b.exp()) @ (ks * (-b).exp()).transpose(-1, -2)).masked_fill(~causal, 0.0)
+    if not bool(factored.all()):
+        rows = (~factored).reshape(-1).nonzero().squeeze(1)
+        q_r, k_r, g_r = (x.reshape(-1, c, K).index_select(0, rows) for x in (qs, ks, gs))
+        exact = gated_scores(q_r, k_r, segsum(g_r, dim=-2).exp())
+        intra = intra.reshape(-1, c, c).index_copy(0, rows, exact).reshape(intra.shape)
     if s == 1:
         return intra.reshape(*lead, C, C)
-    from_start = gs.cumsum(-2)  # [..., s, c, K]
     between = segsum(from_start[..., -1, :], dim=-2)  # [..., s, s, K] over sub-chunk totals
     # sub-chunk p reads r < p through the totals of r < m < p: row p - 1 of the segment sum
-    between = torch.cat([torch.full_like(between[..., :1, :, :], float("-inf")), between[..., :-1, :, :]], -3)
-    q_side = (qs * from_start.exp()).unsqueeze(-3) * between.exp().unsqueeze(-2)  # [..., p, r, c, K]
+    between = torch.cat(
+        [torch.full_like(between[..., :1, :, :], float("-inf")), between[..., :-1, :, :]], -3
+    )
+    q_side = (qs * from_start.exp()).unsqueeze(-3) * between.exp().unsqueeze(-2)  # [.., p, r, c, K]
     k_side = (ks * suffix_sum(gs).exp()).unsqueeze(-4)  # [..., 1, r, c, K]
     cross = q_side @ k_side.transpose(-1, -2)  # [..., p, r, c, c]
     diagonal = torch.eye(s, dtype=torch.bool, device=q.device)[:, :, None, None]
@@ -67,7 +86,7 @@ def chunk_gla(
     g: torch.Tensor,
     scale: float | None = None,
     initial_state: torch.Tensor | None = None,
-    chunk_size: int = 64,
+    chunk_size: int = 32,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Chunk-parallel form; same arguments and result as
     :func:`~swar_bench.mechanisms.ops.gla.recurrent.recurrent_gla`, up to float rounding.

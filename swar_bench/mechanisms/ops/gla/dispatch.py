@@ -17,7 +17,7 @@ def gla(
     scale: float | None = None,
     initial_state: torch.Tensor | None = None,
     mode: str = "auto",
-    chunk_size: int = 64,
+    chunk_size: int = 32,
     backend: str = "auto",
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Gated linear attention, ``q, k, g [B, T, H, K]``, ``v [B, T, H, V]``, ``initial_state

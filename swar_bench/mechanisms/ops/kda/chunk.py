@@ -30,7 +30,7 @@ def chunk_kda(
     beta: torch.Tensor,
     scale: float | None = None,
     initial_state: torch.Tensor | None = None,
-    chunk_size: int = 64,
+    chunk_size: int = 32,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Chunk-parallel WY form; same arguments and result as
     :func:`~swar_bench.mechanisms.ops.kda.recurrent.recurrent_kda`, up to float rounding. ``T``

@@ -18,7 +18,7 @@ def kda(
     scale: float | None = None,
     initial_state: torch.Tensor | None = None,
     mode: str = "auto",
-    chunk_size: int = 64,
+    chunk_size: int = 32,
     backend: str = "auto",
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Kimi Delta Attention, ``q, k, g [B, T, H, K]``, ``v [B, T, H, V]``, ``beta [B, T, H]``,
