@@ -5,7 +5,7 @@ Trains ``configs/quickstart.yaml`` (a small Gated DeltaNet) on generated passkey
 at n32 reaches ``--target`` (0.9) on ar_valid, ar_expired and passkey; then tests it on
 N in {32, 64, 128, 256, 512, 1024}, prints the per-N x answer-kind accuracy table and the
 calibration table, and writes the tables and figures (the ``AnswerTypeAccuracy`` and
-``Calibration`` callbacks) into the run's log folder under ``runs/quickstart/``.
+``Calibration`` callbacks) into the run's folder ``runs/quickstart/GatedDeltaNet/version_N/``.
 
 Exit code: 0 when the run finished and the target was met on the n32 validation, 3 when it
 finished without meeting it, 2 for bad arguments, 1 when training stopped on a non-finite

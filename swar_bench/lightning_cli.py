@@ -7,11 +7,14 @@ GatedDeltaNet`` or ``--model.mechanism=swar_bench.mechanisms.GRU`` swaps it), ``
 with ``save_last=True`` (``--checkpoint.*``), the ``AnswerTypeAccuracy`` (``--accuracy.*``) and
 ``Calibration`` (``--calibration.*``) callbacks and a ``PredictionWriter``
 (``--predictions.output_dir DIR`` saves ``predict`` outputs); the default logger is
-TensorBoard under ``runs/``. ``--ckpt_path last`` resumes from the newest checkpoint of ``--checkpoint.dirpath``.
+TensorBoard under ``runs/``.
 
-Everything the run writes lands under ``runs/`` by default (``trainer.default_root_dir``), also
-with ``--trainer.logger=false``: the reports and LightningCLI's ``config.yaml`` then go to
-``runs/`` itself.
+Each run has its own folder ``runs/<config>/<Mechanism>/version_N/`` (``swar_bench.runs``):
+logs, ``config.yaml``, ``checkpoints/`` and test reports. ``--ckpt_path last`` resumes the newest
+run of that config and mechanism in its folder (without ``--checkpoint.dirpath``; with it, the
+newest checkpoint of that folder). A mechanism name is resolved by
+``swar_bench.mechanisms.registry`` (``--model.mechanism=GRU`` is GRU at its defaults). With
+``--trainer.logger=false`` the reports and LightningCLI's config go to ``runs/`` itself.
 
 Bad configs end with one line on stderr (exit code 2), e.g. an unknown mechanism class,
 ``tbptt_steps < 1``, an N outside the card's set, a ``--ckpt_path`` that does not exist or whose
@@ -40,7 +43,6 @@ from swar_bench import mechanisms
 from swar_bench.datamodules.passkey_swar import PasskeySwarDataModule
 from swar_bench.module import TBPTTModule, mechanism_class_path
 
-DEFAULT_CHECKPOINT_DIR = "runs/checkpoints"
 TRAINER_DEFAULTS = {
     "default_root_dir": "runs",
     "logger": {
@@ -188,6 +190,45 @@ def _output_folders(cfg: Any, subcommand: str | None) -> list[tuple[str, str]]:
     return [(flag, str(folder)) for flag, folder in folders if isinstance(folder, (str, os.PathLike))]
 
 
+def trainer_defaults(argv: list[str]) -> dict[str, Any]:
+    """``TRAINER_DEFAULTS`` with the logger named after the first ``--config`` file (its stem), so
+    that a config that sets no logger still gets its own run folder (``swar_bench.runs``)."""
+    configs = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--config"]
+    configs += [a.split("=", 1)[1] for a in argv if a.startswith("--config=")]
+    first = next((c for c in configs if os.path.isfile(c)), None)
+    if first is None:
+        return TRAINER_DEFAULTS
+    logger = TRAINER_DEFAULTS["logger"]
+    return {**TRAINER_DEFAULTS, "logger": {**logger, "init_args": {**logger["init_args"], "name": Path(first).stem}}}
+
+
+def save_config_kwargs(argv: list[str]) -> dict[str, Any]:
+    """LightningCLI's ``save_config_kwargs``: ``config.yaml`` for ``fit``, ``<command>_config.yaml``
+    for the others, so a test written into a fit's run folder keeps the fit's config."""
+    command = argv[0] if argv and argv[0] in ("validate", "test", "predict") else None
+    return {"overwrite": True, **({"config_filename": f"{command}_config.yaml"} if command else {})}
+
+
+def describe_mechanism(mechanism: Any) -> str:
+    """``"GRU (swar_bench.mechanisms.recurrent.GRU): 120,896 params, state 512 bytes/sequence"``
+    (state after 4,096 tokens for a growing state)."""
+    from swar_bench.mechanisms.protocol import is_fixed_size, state_bytes_at
+
+    try:
+        state = f"state {state_bytes_at(mechanism, 1, 4096):,} bytes/sequence" + ("" if is_fixed_size(mechanism) else " at T=4,096 (grows)")
+    except Exception:  # noqa: BLE001 - a layer without state_bytes is still described
+        state = "state bytes unknown"
+    return f"{type(mechanism).__name__} ({mechanism_class_path(mechanism)}): {int(getattr(mechanism, 'n_params', 0)):,} params, {state}"
+
+
+def run_folder(trainer: Any) -> str:
+    """The folder a run writes into: its logger's ``log_dir`` (the Trainer's ``default_root_dir``
+    without a logger). Read from the logger, not ``trainer.log_dir``, which is a collective."""
+    logger = trainer.logger
+    log_dir = getattr(logger, "log_dir", None) if logger is not None else None
+    return str(log_dir if log_dir is not None else trainer.default_root_dir)
+
+
 class SwarBenchCLI(LightningCLI):
     """LightningCLI with the always-on checkpoint and metric callbacks of swar_bench.
 
@@ -207,13 +248,14 @@ class SwarBenchCLI(LightningCLI):
             super().parse_arguments(parser, args)
         subcommand = self.config.get("subcommand")
         cfg = self.config[subcommand] if subcommand else self.config
+        self._configure_run_folder(cfg, subcommand)
         ckpt_path = cfg.get("ckpt_path") if subcommand else None
         if ckpt_path is not None and str(ckpt_path) not in CKPT_PATH_KEYWORDS and "://" not in str(ckpt_path):
             self._read_checkpoint(str(ckpt_path))
         if str(ckpt_path) == "last" and subcommand in ("validate", "test", "predict"):
             # `fit --ckpt_path last` with no checkpoint is a fresh start (a first SLURM run);
             # evaluating with none would silently score a randomly initialised model.
-            dirpath = (cfg.get("checkpoint") or {}).get("dirpath") or DEFAULT_CHECKPOINT_DIR
+            dirpath = (cfg.get("checkpoint") or {}).get("dirpath") or os.path.join(str(cfg.get("trainer.default_root_dir")), "checkpoints")
             if not glob.glob(os.path.join(str(dirpath), "last*.ckpt")):
                 raise ValueError(
                     f"--ckpt_path=last: no last*.ckpt in --checkpoint.dirpath={dirpath}; expected the folder of a "
@@ -227,6 +269,45 @@ class SwarBenchCLI(LightningCLI):
             )
         for flag, folder in _output_folders(cfg, subcommand):
             check_output_folder(folder, flag)
+
+    _run_dir: str | None = None
+
+    def _configure_run_folder(self, cfg: Any, subcommand: str | None) -> None:
+        """Name the run folder after the config and the mechanism (``swar_bench.runs``): the
+        TensorBoard/CSV logger's ``name`` becomes ``<name>/<Mechanism>``; ``--ckpt_path last``
+        (without ``--checkpoint.dirpath``) becomes the newest ``last.ckpt`` of those runs and a
+        checkpoint inside one of them puts the logger's version on that run, so a resumed fit
+        and a test log and report into the run they continue."""
+        from swar_bench import runs
+
+        logger = cfg.get("trainer.logger")
+        mechanism = cfg.get("model.mechanism")
+        class_path = getattr(mechanism, "class_path", None) or (mechanism.get("class_path") if isinstance(mechanism, dict) else None)
+        init_args = getattr(logger, "init_args", None)
+        if not class_path or init_args is None or not str(getattr(logger, "class_path", "")).endswith(("TensorBoardLogger", "CSVLogger")):
+            return
+        init_args.name = runs.run_name(init_args.get("name") or "", runs.mechanism_name(class_path))
+        root = Path(str(init_args.get("save_dir") or ".")) / init_args.name
+        if init_args.get("version") is not None:
+            init_args.version = runs.parse_version(str(init_args.version))
+        ckpt_path = cfg.get("ckpt_path") if subcommand else None
+        if str(ckpt_path) == "last" and (cfg.get("checkpoint") or {}).get("dirpath") is None:
+            found = runs.last_checkpoint(root, init_args.get("version"))
+            if found is None and subcommand == "fit":
+                cfg.ckpt_path = None  # nothing to resume: a fresh start (a first SLURM run)
+            elif found is None:
+                where = root / (runs.version_folder(init_args.version) if init_args.get("version") is not None else "*")
+                raise ValueError(
+                    f"--ckpt_path=last: no last.ckpt in {where}/checkpoints; expected a fit run of this config and "
+                    "mechanism first, or a checkpoint file"
+                )
+            else:
+                cfg.ckpt_path, init_args.version = str(found[0]), found[1]
+        elif ckpt_path is not None and init_args.get("version") is None and str(ckpt_path) not in CKPT_PATH_KEYWORDS:
+            version = runs.run_of_checkpoint(root, str(ckpt_path))
+            if version is not None:
+                init_args.version = version
+        self._run_dir = str(root / runs.version_folder(init_args.version)) if init_args.get("version") is not None else None
 
     def _read_checkpoint(self, path: str) -> None:
         if not os.path.exists(path):
@@ -292,13 +373,33 @@ class SwarBenchCLI(LightningCLI):
         if account is not None:
             raise self._mismatch_error(account, self._checkpoint, self._checkpoint_path)
 
+    def _announce(self, subcommand: str) -> None:
+        """One line on stdout (rank 0) before the run: the built model and the run folder."""
+        from lightning.fabric.utilities.rank_zero import _get_rank
+
+        if _get_rank() not in (0, None) or not isinstance(self.model, TBPTTModule):
+            return
+        print(f"swar-bench {subcommand}: {describe_mechanism(self.model.mechanism)}; run folder {run_folder(self.trainer)}", flush=True)
+
+    def _report_paths(self) -> None:
+        """``wrote <path>`` for every test report (rank 0), as ``demo`` prints them."""
+        from swar_bench.callbacks import AnswerTypeAccuracy, Calibration
+
+        for callback in self.trainer.callbacks:
+            if isinstance(callback, (AnswerTypeAccuracy, Calibration)):
+                for path in callback.report_paths:
+                    print(f"wrote {path}")
+
     def _run_subcommand(self, subcommand: str) -> None:
         if self._seed is not None:
             from lightning.fabric.utilities.rank_zero import _get_rank, rank_prefixed_message
 
             logging.getLogger("lightning.fabric.utilities.seed").info(rank_prefixed_message(f"Seed set to {self._seed}", _get_rank()))
+        self._announce(subcommand)
         try:
             super()._run_subcommand(subcommand)
+            if subcommand == "test":
+                self._report_paths()
         except RuntimeError as err:
             # a checkpoint Lightning resolved itself ("last", "best"): strict load_state_dict failed
             if not str(err).startswith("Error(s) in loading state_dict"):
@@ -315,12 +416,9 @@ class SwarBenchCLI(LightningCLI):
         from swar_bench.callbacks import AnswerTypeAccuracy, Calibration
 
         parser.add_lightning_class_args(ModelCheckpoint, "checkpoint")
-        # A new fit into the same folder replaces last.ckpt (no last-v1.ckpt beside it), so that
-        # `--ckpt_path <dir>/last.ckpt` is always the latest run's.
-        parser.set_defaults({
-            "checkpoint.save_last": True, "checkpoint.dirpath": DEFAULT_CHECKPOINT_DIR,
-            "checkpoint.enable_version_counter": False,
-        })
+        # A resumed fit replaces its run's last.ckpt (no last-v1.ckpt beside it).
+        # No dirpath: checkpoints go to <run folder>/checkpoints (swar_bench.runs).
+        parser.set_defaults({"checkpoint.save_last": True, "checkpoint.enable_version_counter": False})
         parser.add_lightning_class_args(AnswerTypeAccuracy, "accuracy")
         parser.add_lightning_class_args(Calibration, "calibration")
         parser.add_lightning_class_args(PredictionWriter, "predictions")
@@ -402,8 +500,8 @@ def main(argv: list[str] | None = None) -> int:
             TBPTTModule,
             PasskeySwarDataModule,
             args=argv,
-            trainer_defaults=TRAINER_DEFAULTS,
-            save_config_kwargs={"overwrite": True},
+            trainer_defaults=trainer_defaults(argv),
+            save_config_kwargs=save_config_kwargs(argv),
             parser_kwargs={"exit_on_error": False},
         )
     except ArgumentError as err:

@@ -87,45 +87,77 @@ def resolve_class(name: str, what: str = "mechanism") -> type:
     return cls
 
 
+def class_defaults(cls: type) -> dict:
+    """The constructor's keyword defaults that a config can hold (numbers, strings, booleans,
+    None and lists of them): what ``Cls()`` is built with."""
+    import inspect
+
+    def plain(value) -> bool:
+        if isinstance(value, (list, tuple)):
+            return all(plain(v) for v in value)
+        return value is None or isinstance(value, (bool, int, float, str))
+
+    try:
+        params = inspect.signature(cls).parameters.values()
+    except (TypeError, ValueError):
+        return {}
+    return {
+        p.name: list(p.default) if isinstance(p.default, tuple) else p.default
+        for p in params
+        if p.default is not inspect.Parameter.empty and p.kind is not inspect.Parameter.VAR_KEYWORD and plain(p.default)
+    }
+
+
 def _resolve_value(value: str, flag: str) -> str:
-    """A ``flag`` value: a name -> its full class path; an inline ``{class_path: ..., init_args: ...}``
-    mapping (JSON / YAML) -> the same mapping, as JSON, with its class path resolved."""
+    """A ``flag`` value (a name, or an inline ``{class_path: ..., init_args: ...}`` mapping in JSON
+    or YAML) -> a JSON mapping whose class path is resolved and whose init_args start from the
+    class's defaults (:func:`class_defaults`), the given init_args over them."""
+    import json
+
+    import yaml
+
     text = value.strip()
     if text.startswith("{"):
-        import json
-
-        import yaml
-
         try:
             entry = yaml.safe_load(text)
         except yaml.YAMLError:
             return value  # the parser names the malformed value itself
-        if isinstance(entry, dict) and isinstance(entry.get("class_path"), str):
-            entry["class_path"] = resolve_class_path(entry["class_path"], flag)
-            return json.dumps(entry)
-        return value
-    return resolve_class_path(text, flag)
+        if not (isinstance(entry, dict) and isinstance(entry.get("class_path"), str)):
+            return value
+    else:
+        entry = {"class_path": text}
+    cls = resolve_class(entry["class_path"], flag)
+    entry["class_path"] = resolve_class_path(entry["class_path"], flag)
+    entry["init_args"] = {**class_defaults(cls), **(entry.get("init_args") or {})}
+    return json.dumps(entry)
 
 
 def rewrite_mechanism_args(argv: list[str], flag: str) -> list[str]:
-    """``argv`` with every value of ``flag`` (``--flag=V``, ``--flag V``, and ``flag.class_path``)
-    resolved by :func:`resolve_class_path`: ``--model.mechanism=GRU`` ->
-    ``--model.mechanism=swar_bench.mechanisms.GRU``. Used by ``fit``/``test`` (``--model.mechanism``)
-    and ``referee`` (``--mechanism``), so that both read names the same way.
+    """``argv`` with every value of ``flag`` (``--flag=V``, ``--flag V``) resolved: ``--mechanism=GRU``
+    -> ``--mechanism={"class_path": "swar_bench.mechanisms.GRU", "init_args": {<GRU's defaults>}}``;
+    ``--flag.class_path=V`` gets the full class path only. Used by ``fit``/``test``/``demo``
+    (``--model.mechanism``) and ``referee`` (``--mechanism``), so all read names the same way.
+
+    A new mechanism value starts from its class's defaults, not from the init_args the previous
+    mechanism had in an earlier ``--config`` (jsonargparse would carry over those the new class
+    accepts): ``--config configs/quickstart.yaml --model.mechanism=GRU`` builds the same GRU as
+    ``--config configs/quickstart.yaml --config configs/mechanisms/gru.yaml``. Options after it
+    (``--model.mechanism.init_args.d_model=32``) still apply.
 
     Raises:
         ValueError: (one line naming ``flag``) a name that is not a zoo name or an importable class.
     """
-    flags = (flag, f"{flag}.class_path")
     out = list(argv)
     i = 0
     while i < len(out):
         arg = out[i]
         name, eq, value = arg.partition("=")
-        if name in flags and eq:
+        if name == f"{flag}.class_path" and eq:
+            out[i] = f"{name}={resolve_class_path(value, name)}"
+        elif name == flag and eq:
             out[i] = f"{name}={_resolve_value(value, name)}"
-        elif arg in flags and i + 1 < len(out) and not out[i + 1].startswith("--"):
-            out[i + 1] = _resolve_value(out[i + 1], arg)
+        elif arg in (flag, f"{flag}.class_path") and i + 1 < len(out) and not out[i + 1].startswith("--"):
+            out[i + 1] = _resolve_value(out[i + 1], arg) if arg == flag else resolve_class_path(out[i + 1], arg)
             i += 1
         i += 1
     return out

@@ -150,7 +150,7 @@ def test_without_a_logger_everything_lands_under_runs(tmp_path, monkeypatch, cap
         assert main(argv) == 0
     assert [p.name for p in tmp_path.iterdir()] == ["runs"]
     written = {p.name for p in (tmp_path / "runs").iterdir()}
-    assert {"config.yaml", "answer_type_accuracy.csv", "calibration.md"} <= written
+    assert {"test_config.yaml", "answer_type_accuracy.csv", "calibration.md"} <= written
     assert [r.getMessage() for r in caplog.records if r.getMessage().startswith("Seed set to")] == ["Seed set to 0"]
 
 
@@ -165,7 +165,7 @@ def test_oracle_config_scores_one_everywhere(tmp_path):
     argv = ["test", "--config", str(CONFIGS / "oracle.yaml"), "--data.test_configs=[32,128]", "--data.eval_examples=24",
             "--data.eval_batch_size=8", *_common(tmp_path)]
     assert main(argv) == 0
-    (table,) = tmp_path.glob("oracle/version_*/answer_type_accuracy.csv")
+    (table,) = tmp_path.glob("oracle/Oracle/version_*/answer_type_accuracy.csv")
     rows = list(csv.DictReader(table.open()))
     assert {r["n_writes"] for r in rows} == {"32", "128"}
     checked = [r for r in rows if int(r["count"]) > 0]
@@ -216,10 +216,10 @@ def test_checkpoint_of_another_mechanism_is_one_line(tmp_path, capsys):
     import re
 
     # a file path: found before the Trainer or the logger exist
-    versions = sorted(tmp_path.glob("quickstart/version_*"))
+    versions = sorted(tmp_path.glob("quickstart/*/version_*"))
     code, err = _error_line(capsys, ["test", *base, "--model.mechanism=LSTM", f"--ckpt_path={last}"])
     assert code == 2 and len(err) == 1 and re.search(expected, err[0]), err
-    assert sorted(tmp_path.glob("quickstart/version_*")) == versions
+    assert sorted(tmp_path.glob("quickstart/*/version_*")) == versions
     # "last", resolved by Lightning: the failed strict load becomes the same one line
     code, err = _error_line(capsys, ["fit", *base, "--model.mechanism=LSTM", "--trainer.max_steps=2", "--ckpt_path=last"])
     assert code == 2 and len(err) == 1 and re.search(expected, err[0]), err
@@ -254,7 +254,7 @@ def test_oracle_rules_follow_the_data_or_the_run_stops(tmp_path, capsys):
             "--data.task_params={\"w\": 8}", *_common(tmp_path)]
     # the rules given as a plain dict are honoured: 1.0 everywhere at w=8
     assert main([*base, "--model.mechanism.init_args.params={\"w\": 8}"]) == 0
-    (table,) = tmp_path.glob("oracle/version_*/answer_type_accuracy.csv")
+    (table,) = tmp_path.glob("oracle/Oracle/version_*/answer_type_accuracy.csv")
     checked = [r for r in csv.DictReader(table.open()) if int(r["count"]) > 0]
     assert {r["answer_type"] for r in checked} >= {"ar_valid", "ar_expired_stale", "passkey_exact"}
     assert all(float(r["accuracy"]) == 1.0 for r in checked)
@@ -288,7 +288,7 @@ def test_a_stopped_run_says_so_with_its_exit_status(tmp_path, command, signame):
     )
     try:
         deadline = time.monotonic() + 120
-        while not list(tmp_path.glob("quickstart/version_0/events.out.tfevents.*")) and time.monotonic() < deadline:
+        while not list(tmp_path.glob("quickstart/GRU/version_0/events.out.tfevents.*")) and time.monotonic() < deadline:
             time.sleep(0.5)  # the run is training once the logger has written
         time.sleep(2)
         proc.send_signal(signum)

@@ -10,7 +10,12 @@ from hypothesis import strategies as st
 
 import swar_bench.mechanisms as mech
 from swar_bench.cli import main as swar_main
-from swar_bench.mechanisms.registry import resolve_class, resolve_class_path, rewrite_mechanism_args
+from swar_bench.mechanisms.registry import (
+    class_defaults,
+    resolve_class,
+    resolve_class_path,
+    rewrite_mechanism_args,
+)
 
 
 @pytest.mark.parametrize("name", mech.MECHANISMS)
@@ -65,15 +70,23 @@ def test_any_other_short_name_is_refused_with_the_valid_names(name):
 @given(name=st.sampled_from(mech.MECHANISMS), form=st.sampled_from(["eq", "space", "class_path", "json"]))
 def test_every_flag_form_is_rewritten(name, form):
     full = f"swar_bench.mechanisms.{name}"
+    defaults = class_defaults(getattr(mech, name))
+    entry = json.dumps({"class_path": full, "init_args": defaults})
+    given_args = {**defaults, "d_model": 8}
     argv = {
-        "eq": ([f"--mechanism={name}"], [f"--mechanism={full}"]),
-        "space": (["--mechanism", name, "--seed", "1"], ["--mechanism", full, "--seed", "1"]),
+        "eq": ([f"--mechanism={name}"], [f"--mechanism={entry}"]),
+        "space": (["--mechanism", name, "--seed", "1"], ["--mechanism", entry, "--seed", "1"]),
         "class_path": ([f"--mechanism.class_path={name}"], [f"--mechanism.class_path={full}"]),
         "json": (["--mechanism", json.dumps({"class_path": name, "init_args": {"d_model": 8}})],
-                 ["--mechanism", json.dumps({"class_path": full, "init_args": {"d_model": 8}})]),
+                 ["--mechanism", json.dumps({"class_path": full, "init_args": given_args})]),
     }[form]
     assert rewrite_mechanism_args(argv[0], "--mechanism") == argv[1]
     assert rewrite_mechanism_args(["--other", name], "--mechanism") == ["--other", name]
+
+
+def test_class_defaults_are_the_constructor_defaults():
+    assert class_defaults(mech.GRU) == {"vocab_size": 40, "d_model": 64, "n_layers": 2, "mlp_ratio": 4}
+    assert class_defaults(mech.Oracle) == {"vocab_size": 40, "params": None, "answer_logit": 20.0}
 
 
 @pytest.mark.parametrize(
