@@ -16,6 +16,13 @@ per answer kind (accuracy vs N, one line per mechanism) into ``docs/results_tabl
 ``--config`` swaps the shared budget config; ``--tag T`` writes ``docs/results_T_tables.md`` and
 ``docs/figures/results_T_<kind>.png`` instead, so a follow-up sweep does not overwrite the main one.
 
+Every test accuracy is reported with its count and 95% Wilson interval (answer tokens; sequences
+for passkey_exact), ``*`` marking cells of fewer than 30 items. ``--seeds 0,1,2`` trains each
+configuration once per seed (``--seed_everything`` and ``--data.seed``; runs ``<name>_seed<s>``),
+picks the learning rate by the mean validation score over the seeds, tests every seed's
+checkpoint, and reports per cell the mean across seeds with its min-max and 95% t interval; the
+figures draw the mean with the t interval as a band. ``--resume`` works per seed.
+
 Exit code 0 when every run finished and was reported, 1 otherwise.
 """
 
@@ -24,6 +31,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import math
 import os
 import subprocess
 import sys
@@ -32,6 +40,17 @@ from concurrent import futures
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # run as a script: import this checkout's swar_bench
+
+from swar_bench.intervals import (
+    FEW_NOTE,
+    MISSING,
+    format_accuracy,
+    format_spread,
+    seed_spread,
+    wilson,
+)
+
 CONFIG = "configs/results.yaml"
 MECHANISM_CONFIGS = {
     "ScalarDecayLinearAttention": "configs/mechanisms/scalar_decay_linear_attention.yaml",
@@ -48,8 +67,31 @@ SCORE_KINDS = ("ar_valid", "ar_expired", "passkey")
 REPORT_KINDS = ("ar_valid", "ar_expired_stale", "ar_expired_never", "passkey_exact")
 
 
-def run_name(mechanism: str, lr: float) -> str:
-    return f"{mechanism}_lr{lr:g}"
+def run_name(mechanism: str, lr: float, seed: int | None = None) -> str:
+    """``GRU_lr0.003``, or ``GRU_lr0.003_seed1`` for one seed of a ``--seeds`` sweep."""
+    return f"{mechanism}_lr{lr:g}" + ("" if seed is None else f"_seed{seed}")
+
+
+def seed_args(seed: int | None) -> list[str]:
+    """The fit/test overrides of one seed: model initialisation and training-stream order."""
+    return [] if seed is None else [f"--seed_everything={seed}", f"--data.seed={seed}"]
+
+
+def parse_seeds(text: str | None) -> list[int | None]:
+    """``"0,1,2"`` -> ``[0, 1, 2]``; None -> ``[None]`` (one run with the config's seed).
+
+    Raises:
+        ValueError: not distinct integers >= 0 (one line naming the value).
+    """
+    if text is None:
+        return [None]
+    try:
+        seeds = [int(x) for x in text.split(",")]
+    except ValueError:
+        seeds = []
+    if not seeds or any(s < 0 for s in seeds) or len(set(seeds)) != len(seeds):
+        raise ValueError(f"--seeds={text!r} is invalid; expected distinct integers >= 0, e.g. 0,1,2")
+    return seeds
 
 
 def base_args(mechanism: str, out: Path, name: str, steps: int | None, config: str = CONFIG) -> list[str]:
@@ -109,13 +151,44 @@ def mechanism_facts(mechanism: str) -> dict[str, float]:
     return {"n_params": int(mech.n_params), "state_bytes": int(mech.state_bytes(1))}
 
 
-def read_accuracy(csv_path: Path) -> dict[tuple[int, str], tuple[float, int]]:
+def read_accuracy(csv_path: Path) -> dict[tuple[int, str], tuple[float, int, int]]:
+    """``(n_writes, answer_type) -> (accuracy, count, correct)`` from ``answer_type_accuracy.csv``."""
     out = {}
     with open(csv_path) as handle:
         for row in csv.DictReader(handle):
-            accuracy = float("nan") if row["accuracy"] == "none" else float(row["accuracy"])  # none: count 0
-            out[(int(row["n_writes"]), row["answer_type"])] = (accuracy, int(row["count"]))
+            accuracy = float("nan") if row["accuracy"] == MISSING else float(row["accuracy"])  # count 0
+            out[(int(row["n_writes"]), row["answer_type"])] = (accuracy, int(row["count"]), int(row["correct"]))
     return out
+
+
+def seed_values(r: dict, n: int, kind: str) -> list[float]:
+    """The accuracy of one cell in every seed of ``r`` (NaN where a seed did not observe it)."""
+    values = []
+    for per_seed in r["seeds"].values():
+        acc, count, _ = per_seed["accuracy"].get((n, kind), (math.nan, 0, 0))
+        values.append(acc if count else math.nan)
+    return values
+
+
+def cell_text(r: dict, n: int, kind: str) -> str:
+    """One seed: ``accuracy [Wilson interval] (items)``; several: mean (min–max; t interval; seeds)."""
+    if len(r["seeds"]) == 1:
+        (per_seed,) = r["seeds"].values()
+        _, count, correct = per_seed["accuracy"].get((n, kind), (math.nan, 0, 0))
+        return format_accuracy(correct, count)
+    return format_spread(seed_spread(seed_values(r, n, kind)))
+
+
+def band(r: dict, n: int, kind: str) -> tuple[float, float, float]:
+    """``(centre, low, high)`` the figures draw: one seed, the accuracy and its Wilson interval;
+    several, the mean and its 95% t interval across seeds (NaN where undefined)."""
+    if len(r["seeds"]) == 1:
+        (per_seed,) = r["seeds"].values()
+        _, count, correct = per_seed["accuracy"].get((n, kind), (math.nan, 0, 0))
+        p = wilson(correct, count)
+        return p.accuracy, p.low, p.high
+    spread = seed_spread(seed_values(r, n, kind))
+    return spread.mean, spread.low, spread.high
 
 
 def training_tokens(ckpt: Path) -> int:
@@ -142,8 +215,12 @@ def plot(results: dict, test_n: list[int], docs: Path, prefix: str = "results") 
     for kind in REPORT_KINDS:
         fig, ax = plt.subplots(figsize=(6, 4))
         for mech, r in results.items():
-            ys = [r["accuracy"].get((n, kind), (float("nan"), 0))[0] for n in test_n]
-            ax.plot(test_n, ys, marker="o", label=mech)
+            centre, low, high = zip(*(band(r, n, kind) for n in test_n))
+            (line,) = ax.plot(test_n, centre, marker="o", label=mech)
+            shown = [i for i, (lo, hi) in enumerate(zip(low, high)) if math.isfinite(lo) and math.isfinite(hi)]
+            if shown:  # an all-NaN band would break the log-scaled axis
+                ax.fill_between([test_n[i] for i in shown], [low[i] for i in shown], [high[i] for i in shown],
+                                color=line.get_color(), alpha=0.2, linewidth=0)
         ax.set_xscale("log", base=2)
         ax.set_xticks(test_n, [str(n) for n in test_n])
         ax.set_ylim(-0.02, 1.02)
@@ -173,17 +250,23 @@ def markdown(results: dict, test_n: list[int], commands: list[str], meta: dict, 
             f"| {mech} | {r['n_params']:,} | {r['state_bytes']:,} | {r['tokens']:,} | {6 * r['n_params'] * r['tokens']:.3g} "
             f"| {scores} | {r['lr']:g} |"
         )
+    seeds = meta.get("seeds", [None])
+    over = "" if seeds == [None] else f", averaged over the seeds {', '.join(map(str, seeds))}"
     lines += ["", ("Training FLOPs = 6 x params x training tokens (Kaplan et al. 2020). The validation score is the "
-                   "mean of ar_valid, ar_expired and passkey accuracy over the validation N at the end of training."), ""]
+                   f"mean of ar_valid, ar_expired and passkey accuracy over the validation N at the end of training{over}."), ""]
     lines += ["## Test accuracy per N", ""]
+    if seeds == [None]:
+        lines += [FEW_NOTE + " Items are answer tokens; sequences for passkey_exact. The figures shade "
+                  "the Wilson interval.", ""]
+    else:
+        lines += [(f"Cells read `mean (min–max; CI low–high; seeds)` of the test accuracy over {len(seeds)} seeds "
+                   f"({', '.join(map(str, seeds))}), the CI the 95% Student-t interval of the mean; the figures "
+                   "shade that interval."), ""]
     header = "| mechanism | " + " | ".join(f"n{n}" for n in test_n) + " |"
     for kind in REPORT_KINDS:
         lines += [f"### {kind}", "", header, "|---|" + "---:|" * len(test_n)]
         for mech, r in results.items():
-            cells = []
-            for n in test_n:
-                acc, count = r["accuracy"].get((n, kind), (float("nan"), 0))
-                cells.append("—" if count == 0 else f"{acc:.3f}")
+            cells = [cell_text(r, n, kind) for n in test_n]
             lines.append(f"| {mech} | " + " | ".join(cells) + " |")
         lines += ["", f"![{kind}](figures/{prefix}_{kind}.png)", ""]
     lines += ["## Commands", "", "```bash", *commands, "```", ""]
@@ -206,7 +289,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--docs", type=Path, default=Path("docs"), help="where results_tables.md and figures/ go")
     p.add_argument("--config", default=CONFIG, help="the equal-budget trainer/model/data config every run shares")
     p.add_argument("--tag", default="", help="name suffix of the outputs: results_<tag>_tables.md, figures/results_<tag>_<kind>.png")
+    p.add_argument("--seeds", default=None,
+                   help="comma-separated seeds: train and test every configuration once per seed, report mean and spread")
     args = p.parse_args(argv)
+    try:
+        seeds = parse_seeds(args.seeds)
+    except ValueError as err:
+        p.error(str(err))
     mechs = [m.strip() for m in args.mechanisms.split(",") if m.strip()]
     if not mechs:
         p.error(f"--mechanisms={args.mechanisms!r} names no mechanism; expected some of {', '.join(MECHANISM_CONFIGS)}")
@@ -260,12 +349,13 @@ def main(argv: list[str] | None = None) -> int:
     commands: list[str] = []
     t0 = time.monotonic()
 
-    def fit(mech: str, lr: float) -> tuple[str, float, int, list[str], float]:
-        name = run_name(mech, lr)
+    def fit(mech: str, lr: float, seed: int | None) -> tuple[str, float, int | None, int, list[str], float]:
+        name = run_name(mech, lr, seed)
         start = time.monotonic()
-        fit_args = ["fit", *base_args(mech, args.out, name, args.steps, args.config), f"--model.lr={lr:g}", *data_overrides]
+        fit_args = ["fit", *base_args(mech, args.out, name, args.steps, args.config), f"--model.lr={lr:g}",
+                    *seed_args(seed), *data_overrides]
         val_args = ["validate", *base_args(mech, args.out, f"{name}_val", None, args.config),
-                    f"--ckpt_path={args.out / name / 'checkpoints' / 'last.ckpt'}", *data_overrides]
+                    f"--ckpt_path={args.out / name / 'checkpoints' / 'last.ckpt'}", *seed_args(seed), *data_overrides]
         record = out / name / "fit_command.txt"  # what the finished run was trained with
         done = (
             (out / name / "checkpoints" / "last.ckpt").exists()
@@ -273,63 +363,81 @@ def main(argv: list[str] | None = None) -> int:
             and record.is_file() and record.read_text() == command_line(fit_args)
         )
         if args.resume and done:
-            return mech, lr, 0, [command_line(fit_args), command_line(val_args)], 0.0
+            return mech, lr, seed, 0, [command_line(fit_args), command_line(val_args)], 0.0
         record.unlink(missing_ok=True)
         rc, fit_cmd = swar_bench(fit_args, out / name / "fit.log", args.threads)
         if rc != 0:
-            return mech, lr, rc, [fit_cmd], time.monotonic() - start
+            return mech, lr, seed, rc, [fit_cmd], time.monotonic() - start
         write_atomic(record, fit_cmd)
         # the final validation that chooses the learning rate, on the last checkpoint
         rc, val_cmd = swar_bench(val_args, out / name / "validate.log", args.threads)
-        return mech, lr, rc, [fit_cmd, val_cmd], time.monotonic() - start
+        return mech, lr, seed, rc, [fit_cmd, val_cmd], time.monotonic() - start
 
     failed = []
-    scores: dict[str, dict[float, float]] = {m: {} for m in mechs}
+    # mechanism -> lr -> seed -> validation score
+    seed_scores: dict[str, dict[float, dict[int | None, float]]] = {m: {} for m in mechs}
+    runs = [(m, lr, seed) for m in mechs for lr in lrs for seed in seeds]
     with futures.ThreadPoolExecutor(args.jobs) as pool:
-        for mech, lr, rc, cmds, secs in pool.map(lambda ml: fit(*ml), [(m, lr) for m in mechs for lr in lrs]):
+        for mech, lr, seed, rc, cmds, secs in pool.map(lambda run: fit(*run), runs):
             commands.extend(cmds)
-            name = run_name(mech, lr)
+            name = run_name(mech, lr, seed)
             if rc != 0:
                 failed.append(name)
                 print(f"results: fit {name} failed (exit {rc}); see {out / name / 'fit.log'}", flush=True)
                 continue
-            scores[mech][lr] = validation_score(last_scalars(out / f"{name}_val"), val_n)
-            print(f"results: fit {name}: {secs:.0f}s, validation score {scores[mech][lr]:.3f}", flush=True)
+            score = validation_score(last_scalars(out / f"{name}_val"), val_n)
+            seed_scores[mech].setdefault(lr, {})[seed] = score
+            print(f"results: fit {name}: {secs:.0f}s, validation score {score:.3f}", flush=True)
+    # an lr is chosen by its mean validation score over the seeds that finished for it
+    scores = {m: {lr: seed_spread(list(by_seed.values())).mean for lr, by_seed in by_lr.items()}
+              for m, by_lr in seed_scores.items()}
 
-    def test(mech: str) -> tuple[str, int, str, float]:
+    def test(mech: str, seed: int | None) -> tuple[str, int | None, int, str, float]:
         lr = max(scores[mech], key=lambda x: -1 if scores[mech][x] != scores[mech][x] else scores[mech][x])
-        name = run_name(mech, lr)
+        name = run_name(mech, lr, seed)
+        if seed not in seed_scores[mech][lr]:  # this seed's fit failed (already reported)
+            return mech, seed, -1, "", lr
         rc, cmd = swar_bench(
             ["test", *base_args(mech, args.out, f"{name}_test", None, args.config), f"--ckpt_path={args.out / name / 'checkpoints' / 'last.ckpt'}",
-             f"--accuracy.out_dir={args.out / name / 'test'}", f"--calibration.out_dir={args.out / name / 'test'}", *data_overrides],
+             f"--accuracy.out_dir={args.out / name / 'test'}", f"--calibration.out_dir={args.out / name / 'test'}",
+             *seed_args(seed), *data_overrides],
             out / name / "test.log", args.threads,
         )
-        return mech, rc, cmd, lr
+        return mech, seed, rc, cmd, lr
 
     results: dict[str, dict] = {}
     with futures.ThreadPoolExecutor(args.jobs) as pool:
-        for mech, rc, cmd, lr in pool.map(test, [m for m in mechs if scores[m]]):
+        for mech, seed, rc, cmd, lr in pool.map(lambda ms: test(*ms), [(m, s) for m in mechs if scores[m] for s in seeds]):
+            name = run_name(mech, lr, seed)
+            if rc == -1:
+                continue
             commands.append(cmd)
-            name = run_name(mech, lr)
             if rc != 0:
                 failed.append(f"{name} (test)")
                 print(f"results: test {name} failed (exit {rc}); see {out / name / 'test.log'}", flush=True)
                 continue
-            results[mech] = {
-                **mechanism_facts(mech), "lr": lr, "scores": scores[mech],
+            r = results.setdefault(mech, {**mechanism_facts(mech), "lr": lr, "scores": scores[mech], "seeds": {}})
+            r["seeds"][seed] = {
                 "tokens": training_tokens(out / name / "checkpoints" / "last.ckpt"),
                 "accuracy": read_accuracy(out / name / "test" / "answer_type_accuracy.csv"),
             }
+            r["tokens"] = max(v["tokens"] for v in r["seeds"].values())
             print(f"results: test {name} done", flush=True)
     if not results:
         print("results: no run finished; nothing written", file=sys.stderr)
         return 1
-    meta = {"lrs": lrs, "minutes": (time.monotonic() - t0) / 60}
+    for r in results.values():  # seeds in the order given, whatever order the runs finished in
+        r["seeds"] = {s: r["seeds"][s] for s in seeds if s in r["seeds"]}
+    meta = {"lrs": lrs, "seeds": seeds, "minutes": (time.monotonic() - t0) / 60}
     plot(results, test_n, docs, prefix)
     write_atomic(docs / f"{prefix}_tables.md" if args.tag else docs / "results_tables.md",
                  markdown(results, test_n, commands, meta, prefix))
-    raw = {m: {**r, "accuracy": {f"{n}/{k}": v for (n, k), v in r["accuracy"].items()},
-               "scores": {f"{lr:g}": s for lr, s in r["scores"].items()}} for m, r in results.items()}
+    raw = {m: {**r, "scores": {f"{lr:g}": s for lr, s in r["scores"].items()},
+               "seeds": {"config" if seed is None else str(seed): {**v, "accuracy": {f"{n}/{k}": list(a) for (n, k), a in v["accuracy"].items()}}
+                         for seed, v in r["seeds"].items()},
+               "spread": {f"{n}/{k}": seed_spread(seed_values(r, n, k)).as_dict()
+                          for n in test_n for k in REPORT_KINDS}}
+           for m, r in results.items()}
     write_atomic(out / "results.json", json.dumps(raw, indent=1))
     print(f"results: wrote the tables and figures ({prefix}) in {docs} in {meta['minutes']:.1f} min", flush=True)
     return 1 if failed else 0

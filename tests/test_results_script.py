@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 from pathlib import Path
 
 import pytest
@@ -45,3 +46,109 @@ def test_tag_names_the_outputs(tmp_path):
     results = _results()
     text = results.markdown({}, [32], [], {"lrs": [1e-3]}, prefix="results_passkey")
     assert "figures/results_passkey_ar_valid.png" in text and "figures/results_ar_valid.png" not in text
+
+
+def _fake_runner(results, calls, accuracy_by_seed):
+    """Stands in for ``swar-bench`` subprocesses: records each command and writes what the real one
+    leaves behind (checkpoint, validation event file, the test CSV from the real ``accuracy_csv``)."""
+    import numpy as np
+
+    from swar_bench.callbacks.answer_type_accuracy import KINDS, AccuracyReport, accuracy_csv
+
+    def run(args, log, threads):
+        calls.append(args)
+        get = lambda prefix: next(a.split("=", 1)[1] for a in args if a.startswith(prefix))
+        save_dir, name = Path(get("--trainer.logger.init_args.save_dir=")), get("--trainer.logger.init_args.name=")
+        seed = int(get("--seed_everything="))
+        if args[0] == "fit":
+            ckpt = Path(get("--checkpoint.dirpath=")) / "last.ckpt"
+            ckpt.parent.mkdir(parents=True, exist_ok=True)
+            ckpt.write_text("")
+        elif args[0] == "validate":
+            (save_dir / name).mkdir(parents=True, exist_ok=True)
+            (save_dir / name / f"events.out.tfevents.{seed}").write_text(str(seed))
+        else:
+            correct = np.zeros((1, len(KINDS)), dtype=np.int64)
+            count = np.full((1, len(KINDS)), 10, dtype=np.int64)
+            correct[0, KINDS.index("ar_valid")] = accuracy_by_seed[seed]
+            count[0, KINDS.index("ar_expired_stale")] = 0
+            report = AccuracyReport((32,), correct, count, np.zeros((1, 1), np.int64), np.zeros((1, 1), np.int64))
+            out = Path(get("--accuracy.out_dir="))
+            out.mkdir(parents=True, exist_ok=True)
+            (out / "answer_type_accuracy.csv").write_text(accuracy_csv(report))
+        return 0, results.command_line(args)
+
+    return run
+
+
+def test_seeds_train_each_configuration_per_seed_and_report_the_spread(tmp_path, monkeypatch):
+    results = _results()
+    calls: list[list[str]] = []
+    # ar_valid at n32: 7, 8, 9 of 10 answer tokens right in seeds 0, 1, 2; the lr 1e-3 validates
+    # better on average (0.6 vs 0.5) although seed 2 prefers 3e-3
+    monkeypatch.setattr(results, "swar_bench", _fake_runner(results, calls, {0: 7, 1: 8, 2: 9}))
+    val = {("0.001", 0): 0.6, ("0.001", 1): 0.7, ("0.001", 2): 0.5,
+           ("0.003", 0): 0.4, ("0.003", 1): 0.5, ("0.003", 2): 0.6}
+
+    def scalars(folder):
+        lr, seed = folder.name.split("_lr")[1].split("_seed")
+        return {"score": val[(lr, int(seed.split("_")[0]))]}
+
+    monkeypatch.setattr(results, "last_scalars", scalars)
+    monkeypatch.setattr(results, "validation_score", lambda s, val_n: s["score"])
+    monkeypatch.setattr(results, "training_tokens", lambda ckpt: 1000)
+    monkeypatch.setattr(results, "mechanism_facts", lambda m: {"n_params": 10, "state_bytes": 4})
+    argv = ["--mechanisms", "GRU", "--lrs", "1e-3,3e-3", "--seeds", "0,1,2", "--test-configs", "32",
+            "--out", str(tmp_path / "runs"), "--docs", str(tmp_path / "docs")]
+    assert results.main(argv) == 0
+    fits = [c for c in calls if c[0] == "fit"]
+    assert len(fits) == 6 and len([c for c in calls if c[0] == "test"]) == 3
+    assert sorted(next(a for a in c if a.startswith("--trainer.logger.init_args.name=")).split("=")[1] for c in fits) \
+        == [f"GRU_lr{lr}_seed{s}" for lr in ("0.001", "0.003") for s in (0, 1, 2)]
+    for c in fits:
+        seed = next(a for a in c if a.startswith("--seed_everything=")).split("=")[1]
+        assert f"--data.seed={seed}" in c and f"_seed{seed}" in next(a for a in c if a.startswith("--trainer.logger.init_args.name="))
+    tests = [c for c in calls if c[0] == "test"]
+    assert all("GRU_lr0.001_seed" in next(a for a in c if a.startswith("--ckpt_path=")) for c in tests)
+    table = (tmp_path / "docs" / "results_tables.md").read_text()
+    # mean 0.8, min 0.7, max 0.9, t_{0.975,2} * 0.1 / sqrt(3) = 0.2484: CI 0.552-1.048
+    assert "| GRU | 0.800 (0.700–0.900; CI 0.552–1.048; 3 seeds) |" in table
+    assert "| GRU | none |" in table  # no stale query at n32 in any seed
+    assert "| 0.600 | 0.500 | 0.001 |" in table  # mean validation scores per lr, the chosen lr
+    raw = json.loads((tmp_path / "runs" / "results.json").read_text())
+    spread = raw["GRU"]["spread"]["32/ar_valid"]
+    assert spread["values"] == [0.7, 0.8, 0.9] and abs(spread["ci_high"] - 1.048414) < 1e-6
+    assert (tmp_path / "docs" / "figures" / "results_ar_valid.png").stat().st_size > 0
+    # --resume keeps every finished seed: no fit runs again, only the tests
+    calls.clear()
+    assert results.main([*argv, "--resume"]) == 0
+    assert [c[0] for c in calls] == ["test"] * 3
+    # one seed's run folder lost: only that seed is trained again
+    import shutil
+
+    shutil.rmtree(tmp_path / "runs" / "GRU_lr0.001_seed1")
+    calls.clear()
+    assert results.main([*argv, "--resume"]) == 0
+    refit = [next(a for a in c if a.startswith("--trainer.logger.init_args.name=")) for c in calls if c[0] == "fit"]
+    assert refit == ["--trainer.logger.init_args.name=GRU_lr0.001_seed1"]
+
+
+def test_one_seed_cells_carry_wilson_intervals():
+    results = _results()
+    r = {"seeds": {None: {"accuracy": {(32, "ar_valid"): (81 / 263, 263, 81), (32, "passkey_exact"): (1.0, 29, 29)}}}}
+    assert results.cell_text(r, 32, "ar_valid") == "0.308 [0.255, 0.366] (263)"  # Newcombe (1998)
+    assert results.cell_text(r, 32, "passkey_exact") == "1.000 [0.883, 1.000] (29)*"
+    assert results.cell_text(r, 64, "ar_valid") == "none (0)"
+    _, low, high = results.band(r, 32, "ar_valid")
+    assert (round(low, 4), round(high, 4)) == (0.2553, 0.3662)
+    text = results.markdown({"GRU": {**r, "n_params": 1, "state_bytes": 1, "tokens": 1, "scores": {1e-3: 0.5},
+                                     "lr": 1e-3}}, [32], [], {"lrs": [1e-3]})
+    assert "fewer than 30 items" in text and "| GRU | 0.308 [0.255, 0.366] (263) |" in text
+
+
+@pytest.mark.parametrize("value", ["a", "0,0", "-1", ""])
+def test_bad_seeds_stop_before_any_run(value, tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        _results().main(["--seeds", value, "--out", str(tmp_path / "runs")])
+    assert f"--seeds={value!r} is invalid; expected distinct integers >= 0" in capsys.readouterr().err
+    assert not (tmp_path / "runs").exists()
