@@ -5,7 +5,7 @@ chunks of ``tbptt_steps`` tokens; the mechanism's state is carried from chunk to
 from the autograd graph (``detach_state``) at every chunk boundary; the optimizer steps once per
 chunk (or once per sequence with ``step_per_chunk=False``). Evaluation streams each sequence the
 same way under ``no_grad``, so memory does not grow with the sequence length (N=16384 writes,
-about 61k tokens, needs the same memory as N=32). See ``DESIGN.md``, "The data path".
+about 61k tokens, needs the same memory as N=32). See docs/ARCHITECTURE.md, "The path of one token".
 
 The loss follows the Hugging Face shift: ``labels[:, t]`` is the target for the token at
 position ``t``, so ``logits[:, t]`` is scored against ``labels[:, t + 1]``; across a chunk

@@ -3,7 +3,8 @@
 A mechanism is a causal language model whose whole memory of the past is an explicit ``state``
 object (a tensor, or a tuple / list / dict / dataclass of tensors). Streaming a sequence chunk by
 chunk with the state carried must give the same logits as one call on the whole sequence
-(tested for every mechanism; see ``../DESIGN.md``, "The ContextMechanism protocol").
+(tested for every mechanism and by ``swar-bench check-mechanism``; see docs/ARCHITECTURE.md, "The
+ContextMechanism protocol", and docs/MECHANISMS.md, "Bring your own layer").
 """
 
 from __future__ import annotations
