@@ -16,6 +16,7 @@ from swar_bench.mechanisms.delta_net import (
 )
 from swar_bench.mechanisms.gla import HGRN2, GatedLinearAttention
 from swar_bench.mechanisms.linear_attention import MultiScaleRetention, ScalarDecayLinearAttention
+from swar_bench.mechanisms.log_linear_attention import LogLinearAttention
 from swar_bench.mechanisms.mamba import Mamba
 from swar_bench.mechanisms.mamba2 import Mamba2
 from swar_bench.mechanisms.mlstm import mLSTM
@@ -40,6 +41,7 @@ MECHANISMS = (
     "RWKV7",
     "Based",
     "mLSTM",
+    "LogLinearAttention",
     "GatedLinearAttention",
     "HGRN2",
     "KimiDeltaAttention",
@@ -68,6 +70,7 @@ __all__ = [
     "GatedDeltaProduct",
     "GatedLinearAttention",
     "KimiDeltaAttention",
+    "LogLinearAttention",
     "LossOnlyAdapter",
     "Mamba",
     "Mamba2",

@@ -19,6 +19,7 @@ PAPERS = {
     "GatedDeltaProduct": "Siems et al. 2025 (DeltaProduct)",
     "mLSTM": "Beck et al. 2024 (xLSTM)",
     "Mamba": "Gu & Dao 2023 (S6 selective scan)",
+    "LogLinearAttention": "Guo et al. 2025 (log-linear Mamba-2; state grows as log T)",
     "GRU": "Cho et al. 2014",
     "LSTM": "Hochreiter & Schmidhuber 1997",
     "SlidingWindowAttention": "Beltagy et al. 2020 (Longformer local attention)",

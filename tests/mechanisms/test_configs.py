@@ -31,6 +31,7 @@ EXPECTED = {
     "RWKV7",
     "Based",
     "mLSTM",
+    "LogLinearAttention",
     "GatedLinearAttention",
     "HGRN2",
     "KimiDeltaAttention",

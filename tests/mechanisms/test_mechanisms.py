@@ -27,6 +27,7 @@ LEARNED = {
     "GatedDeltaProduct": {**SMALL, "n_heads": 2, "chunk_size": 16},
     "mLSTM": {**SMALL, "n_heads": 2, "chunk_size": 16},
     "Mamba": {**SMALL, "d_state": 4, "chunk_size": 16},
+    "LogLinearAttention": {**SMALL, "n_heads": 2, "chunk_size": 8},
     "GRU": {**SMALL},
     "LSTM": {**SMALL},
     "SlidingWindowAttention": {**SMALL, "n_heads": 2, "window": 8},

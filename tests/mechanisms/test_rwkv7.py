@@ -7,7 +7,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch.nn.functional import logsigmoid, normalize
 
-from swar_bench.mechanisms import RWKV7, GatedDeltaNet
 from swar_bench.mechanisms.ops.dplr_delta_rule import (
     chunk_dplr_delta_rule,
     dplr_delta_rule,
@@ -103,9 +102,6 @@ def test_chunk_gradients_match_recurrent():
     for g1, g2 in zip(*grads):
         assert (g1 - g2).abs().max().item() <= 1e-4
 
-
-def test_params_within_15_percent_of_gated_delta_net():
-    assert abs(RWKV7().n_params / GatedDeltaNet().n_params - 1) <= 0.15
 
 
 @pytest.mark.cuda

@@ -18,7 +18,10 @@ def test_rows_state_sizes():
     assert rows["GRU"]["state_bytes"] == 2 * 64 * 4
     assert rows["GatedDeltaNet"]["state_bytes"] == 2 * (2 * 32 * 32 + 3 * 64 * 3) * 4
     assert rows["Oracle"]["n_params"] == 0
-    assert all(r["fixed_size"] for n, r in rows.items() if n != "CausalAttention")
+    growing = {"CausalAttention", "LogLinearAttention"}
+    assert all(r["fixed_size"] for n, r in rows.items() if n not in growing)
+    assert rows["LogLinearAttention"]["fixed_size"] is False
+    assert rows["LogLinearAttention"]["state_bytes"] == 4624 + 16384 * (100).bit_length()
 
 
 SIZED_LIKE_GATED_DELTA_NET = (
@@ -27,6 +30,10 @@ SIZED_LIKE_GATED_DELTA_NET = (
     "KimiDeltaAttention",
     "GatedDeltaProduct",
     "Mamba",
+    "RWKV7",
+    "Based",
+    "mLSTM",
+    "LogLinearAttention",
 )
 
 
