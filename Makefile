@@ -4,6 +4,7 @@ VENV ?= .venv
 TORCH ?= torch==2.13.0
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+TEST_STAMP := $(VENV)/.installed-test
 
 .PHONY: demo test install clean
 
@@ -12,18 +13,23 @@ $(BIN)/python:
 	$(BIN)/pip install --quiet --upgrade pip
 
 # Install the pinned CPU torch first when torch is absent, so the `torch>=2.4`
-# requirement does not pull a multi-GB CUDA build.
+# requirement does not pull a multi-GB CUDA build. `demo` needs the runtime dependencies only;
+# `test` adds the `test` extra (pytest, hypothesis, ruff, fla-core + triton for the reference tests).
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install --quiet "$(TORCH)"
-	$(BIN)/pip install --quiet -e ".[dev]"
+	$(BIN)/pip install --quiet -e .
 	touch $(STAMP)
+
+$(TEST_STAMP): $(STAMP)
+	$(BIN)/pip install --quiet -e ".[test]"
+	touch $(TEST_STAMP)
 
 install: $(STAMP)
 
 demo: $(STAMP)
 	$(BIN)/swar-bench demo
 
-test: $(STAMP)
+test: $(TEST_STAMP)
 	$(BIN)/python -m pytest -q
 
 clean:
