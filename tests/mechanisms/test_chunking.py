@@ -10,6 +10,7 @@ final state.
 """
 
 import math
+from functools import partial
 
 import pytest
 import torch
@@ -118,6 +119,22 @@ def ref_gdr(scale=None):
     return lambda q, k, v, g, beta, initial_state=None: recurrence64(
         q, k, v, g, beta, scale, initial_state
     )
+
+
+def helper_chunk_gla(q, k, v, g, initial_state=None, chunk_size=16):
+    """GLA's chunk form (per-key-channel decays ``g [B, T, H, K]``, Yang et al., 2024) written on
+    the helper in a few lines, as a later chunk form would be."""
+    S = initial_state_of(q, v, initial_state)
+    qc, kc, vc, gc = (split_chunks(x, chunk_size) for x in (q, k, v, g))
+    qc = qc * q.shape[-1] ** -0.5
+    d = chunk_decays(gc)
+    dS = d.decay_keys(kc).transpose(-1, -2) @ vc
+    states = []
+    for total_i, dS_i in zip(d.total.unbind(2), dS.unbind(2)):
+        states.append(S)
+        S = S * total_i + dS_i
+    o = d.scores(qc, kc) @ vc + d.decay_queries(qc) @ torch.stack(states, 2)
+    return merge_chunks(o, q.shape[1]), S
 
 
 def assert_within(errs: dict[str, float], tol: float = TOL, state_tol: float = TOL) -> None:
@@ -240,7 +257,7 @@ LOG_DECAY = st.one_of(
 
 @settings(max_examples=40, deadline=None)
 @given(
-    op=st.sampled_from(["simple_gla", "gated_delta_rule"]),
+    op=st.sampled_from(["simple_gla", "gated_delta_rule", "per_channel_gla"]),
     T=st.integers(1, 70),
     chunk_size=st.sampled_from([1, 3, 8, 16, 32, 64]),
     log_decays=st.lists(LOG_DECAY, min_size=1, max_size=12),
@@ -253,12 +270,14 @@ def test_chunk_forms_match_float64_recurrence_for_any_log_decays(
 ):
     inputs, beta = random_inputs(B=1, T=T, H=2, K=4, V=3, seed=seed, initial_state=with_state)
     gen = torch.Generator().manual_seed(seed)
-    g = torch.full((1, T, 2), background)
-    where = torch.randint(0, T * 2, (len(log_decays),), generator=gen)
+    g = torch.full((1, T, 2, 4) if op == "per_channel_gla" else (1, T, 2), background)
+    where = torch.randint(0, g.numel(), (len(log_decays),), generator=gen)
     g.view(-1)[where] = torch.tensor(log_decays)
     inputs["g"] = g
     if op == "simple_gla":
         errs = errors(gla(chunk_size=chunk_size), ref_gla(), inputs)
+    elif op == "per_channel_gla":
+        errs = errors(partial(helper_chunk_gla, chunk_size=chunk_size), ref_gla(), inputs)
     else:
         errs = errors(gdr(chunk_size=chunk_size), ref_gdr(), {**inputs, "beta": beta})
     assert_within(errs)
@@ -361,28 +380,13 @@ def test_decay_matrix_is_exp_of_segsum_with_its_gradient(dim):
 
 
 def test_helper_serves_a_per_channel_decay_chunk_form():
-    """GLA (Yang et al., 2024) with per-key-channel decays ``g [B, T, H, K]``, written on the
-    helper in a few lines as a later chunk form would be, against the float64 recurrence."""
-
-    def chunk_gla(q, k, v, g, initial_state=None, chunk_size=16):
-        S = initial_state_of(q, v, initial_state)
-        qc, kc, vc, gc = (split_chunks(x, chunk_size) for x in (q, k, v, g))
-        qc = qc * q.shape[-1] ** -0.5
-        d = chunk_decays(gc)
-        dS = d.decay_keys(kc).transpose(-1, -2) @ vc
-        states = []
-        for total_i, dS_i in zip(d.total.unbind(2), dS.unbind(2)):
-            states.append(S)
-            S = S * total_i + dS_i
-        o = d.scores(qc, kc) @ vc + d.decay_queries(qc) @ torch.stack(states, 2)
-        return merge_chunks(o, q.shape[1]), S
-
+    """The per-channel chunk form on the helper against the float64 recurrence."""
     inputs, _ = random_inputs(T=45, K=4, V=3)
     gen = torch.Generator().manual_seed(5)
     g = logsigmoid(torch.randn(2, 45, 2, 4, generator=gen) + 2.0)
     g[0, 3, 0, 1] = -INF
     g[1, 20, 1, :2] = -1000.0
-    assert_within(errors(chunk_gla, ref_gla(), {**inputs, "g": g}))
+    assert_within(errors(helper_chunk_gla, ref_gla(), {**inputs, "g": g}))
 
 
 def test_chunk_forms_reject_a_bad_chunk_size_and_decay_shape():

@@ -90,9 +90,10 @@ def chunk_simple_gla(
     and any mix of them within a chunk is exact to float32 rounding: within 2e-5 relative
     (``max|o - o_ref| / max|o_ref|`` per tensor) of a float64 recurrence, for the output, the final
     state and the gradients, with -inf forgetting everything as the recurrence does. bfloat16
-    inputs are computed in float32: the output (cast back to bfloat16) is within 8e-3 relative
-    (two bfloat16 roundings), the float32 state within 2e-5. ``T`` need not be a multiple of
-    ``chunk_size`` (zero padding, ``g = 0``, leaves the state unchanged).
+    inputs are computed in float32: the output (cast back to bfloat16) and the input gradients are
+    within 8e-3 relative (two units of bfloat16 rounding, 2^-8 each), the float32 state within 2e-5.
+    ``T`` need not be a multiple of ``chunk_size`` (zero padding, ``g = 0``, leaves the state
+    unchanged).
     """
     _check(q, k, v, g)
     if chunk_size < 1:
