@@ -3,12 +3,11 @@
 Relative error of a tensor ``a`` against its float64 reference ``r`` (here and in the ops'
 docstrings): ``max|a - r| / max(max|r|, 1e-30)``, per tensor, in float64 (output, final state,
 and the gradient of every input; the floor only matters for a tensor whose exact values are all
-below float32's range, such as the gradient of a state that is then decayed by ``exp(-300)``). Float32 inputs: <= 2e-5 for every form and every log decay in
-[-inf, 0], in any mix within a chunk. bfloat16 inputs: <= 8e-3 for the output and the input
-gradients (they are rounded to bfloat16, unit roundoff 2^-8 = 3.9e-3), <= 2e-5 for the float32
-final state.
+below float32's range, such as the gradient of a state that is then decayed by ``exp(-300)``).
+Float32 inputs: <= 2e-5 for every form and every log decay in [-inf, 0], in any mix within a
+chunk. bfloat16 inputs: <= 8e-3 for the output and the input gradients (they are rounded to
+bfloat16, unit roundoff 2^-8 = 3.9e-3), <= 2e-5 for the float32 final state.
 """
-
 import math
 from functools import partial
 

@@ -6,15 +6,15 @@ A chunk form of ``S_t = diag(exp(g_t)) S_{t-1} + (write of token t)`` (Yang et a
 "Gated Linear Attention", section 3; fla's layout ``[B, T, H, ...]``) needs four decays per
 chunk of ``C`` tokens, each a sum of log decays ``g`` over a segment of the chunk:
 
-==============  =====================================  =============================================
+==============  =====================================  ==========================================
 field           log decay (``exp`` of it is stored)    used for
-==============  =====================================  =============================================
+==============  =====================================  ==========================================
 ``within``      ``sum_{j < s <= i} g_s`` for j <= i,   the write of token j read at token i
                 -inf for j > i (causal mask)           (intra-chunk attention)
-``from_start``  ``sum_{s <= i} g_s``                   the state entering the chunk, read at token i
-``to_end``      ``sum_{i < s < C} g_s``                the write of token i, carried to the chunk end
-``total``       ``sum_{s < C} g_s``                    the state entering the chunk, at its end
-==============  =====================================  =============================================
+``from_start``  ``sum_{s <= i} g_s``                   the entering state, read at token i
+``to_end``      ``sum_{i < s < C} g_s``                the write of token i, at the chunk's end
+``total``       ``sum_{s < C} g_s``                    the entering state, at the chunk's end
+==============  =====================================  ==========================================
 
 Numerics (the segment-sum formulation of Dao & Gu, 2024, "Transformers are SSMs", the ``segsum``
 of their minimal SSD listing): every segment sum adds exactly the log decays of its segment; none
