@@ -406,25 +406,50 @@ def plot_accuracy_vs_n_writes(report: AccuracyReport) -> Figure:
     return fig
 
 
+def key_age_sides(report: AccuracyReport, window: int = 16) -> tuple[np.ndarray, np.ndarray]:
+    """Which key-age bins lie on each side of the card's gray zone ``(w, 2w]`` (never queried):
+    ``(valid, expired)``, ``bool[n_age_bins]`` each: bins whose ages are all ``<= w`` (answered
+    with the key's latest value) and bins whose ages are all ``> 2w`` (answered NULL). A bin
+    reaching into ``(w, 2w]`` is on neither side. (Card, "Answer rule".)"""
+    lo, hi = age_bin_bounds(report.age_bin_upper)
+    valid = (hi >= 1) & (hi <= window)
+    expired = lo > 2 * window
+    return valid, expired
+
+
 def plot_accuracy_vs_key_age(report: AccuracyReport, window: int = 16) -> Figure:
-    """Query accuracy (y) against the queried key's age in writes (x, log2), one line per N.
-    The card's valid window (age <= w) and gray zone (w < age <= 2w, never queried) are marked."""
-    fig = Figure(figsize=(7, 4.5))
+    """Query accuracy (y) against the queried key's age in writes (x, log2), one colour per N.
+
+    The card's gray zone ``(w, 2w]`` is never queried: it is shaded and every line is broken
+    there (one segment for ages ``<= w``, one for ages ``> 2w``), so no line suggests a value in
+    it. Above the plot each side says what a correct answer is there: the key's latest value up
+    to ``w``, ``NULL`` beyond ``2w`` (card, "Answer rule")."""
+    fig = Figure(figsize=(7, 4.8))
     ax = fig.add_subplot()
     lo, hi = age_bin_bounds(report.age_bin_upper)
     x = np.where(hi < 0, lo, np.sqrt(lo * np.maximum(hi, lo)))
     acc = report.age_accuracy
+    sides = key_age_sides(report, window)
     for i, n in enumerate(report.n_writes):
         seen = report.age_count[i] > 0
-        ax.plot(x[seen], acc[i, seen], marker="o", label=f"n{n}")
-    ax.axvspan(window, 2 * window, color="0.85", label=f"gray zone ({window}, {2 * window}]")
-    ax.axvline(window + 0.5, color="0.4", linestyle="--", linewidth=1)
+        color = None
+        for side in sides:
+            keep = seen & side
+            if keep.any():
+                (line,) = ax.plot(x[keep], acc[i, keep], marker="o", color=color, label=None if color else f"n{n}")
+                color = line.get_color()
+    ax.axvspan(window + 0.5, 2 * window + 0.5, color="0.85", label=f"gray zone ({window}, {2 * window}]: never queried")
     ax.set_xscale("log", base=2)
     ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
     ax.set_ylim(-0.02, 1.02)
     ax.set_xlabel("key age at query (writes since the key's latest write)")
     ax.set_ylabel("accuracy")
-    ax.set_title("passkey_swar query accuracy by key age")
+    transform = ax.get_xaxis_transform()  # x in data, y in axes coordinates
+    ax.text(window, 1.01, f"age <= {window}: correct = the key's latest value ", transform=transform,
+            ha="right", va="bottom", fontsize=8)
+    ax.text(2 * window + 1, 1.01, f" age > {2 * window}: correct = NULL", transform=transform,
+            ha="left", va="bottom", fontsize=8)
+    ax.set_title("passkey_swar query accuracy by key age", pad=18)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="best")
     fig.tight_layout()
