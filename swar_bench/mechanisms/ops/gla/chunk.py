@@ -35,6 +35,26 @@ then stay below ``e^40`` and ``b`` (a running sum over at most one sub-chunk, |b
 absolute error below 40 float32 ulps of 1, i.e. < 3e-6 relative in each decay."""
 
 
+def sub_chunk_for(g: torch.Tensor, sub_chunk: int = 32) -> int:
+    """The sub-chunk length for chunked log decays ``g [..., C, K]``: the largest of ``sub_chunk``,
+    ``sub_chunk / 2``, ... (at least 8) that divides ``C`` and lets every sub-chunk be factored
+    (``FACTORED_DECAY_LIMIT``), else the smallest of them (its unfactorable sub-chunks take
+    segment sums); ``C`` itself when none divides it."""
+    C = g.shape[-2]
+    sizes = [
+        c
+        for c in (sub_chunk >> i for i in range(8))
+        if c >= min(8, sub_chunk) and c <= C and C % c == 0
+    ]
+    if not sizes:
+        return C
+    for c in sizes[:-1]:
+        totals = g.unflatten(-2, (C // c, c)).sum(-2)
+        if bool((totals >= -FACTORED_DECAY_LIMIT).all()):
+            return c
+    return sizes[-1]
+
+
 def causal_gated_scores(
     q: torch.Tensor, k: torch.Tensor, g: torch.Tensor, sub_chunk: int = 32
 ) -> torch.Tensor:
@@ -47,10 +67,10 @@ def causal_gated_scores(
     and the scores are a batched matmul. Inside a sub-chunk the decays are factored into a
     matmul where that is accurate (see ``FACTORED_DECAY_LIMIT``); a sub-chunk with a ``-inf`` or
     a strong burst takes them from ``chunking.segsum`` instead (``[c, c, K]``, that sub-chunk only).
-    ``sub_chunk`` falls back to ``C`` when it does not divide ``C``.
+    The sub-chunk length is chosen by :func:`sub_chunk_for` (strong decays get shorter ones).
     """
     *lead, C, K = q.shape
-    c = sub_chunk if 0 < sub_chunk <= C and C % sub_chunk == 0 else C
+    c = sub_chunk_for(g, sub_chunk)
     s = C // c
     qs, ks, gs = (x.reshape(*lead, s, c, K) for x in (q, k, g))
     from_start = gs.cumsum(-2)  # [..., s, c, K], sums from each sub-chunk's start

@@ -22,12 +22,17 @@ def selective_scan(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The selective scan, ``u, delta [B, T, D]``, ``A [D, N]``, ``B, C [B, T, N]``, ``D [D]``,
     ``initial_state [B, D, N]`` -> ``(y [B, T, D], final_state [B, D, N] float32)``; ``mode``
-    "chunk" / "recurrent" / "auto" (recurrent for ``T < 16``, else chunk). Torch on every device
+    "chunk" / "recurrent" / "auto". "auto" is the recurrence on a CPU (measured faster there:
+    the scan is elementwise and memory-bound, docs/BENCHMARKS.md) and elsewhere the chunk form
+    from 16 tokens on (``C + T / C`` sequential steps instead of ``T``). Torch on every device
     (see the package docstring).
 
     Raises:
         ValueError: on an unknown mode or inconsistent shapes.
     """
-    if resolve_mode(mode, u.shape[1]) == "chunk":
+    resolved = resolve_mode(mode, u.shape[1])
+    if mode == "auto" and u.device.type == "cpu":
+        resolved = "recurrent"
+    if resolved == "chunk":
         return chunk_selective_scan(u, delta, A, B, C, D, initial_state, chunk_size)
     return recurrent_selective_scan(u, delta, A, B, C, D, initial_state)
