@@ -14,6 +14,7 @@ from swar_bench.mechanisms.delta_net import (
     GatedDeltaProduct,
     KimiDeltaAttention,
 )
+from swar_bench.mechanisms.fla_layer import FlaLayer, FlaLM
 from swar_bench.mechanisms.gla import HGRN2, GatedLinearAttention
 from swar_bench.mechanisms.linear_attention import MultiScaleRetention, ScalarDecayLinearAttention
 from swar_bench.mechanisms.log_linear_attention import LogLinearAttention
@@ -66,6 +67,8 @@ __all__ = [
     "CausalAttention",
     "ContextMechanism",
     "DeltaNet",
+    "FlaLM",
+    "FlaLayer",
     "GatedDeltaNet",
     "GatedDeltaProduct",
     "GatedLinearAttention",
