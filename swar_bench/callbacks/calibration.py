@@ -17,6 +17,7 @@ does not grow with N and ranks reduce by summation.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import math
 from collections.abc import Mapping, Sequence
@@ -39,6 +40,15 @@ from swar_bench.callbacks.reporting import (
     report_dir,
     tensorboard_experiments,
     write_text_atomic,
+)
+from swar_bench.callbacks.self_knowledge import (
+    N_PERMUTATIONS,
+    PERMUTATION_SEED,
+    TOKEN_OUTPUT_KEYS,
+    PermutationBaseline,
+    TokenConfidences,
+    auroc_per_n,
+    permutation_baseline,
 )
 from swar_bench.intervals import FEW_NOTE, MISSING, format_accuracy, wilson
 from swar_bench.tasks.passkey_swar import ALLOWED_N
@@ -222,6 +232,10 @@ class CalibrationReport:
         count, correct: answer tokens and correct answer tokens per N (``int64``).
         accuracy, mean_loss (nats), ece: ``float64`` per N.
         correlation: ``self_knowledge_correlation(1 - accuracy, mean_loss)``.
+        auroc: ``float64`` per N, AUROC of the max probability for correct vs wrong answer tokens
+            (``self_knowledge.auroc_per_n``); None when not measured.
+        baseline: the correlation's permutation baseline (``self_knowledge.permutation_baseline``);
+            None when not measured (validation passes).
     """
 
     n_writes: tuple[int, ...]
@@ -231,6 +245,8 @@ class CalibrationReport:
     mean_loss: np.ndarray
     ece: np.ndarray
     correlation: Correlation
+    auroc: np.ndarray | None = None
+    baseline: PermutationBaseline | None = None
 
     @classmethod
     def from_counts(
@@ -267,40 +283,57 @@ class CalibrationReport:
 
 def calibration_table(report: CalibrationReport) -> str:
     """Markdown table (N, answer tokens, accuracy with its 95% Wilson interval over the answer
-    tokens, mean answer loss, ECE), its legend, and the correlation line."""
+    tokens, mean answer loss, ECE, and the AUROC when measured), its legend, the correlation line
+    and, when measured, its permutation baseline."""
+    auroc = report.auroc if report.auroc is not None else None
     rows = [
         [f"n{n}", str(int(c)), format_accuracy(int(k), int(c), 4)]
         + [format_number(x, 4) for x in (l, e)]
-        for n, c, k, l, e in zip(
-            report.n_writes, report.count, report.correct, report.mean_loss, report.ece
+        + ([] if auroc is None else [format_number(auroc[i], 4)])
+        for i, (n, c, k, l, e) in enumerate(
+            zip(report.n_writes, report.count, report.correct, report.mean_loss, report.ece)
         )
     ]
-    table = markdown_table(
-        ["n_writes", "answer tokens", "accuracy [95% CI] (tokens)", "mean answer loss (nats)", "ECE"],
-        rows,
-    )
+    header = ["n_writes", "answer tokens", "accuracy [95% CI] (tokens)", "mean answer loss (nats)", "ECE"]
+    if auroc is not None:
+        header.append("AUROC (max prob, correct vs wrong)")
+    table = markdown_table(header, rows)
     table += "\n" + FEW_NOTE + "\n"
     corr = report.correlation
     value = f"{corr.value:.4f}" if math.isfinite(corr.value) else f"{MISSING} ({corr.reason})"
-    return table + f"\nself-knowledge correlation: {value}\n"
+    table += f"\nself-knowledge correlation: {value}\n"
+    b = report.baseline
+    if b is not None:
+        if math.isfinite(b.mean):
+            table += (
+                f"permutation baseline (answer losses shuffled across tokens of the same answer type, "
+                f"{b.n_permutations} shuffles, seed {b.seed}): mean {b.mean:.4f}, 95% of shuffles in "
+                f"[{b.low:.4f}, {b.high:.4f}], p = {format_number(b.p_value, 4)}\n"
+            )
+        else:
+            table += f"permutation baseline: {MISSING} (the shuffled correlations are undefined)\n"
+    return table
 
 
 def calibration_csv(report: CalibrationReport) -> str:
-    """CSV ``n_writes,count,correct,accuracy,ci_low,ci_high,few,mean_loss,ece`` (one line per N;
-    95% Wilson bounds over the answer tokens; ``few`` is 1 below 30 tokens)."""
+    """CSV ``n_writes,count,correct,accuracy,ci_low,ci_high,few,mean_loss,ece,auroc`` (one line per
+    N; 95% Wilson bounds over the answer tokens; ``few`` is 1 below 30 tokens; ``auroc`` as in
+    ``CalibrationReport``, ``none`` when undefined or not measured)."""
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(
         ["n_writes", "count", "correct", "accuracy", "ci_low", "ci_high", "few", "mean_loss", "ece"]
+        + ["auroc"]
     )
-    for n, c, k, l, e in zip(
-        report.n_writes, report.count, report.correct, report.mean_loss, report.ece
+    auroc = report.auroc if report.auroc is not None else np.full(len(report.n_writes), np.nan)
+    for n, c, k, l, e, a in zip(
+        report.n_writes, report.count, report.correct, report.mean_loss, report.ece, auroc
     ):
         p = wilson(int(k), int(c))
         writer.writerow(
             [n, p.count, p.correct]
             + [format_number(v) for v in (p.accuracy, p.low, p.high)]
-            + [int(p.few), format_number(l), format_number(e)]
+            + [int(p.few), format_number(l), format_number(e), format_number(a)]
         )
     return buf.getvalue()
 
@@ -324,6 +357,11 @@ class Calibration(Callback):
         n_bins: confidence bins of the ECE (default 15).
         out_dir: folder for the test reports; ``None`` = ``trainer.log_dir``.
         write_reports: set False to only log metrics.
+        self_knowledge: keep every answer token's confidence, loss, type and correctness to report
+            the per-N AUROC (``<stage>/self_knowledge_auroc/n<N>``) and, at test, the correlation's
+            permutation baseline (``test/self_knowledge_baseline``, ``test/self_knowledge_p_value``);
+            see ``callbacks.self_knowledge``. Memory grows by about 17 bytes per answer token.
+        n_permutations, permutation_seed: shuffles and seed of the permutation baseline.
     """
 
     def __init__(
@@ -332,10 +370,20 @@ class Calibration(Callback):
         n_bins: int = N_BINS,
         out_dir: str | None = None,
         write_reports: bool = True,
+        self_knowledge: bool = True,
+        n_permutations: int = N_PERMUTATIONS,
+        permutation_seed: int = PERMUTATION_SEED,
     ) -> None:
         super().__init__()
+        if isinstance(n_permutations, bool) or int(n_permutations) != n_permutations or n_permutations < 1:
+            raise ValueError(f"n_permutations={n_permutations!r}: expected an integer >= 1")
         self.val_counts = CalibrationCounts(n_writes_values, n_bins)
         self.test_counts = CalibrationCounts(n_writes_values, n_bins)
+        self.self_knowledge = bool(self_knowledge)
+        self.n_permutations = int(n_permutations)
+        self.permutation_seed = int(permutation_seed)
+        self.val_tokens = TokenConfidences()
+        self.test_tokens = TokenConfidences()
         self.out_dir = out_dir
         self.write_reports = write_reports
         self.val_report: CalibrationReport | None = None
@@ -347,6 +395,24 @@ class Calibration(Callback):
         self, metric: CalibrationCounts, pl_module: pl.LightningModule, prefix: str
     ) -> CalibrationReport:
         report = CalibrationReport.from_counts(metric.n_writes_values, metric.compute())
+        if self.self_knowledge:
+            tokens = (self.test_tokens if prefix == "test" else self.val_tokens).compute()
+            auroc = auroc_per_n(report.n_writes, tokens)
+            baseline = None
+            if prefix == "test" and report.n_writes:
+                baseline = permutation_baseline(
+                    report.n_writes,
+                    tokens,
+                    report.correlation.value,
+                    self.n_permutations,
+                    self.permutation_seed,
+                )
+            report = dataclasses.replace(report, auroc=auroc, baseline=baseline)
+            for n, a in zip(report.n_writes, auroc):
+                log_epoch_value(pl_module, f"{prefix}/self_knowledge_auroc/n{n}", a)
+            if baseline is not None:
+                log_epoch_value(pl_module, "test/self_knowledge_baseline", baseline.mean)
+                log_epoch_value(pl_module, "test/self_knowledge_p_value", baseline.p_value)
         for n, ece in zip(report.n_writes, report.ece):
             log_epoch_value(pl_module, f"{prefix}/ece/n{n}", ece)
         if report.n_writes:
@@ -363,6 +429,8 @@ class Calibration(Callback):
     def on_validation_epoch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         self.val_counts.reset()
         self.val_counts.to(pl_module.device)
+        self.val_tokens.reset()
+        self.val_tokens.to(pl_module.device)
 
     def on_validation_batch_end(
         self,
@@ -374,6 +442,8 @@ class Calibration(Callback):
         dataloader_idx: int = 0,
     ) -> None:
         self.val_counts.update_from_outputs(outputs, "validation")
+        if self.self_knowledge:
+            self.val_tokens.update_from_outputs(check_eval_outputs(outputs, TOKEN_OUTPUT_KEYS, "validation"))
 
     def on_validation_epoch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         self.val_report = self._finish(self.val_counts, pl_module, "val")
@@ -381,6 +451,8 @@ class Calibration(Callback):
     def on_test_epoch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         self.test_counts.reset()
         self.test_counts.to(pl_module.device)
+        self.test_tokens.reset()
+        self.test_tokens.to(pl_module.device)
 
     def on_test_batch_end(
         self,
@@ -392,6 +464,8 @@ class Calibration(Callback):
         dataloader_idx: int = 0,
     ) -> None:
         self.test_counts.update_from_outputs(outputs, "test")
+        if self.self_knowledge:
+            self.test_tokens.update_from_outputs(check_eval_outputs(outputs, TOKEN_OUTPUT_KEYS, "test"))
 
     def on_test_epoch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         self.test_report = self._finish(self.test_counts, pl_module, "test")

@@ -117,26 +117,48 @@ def test_lightning_logs_ece_and_correlation_and_writes_files(tmp_path):
     n64 = eval_outputs(64, [(0, "ar_valid", 1, True, 0.5, 0.5)] * 3, batch_size=1)
     trainer.validate(EvalOutputsModule(), eval_loader([_ece_batch()]), verbose=False)
     logged = trainer.logged_metrics
-    assert set(logged) == {"val/ece/n32", "val/self_knowledge_correlation"}
+    assert set(logged) == {
+        "val/ece/n32",
+        "val/self_knowledge_correlation",
+        "val/self_knowledge_auroc/n32",
+    }
+    # AUROC by hand: correct at 0.95 and 1.0, wrong at 0.95 and 0.25: 3.5 of 4 pairs ranked right
+    assert float(logged["val/self_knowledge_auroc/n32"]) == pytest.approx(0.875)
     assert float(logged["val/ece/n32"]) == pytest.approx(0.2875)
     assert math.isnan(float(logged["val/self_knowledge_correlation"]))  # one N only
     assert "1 evaluated N" in callback.val_report.correlation.reason
 
     trainer.test(EvalOutputsModule(), eval_loader([_ece_batch(), n64]), verbose=False)
     logged = trainer.logged_metrics
-    assert set(logged) == {"test/ece/n32", "test/ece/n64", "test/self_knowledge_correlation"}
+    assert set(logged) == {
+        "test/ece/n32",
+        "test/ece/n64",
+        "test/self_knowledge_correlation",
+        "test/self_knowledge_auroc/n32",
+        "test/self_knowledge_auroc/n64",
+        "test/self_knowledge_baseline",
+        "test/self_knowledge_p_value",
+    }
     assert float(logged["test/ece/n64"]) == pytest.approx(0.5)
     assert float(logged["test/self_knowledge_correlation"]) == pytest.approx(1.0)
+    assert math.isnan(float(logged["test/self_knowledge_auroc/n64"]))  # every answer right
+    # Baseline by hand: the ar_valid losses {0.1, 3.0, 0.5, 0.5, 0.5} are dealt 2 to n32 and 3 to
+    # n64 (the passkey losses stay at n32); with two N the correlation is +1 exactly when n32's
+    # mean loss is the higher, i.e. when n32 draws the 3.0: 4 of 10 deals. E[r] = 0.4 - 0.6 = -0.2,
+    # P(r >= 1) = 0.4; 200 shuffles estimate both within about 0.07 (one standard error).
+    assert float(logged["test/self_knowledge_baseline"]) == pytest.approx(-0.2, abs=0.25)
+    assert float(logged["test/self_knowledge_p_value"]) == pytest.approx(0.4, abs=0.13)
     assert sorted(p.name for p in (tmp_path / "reports").iterdir()) == sorted(CALIBRATION_FILES)
     csv_text = (tmp_path / "reports" / "calibration.csv").read_text()
     assert csv_text.splitlines() == [
-        "n_writes,count,correct,accuracy,ci_low,ci_high,few,mean_loss,ece",
+        "n_writes,count,correct,accuracy,ci_low,ci_high,few,mean_loss,ece,auroc",
         # 95% Wilson intervals by hand: 2/4 -> [0.150039, 0.849961], 3/3 -> [0.438503, 1]
-        "32,4,2,0.500000,0.150039,0.849961,1,1.275000,0.287500",
-        "64,3,3,1.000000,0.438503,1.000000,1,0.500000,0.500000",
+        "32,4,2,0.500000,0.150039,0.849961,1,1.275000,0.287500,0.875000",
+        "64,3,3,1.000000,0.438503,1.000000,1,0.500000,0.500000,none",
     ]
     table = (tmp_path / "reports" / "calibration.md").read_text()
-    assert "| n32 | 4 | 0.5000 [0.1500, 0.8500] (4)* |" in table
+    assert "| n32 | 4 | 0.5000 [0.1500, 0.8500] (4)* | 1.2750 | 0.2875 | 0.8750 |" in table
+    assert "permutation baseline (answer losses shuffled across tokens of the same answer type" in table
     assert (
         "self-knowledge correlation: 1.0000"
         in (tmp_path / "reports" / "calibration.md").read_text()

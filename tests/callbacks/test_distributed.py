@@ -165,8 +165,9 @@ def test_two_gloo_processes_match_one_process(tmp_path):
     one = _trainer([AnswerTypeAccuracy(write_reports=False), Calibration(write_reports=False)])
     one.validate(EvalOutputsModule(), eval_loader(VAL_BATCHES), verbose=False)
     expected = {k: float(v) for k, v in one.callback_metrics.items()}
-    # observed N x kind (no stale at n32) with its two Wilson bounds, ECE per N, correlation
-    assert len(expected) == 3 * 13 + 2 + 1
+    # observed N x kind (no stale at n32) with its two Wilson bounds, ECE and AUROC per N,
+    # correlation
+    assert len(expected) == 3 * 13 + 2 + 2 + 1
     assert math.isfinite(expected["val/self_knowledge_correlation"])
     for rank in range(WORLD_SIZE):
         assert json.loads((tmp_path / f"logged.rank{rank}.json").read_text()) == dict(
