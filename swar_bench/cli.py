@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
+from collections.abc import Callable
 
 USAGE = """usage: swar-bench COMMAND [options]
 
@@ -23,40 +25,76 @@ LIGHTNING_COMMANDS = ("fit", "validate", "test", "predict")
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Dispatch ``argv`` (default ``sys.argv[1:]``) to a command; returns its exit code."""
+    """Dispatch ``argv`` (default ``sys.argv[1:]``) to a command; returns its exit code.
+
+    Ctrl-C and SIGTERM are handled from the first line on (``swar_bench.interrupts``), during
+    the seconds of imports a command needs: stopped there, it prints one line and exits 130 or
+    143 (128 + the signal), as each command does once running. The command then installs its
+    own handlers (Lightning its SIGTERM / SLURM ones).
+    """
+    from swar_bench import interrupts
+
     argv = list(sys.argv[1:] if argv is None else argv)
+    previous = interrupts.install(sigterm=True)
+    try:
+        try:
+            command, args = _command(argv)
+        finally:
+            # SIGTERM back to what it was before the command runs; Ctrl-C stays recorded
+            interrupts.restore({k: v for k, v in previous.items() if k == signal.SIGTERM})
+        return command(args)
+    except KeyboardInterrupt:
+        print("swar-bench: interrupted", file=sys.stderr)
+        return 128 + signal.SIGINT
+    except interrupts.Terminated:
+        print("swar-bench: terminated (SIGTERM)", file=sys.stderr)
+        return 128 + signal.SIGTERM
+    finally:
+        interrupts.restore({k: v for k, v in previous.items() if k == signal.SIGINT})
+
+
+def _usage(argv: list[str]) -> int:
+    print(USAGE, file=sys.stdout if argv else sys.stderr)
+    return 0 if argv else 2
+
+
+def _unknown(argv: list[str]) -> int:
+    print(
+        f"swar-bench: error: unknown command {argv[0]!r}; expected one of "
+        f"{', '.join((*LIGHTNING_COMMANDS, 'data', 'referee', 'demo', 'check-mechanism'))} (swar-bench --help)",
+        file=sys.stderr,
+    )
+    return 2
+
+
+def _command(argv: list[str]) -> tuple[Callable[[list[str]], int], list[str]]:
+    """The main function of ``argv``'s command (imported here: the slow part) and its arguments."""
     # OpenMP threads that spin while waiting slow every step down 5-10x once other processes
     # share the cores; sleeping waiters do not. Only effective before torch starts its pool.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     if not argv or argv[0] in ("-h", "--help"):
-        print(USAGE, file=sys.stdout if argv else sys.stderr)
-        return 0 if argv else 2
-    if argv and argv[0] == "data":
+        return _usage, argv
+    if argv[0] == "data":
         from swar_bench.tasks.cli import main as data_main
 
-        return data_main(argv[1:])
-    if argv and argv[0] == "referee":
+        return data_main, argv[1:]
+    if argv[0] == "referee":
         from swar_bench.referee.cli import main as referee_main
 
-        return referee_main(argv[1:])
-    if argv and argv[0] == "demo":
+        return referee_main, argv[1:]
+    if argv[0] == "demo":
         from swar_bench.demo import main as demo_main
 
-        return demo_main(argv[1:])
-    if argv and argv[0] == "check-mechanism":
+        return demo_main, argv[1:]
+    if argv[0] == "check-mechanism":
         from swar_bench.mechanisms.check_cli import main as check_main
 
-        return check_main(argv[1:])
+        return check_main, argv[1:]
     if not argv[0].startswith("-") and argv[0] not in LIGHTNING_COMMANDS:
-        print(
-            f"swar-bench: error: unknown command {argv[0]!r}; expected one of "
-            f"{', '.join((*LIGHTNING_COMMANDS, 'data', 'referee', 'demo', 'check-mechanism'))} (swar-bench --help)",
-            file=sys.stderr,
-        )
-        return 2
+        return _unknown, argv
     from swar_bench.lightning_cli import main as lightning_main
 
-    return lightning_main(argv)
+    return lightning_main, argv
 
 
 if __name__ == "__main__":

@@ -102,6 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the demo; see the module docstring for the exit codes."""
     from lightning.pytorch.utilities.exceptions import MisconfigurationException
 
+    from swar_bench import interrupts
     from swar_bench.lightning_cli import flag_sigint, stop_status
 
     args = _parse(list(sys.argv[1:] if argv is None else argv))
@@ -114,13 +115,13 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("swar-bench demo: interrupted", file=sys.stderr)
         return 128 + signal.SIGINT
-    except SystemExit as exc:  # Lightning's exits after SIGTERM / Ctrl-C
+    except (SystemExit, interrupts.Terminated) as exc:  # Lightning's exits after SIGTERM / Ctrl-C
         stopped = stop_status(exc, "swar-bench demo", "demo")
         if stopped is None:
             raise
         return stopped
     finally:
-        signal.signal(signal.SIGINT, previous_sigint)
+        interrupts.restore(previous_sigint)
 
 
 def _run(args: argparse.Namespace) -> int:

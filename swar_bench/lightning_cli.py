@@ -35,11 +35,12 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import lightning.pytorch as pl
 import torch
-from lightning.pytorch.callbacks import BasePredictionWriter, ModelCheckpoint
+from lightning.pytorch.callbacks import BasePredictionWriter, Callback, ModelCheckpoint
 from lightning.pytorch.cli import LightningCLI
 
-from swar_bench import mechanisms
+from swar_bench import interrupts, mechanisms
 from swar_bench.datamodules.passkey_swar import PasskeySwarDataModule
 from swar_bench.module import TBPTTModule, mechanism_class_path
 
@@ -352,7 +353,11 @@ class SwarBenchCLI(LightningCLI):
         if isinstance(self.model, TBPTTModule):  # before the Trainer: nothing written yet
             check_task_fits(self.model.mechanism, getattr(self.datamodule, "params", None))
         self._check_checkpoint_fits()
-        return super().instantiate_trainer(**kwargs)
+        global _RUN_TRAINER
+        trainer = super().instantiate_trainer(**kwargs)
+        trainer.callbacks.append(StopCheck())
+        _RUN_TRAINER = trainer
+        return trainer
 
     def _mismatch_error(self, account: str, checkpoint: dict[str, Any] | None, path: str | None) -> ValueError:
         configured = mechanism_class_path(self.model.mechanism)
@@ -530,51 +535,78 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:  # Ctrl-C before Lightning's own handling (parsing, set-up)
         print("swar-bench: interrupted", file=sys.stderr)
         return 128 + signal.SIGINT
+    except interrupts.Terminated as exc:  # SIGTERM before Lightning's own handler exists
+        return stop_status(exc, "swar-bench", argv[0] if argv else None)
     except SystemExit as exc:  # --help, --print_config; Lightning's exits after SIGTERM / Ctrl-C
         stopped = stop_status(exc, "swar-bench", argv[0] if argv else None)
         if stopped is not None:
             return stopped
         return int(exc.code or 0) if not isinstance(exc.code, str) else 2
     finally:
-        signal.signal(signal.SIGINT, previous_sigint)
+        interrupts.restore(previous_sigint)
     return 0
 
 
-_SIGINT_RECEIVED = False
+_RUN_TRAINER: pl.Trainer | None = None
+"""The Trainer of the run in progress (set when it is built), for the stop line's resume hint."""
 
 
-def _flag_sigint(signum, frame) -> None:
-    """Python's own Ctrl-C behaviour (KeyboardInterrupt), remembered: Lightning turns the
-    KeyboardInterrupt into ``sys.exit(1)``, the exit code a non-finite loss also has."""
-    global _SIGINT_RECEIVED
-    _SIGINT_RECEIVED = True
-    raise KeyboardInterrupt
+class StopCheck(Callback):
+    """Raises a recorded Ctrl-C again at every batch boundary (``swar_bench.interrupts``): a
+    ``KeyboardInterrupt`` lost inside a finalizer or a library's broad ``except`` would otherwise
+    let training go on. Lightning then shuts down as for any Ctrl-C."""
+
+    def on_train_batch_start(self, *args: Any, **kwargs: Any) -> None:
+        interrupts.raise_if_stopped()
+
+    on_train_batch_end = on_validation_batch_end = on_test_batch_end = on_predict_batch_end = on_train_batch_start
 
 
-def flag_sigint():
-    """Install the remembering Ctrl-C handler; returns the previous one (to restore)."""
-    global _SIGINT_RECEIVED
-    _SIGINT_RECEIVED = False
-    try:
-        return signal.signal(signal.SIGINT, _flag_sigint)
-    except ValueError:  # not the main thread
-        return signal.getsignal(signal.SIGINT)
+def flag_sigint() -> dict[int, Any]:
+    """Install the recording Ctrl-C and SIGTERM handlers (``swar_bench.interrupts``: Ctrl-C is
+    Python's own ``KeyboardInterrupt``, remembered, since Lightning turns it into ``sys.exit(1)``,
+    the exit code a non-finite loss also has; SIGTERM before Lightning's own handler exists,
+    during the seconds of set-up, raises ``interrupts.Terminated``); returns the previous
+    handlers for ``interrupts.restore``."""
+    global _RUN_TRAINER
+    _RUN_TRAINER = None
+    return interrupts.install(sigterm=True)
+
+
+def resume_checkpoint(trainer: pl.Trainer | None) -> str | None:
+    """The checkpoint ``fit --ckpt_path last`` would resume from: the newest ``last*.ckpt`` of
+    the trainer's ``ModelCheckpoint`` callbacks (their ``last_model_path`` and ``dirpath``, the
+    files Lightning looks for with ``ckpt_path="last"``); None when none was written."""
+    found = set()
+    for callback in getattr(trainer, "checkpoint_callbacks", None) or []:
+        if getattr(callback, "last_model_path", ""):
+            found.add(callback.last_model_path)
+        dirpath = getattr(callback, "dirpath", None)
+        if dirpath and "://" not in str(dirpath):
+            name = f"{callback.CHECKPOINT_NAME_LAST or 'last'}*{callback.FILE_EXTENSION}"
+            found.update(glob.glob(os.path.join(glob.escape(str(dirpath)), name)))
+    found = {path for path in found if os.path.isfile(path)}
+    return max(found, key=os.path.getmtime) if found else None
 
 
 def stop_status(exc: BaseException, prog: str, subcommand: str | None) -> int | None:
     """The exit status of a run Lightning ended because of a signal, after one line on stderr
     (from rank 0 only): 143 for SIGTERM (Lightning's ``SIGTERMException``, a ``SystemExit``
-    with code None that would read as success), 130 for Ctrl-C. None for any other exit."""
+    with code None that would read as success; or ``interrupts.Terminated`` before Lightning's
+    handler existed), 130 for Ctrl-C. None for any other exit. For fit and demo the line names
+    the checkpoint ``fit --ckpt_path last`` would resume from, when one exists
+    (``resume_checkpoint``)."""
     from lightning.pytorch.utilities.exceptions import SIGTERMException
 
-    if isinstance(exc, SIGTERMException):
+    if isinstance(exc, (SIGTERMException, interrupts.Terminated)):
         status, what = 128 + signal.SIGTERM, "stopped by SIGTERM"
-    elif _SIGINT_RECEIVED:
+    elif interrupts.stopped() is KeyboardInterrupt:
         status, what = 128 + signal.SIGINT, "interrupted"
     else:
         return None
-    if subcommand in ("fit", "demo"):
-        what += " (fit --ckpt_path last resumes from the last saved checkpoint)"
+    checkpoint = resume_checkpoint(_RUN_TRAINER) if subcommand in ("fit", "demo") else None
+    if checkpoint is not None:  # no hint when nothing was saved: a new fit would start from scratch
+        what += f" (fit --ckpt_path last resumes from {checkpoint})"
     if int(os.environ.get("RANK", os.environ.get("LOCAL_RANK", "0")) or 0) == 0:
         print(f"{prog}: {what}", file=sys.stderr)
     return status

@@ -30,6 +30,7 @@ from pathlib import Path
 
 import torch
 
+from swar_bench import interrupts
 from swar_bench.referee.evaluate import evaluate
 from swar_bench.referee.report import (
     plot_forgetting_curve,
@@ -506,32 +507,19 @@ def _verdict(argv: list[str]) -> int:
             remove_created(created)
 
 
-class _Terminated(BaseException):
-    """Raised in the main thread by the SIGTERM handler, so that cleanup (``finally``: removing the
-    empty ``--out`` folders this run created; the atomic writes' temporary files) runs as for Ctrl-C."""
-
-
-def _raise_terminated(signum, frame):
-    # a second SIGTERM while cleaning up must not cut the cleanup short
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    raise _Terminated
-
-
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``swar-bench referee``; returns the exit status.
 
     0 ok; 2 bad input (one line); 130 interrupted by SIGINT (Ctrl-C), 143 by SIGTERM (``timeout``,
     SLURM), i.e. 128 + the signal, each after one line on stderr and after removing the folders
     this run created that are still empty. Results are written atomically, so an interrupted run
-    leaves no half-written file. The SIGTERM handler is installed only when called from the main
-    thread (Python allows no other) and the previous handler is restored on return.
+    leaves no half-written file. The SIGINT and SIGTERM handlers (``swar_bench.interrupts``: a
+    stop is recorded, so one whose first delivery was lost is raised again at the next chunk)
+    are installed only when called from the main thread (Python allows no other) and the
+    previous handlers are restored on return.
     """
     argv = list(sys.argv[1:] if argv is None else argv)
-    try:
-        previous = signal.signal(signal.SIGTERM, _raise_terminated)
-        installed = True
-    except ValueError:  # not the main thread: signals are the caller's
-        previous, installed = None, False
+    previous = interrupts.install(sigterm=True)
     try:
         if argv and argv[0] == "compare":
             return _compare(argv[1:])
@@ -541,12 +529,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 128 + signal.SIGINT
-    except _Terminated:
+    except interrupts.Terminated:
         print(f"{PROG}: terminated (SIGTERM)", file=sys.stderr)
         return 128 + signal.SIGTERM
     finally:
-        if installed:  # None: a handler not set from Python, which cannot be put back
-            signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+        interrupts.restore(previous)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from swar_bench import interrupts
 from swar_bench.mechanisms.adapter import LossOnlyAdapter
 from swar_bench.mechanisms.protocol import State, map_state
 from swar_bench.referee.suites import IGNORE
@@ -150,7 +151,10 @@ class Runner:
 
         Raises:
             ValueError: a loss-only mechanism returned a non-scalar loss.
+            KeyboardInterrupt / swar_bench.interrupts.Terminated: a stop was recorded
+                (``swar_bench.interrupts.raise_if_stopped``).
         """
+        interrupts.raise_if_stopped()  # a Ctrl-C / SIGTERM whose first delivery was lost
         x = torch.as_tensor(input_ids, dtype=torch.int64, device=self.device)
         y = torch.as_tensor(targets, dtype=torch.int64, device=self.device)
         supervised = y != IGNORE

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import logging
+import os
 from pathlib import Path
 
 import pytest
@@ -265,9 +266,13 @@ def test_oracle_rules_follow_the_data_or_the_run_stops(tmp_path, capsys):
                     "--model.mechanism.init_args.params to match --data.task_params (or the data folder's params.json)")]
 
 
-@pytest.mark.parametrize("command", ["fit", "demo"])
-@pytest.mark.parametrize("signame", ["SIGTERM", "SIGINT"])
-def test_a_stopped_run_says_so_with_its_exit_status(tmp_path, command, signame):
+@pytest.mark.parametrize(
+    "command, signame, saved",
+    [("fit", "SIGINT", True), ("fit", "SIGTERM", False), ("demo", "SIGINT", False), ("demo", "SIGTERM", True)],
+)
+def test_a_stopped_run_says_so_with_its_exit_status(tmp_path, command, signame, saved):
+    # The resume hint names the checkpoint `fit --ckpt_path last` would load, and only when one
+    # exists: following a hint with none would silently start from scratch.
     import signal
     import subprocess
     import sys
@@ -281,18 +286,22 @@ def test_a_stopped_run_says_so_with_its_exit_status(tmp_path, command, signame):
         argv += ["--config", str(CONFIGS / "quickstart.yaml")]
     argv += ["--model.mechanism=GRU", "--model.mechanism.init_args.d_model=8", "--data.eval_examples=2",
              "--trainer.max_steps=100000", "--trainer.log_every_n_steps=1", *_common(tmp_path)]
+    # saved: a checkpoint after every step; else none (no validation, no step interval)
+    argv += ["--checkpoint.every_n_train_steps=1"] if saved else ["--trainer.val_check_interval=100000"]
+    last = tmp_path / "ckpt" / "last.ckpt"
     proc = subprocess.Popen(
         argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         # a child of a non-interactive shell may start with SIGINT ignored: start it as a terminal would
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # noqa: PLW1509 - pytest starts no threads
     )
     try:
-        deadline = time.monotonic() + 120
-        while not list(tmp_path.glob("quickstart/GRU/version_0/events.out.tfevents.*")) and time.monotonic() < deadline:
-            time.sleep(0.5)  # the run is training once the logger has written
-        time.sleep(2)
+        deadline = time.monotonic() + 300  # a bound on a hang, not a timing assumption
+        ready = (lambda: last.exists()) if saved else (lambda: any(tmp_path.glob("quickstart/GRU/version_0/events.out.tfevents.*")))
+        while not ready():  # the event: a checkpoint saved / the logger set up (training starts)
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.02)
         proc.send_signal(signum)
-        _, err = proc.communicate(timeout=120)
+        _, err = proc.communicate(timeout=300)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -300,8 +309,28 @@ def test_a_stopped_run_says_so_with_its_exit_status(tmp_path, command, signame):
     assert proc.returncode == 128 + signum, err[-2000:]
     prog = "swar-bench demo" if command == "demo" else "swar-bench"
     what = "stopped by SIGTERM" if signame == "SIGTERM" else "interrupted"
-    assert err.strip().splitlines()[-1] == f"{prog}: {what} (fit --ckpt_path last resumes from the last saved checkpoint)"
+    hint = f" (fit --ckpt_path last resumes from {last})" if saved else ""
+    assert err.strip().splitlines()[-1] == f"{prog}: {what}{hint}"
     assert "Traceback" not in err
+    assert last.exists() == saved
+
+
+def test_resume_hint_names_the_newest_last_checkpoint_of_the_trainer(tmp_path):
+    from lightning.pytorch import Trainer
+    from lightning.pytorch.callbacks import ModelCheckpoint
+
+    from swar_bench.lightning_cli import resume_checkpoint
+
+    trainer = Trainer(logger=False, callbacks=[ModelCheckpoint(dirpath=tmp_path / "a", save_last=True)],
+                      enable_progress_bar=False, enable_model_summary=False)
+    assert resume_checkpoint(trainer) is None and resume_checkpoint(None) is None
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "epoch=0.ckpt").write_bytes(b"x")  # not what `--ckpt_path last` loads
+    assert resume_checkpoint(trainer) is None
+    for name, mtime in (("last.ckpt", 100), ("last-v1.ckpt", 200)):
+        (tmp_path / "a" / name).write_bytes(b"x")
+        os.utime(tmp_path / "a" / name, (mtime, mtime))
+    assert resume_checkpoint(trainer) == str(tmp_path / "a" / "last-v1.ckpt")
 
 
 def test_a_folder_name_too_long_is_named_before_any_work(tmp_path, capsys):

@@ -1,0 +1,102 @@
+"""Ctrl-C and SIGTERM that a run cannot miss: recorded when they arrive, raised again at the next
+step when their first delivery was lost.
+
+Python raises ``KeyboardInterrupt`` wherever the main thread happens to be when SIGINT arrives.
+Raised inside a finalizer (``__del__``, a weakref callback, the garbage collector) it is printed as
+"Exception ignored" and dropped; raised inside code that catches ``BaseException`` (or a bare
+``except:``) in a library it can be swallowed; and a library may set SIGINT to ``SIG_IGN`` for a
+while (Lightning does so around ``destroy_process_group``). Either way the run keeps training.
+
+So the handlers here first record the stop, then raise; the long loops (the referee's training
+and evaluation chunks, Lightning's batches via ``StopCheck`` in ``swar_bench.lightning_cli``) call
+:func:`raise_if_stopped` once per step, which raises the recorded stop again. A stop is recorded
+until :func:`clear` (each CLI clears it when it installs its handlers).
+"""
+
+from __future__ import annotations
+
+import signal
+from typing import Any, NoReturn
+
+
+class Terminated(BaseException):
+    """Raised in the main thread on SIGTERM (``timeout``, SLURM, ``kill``), so that cleanup
+    (``finally``, ``except BaseException``) runs as for Ctrl-C."""
+
+
+_stop: type[BaseException] | None = None
+
+
+def stop(exc_type: type[BaseException]) -> NoReturn:
+    """Record a stop (``KeyboardInterrupt`` or :class:`Terminated`) and raise it."""
+    global _stop
+    _stop = exc_type
+    raise exc_type
+
+
+def stopped() -> type[BaseException] | None:
+    """The stop recorded since the last :func:`clear`, or None."""
+    return _stop
+
+
+def clear() -> None:
+    """Forget any recorded stop (a new command starts)."""
+    global _stop
+    _stop = None
+
+
+def raise_if_stopped() -> None:
+    """Raise the recorded stop again, if any: called once per training / evaluation step.
+
+    Raises:
+        KeyboardInterrupt: SIGINT (Ctrl-C) arrived since the last :func:`clear`.
+        Terminated: SIGTERM arrived since the last :func:`clear` (only with
+            :func:`on_sigterm` installed).
+    """
+    if _stop is not None:
+        raise _stop
+
+
+def on_sigint(signum: int, frame: Any) -> NoReturn:
+    """SIGINT handler: record and raise ``KeyboardInterrupt`` (Python's own behaviour, remembered)."""
+    stop(KeyboardInterrupt)
+
+
+def on_sigterm(signum: int, frame: Any) -> None:
+    """SIGTERM handler: record and raise :class:`Terminated`; a second SIGTERM while cleaning up
+    is ignored (it must not cut the cleanup short).
+
+    Once another handler has replaced this one and calls it in turn (Lightning's, installed when
+    training starts, runs the previous handler after its own), it does nothing: that handler
+    stops the run its own way (Lightning: ``SIGTERMException`` at the next batch; under SLURM,
+    its requeue)."""
+    if signal.getsignal(signal.SIGTERM) is not on_sigterm:
+        return
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    stop(Terminated)
+
+
+def install(sigterm: bool = False) -> dict[int, Any]:
+    """Clear any recorded stop and install :func:`on_sigint` (and, with ``sigterm``,
+    :func:`on_sigterm`); returns the previous handlers for :func:`restore`. From a thread other
+    than the main one (Python allows signal handlers only there) nothing is installed and ``{}``
+    is returned: signals are the caller's."""
+    clear()
+    wanted = {signal.SIGINT: on_sigint}
+    if sigterm:
+        wanted[signal.SIGTERM] = on_sigterm
+    previous = {}
+    try:
+        for signum, handler in wanted.items():
+            previous[signum] = signal.signal(signum, handler)
+    except ValueError:  # not the main thread
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        return {}
+    return previous
+
+
+def restore(previous: dict[int, Any]) -> None:
+    """Put back the handlers :func:`install` replaced (``SIG_DFL`` for one not set from Python)."""
+    for signum, handler in previous.items():
+        signal.signal(signum, signal.SIG_DFL if handler is None else handler)

@@ -1,0 +1,130 @@
+"""A Ctrl-C the run cannot miss: a KeyboardInterrupt swallowed where it landed (a finalizer, a
+library's broad except) is raised again at the next step, by the referee and by fit."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from swar_bench import interrupts
+
+CONFIGS = Path(__file__).resolve().parents[1] / "configs"
+
+
+def _swallow_one_ctrl_c():
+    """What a finalizer or a ``try: ... except BaseException: pass`` does to a Ctrl-C."""
+    try:
+        os.kill(os.getpid(), signal.SIGINT)  # the handler runs before the next line
+        raise AssertionError("the SIGINT handler did not run")
+    except KeyboardInterrupt:
+        pass
+
+
+def test_the_referee_stops_at_the_next_chunk_after_a_swallowed_ctrl_c(tmp_path, capsys, monkeypatch):
+    import importlib
+
+    from swar_bench.referee.cli import main
+
+    evaluate_module = importlib.import_module("swar_bench.referee.evaluate")  # the module, not the function
+
+    real = evaluate_module.train_tbptt
+    calls = []
+
+    def swallowing(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            _swallow_one_ctrl_c()
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(evaluate_module, "train_tbptt", swallowing)
+    before = signal.getsignal(signal.SIGINT)
+    out = tmp_path / "ref"
+    argv = ["--config", str(CONFIGS / "referee" / "quick.yaml"), "--out", str(out), "--ranges", "[6, 12]",
+            "--n_train_steps", "50", "--n_eval_trials", "8"]
+    assert main(argv) == 130
+    assert capsys.readouterr().err.endswith("swar-bench referee: interrupted\n")
+    assert len(calls) == 2  # stopped inside the second step, not after all of them
+    assert signal.getsignal(signal.SIGINT) is before and interrupts.stopped() is KeyboardInterrupt
+    assert not out.exists()
+
+
+def test_fit_stops_at_the_next_batch_after_a_swallowed_ctrl_c(tmp_path, capsys, monkeypatch):
+    from swar_bench.lightning_cli import main
+    from swar_bench.module import TBPTTModule
+
+    real = TBPTTModule.training_step
+    steps = []
+
+    def swallowing(self, *args, **kwargs):
+        steps.append(1)
+        if len(steps) == 3:
+            _swallow_one_ctrl_c()
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(TBPTTModule, "training_step", swallowing)
+    argv = ["fit", "--config", str(CONFIGS / "quickstart.yaml"), "--model.mechanism=GRU",
+            "--model.mechanism.init_args.d_model=8", "--trainer.max_steps=40", "--trainer.val_check_interval=1000",
+            f"--trainer.logger.init_args.save_dir={tmp_path}", f"--checkpoint.dirpath={tmp_path / 'ckpt'}",
+            "--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false"]
+    assert main(argv) == 130
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == "swar-bench: interrupted"  # no checkpoint was saved: no resume hint
+    assert len(steps) == 3  # the swallowed Ctrl-C ended training at the next batch boundary
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.sampled_from(["sigint", "sigterm", "swallow", "check", "clear"]), max_size=8))
+def test_a_recorded_stop_is_raised_at_every_check_until_cleared(events):
+    previous = interrupts.install(sigterm=True)
+    expected = None
+    try:
+        for event in events:
+            if event in ("sigint", "sigterm"):
+                signum = signal.SIGINT if event == "sigint" else signal.SIGTERM
+                kind = KeyboardInterrupt if event == "sigint" else interrupts.Terminated
+                with pytest.raises(kind):
+                    os.kill(os.getpid(), signum)
+                    raise AssertionError("no handler ran")
+                signal.signal(signal.SIGTERM, interrupts.on_sigterm)  # it ignores a second SIGTERM
+                expected = kind
+            elif event == "swallow":
+                try:
+                    os.kill(os.getpid(), signal.SIGINT)
+                except KeyboardInterrupt:
+                    pass
+                expected = KeyboardInterrupt
+            elif event == "check":
+                if expected is None:
+                    interrupts.raise_if_stopped()
+                else:
+                    with pytest.raises(expected):
+                        interrupts.raise_if_stopped()
+            else:
+                interrupts.clear()
+                expected = None
+            assert interrupts.stopped() is expected
+    finally:
+        interrupts.restore(previous)
+
+
+def test_a_handler_that_replaced_ours_and_calls_it_keeps_the_stop_to_itself():
+    # Lightning's SIGTERM handler runs the one it replaced after its own: ours must not raise then.
+    previous = interrupts.install(sigterm=True)
+    try:
+        ours = signal.getsignal(signal.SIGTERM)
+        calls = []
+
+        def theirs(signum, frame):
+            calls.append(signum)
+            ours(signum, frame)
+
+        signal.signal(signal.SIGTERM, theirs)
+        os.kill(os.getpid(), signal.SIGTERM)
+        assert calls == [signal.SIGTERM] and interrupts.stopped() is None
+    finally:
+        interrupts.restore(previous)
