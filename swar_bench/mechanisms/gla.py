@@ -113,30 +113,29 @@ class HGRN2Mixer(Mixer):
     projection. State: ``memory [B, n_heads, head_dim, head_dim]``, ``head_dim = d_model / n_heads``
     (the paper's expansion ratio).
 
+    Attributes:
+        lower_bound: the forget gate's floor ``[d_model]`` in [0, 1), or None (no floor, as in
+            the first layer). ``HGRN2`` sets it before each call from its learned, depth-increasing
+            lower bounds (HGRN's, Qin et al., 2023, section 3.2).
+
     Args:
-        d_model: width; n_heads: heads; lower_bound: the forget gate's floor in [0, 1) (HGRN's
-            layer-wise lower bound: ``HGRN2`` gives layer ``i`` of ``L`` the value ``i / L``);
-        chunk_size, mode, backend: see ``ops.gla.gla``.
+        d_model: width; n_heads: heads; chunk_size, mode, backend: see ``ops.gla.gla``.
 
     Raises:
-        ValueError: when ``n_heads`` does not divide ``d_model``, ``lower_bound`` is outside
-            [0, 1), or on a bad mode / backend.
+        ValueError: when ``n_heads`` does not divide ``d_model``, or on a bad mode / backend.
     """
 
     def __init__(
         self,
         d_model: int,
         n_heads: int = 2,
-        lower_bound: float = 0.0,
         chunk_size: int = 32,
         mode: str = "auto",
         backend: str = "auto",
     ):
         super().__init__()
         self.n_heads, self.head_dim = n_heads, check_heads(d_model, n_heads)
-        if not 0.0 <= lower_bound < 1.0:
-            raise ValueError(f"lower_bound must be in [0, 1), got {lower_bound!r}")
-        self.lower_bound = float(lower_bound)
+        self.lower_bound: torch.Tensor | None = None
         self.chunk_size = check_positive_int("chunk_size", chunk_size)
         self.mode, self.backend = check_mode(mode), check_backend(backend)
         self.qfi_proj = nn.Linear(d_model, 3 * d_model, bias=False)
@@ -159,8 +158,9 @@ class HGRN2Mixer(Mixer):
         B, T, D = x.shape
         q, f, i = self.qfi_proj(x).split(D, dim=-1)
         f = f.float()
-        if self.lower_bound:
-            forget = self.lower_bound + (1.0 - self.lower_bound) * torch.sigmoid(f)
+        if self.lower_bound is not None:
+            lower_bound = self.lower_bound.float()
+            forget = lower_bound + (1.0 - lower_bound) * torch.sigmoid(f)
             g, k = forget.log(), 1.0 - forget
         else:  # log sigmoid(f) and 1 - sigmoid(f) = sigmoid(-f), exact for large |f|
             g, k = nn.functional.logsigmoid(f), torch.sigmoid(-f)
@@ -225,10 +225,12 @@ class GatedLinearAttention(MixerLM):
 
 class HGRN2(MixerLM):
     """Backbone with HGRN2 mixers (Qin et al., 2024): gated linear RNN with outer-product state
-    expansion, key tied to the forget gate. Layer ``i`` of ``n_layers`` has the forget-gate lower
-    bound ``i / n_layers`` (HGRN's lower bounds increase with depth; these are the values its
-    learned bounds start from, held fixed here). Fixed-size state per layer:
-    ``n_heads * head_dim^2`` floats.
+    expansion, key tied to the forget gate. The forget gates have learned lower bounds that
+    increase with depth, one per channel and layer (HGRN, Qin et al., 2023, section 3.2; fla's
+    ``HGRN2Model``): ``lower_bounds [n_layers, d_model]`` (zeros at start), and layer ``i`` gets
+    ``cumsum(softmax(lower_bounds, 0))[i] - softmax(lower_bounds, 0)[0]``, so the first layer
+    has none and the bounds stay in [0, 1). Fixed-size state per layer: ``n_heads * head_dim^2``
+    floats.
 
     Args: vocab_size, d_model, n_layers, mlp_ratio as in ``MixerLM``; n_heads, chunk_size,
     mode, backend as in ``HGRN2Mixer``. Raises ValueError on bad sizes.
@@ -248,9 +250,27 @@ class HGRN2(MixerLM):
         check_heads(check_positive_int("d_model", d_model), n_heads)
         check_positive_int("n_layers", n_layers)
         super().__init__(
-            lambda i: HGRN2Mixer(d_model, n_heads, i / n_layers, chunk_size, mode, backend),
+            lambda i: HGRN2Mixer(d_model, n_heads, chunk_size, mode, backend),
             vocab_size,
             d_model,
             n_layers,
             mlp_ratio,
         )
+        self.lower_bounds = nn.Parameter(torch.zeros(n_layers, d_model))
+        self._n_params += self.lower_bounds.numel()
+
+    def layer_lower_bounds(self) -> torch.Tensor:
+        """The forget-gate floors ``[n_layers, d_model]`` in [0, 1); row 0 is zero."""
+        weights = self.lower_bounds.softmax(0)
+        return weights.cumsum(0) - weights[0]
+
+    def forward(self, input_ids: torch.Tensor, state=None):
+        """As ``MixerLM.forward``, with each layer's forget-gate floor set for the call (and
+        cleared after it, so the model holds no graph between calls and can be deep-copied)."""
+        for i, (block, bound) in enumerate(zip(self.blocks, self.layer_lower_bounds())):
+            block.mixer.lower_bound = bound if i else None
+        try:
+            return super().forward(input_ids, state)
+        finally:
+            for block in self.blocks:
+                block.mixer.lower_bound = None

@@ -1,6 +1,8 @@
 """Gated linear attention (GLA, HGRN2): both forms against fla's naive recurrence and a float64
 recurrence, with initial and final state, under ordinary and extreme gates."""
 
+import copy
+
 import pytest
 import torch
 from hypothesis import given, settings
@@ -116,22 +118,23 @@ def test_bad_shapes_and_chunk_size_are_value_errors():
         chunk_gla(q, k, v, g, chunk_size=0)
 
 
-@pytest.mark.parametrize("lower_bound_layer", [0, 1])
-def test_hgrn2_layer_is_fla_naive_gla_under_hgrn2_mapping(lower_bound_layer):
+@pytest.mark.parametrize("with_lower_bound", [False, True])
+def test_hgrn2_layer_is_fla_naive_gla_under_hgrn2_mapping(with_lower_bound):
     """HGRN2 (Qin et al., 2024, eq. 6): ``q = SiLU(W_q x)``, ``f = lb + (1 - lb) sigmoid(W_f x)``,
     ``k = 1 - f``, ``v = W_i x``, decay ``f``, no scaling; fla's naive GLA hard-codes
     ``K^-0.5``, so its queries are multiplied by ``K^0.5``."""
     torch.manual_seed(0)
     model = HGRN2(d_model=16, n_heads=2, n_layers=2, chunk_size=8)
-    mixer = model.blocks[lower_bound_layer].mixer
-    assert mixer.lower_bound == lower_bound_layer / 2
+    mixer = model.blocks[1].mixer
     for p in mixer.parameters():
         torch.nn.init.normal_(p, std=0.5)
+    mixer.lower_bound = torch.rand(16) * 0.9 if with_lower_bound else None
     B, T, D, H, K = 2, 21, 16, 2, 8
     x = torch.randn(B, T, D)
     s0 = torch.randn(B, H, K, K)
     q, f, i = mixer.qfi_proj(x).split(D, dim=-1)
-    forget = mixer.lower_bound + (1 - mixer.lower_bound) * torch.sigmoid(f)
+    bound = 0.0 if mixer.lower_bound is None else mixer.lower_bound
+    forget = bound + (1 - bound) * torch.sigmoid(f)
     heads = (B, T, H, K)
     ref_o, ref_s = fla_gla.naive_recurrent_gla(
         torch.nn.functional.silu(q).view(heads) * K**0.5,
@@ -167,3 +170,26 @@ def test_fla_triton_kernels_match_torch_path(mode):
         grads.append([t.grad for t in leaves])
     for a, b in zip(*grads):
         assert (a - b).abs().max().item() <= 2e-2 * max(1.0, b.abs().max().item())
+
+
+def test_hgrn2_lower_bounds_increase_with_depth_and_are_learned():
+    """HGRN's bounds: ``cumsum(softmax(lb, 0)) - softmax(lb, 0)[0]``; zeros at start give
+    ``i / n_layers``; layer 0 has none; they get gradients through the forward pass."""
+    torch.manual_seed(0)
+    model = HGRN2(d_model=16, n_heads=2, n_layers=4, chunk_size=8)
+    bounds = model.layer_lower_bounds()
+    assert torch.allclose(bounds, torch.tensor([0.0, 0.25, 0.5, 0.75])[:, None].expand(4, 16))
+    seen = []
+
+    def record(mixer, args):
+        seen.append(mixer.lower_bound)
+
+    for block in model.blocks:
+        block.mixer.register_forward_pre_hook(record)
+    logits, _ = model(torch.randint(0, 40, (2, 12)), None)
+    assert seen[0] is None and torch.equal(seen[2], bounds[2])
+    assert all(block.mixer.lower_bound is None for block in model.blocks)  # cleared after the call
+    copy.deepcopy(model)
+    logits.square().mean().backward()
+    assert model.lower_bounds.grad is not None and model.lower_bounds.grad.abs().sum() > 0
+    assert model.n_params == sum(p.numel() for p in model.parameters())
