@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: demo test install clean
+.PHONY: demo test test-slurm install clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,11 @@ demo: $(STAMP)
 
 test: $(TEST_STAMP)
 	$(BIN)/python -m pytest -q
+
+# A real SLURM cluster on this machine (installs slurmctld, slurmd, slurm-client and munge when
+# missing; needs root) runs scripts/slurm/fit.sbatch: DDP, a USR1 requeue and a plain requeue.
+test-slurm: $(STAMP)
+	VENV="$(abspath $(VENV))" bash scripts/slurm/integration_test.sh
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -41,8 +41,10 @@ from lightning.pytorch.callbacks import BasePredictionWriter, Callback, ModelChe
 from lightning.pytorch.cli import LightningCLI
 
 from swar_bench import interrupts, mechanisms
+from swar_bench.callbacks.slurm_requeue import SlurmRequeue
 from swar_bench.datamodules.passkey_swar import PasskeySwarDataModule
 from swar_bench.module import TBPTTModule, mechanism_class_path
+from swar_bench.slurm import resume_hint
 
 TRAINER_DEFAULTS = {
     "default_root_dir": "runs",
@@ -427,6 +429,7 @@ class SwarBenchCLI(LightningCLI):
         parser.add_lightning_class_args(AnswerTypeAccuracy, "accuracy")
         parser.add_lightning_class_args(Calibration, "calibration")
         parser.add_lightning_class_args(PredictionWriter, "predictions")
+        parser.add_lightning_class_args(SlurmRequeue, "slurm_requeue")  # inactive outside a SLURM job
 
 
 def _one_line(message: str) -> str:
@@ -595,7 +598,8 @@ def stop_status(exc: BaseException, prog: str, subcommand: str | None) -> int | 
     with code None that would read as success; or ``interrupts.Terminated`` before Lightning's
     handler existed), 130 for Ctrl-C. None for any other exit. For fit and demo the line names
     the checkpoint ``fit --ckpt_path last`` would resume from, when one exists
-    (``resume_checkpoint``)."""
+    (``resume_checkpoint``); in a SLURM job with requeue, the one the requeued job resumes from
+    (``swar_bench.slurm.resume_hint``)."""
     from lightning.pytorch.utilities.exceptions import SIGTERMException
 
     if isinstance(exc, (SIGTERMException, interrupts.Terminated)):
@@ -604,10 +608,16 @@ def stop_status(exc: BaseException, prog: str, subcommand: str | None) -> int | 
         status, what = 128 + signal.SIGINT, "interrupted"
     else:
         return None
-    checkpoint = resume_checkpoint(_RUN_TRAINER) if subcommand in ("fit", "demo") else None
-    if checkpoint is not None:  # no hint when nothing was saved: a new fit would start from scratch
-        what += f" (fit --ckpt_path last resumes from {checkpoint})"
-    if int(os.environ.get("RANK", os.environ.get("LOCAL_RANK", "0")) or 0) == 0:
+    if subcommand in ("fit", "demo"):
+        hint = resume_hint()  # in a SLURM job with requeue: what the requeued job resumes from
+        checkpoint = None if hint else resume_checkpoint(_RUN_TRAINER)
+        if checkpoint is not None:  # no hint when nothing was saved: a new fit would start from scratch
+            hint = f"fit --ckpt_path last resumes from {checkpoint}"
+        what += f" ({hint})" if hint else ""
+    from lightning.pytorch.utilities.rank_zero import rank_zero_only
+
+    # the Trainer's global rank once it is set up, else RANK, LOCAL_RANK or SLURM_PROCID (srun)
+    if int(getattr(rank_zero_only, "rank", 0) or 0) == 0:
         print(f"{prog}: {what}", file=sys.stderr)
     return status
 

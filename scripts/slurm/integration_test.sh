@@ -1,0 +1,284 @@
+#!/usr/bin/env bash
+# `make test-slurm`: a real SLURM cluster on this machine runs scripts/slurm/fit.sbatch, unchanged,
+# as a user submits it, and checks what it wrote.
+#
+#   1. installs the Debian packages slurmctld, slurmd, slurm-client and munge when missing
+#      (apt-get; needs root), starts munged, slurmctld and slurmd in the foreground mode (-D) as
+#      background processes, with their configuration, state and logs in a temporary folder;
+#   2. job "plain": 2 tasks, gloo DDP on CPU; completes with max_steps, checkpoints and
+#      TensorBoard events in its one run folder;
+#   3. job "requeued": the same run, signalled with USR1 (what --signal=SIGUSR1@90 sends before
+#      the time limit) once it has validated; it saves hpc_ckpt_1.ckpt at a batch boundary,
+#      requeues itself and resumes; later requeued without a signal (scontrol requeue), it must
+#      resume from the newest checkpoint (never the older hpc one); it ends at exactly max_steps,
+#      validated on the same steps and with weights equal to the plain job's;
+#   4. stops the daemons by their PIDs whatever happens (a trap), and removes the folder.
+#
+# Environment: VENV (default .venv of the checkout, what `make install` builds) is what the jobs
+# run; SLURM_TEST_TIMEOUT bounds the whole test (seconds, default 900); SLURM_TEST_KEEP=1 keeps
+# the temporary folder (logs) for a look after a failure.
+set -euo pipefail
+
+LIMIT="${SLURM_TEST_TIMEOUT:-900}"
+if [[ -z "${_SWAR_SLURM_TEST_BOUNDED:-}" ]]; then
+    export _SWAR_SLURM_TEST_BOUNDED=1
+    exec timeout --kill-after=60 "${LIMIT}" bash "$0" "$@"
+fi
+
+REPO="$(cd "$(dirname "$0")/../.." && pwd)"
+cd "${REPO}"
+export VENV="${VENV:-${REPO}/.venv}"
+PYTHON="${VENV}/bin/python"
+# Sequences of N=32 writes are 126-171 tokens: 2 TBPTT chunks of 100 tokens, i.e. 2 optimizer
+# steps per batch; validation every 20 batches (40 steps); training ends on a validation, where
+# last.ckpt is saved.
+CHUNKS=2
+VAL_EVERY=20
+MAX_STEPS=160
+DEADLINE=$((SECONDS + LIMIT - 30))
+
+say() { echo "test-slurm: $*"; }
+fail() {
+    echo "test-slurm: FAILED: $*" >&2
+    diagnostics >&2 || true
+    exit 1
+}
+
+# ------------------------------------------------------------------------------ packages
+missing=()
+for cmd in munged slurmctld slurmd sbatch; do
+    command -v "${cmd}" > /dev/null || missing+=("${cmd}")
+done
+if ((${#missing[@]})); then
+    if [[ "$(id -u)" != 0 ]]; then
+        echo "test-slurm: error: ${missing[*]} not installed and not root; expected root (to apt-get install slurmctld slurmd slurm-client munge) or the packages installed" >&2
+        exit 2
+    fi
+    say "installing slurmctld slurmd slurm-client munge (missing: ${missing[*]})"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends slurmctld slurmd slurm-client munge > /dev/null
+fi
+[[ -x "${PYTHON}" ]] || { echo "test-slurm: error: no ${PYTHON}; expected the venv of make install (or VENV=...)" >&2; exit 2; }
+
+# ------------------------------------------------------------------------------ the cluster
+T="$(mktemp -d /tmp/swar-slurm-test.XXXXXX)"
+chmod 755 "${T}"
+PIDS=()
+JOBS=()
+
+diagnostics() {
+    set +e
+    echo "--- squeue / jobs"
+    squeue 2>&1 | tail -5
+    for job in "${JOBS[@]}"; do scontrol show job -o "${job}" 2>&1 | cut -c1-600; done
+    for log in "${T}"/runs/*/slurm.out "${T}"/*.out "${T}"/slurmctld.log "${T}"/slurmd.log "${T}"/munge/munged.log; do
+        [[ -f "${log}" ]] && { echo "--- ${log} (last 25 lines)"; tail -25 "${log}"; }
+    done
+}
+
+cleanup() {
+    local status=$?
+    set +e
+    trap - EXIT INT TERM
+    if ((${#JOBS[@]})) && [[ -n "${SLURM_CONF:-}" ]]; then
+        scancel "${JOBS[@]}" 2> /dev/null
+        for _ in $(seq 30); do
+            [[ -z "$(squeue -h -o %i 2> /dev/null)" ]] && break
+            sleep 1
+        done
+    fi
+    # the daemons, newest first, by the PIDs this script started
+    for ((i = ${#PIDS[@]} - 1; i >= 0; i--)); do kill "${PIDS[i]}" 2> /dev/null; done
+    for pid in "${PIDS[@]}"; do
+        for _ in $(seq 20); do kill -0 "${pid}" 2> /dev/null || break; sleep 0.5; done
+        kill -KILL "${pid}" 2> /dev/null
+    done
+    # job steps the daemons left behind carry this test's folder in their environment
+    for environ in /proc/[0-9]*/environ; do
+        pid="${environ#/proc/}"; pid="${pid%/environ}"
+        [[ "${pid}" == "$$" ]] && continue
+        if tr '\0' '\n' 2> /dev/null < "${environ}" | grep -qxF "SLURM_CONF=${T}/slurm.conf"; then
+            kill -KILL "${pid}" 2> /dev/null
+        fi
+    done
+    wait 2> /dev/null
+    if [[ "${SLURM_TEST_KEEP:-}" == 1 ]]; then
+        echo "test-slurm: kept ${T}" >&2
+    else
+        rm -rf "${T}"
+    fi
+    exit "${status}"
+}
+trap cleanup EXIT
+trap 'exit 143' TERM
+trap 'exit 130' INT
+
+wait_until() {  # wait_until WHAT SECONDS COMMAND...: poll COMMAND every second
+    local what="$1" limit=$((SECONDS + $2)); shift 2
+    ((limit > DEADLINE)) && limit=${DEADLINE}
+    until "$@"; do
+        ((SECONDS < limit)) || fail "timed out waiting for ${what}"
+        sleep 1
+    done
+}
+
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+HOST="$(hostname -s)"
+mkdir -p "${T}/munge" "${T}/state" "${T}/spool" "${T}/runs"
+chmod 755 "${T}/munge"  # clients reach the socket through it
+dd if=/dev/urandom of="${T}/munge/munge.key" bs=1024 count=1 status=none
+chmod 600 "${T}/munge/munge.key"
+SOCKET="${T}/munge/munge.socket"
+munged --foreground --force --socket="${SOCKET}" --key-file="${T}/munge/munge.key" \
+    --pid-file="${T}/munge/munged.pid" --log-file="${T}/munge/munged.log" --seed-file="${T}/munge/munged.seed" \
+    > "${T}/munge/munged.stdout" 2>&1 &
+PIDS+=($!)
+wait_until "munged's socket" 30 test -S "${SOCKET}"
+
+NODE="$(slurmd -C | head -1)"  # NodeName=<host> CPUs=... RealMemory=... as slurmd sees the machine
+cat > "${T}/slurm.conf" << EOF
+ClusterName=swarbench
+SlurmctldHost=${HOST}(127.0.0.1)
+SlurmctldPort=$(free_port)
+SlurmdPort=$(free_port)
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+# a requeued job may start again once the old job's credential expired (default 120 s)
+AuthInfo=socket=${SOCKET},cred_expire=${SLURM_TEST_CRED_EXPIRE:-15}
+StateSaveLocation=${T}/state
+SlurmdSpoolDir=${T}/spool
+SlurmctldPidFile=${T}/slurmctld.pid
+SlurmdPidFile=${T}/slurmd.pid
+SlurmctldLogFile=${T}/slurmctld.log
+SlurmdLogFile=${T}/slurmd.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+SchedulerType=sched/builtin
+SchedulerParameters=sched_interval=1
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/none
+MpiDefault=none
+ReturnToService=2
+KillWait=10
+MinJobAge=600
+${NODE} NodeAddr=127.0.0.1 State=UNKNOWN
+PartitionName=test Nodes=${HOST} Default=YES MaxTime=INFINITE State=UP
+EOF
+export SLURM_CONF="${T}/slurm.conf"
+slurmctld -D -i -f "${SLURM_CONF}" > "${T}/slurmctld.stdout" 2>&1 &
+PIDS+=($!)
+slurmd -D -f "${SLURM_CONF}" > "${T}/slurmd.stdout" 2>&1 &
+PIDS+=($!)
+node_idle() { [[ "$(sinfo -h -n "${HOST}" -o %t 2> /dev/null)" == idle ]]; }
+wait_until "node ${HOST} idle" 90 node_idle
+say "cluster up in ${SECONDS} s: $(sinfo -h -o '%P %D %t %c CPUs')"
+
+# ------------------------------------------------------------------------------ helpers
+job_field() { scontrol show job -o "$1" | tr ' ' '\n' | sed -n "s/^$2=//p" | head -1; }
+job_done() {  # true once job $1 ended; fails the test when it ended other than COMPLETED
+    local state
+    state="$(job_field "$1" JobState)"
+    case "${state}" in
+        COMPLETED) return 0 ;;
+        FAILED | CANCELLED | TIMEOUT | NODE_FAIL | OUT_OF_MEMORY | BOOT_FAIL | DEADLINE)
+            fail "job $1 ended ${state} ($(job_field "$1" Reason))" ;;
+    esac
+    return 1
+}
+step_of() { "${PYTHON}" scripts/slurm/check_run.py step "$1"; }
+resumed_line() {  # the line of fit.sbatch for restart $2 of the job in run folder $1
+    grep -F "(restart $2) on" "$1/slurm.out" | tail -1
+}
+has_line() { [[ -n "$(resumed_line "$1" "$2")" ]]; }
+saved_step() {  # the global step of the newest checkpoint ModelCheckpoint kept (epoch=E-step=S.ckpt), else -1
+    local best=-1 file step
+    for file in "$1"/checkpoints/epoch=*-step=*.ckpt; do
+        [[ -f "${file}" ]] || continue
+        step="${file##*-step=}"; step="${step%.ckpt}"
+        ((step > best)) && best="${step}"
+    done
+    echo "${best}"
+}
+saved_above() { (($(saved_step "$1") > $2)); }
+
+submit() {  # submit NAME: prints the job id
+    # --overcommit and --mem (not the whole node): the two jobs run side by side on the machine
+    RUN_DIR="${T}/runs/$1" sbatch --parsable --job-name="$1" --nodes=1 --ntasks-per-node=2 --gpus-per-node=0 \
+        --cpus-per-task=1 --overcommit --mem=1G --time=00:20:00 --output="${T}/%x-%j.out" \
+        scripts/slurm/fit.sbatch \
+        --trainer.accelerator=cpu --model.mechanism=GRU --model.mechanism.init_args.d_model=16 \
+        --model.tbptt_steps=100 --data.batch_size=4 --data.eval_examples=8 \
+        --trainer.max_steps="${MAX_STEPS}" --trainer.val_check_interval="${VAL_EVERY}" \
+        --trainer.log_every_n_steps=5 --trainer.enable_progress_bar=false
+}
+
+before="$(git status --porcelain --ignored 2> /dev/null || true)"
+
+# ------------------------------------------------------------------------------ the jobs, side by side
+PLAIN="${T}/runs/plain"
+plain_job="$(submit plain)"
+JOBS+=("${plain_job}")
+REQ="${T}/runs/requeued"
+job="$(submit requeued)"
+JOBS+=("${job}")
+say "jobs ${plain_job} (plain) and ${job} (requeued) submitted"
+
+# ------------------------------------------------------------------------------ job "requeued"
+wait_until "job ${job}'s first validation checkpoint" 300 saved_above "${REQ}" 0
+scancel --signal=USR1 "${job}"
+say "job ${job}: USR1 sent after its checkpoint at step $(saved_step "${REQ}")"
+wait_until "job ${job} to resume after USR1 (restart 1)" 300 has_line "${REQ}" 1
+[[ -f "${REQ}/hpc_ckpt_1.ckpt" ]] || fail "no hpc_ckpt_1.ckpt in ${REQ} after the USR1 requeue"
+hpc_step="$(step_of "${REQ}/hpc_ckpt_1.ckpt")"
+((hpc_step % CHUNKS == 0)) || fail "hpc_ckpt_1.ckpt at global step ${hpc_step}: not a batch boundary (${CHUNKS} steps per batch)"
+line="$(resumed_line "${REQ}" 1)"
+[[ "${line}" == *"hpc_ckpt_1.ckpt" ]] || fail "restart 1 did not resume from hpc_ckpt_1.ckpt: '${line}'"
+say "job ${job}: restart 1 resumes from hpc_ckpt_1.ckpt (global step ${hpc_step})"
+
+wait_until "job ${job} to validate after its resume" 300 saved_above "${REQ}" "${hpc_step}"
+last_step="$(saved_step "${REQ}")"
+scontrol requeue "${job}"
+say "job ${job}: requeued without a signal at last.ckpt step ${last_step}"
+wait_until "job ${job} to resume after scontrol requeue (restart 2)" 300 has_line "${REQ}" 2
+line="$(resumed_line "${REQ}" 2)"
+[[ "${line}" != *hpc_ckpt_1.ckpt ]] || fail "restart 2 went back to hpc_ckpt_1.ckpt (step ${hpc_step}) though last.ckpt was at step ${last_step}"
+resumed_step="$(grep -F "newest checkpoint:" "${REQ}/slurm.out" | tail -1 | sed -n 's/.*(global step \([0-9]*\))$/\1/p')"
+((resumed_step >= last_step)) || fail "restart 2 resumed from global step ${resumed_step} < ${last_step}: '${line}'"
+((resumed_step < MAX_STEPS)) || fail "the job had ended (step ${resumed_step}) before scontrol requeue took effect: nothing resumed"
+say "job ${job}: restart 2 resumes from global step ${resumed_step} (${line##* })"
+
+# ------------------------------------------------------------------------------ job "plain"
+wait_until "job ${plain_job} (plain) to complete" 300 job_done "${plain_job}"
+steps="$(step_of "${PLAIN}/checkpoints/last.ckpt")"
+[[ "${steps}" == "${MAX_STEPS}" ]] || fail "plain job: last.ckpt at global step ${steps}, expected ${MAX_STEPS}"
+# TensorBoard's step of a validation is the count of training batches before it, minus one
+expected_val="$(seq -s ' ' $((VAL_EVERY - 1)) "${VAL_EVERY}" $((MAX_STEPS / CHUNKS)))"
+validated="$("${PYTHON}" scripts/slurm/check_run.py steps "${PLAIN}" val/loss)"
+[[ "${validated}" == "${expected_val}" ]] || fail "plain job validated at logger steps '${validated}', expected '${expected_val}'"
+layout="$("${PYTHON}" scripts/slurm/check_run.py layout "${PLAIN}")" || fail "plain job: ${layout}"
+pointer="$(cat "${T}/plain-${plain_job}.out")"
+[[ "${pointer}" == "fit.sbatch: job ${plain_job} (restart 0): run folder ${PLAIN}, log ${PLAIN}/slurm.out" ]] \
+    || fail "plain job's SLURM output: '${pointer}'"
+say "job ${plain_job} (plain): COMPLETED at step ${steps}; validated at ${validated}; ${layout}"
+
+wait_until "job ${job} (requeued) to complete" 400 job_done "${job}"
+[[ "$(job_field "${job}" Restarts)" == 2 ]] || fail "job ${job} restarted $(job_field "${job}" Restarts) times, expected 2"
+steps="$(step_of "${REQ}/checkpoints/last.ckpt")"
+[[ "${steps}" == "${MAX_STEPS}" ]] || fail "requeued job: last.ckpt at global step ${steps}, expected ${MAX_STEPS}"
+validated="$("${PYTHON}" scripts/slurm/check_run.py steps "${REQ}" val/loss)"
+[[ "${validated}" == "${expected_val}" ]] || fail "requeued job validated at logger steps '${validated}', expected '${expected_val}'"
+same="$("${PYTHON}" scripts/slurm/check_run.py same-weights "${PLAIN}/checkpoints/last.ckpt" "${REQ}/checkpoints/last.ckpt")" \
+    || fail "requeued job's final weights differ from the plain job's: ${same}"
+layout="$("${PYTHON}" scripts/slurm/check_run.py layout "${REQ}")" || fail "requeued job: ${layout}"
+stops="$(grep -c "^swar-bench: stopped by SIGTERM" "${REQ}/slurm.out" || true)"
+((stops <= 2)) || fail "${stops} stop messages for 2 interruptions: printed by more than rank 0"
+after="$(git status --porcelain --ignored 2> /dev/null || true)"
+[[ "${before}" == "${after}" ]] || fail "the jobs wrote into the checkout: $(diff <(echo "${before}") <(echo "${after}") | tail -3)"
+say "job ${job} (requeued): COMPLETED at step ${steps}, 2 restarts; validated at ${validated}; final weights: ${same}; ${layout}"
+say "passed in ${SECONDS} s"
