@@ -52,10 +52,19 @@ def parse_version(folder: str) -> int | str:
 
 
 def last_checkpoint(root: str | Path, version: int | str | None = None) -> tuple[Path, int | str] | None:
-    """The newest ``<root>/<version>/checkpoints/last*.ckpt`` (by modification time) and its
-    version; only in ``version``'s folder when given. None when there is none."""
+    """The checkpoint ``--ckpt_path last`` resumes and its version. Without ``version``: the
+    newest ``<root>/*/checkpoints/last*.ckpt`` by modification time (the latest run). With
+    ``version`` (a job that continues one run, e.g. ``slurm_<job id>``): the checkpoint of
+    ``<root>/<version>/checkpoints/`` with the largest recorded global step, ``hpc_ckpt_<k>.ckpt``
+    of a SLURM requeue among them (``swar_bench.slurm.newest_checkpoint``), so a resume never goes
+    back to an older one. None when there is none."""
+    from swar_bench.slurm import newest_checkpoint, resume_candidates
+
     root = Path(root)
-    folders = [root / version_folder(version)] if version is not None else [p for p in root.glob("*") if p.is_dir()]
+    if version is not None:
+        newest = newest_checkpoint(resume_candidates(root / version_folder(version) / "checkpoints"))
+        return None if newest is None else (Path(newest[0]), version)
+    folders = [p for p in root.glob("*") if p.is_dir()]
     found = [(ckpt.stat().st_mtime, ckpt) for folder in folders for ckpt in (folder / "checkpoints").glob("last*.ckpt")]
     if not found:
         return None

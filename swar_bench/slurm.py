@@ -7,7 +7,8 @@ boundary and requeues the job.
 ``newest_checkpoint`` picks what a requeued job resumes from: the checkpoint with the largest
 recorded ``global_step`` (file times are not used), so a requeue without the signal (``scontrol
 requeue``, a node failure) never goes back to an older ``hpc_ckpt_*`` when ``last.ckpt`` is newer.
-``python -m swar_bench.slurm newest DIR...`` prints it (the sbatch script uses that).
+``swar-bench fit --ckpt_path last`` with a fixed logger version (what the sbatch script passes)
+resumes from it (``swar_bench.runs.last_checkpoint``).
 """
 
 from __future__ import annotations
@@ -89,21 +90,3 @@ def resume_hint() -> str | None:
     if newest is None:
         return "the requeued job starts afresh: no checkpoint was saved"
     return f"the requeued job resumes from {newest[0]}, global step {newest[1]}"
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m swar_bench.slurm newest DIR...``: print the newest checkpoint of the folders
-    (by recorded global step) and nothing when there is none; exit 0. Exit 2 on other usage."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    if not args or args[0] != "newest" or len(args) < 2:
-        print("usage: python -m swar_bench.slurm newest DIR [DIR...]", file=sys.stderr)
-        return 2
-    newest = newest_checkpoint(resume_candidates(*args[1:]))
-    if newest is not None:
-        print(newest[0])
-        print(f"newest checkpoint: {newest[0]} (global step {newest[1]})", file=sys.stderr)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -71,7 +71,7 @@ diagnostics() {
     echo "--- squeue / jobs"
     squeue 2>&1 | tail -5
     for job in "${JOBS[@]}"; do scontrol show job -o "${job}" 2>&1 | cut -c1-600; done
-    for log in "${T}"/runs/*/slurm.out "${T}"/*.out "${T}"/slurmctld.log "${T}"/slurmd.log "${T}"/munge/munged.log; do
+    for log in "${T}"/*.out "${T}"/slurmctld.log "${T}"/slurmd.log "${T}"/munge/munged.log; do
         [[ -f "${log}" ]] && { echo "--- ${log} (last 25 lines)"; tail -25 "${log}"; }
     done
 }
@@ -192,10 +192,10 @@ job_done() {  # true once job $1 ended; fails the test when it ended other than 
     return 1
 }
 step_of() { "${PYTHON}" scripts/slurm/check_run.py step "$1"; }
-resumed_line() {  # the line of fit.sbatch for restart $2 of the job in run folder $1
-    grep -F "(restart $2) on" "$1/slurm.out" | tail -1
+restored() {  # restored LOG N: the checkpoint restart N of the job restored ("" before it did)
+    sed -n "/(restart $2) on/,\$p" "$1" | sed -n 's/^Restoring states from the checkpoint path at //p' | head -1
 }
-has_line() { [[ -n "$(resumed_line "$1" "$2")" ]]; }
+has_restored() { [[ -n "$(restored "$1" "$2")" ]]; }
 saved_step() {  # the global step of the newest checkpoint ModelCheckpoint kept (epoch=E-step=S.ckpt), else -1
     local best=-1 file step
     for file in "$1"/checkpoints/epoch=*-step=*.ckpt; do
@@ -207,12 +207,13 @@ saved_step() {  # the global step of the newest checkpoint ModelCheckpoint kept 
 }
 saved_above() { (($(saved_step "$1") > $2)); }
 
+run_folder() { echo "${T}/runs/quickstart/GRU/slurm_$1"; }  # logger save_dir/name/Mechanism/version
+
 submit() {  # submit NAME: prints the job id
-    # --overcommit and --mem (not the whole node): the two jobs run side by side on the machine
-    RUN_DIR="${T}/runs/$1" sbatch --parsable --job-name="$1" --nodes=1 --ntasks-per-node=2 --gpus-per-node=0 \
-        --cpus-per-task=1 --overcommit --mem=1G --time=00:20:00 --output="${T}/%x-%j.out" \
+    sbatch --parsable --job-name="$1" --nodes=1 --ntasks-per-node=2 --gpus-per-node=0 \
+        --cpus-per-task=1 --time=00:20:00 --output="${T}/%x-%j.out" \
         scripts/slurm/fit.sbatch \
-        --trainer.accelerator=cpu --model.mechanism=GRU --model.mechanism.init_args.d_model=16 \
+        --trainer.logger.init_args.save_dir="${T}/runs" --trainer.accelerator=cpu --model.mechanism=GRU --model.mechanism.init_args.d_model=16 \
         --model.tbptt_steps=100 --data.batch_size=4 --data.eval_examples=8 \
         --trainer.max_steps="${MAX_STEPS}" --trainer.val_check_interval="${VAL_EVERY}" \
         --trainer.log_every_n_steps=5 --trainer.enable_progress_bar=false
@@ -220,35 +221,37 @@ submit() {  # submit NAME: prints the job id
 
 before="$(git status --porcelain --ignored 2> /dev/null || true)"
 
-# ------------------------------------------------------------------------------ the jobs, side by side
-PLAIN="${T}/runs/plain"
+# ------------------------------------------------------------------------------ the jobs (one after the other: 2 CPUs)
 plain_job="$(submit plain)"
 JOBS+=("${plain_job}")
-REQ="${T}/runs/requeued"
+PLAIN="$(run_folder "${plain_job}")"
 job="$(submit requeued)"
 JOBS+=("${job}")
+REQ="$(run_folder "${job}")"
+LOG="${T}/requeued-${job}.out"
 say "jobs ${plain_job} (plain) and ${job} (requeued) submitted"
 
 # ------------------------------------------------------------------------------ job "requeued"
 wait_until "job ${job}'s first validation checkpoint" 300 saved_above "${REQ}" 0
 scancel --signal=USR1 "${job}"
 say "job ${job}: USR1 sent after its checkpoint at step $(saved_step "${REQ}")"
-wait_until "job ${job} to resume after USR1 (restart 1)" 300 has_line "${REQ}" 1
-[[ -f "${REQ}/hpc_ckpt_1.ckpt" ]] || fail "no hpc_ckpt_1.ckpt in ${REQ} after the USR1 requeue"
-hpc_step="$(step_of "${REQ}/hpc_ckpt_1.ckpt")"
+wait_until "job ${job} to resume after USR1 (restart 1)" 300 has_restored "${LOG}" 1
+HPC="${REQ}/checkpoints/hpc_ckpt_1.ckpt"
+[[ -f "${HPC}" ]] || fail "no ${HPC} after the USR1 requeue"
+hpc_step="$(step_of "${HPC}")"
 ((hpc_step % CHUNKS == 0)) || fail "hpc_ckpt_1.ckpt at global step ${hpc_step}: not a batch boundary (${CHUNKS} steps per batch)"
-line="$(resumed_line "${REQ}" 1)"
-[[ "${line}" == *"hpc_ckpt_1.ckpt" ]] || fail "restart 1 did not resume from hpc_ckpt_1.ckpt: '${line}'"
+line="$(restored "${LOG}" 1)"
+[[ "${line}" == "${HPC}" ]] || fail "restart 1 did not resume from ${HPC}: '${line}'"
 say "job ${job}: restart 1 resumes from hpc_ckpt_1.ckpt (global step ${hpc_step})"
 
 wait_until "job ${job} to validate after its resume" 300 saved_above "${REQ}" "${hpc_step}"
 last_step="$(saved_step "${REQ}")"
 scontrol requeue "${job}"
 say "job ${job}: requeued without a signal at last.ckpt step ${last_step}"
-wait_until "job ${job} to resume after scontrol requeue (restart 2)" 300 has_line "${REQ}" 2
-line="$(resumed_line "${REQ}" 2)"
-[[ "${line}" != *hpc_ckpt_1.ckpt ]] || fail "restart 2 went back to hpc_ckpt_1.ckpt (step ${hpc_step}) though last.ckpt was at step ${last_step}"
-resumed_step="$(grep -F "newest checkpoint:" "${REQ}/slurm.out" | tail -1 | sed -n 's/.*(global step \([0-9]*\))$/\1/p')"
+wait_until "job ${job} to resume after scontrol requeue (restart 2)" 300 has_restored "${LOG}" 2
+line="$(restored "${LOG}" 2)"
+[[ "${line}" != "${HPC}" ]] || fail "restart 2 went back to hpc_ckpt_1.ckpt (step ${hpc_step}) though last.ckpt was at step ${last_step}"
+resumed_step="$(step_of "${line}")"
 ((resumed_step >= last_step)) || fail "restart 2 resumed from global step ${resumed_step} < ${last_step}: '${line}'"
 ((resumed_step < MAX_STEPS)) || fail "the job had ended (step ${resumed_step}) before scontrol requeue took effect: nothing resumed"
 say "job ${job}: restart 2 resumes from global step ${resumed_step} (${line##* })"
@@ -262,9 +265,8 @@ expected_val="$(seq -s ' ' $((VAL_EVERY - 1)) "${VAL_EVERY}" $((MAX_STEPS / CHUN
 validated="$("${PYTHON}" scripts/slurm/check_run.py steps "${PLAIN}" val/loss)"
 [[ "${validated}" == "${expected_val}" ]] || fail "plain job validated at logger steps '${validated}', expected '${expected_val}'"
 layout="$("${PYTHON}" scripts/slurm/check_run.py layout "${PLAIN}")" || fail "plain job: ${layout}"
-pointer="$(cat "${T}/plain-${plain_job}.out")"
-[[ "${pointer}" == "fit.sbatch: job ${plain_job} (restart 0): run folder ${PLAIN}, log ${PLAIN}/slurm.out" ]] \
-    || fail "plain job's SLURM output: '${pointer}'"
+[[ "$(readlink "${PLAIN}/slurm.out")" == "${T}/plain-${plain_job}.out" ]] \
+    || fail "plain job: slurm.out links to '$(readlink "${PLAIN}/slurm.out")', expected its output file"
 say "job ${plain_job} (plain): COMPLETED at step ${steps}; validated at ${validated}; ${layout}"
 
 wait_until "job ${job} (requeued) to complete" 400 job_done "${job}"
@@ -276,8 +278,11 @@ validated="$("${PYTHON}" scripts/slurm/check_run.py steps "${REQ}" val/loss)"
 same="$("${PYTHON}" scripts/slurm/check_run.py same-weights "${PLAIN}/checkpoints/last.ckpt" "${REQ}/checkpoints/last.ckpt")" \
     || fail "requeued job's final weights differ from the plain job's: ${same}"
 layout="$("${PYTHON}" scripts/slurm/check_run.py layout "${REQ}")" || fail "requeued job: ${layout}"
-stops="$(grep -c "^swar-bench: stopped by SIGTERM" "${REQ}/slurm.out" || true)"
+stops="$(grep -c "^swar-bench: stopped by SIGTERM" "${LOG}" || true)"
 ((stops <= 2)) || fail "${stops} stop messages for 2 interruptions: printed by more than rank 0"
+runs="$(cd "${T}/runs" && find . -mindepth 1 -maxdepth 3 -type d | sort | tr '\n' ' ')"
+[[ "${runs}" == "./quickstart ./quickstart/GRU ./quickstart/GRU/slurm_${plain_job} ./quickstart/GRU/slurm_${job} " ]] \
+    || fail "run folders: ${runs}; expected one per job"
 after="$(git status --porcelain --ignored 2> /dev/null || true)"
 [[ "${before}" == "${after}" ]] || fail "the jobs wrote into the checkout: $(diff <(echo "${before}") <(echo "${after}") | tail -3)"
 say "job ${job} (requeued): COMPLETED at step ${steps}, 2 restarts; validated at ${validated}; final weights: ${same}; ${layout}"

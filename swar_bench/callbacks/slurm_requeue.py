@@ -11,7 +11,7 @@ This callback (the ``swar-bench`` CLI always adds it; it does nothing outside a 
 auto-requeue) replaces that handler: the signal only sets a flag; at the end of the
 current training batch the ranks agree that one of them received it (one all-reduce per batch);
 after the validation that is due on that batch, if any, every rank takes part in saving
-``<default_root_dir>/hpc_ckpt_<k>.ckpt`` and global rank 0 runs ``scontrol requeue <job>``. The
+``<run folder>/checkpoints/hpc_ckpt_<k>.ckpt`` and global rank 0 runs ``scontrol requeue <job>``. The
 run then goes on until SLURM stops it (SIGTERM), as with Lightning's handler. A resume from that
 checkpoint is a resume from a batch boundary, which equals the uninterrupted run (steps,
 validations, weights).
@@ -73,15 +73,24 @@ class SlurmRequeue(pl.Callback):
             return
         self._signum = int(environment.requeue_signal or signal.SIGUSR1)
         self._active, self._requested, self._save_after_validation = True, False, False
-        folders = [str(trainer.default_root_dir)]
-        folders += [str(cb.dirpath) for cb in trainer.checkpoint_callbacks if getattr(cb, "dirpath", None)]
-        set_resume_folders(*folders)
 
     def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        if not self._active or self._signum is None:
+            return
         # Lightning installed its handlers just before (after recording the ones it found, which
         # it puts back when the run ends, also on an exception): replace its SIGUSR1 handler.
-        if self._active and self._signum is not None:
-            signal.signal(self._signum, self._on_signal)
+        signal.signal(self._signum, self._on_signal)
+        set_resume_folders(self.folder(trainer))
+        run_folder = getattr(trainer.logger, "log_dir", None) if trainer.logger is not None else None
+        if trainer.is_global_zero and run_folder:
+            _link_job_log(str(run_folder))
+
+    @staticmethod
+    def folder(trainer: pl.Trainer) -> str:
+        """Where the requeue checkpoint goes: the checkpoint folder of the run (``<run
+        folder>/checkpoints``), else the Trainer's ``default_root_dir``."""
+        dirpath = getattr(trainer.checkpoint_callback, "dirpath", None)
+        return str(dirpath if dirpath else trainer.default_root_dir)
 
     def teardown(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
         if self._active:  # a run that ended normally needs no resume hint (a stopped one keeps it)
@@ -114,7 +123,7 @@ class SlurmRequeue(pl.Callback):
             self._save_and_requeue(trainer)
 
     def _save_and_requeue(self, trainer: pl.Trainer) -> None:
-        path = trainer.strategy.broadcast(trainer._checkpoint_connector.hpc_save_path(trainer.default_root_dir))
+        path = trainer.strategy.broadcast(trainer._checkpoint_connector.hpc_save_path(self.folder(trainer)))
         for logger in trainer.loggers:
             logger.save()
         trainer.save_checkpoint(path)
@@ -139,6 +148,30 @@ class SlurmRequeue(pl.Callback):
                 f"scontrol requeue {job} failed with exit code {result.returncode}"
                 f"{': ' + reason[-1] if reason else ''}; the job is not requeued (submitted without --requeue?)"
             )
+
+
+def _link_job_log(run_folder: str) -> None:
+    """``<run folder>/slurm.out``: a link to the job's output file (SLURM opens it in the submit
+    directory before the job starts, when the run folder may not exist yet). Nothing when
+    ``scontrol`` cannot say where it is."""
+    job = _job_id()
+    if job is None:
+        return
+    try:
+        shown = subprocess.run(["scontrol", "show", "job", "-o", job], check=False, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return
+    stdout = next((f.split("=", 1)[1] for f in shown.stdout.split() if f.startswith("StdOut=")), None)
+    if shown.returncode != 0 or not stdout or not os.path.isabs(stdout):
+        return
+    link = os.path.join(run_folder, "slurm.out")
+    tmp = f"{link}.tmp.{os.getpid()}"
+    try:
+        os.makedirs(run_folder, exist_ok=True)
+        os.symlink(stdout, tmp)
+        os.replace(tmp, link)
+    except OSError as err:
+        rank_zero_warn(f"could not link the job's log {stdout} into {run_folder} ({err.strerror or err})")
 
 
 def _validation_due(trainer: pl.Trainer) -> bool:

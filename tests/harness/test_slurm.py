@@ -103,13 +103,12 @@ def _run_sbatch(tmp_path: Path, env_extra: dict[str, str] | None = None) -> subp
     env = {
         "PATH": f"{fake_bin}:/usr/bin:/bin", "SRUN_ARGS": str(tmp_path / "args.txt"),
         "VENV": str(Path(sys.executable).parent.parent),  # the venv running the tests
-        **{k: os.environ[k] for k in ("PYTHONPATH", "HOME") if k in os.environ},
     }
     env.update(slurm_env(opts, 0))
     env.update(env_extra or {})
     return subprocess.run(
         ["bash", str(SBATCH), "--trainer.max_steps=7"], cwd=tmp_path, env=env, capture_output=True, text=True,
-        check=False, timeout=120,
+        check=False, timeout=60,
     )
 
 
@@ -119,38 +118,22 @@ def test_sbatch_output_goes_to_a_folder_that_exists_before_the_job_starts():
     assert os.path.dirname(sbatch_options()["output"]) == ""
 
 
-# (hpc step, last step) -> which one a requeued job resumes from: the larger recorded global step,
-# whatever the file names and times (an hpc checkpoint older than last.ckpt after a requeue
-# without the signal, the reported case: 102 vs 199)
-@pytest.mark.parametrize(
-    ("hpc_step", "last_step", "expected"),
-    [(None, None, None), (102, 199, "last"), (40, 30, "hpc")],
-)
-def test_sbatch_srun_command_resumes_from_the_newest_checkpoint(tmp_path, hpc_step, last_step, expected):
+def test_sbatch_srun_command_continues_one_run_per_job(tmp_path):
     opts = sbatch_options()
-    run_dir = tmp_path / "runs" / "slurm" / f"{opts['job-name']}-4242"
-    paths = {"hpc": run_dir / "hpc_ckpt_1.ckpt", "last": run_dir / "checkpoints" / "last.ckpt"}
-    if last_step is not None:
-        _checkpoint(paths["last"], last_step)
-    if hpc_step is not None:
-        _checkpoint(paths["hpc"], hpc_step)  # written after last.ckpt
     done = _run_sbatch(tmp_path)
-    assert done.returncode == 0, done.stderr + done.stdout
-    assert done.stdout == f"fit.sbatch: job 4242 (restart 0): run folder runs/slurm/{opts['job-name']}-4242, log runs/slurm/{opts['job-name']}-4242/slurm.out\n"
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == (
+        f"fit.sbatch: job 4242 (restart 0) on gpu[01-02]: {opts['nodes']} node(s) x {opts['ntasks-per-node']} task(s), "
+        "configs/quickstart.yaml --trainer.max_steps=7\n"
+    )
     args = (tmp_path / "args.txt").read_text().split("\n")
     assert args[:3] == ["--kill-on-bad-exit=1", "swar-bench", "fit"]
     assert f"--trainer.devices={opts['ntasks-per-node']}" in args
     assert f"--trainer.num_nodes={opts['nodes']}" in args
-    # one run folder for everything of the job, the same for every requeue of it
-    rel = f"runs/slurm/{opts['job-name']}-4242"
-    for flag in ("--trainer.default_root_dir", "--trainer.logger.init_args.save_dir"):
-        assert f"{flag}={rel}" in args
-    assert f"--checkpoint.dirpath={rel}/checkpoints" in args
-    assert "--trainer.logger.init_args.name=" in args and "--trainer.logger.init_args.version=" in args
-    resume = [a for a in args if a.startswith("--ckpt_path")]
-    assert resume == ([] if expected is None else [f"--ckpt_path={rel}/{paths[expected].relative_to(run_dir)}"])
-    assert "--trainer.max_steps=7" in args
-    assert (run_dir / "slurm.out").read_text().splitlines()[-1].startswith("fit.sbatch: job 4242 (restart 0) on gpu[01-02]: 2 node(s) x 4 task(s), ")
+    # one run folder (TensorBoard version) for the job, the same for every requeue of it, resumed
+    # from its newest checkpoint; the user's arguments come last, so they win
+    assert "--trainer.logger.init_args.version=slurm_4242" in args
+    assert args.index("--ckpt_path=last") < args.index("--trainer.max_steps=7")
 
 
 def test_sbatch_without_a_venv_says_where_it_looked(tmp_path):
@@ -163,27 +146,44 @@ def test_sbatch_without_a_venv_says_where_it_looked(tmp_path):
     assert not (tmp_path / "args.txt").exists()
 
 
+# (hpc step, last step) -> what `--ckpt_path last` of a job resumes: the larger recorded global
+# step, whatever the names and file times (an hpc checkpoint older than last.ckpt after a requeue
+# without the signal, the reported case: 102 vs 199)
+@pytest.mark.parametrize(
+    ("hpc_step", "last_step", "expected"),
+    [(None, None, None), (None, 12, "last"), (102, 199, "last"), (40, 30, "hpc")],
+)
+def test_a_requeued_job_resumes_from_its_newest_checkpoint(tmp_path, hpc_step, last_step, expected):
+    from swar_bench.runs import last_checkpoint
+
+    folder = tmp_path / "slurm_4242" / "checkpoints"
+    paths = {"hpc": folder / "hpc_ckpt_1.ckpt", "last": folder / "last.ckpt"}
+    if last_step is not None:
+        _checkpoint(paths["last"], last_step)
+    if hpc_step is not None:
+        _checkpoint(paths["hpc"], hpc_step)  # written after last.ckpt
+    found = last_checkpoint(tmp_path, "slurm_4242")
+    assert found == (None if expected is None else (paths[expected], "slurm_4242"))
+
+
 def test_the_cli_puts_everything_of_the_job_in_its_run_folder(tmp_path, monkeypatch):
-    """What the script passes to `swar-bench fit` makes the run folder the logger's folder (one
-    TensorBoard run, fixed for the job), the hpc checkpoint folder and the checkpoint folder's parent."""
+    """What the script passes to `swar-bench fit` makes the job's run folder the logger's folder
+    (one TensorBoard run, fixed for the job) and the parent of its checkpoint folder."""
     from swar_bench.datamodules.passkey_swar import PasskeySwarDataModule
-    from swar_bench.lightning_cli import TRAINER_DEFAULTS, SwarBenchCLI
+    from swar_bench.lightning_cli import SwarBenchCLI, trainer_defaults
     from swar_bench.module import TBPTTModule
 
     done = _run_sbatch(tmp_path)
     assert done.returncode == 0, done.stderr
     args = [a for a in (tmp_path / "args.txt").read_text().split("\n")[3:] if a]
     local = {"--trainer.accelerator": "cpu", "--trainer.devices": "1", "--trainer.num_nodes": "1", "--trainer.strategy": "auto"}
-    args[args.index("--config") + 1] = str(SBATCH.parents[2] / args[args.index("--config") + 1])
     args = [f"{a.split('=', 1)[0]}={local[a.split('=', 1)[0]]}" if a.split("=", 1)[0] in local else a for a in args]
+    args[args.index("--config") + 1] = str(SBATCH.parents[2] / args[args.index("--config") + 1])
+    args = [a for a in args if not a.startswith("--ckpt_path")]  # no subcommand here (run=False)
     monkeypatch.chdir(tmp_path)
     for key in [k for k in os.environ if k.startswith("SLURM_")]:
         monkeypatch.delenv(key)
-    cli = SwarBenchCLI(
-        TBPTTModule, PasskeySwarDataModule, args=[*args, "--model.mechanism=swar_bench.mechanisms.GRU"],
-        trainer_defaults=TRAINER_DEFAULTS, run=False,
-    )
-    run_dir = (tmp_path / "runs" / "slurm" / f"{sbatch_options()['job-name']}-4242").resolve()
-    assert Path(cli.trainer.logger.log_dir).resolve() == run_dir
-    assert Path(cli.trainer.default_root_dir).resolve() == run_dir
-    assert Path(cli.trainer.checkpoint_callback.dirpath).resolve() == run_dir / "checkpoints"
+    args = [*args, "--model.mechanism=swar_bench.mechanisms.GRU"]
+    cli = SwarBenchCLI(TBPTTModule, PasskeySwarDataModule, args=args, trainer_defaults=trainer_defaults(args), run=False)
+    assert Path(cli.trainer.logger.log_dir).resolve() == (tmp_path / "runs" / "quickstart" / "GRU" / "slurm_4242").resolve()
+    assert cli.trainer.checkpoint_callback.dirpath is None  # Lightning puts it in <log_dir>/checkpoints

@@ -118,14 +118,14 @@ def test_requeue_checkpoint_at_a_batch_boundary_resumes_like_an_uninterrupted_ru
 
     root = tmp_path / "job"
     _, _, killed_probe, requeue = fit(root, signal_at=signal_at)
-    assert requeue.saved == str(root / "hpc_ckpt_1.ckpt")
+    assert requeue.saved == str(root / "checkpoints" / "hpc_ckpt_1.ckpt")
     assert torch.load(requeue.saved, weights_only=True)["global_step"] == saved_at  # not mid-batch
     assert slurm_job.read_text().split() == ["requeue", "77"]
     assert killed_probe.validated == [s for s in full_validated if s <= saved_at]
     # Lightning's own SIGUSR1 handler was not installed; the test process's one is back
     assert signal.getsignal(signal.SIGUSR1) in (signal.SIG_DFL, None)
 
-    path, step = newest_checkpoint(resume_candidates(root, root / "checkpoints"))
+    path, step = newest_checkpoint(resume_candidates(root / "checkpoints"))
     assert (path, step) == (requeue.saved, saved_at)
     trainer, model, probe, _ = fit(tmp_path / "resumed", ckpt_path=path)
     assert trainer.global_step == MAX_STEPS
