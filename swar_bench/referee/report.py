@@ -115,7 +115,8 @@ def plot_forgetting_curve(
 ) -> Path:
     """Draw needle accuracy and the self-reported probe loss against range, one line per mechanism.
 
-    Left axis: exact accuracy (solid; the loss-threshold proxy, dashed, for loss-only mechanisms).
+    Left axis: exact accuracy (solid; the loss-threshold proxy, dashed, for loss-only mechanisms),
+    shaded with its 95% Wilson interval (the needle cells' ``accuracy_ci`` / ``proxy_ci``).
     Right axis: the mechanism's own mean probe loss (nats, dotted) with the solved threshold.
     Written as PNG atomically.
     """
@@ -127,7 +128,11 @@ def plot_forgetting_curve(
         curve = r["forgetting_curve"]
         xs = [p["range"] for p in curve]
         c = colors[i % len(colors)]
-        if all(p["accuracy"] is not None for p in curve):
+        exact = all(p["accuracy"] is not None for p in curve)
+        cis = [cell.get("accuracy_ci" if exact else "proxy_ci") for cell in r["suites"]["needle"]]
+        if all(ci is not None for ci in cis):
+            ax.fill_between(xs, [lo for lo, _ in cis], [hi for _, hi in cis], color=c, alpha=0.15, lw=0)
+        if exact:
             ax.plot(xs, [p["accuracy"] for p in curve], "-o", color=c, label=f"{name} accuracy")
         else:
             ax.plot(
