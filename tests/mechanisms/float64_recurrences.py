@@ -25,6 +25,18 @@ def relative_error(actual, expected):
     return ((actual.double() - expected).abs().max() / expected.abs().max()).item()
 
 
+EXTREME_GATES_TOL = 2e-5
+"""Relative tolerance of a chunk form against the float64 recurrence under extreme gates."""
+
+
+def assert_matches_float64(output, state, ref_output, ref_state, tol=EXTREME_GATES_TOL):
+    """Finite ``output`` and ``state`` within ``tol`` (relative, :func:`relative_error`) of the
+    float64 reference's."""
+    assert torch.isfinite(output).all() and torch.isfinite(state).all()
+    assert relative_error(output, ref_output) <= tol
+    assert relative_error(state, ref_state) <= tol
+
+
 def kda(q, k, v, g, beta, scale, initial_state):
     """Kimi Delta Attention (Kimi Team, 2025, eq. 1): decay per key channel, then the delta
     update ``S += beta k (v - S^T k)^T``, then ``o = scale * S^T q``."""
