@@ -219,7 +219,10 @@ submit() {  # submit NAME: prints the job id
         --trainer.log_every_n_steps=5 --trainer.enable_progress_bar=false
 }
 
-before="$(git status --porcelain --ignored 2> /dev/null || true)"
+checkout_files() {  # what git sees in the checkout, ignored files included (not Python's caches)
+    git status --porcelain --ignored 2> /dev/null | grep -v "__pycache__/$" || true
+}
+before="$(checkout_files)"
 
 # ------------------------------------------------------------------------------ the jobs (one after the other: 2 CPUs)
 plain_job="$(submit plain)"
@@ -283,7 +286,7 @@ stops="$(grep -c "^swar-bench: stopped by SIGTERM" "${LOG}" || true)"
 runs="$(cd "${T}/runs" && find . -mindepth 1 -maxdepth 3 -type d | sort | tr '\n' ' ')"
 [[ "${runs}" == "./quickstart ./quickstart/GRU ./quickstart/GRU/slurm_${plain_job} ./quickstart/GRU/slurm_${job} " ]] \
     || fail "run folders: ${runs}; expected one per job"
-after="$(git status --porcelain --ignored 2> /dev/null || true)"
+after="$(checkout_files)"
 [[ "${before}" == "${after}" ]] || fail "the jobs wrote into the checkout: $(diff <(echo "${before}") <(echo "${after}") | tail -3)"
 say "job ${job} (requeued): COMPLETED at step ${steps}, 2 restarts; validated at ${validated}; final weights: ${same}; ${layout}"
 say "passed in ${SECONDS} s"
