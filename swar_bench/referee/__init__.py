@@ -1,7 +1,9 @@
 """E7, the long-context referee: probe suites, train-then-probe, calibration, matched FLOPs and state bytes.
 
 ``evaluate(mechanism, ranges=..., state_budget_bytes=..., seed=...)`` returns a JSON-ready dict;
-``comparison_table({name: result})`` puts results side by side (refusing unmatched ones);
+``comparison_table({name: result})`` puts results side by side (refusing unmatched ones, training
+FLOPs more than 5% apart among them); ``verdict(baseline, challenger)`` judges a challenger per suite
+and range with a paired test;
 ``swar-bench referee --config configs/referee/<name>.yaml`` runs it from a config.
 See ``docs/REFEREE.md``.
 """
@@ -19,6 +21,7 @@ from swar_bench.referee.bandit import FlopLedger, ThompsonBernoulli
 from swar_bench.referee.evaluate import (
     PROTOCOL_KEYS,
     SCHEMA,
+    TRAIN_PROTOCOLS,
     evaluate,
     length_curriculum,
     self_knowledge_correlation,
@@ -31,13 +34,16 @@ from swar_bench.referee.suites import (
     multi_hop_suite,
     needle_suite,
 )
-from swar_bench.referee.table import check_result, comparison_table
+from swar_bench.referee.table import FLOPS_TOLERANCE, check_result, comparison_table
 from swar_bench.referee.train import train_tbptt
+from swar_bench.referee.verdict import verdict, verdict_table
 
 __all__ = [
     "DEFAULT_VOCAB",
+    "FLOPS_TOLERANCE",
     "PROTOCOL_KEYS",
     "SCHEMA",
+    "TRAIN_PROTOCOLS",
     "FlopLedger",
     "ThompsonBernoulli",
     "check_result",
@@ -51,4 +57,6 @@ __all__ = [
     "self_knowledge_correlation",
     "solved_threshold",
     "train_tbptt",
+    "verdict",
+    "verdict_table",
 ]
