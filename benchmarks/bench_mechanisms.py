@@ -31,12 +31,23 @@ from swar_bench.mechanisms.ops import (
     recurrent_gated_delta_rule,
     recurrent_simple_gla,
 )
+from swar_bench.mechanisms.ops.based import chunk_based, recurrent_based
+from swar_bench.mechanisms.ops.dplr_delta_rule import (
+    chunk_dplr_delta_rule,
+    recurrent_dplr_delta_rule,
+)
 from swar_bench.mechanisms.ops.gated_delta_product import (
     chunk_gated_delta_product,
     recurrent_gated_delta_product,
 )
 from swar_bench.mechanisms.ops.gla import chunk_gla, recurrent_gla
 from swar_bench.mechanisms.ops.kda import chunk_kda, recurrent_kda
+from swar_bench.mechanisms.ops.log_linear_attention import (
+    chunk_log_linear_attention,
+    levels_needed,
+    recurrent_log_linear_attention,
+)
+from swar_bench.mechanisms.ops.mlstm import chunk_mlstm, recurrent_mlstm
 from swar_bench.mechanisms.ops.selective_scan import (
     chunk_selective_scan,
     recurrent_selective_scan,
@@ -71,7 +82,10 @@ def per_channel_cell_forms(args) -> list[tuple[str, str, Callable, dict[str, tor
     per_channel = {**base, "g": logsigmoid(torch.randn(B, T, 2, 32, generator=gen) + 3.0)}
     gla = {k: v for k, v in per_channel.items() if k != "beta"}
     steps = cell_inputs(B, 2 * T, n_heads=2, head_dim=32)  # n_householder = 2 steps per token
-    gdp = {**{k: steps[k] for k in ("k", "v", "beta", "initial_state")}, **{k: base[k] for k in ("q", "g")}}
+    gdp = {
+        **{k: steps[k] for k in ("k", "v", "beta", "initial_state")},
+        **{k: base[k] for k in ("q", "g")},
+    }
     scan = {  # Mamba's defaults at d_model=64: d_inner 64, d_state 16
         "u": torch.randn(B, T, 64, generator=gen),
         "delta": torch.nn.functional.softplus(torch.randn(B, T, 64, generator=gen) - 3.0),
@@ -81,7 +95,10 @@ def per_channel_cell_forms(args) -> list[tuple[str, str, Callable, dict[str, tor
         "D": torch.ones(64),
         "initial_state": torch.randn(B, 64, 16, generator=gen),
     }
-    cell_gla, cell_kda = "gated linear attention (H=2, K=V=32)", "Kimi delta attention (H=2, K=V=32)"
+    cell_gla, cell_kda = (
+        "gated linear attention (H=2, K=V=32)",
+        "Kimi delta attention (H=2, K=V=32)",
+    )
     cell_gdp = "gated delta product (H=2, K=V=32, n_h=2)"
     cell_scan = "selective scan, Mamba S6 (D=64, N=16)"
     return [
@@ -132,6 +149,67 @@ def per_channel_cell_forms(args) -> list[tuple[str, str, Callable, dict[str, tor
             scan,
         ),
         (cell_scan, "token-by-token (ours)", recurrent_selective_scan, scan),
+    ]
+
+
+def state_and_memory_cell_forms(args) -> list[tuple[str, str, Callable, dict[str, torch.Tensor]]]:
+    """RWKV-7's DPLR delta rule, Based's Taylor linear attention, the mLSTM cell and log-linear
+    attention at their mechanisms' sizes for d_model=64 (2 heads) and default chunk sizes; forms
+    whose state is a tuple report its first tensor."""
+    B, T = args.batch_size, args.seq_len
+    gen = torch.Generator().manual_seed(2)
+    base = cell_inputs(B, T, n_heads=2, head_dim=32)
+    kappa = normalize(torch.randn(B, T, 2, 32, generator=gen), dim=-1)
+    dplr = {
+        **{k: base[k] for k in ("q", "k", "v", "initial_state")},
+        "a": -kappa,
+        "b": kappa * torch.rand(B, T, 2, 32, generator=gen),
+        "gk": logsigmoid(torch.randn(B, T, 2, 32, generator=gen) + 3.0),
+    }
+    based = {
+        "q": torch.randn(B, T, 2, 16, generator=gen),
+        "k": torch.randn(B, T, 2, 16, generator=gen),
+        "v": base["v"],
+    }
+    gates = {  # positive q, k: a well-conditioned normaliser, so the forms agree to 1e-4
+        "q": base["q"].abs(),
+        "k": base["k"].abs(),
+        "v": base["v"],
+        "log_f": base["g"],
+        "i_pre": torch.randn(B, T, 2, generator=gen),
+    }
+    loglinear = {
+        **{k: base[k] for k in ("q", "k", "v", "g")},
+        "level_scales": torch.rand(B, T, 2, levels_needed(T), generator=gen),
+    }
+
+    def first(fn):
+        def call(**kw):
+            o, state = fn(**kw)
+            return o, state[0]
+
+        return call
+
+    chunk = "chunk-parallel (ours, chunk_size={})"
+    cell_dplr, cell_based = (
+        "DPLR delta rule, RWKV-7 (H=2, K=V=32)",
+        "Based Taylor linear attention (H=2, K=16, V=32)",
+    )
+    cell_mlstm, cell_ll = "mLSTM cell (H=2, K=V=32)", "log-linear attention (H=2, K=V=32)"
+    return [
+        (cell_dplr, chunk.format(16), partial(chunk_dplr_delta_rule, chunk_size=16), dplr),
+        (cell_dplr, "token-by-token (ours)", recurrent_dplr_delta_rule, dplr),
+        (cell_based, chunk.format(64), partial(chunk_based, chunk_size=64), based),
+        (cell_based, "token-by-token (ours)", recurrent_based, based),
+        (cell_mlstm, chunk.format(64), first(partial(chunk_mlstm, chunk_size=64)), gates),
+        (cell_mlstm, "token-by-token (ours)", first(recurrent_mlstm), gates),
+        (
+            cell_ll,
+            chunk.format(64),
+            first(partial(chunk_log_linear_attention, chunk_size=64)),
+            loglinear,
+        ),
+        (cell_ll, "token-by-token (ours)", first(recurrent_log_linear_attention), loglinear),
     ]
 
 
@@ -210,7 +288,10 @@ def cell_rows(args) -> list[tuple[str, str, float, torch.Tensor]]:
             gla,
         ),
         *per_channel_cell_forms(args),
+        *state_and_memory_cell_forms(args),
     ]
+    wanted = [c.strip().lower() for c in args.cells.split(",")]
+    forms = [f for f in forms if any(c in f[0].lower() for c in wanted)]
     rows = []
     for cell in dict.fromkeys(c for c, *_ in forms):
         group = [(form, fn, inputs) for c, form, fn, inputs in forms if c == cell]
@@ -279,6 +360,11 @@ def main(argv: list[str] | None = None) -> int:
         help="chunk length of the chunk-parallel cell forms (default 64, as in the configs)",
     )
     parser.add_argument(
+        "--cells",
+        default="",
+        help="measure only the cells whose name contains one of these comma-separated texts, and no models (default: all)",
+    )
+    parser.add_argument(
         "--repeats", type=int, default=5, help="timed repeats, the fastest reported (default 5)"
     )
     parser.add_argument(
@@ -292,8 +378,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--seq-len, --batch-size, --repeats, --threads and --chunk-size must be >= 1")
     torch.set_num_threads(args.threads)
     try:
-        rows = cell_rows(args) + model_rows(args)
-        zoo = mechanism_rows(args)
+        rows = cell_rows(args) + ([] if args.cells else model_rows(args))
+        zoo = [] if args.cells else mechanism_rows(args)
     except Exception as exc:  # noqa: BLE001 -- any failure means the benchmark could not measure
         print(f"error: could not measure: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
@@ -319,11 +405,12 @@ def main(argv: list[str] | None = None) -> int:
                 f"| {cell} | {form} | {1e3 * seconds:.1f} | {n_tokens / seconds:,.0f} | "
                 f"{'-' if form == forms[0][0] else f'{ratio:.1f}x'} |"
             )
-    print("\nEvery mechanism at its defaults (d_model=64, 2 layers), same tokens:\n")
-    print("| mechanism | ms | tokens/s | state bytes / sequence |")
-    print("|---|---:|---:|---:|")
-    for name, seconds, state_bytes in zoo:
-        print(f"| {name} | {1e3 * seconds:.1f} | {n_tokens / seconds:,.0f} | {state_bytes:,} |")
+    if zoo:
+        print("\nEvery mechanism at its defaults (d_model=64, 2 layers), same tokens:\n")
+        print("| mechanism | ms | tokens/s | state bytes / sequence |")
+        print("|---|---:|---:|---:|")
+        for name, seconds, state_bytes in zoo:
+            print(f"| {name} | {1e3 * seconds:.1f} | {n_tokens / seconds:,.0f} | {state_bytes:,} |")
     if not ok:
         print(
             "error: a form disagrees with the chunk-parallel form by more than 1e-4",

@@ -11,7 +11,8 @@ token-by-token recurrence (streaming) and a chunk-parallel form (training). With
 low-rank reads ``u_t = a_t^T S_{t-1}`` solve the unit lower-triangular system
 ``(I - A_ab) U = A_ak V + (a * exp(b_{t-1})) S_0`` (the WY form of Yang et al., 2024, section
 3.3, with per-channel decay); only the ``T / chunk_size`` state updates are sequential. Every
-decay factor ``exp(sum of gk over a segment)`` comes from ``ops.chunking.chunk_decays`` (segment sums), so ``gk = -inf`` (a
+decay factor ``exp(sum of gk over a segment)`` is either factored (``exp(b_t) exp(-b_s)``, when
+every chunk's total log decay is >= -40) or a segment sum (``ops.gla.chunk``), so ``gk = -inf`` (a
 full reset) gives exact zeros, never ``inf - inf``.
 
 Layout follows fla: ``q, k, a, b, gk [B, T, H, K]``, ``v [B, T, H, V]``, ``state [B, H, K, V]``.
@@ -23,11 +24,11 @@ from __future__ import annotations
 import torch
 
 from swar_bench.mechanisms.ops.backend import resolve_mode, use_fla
-from swar_bench.mechanisms.ops.chunking import (
-    chunk_decays,
-    initial_state_of,
-    merge_chunks,
-    split_chunks,
+from swar_bench.mechanisms.ops.chunking import initial_state_of, merge_chunks, split_chunks
+from swar_bench.mechanisms.ops.gla.chunk import (
+    FACTORED_DECAY_LIMIT,
+    causal_gated_scores,
+    suffix_sum,
 )
 
 
@@ -86,6 +87,38 @@ def _previous_token(x: torch.Tensor, first: float) -> torch.Tensor:
     return torch.cat([torch.full_like(x[:, :, :, :1], first), x[:, :, :, :-1]], dim=3)
 
 
+def _next_token(x: torch.Tensor) -> torch.Tensor:
+    """``x [B, H, n, C, ...]`` shifted the other way: row ``t`` holds row ``t + 1``, the last row 0."""
+    return torch.cat([x[:, :, :, 1:], torch.zeros_like(x[:, :, :, :1])], dim=3)
+
+
+def _chunk_scores(q, a, k, b, g, from_start, factored: bool):
+    """The in-chunk scores of chunked ``[B, H, n, C, K]`` inputs with per-channel decays:
+    ``A_qk, A_qb [t, s] = sum_c q_tc (k or b)_sc exp(g_{s+1} + .. + g_t)_c`` for ``s <= t``,
+    and ``A_ak, A_ab`` the same for ``a`` over ``(s, t - 1]``, ``s < t`` (the low-rank read at t
+    sees the state after t - 1). When every chunk's total log decay is at least
+    ``-FACTORED_DECAY_LIMIT`` (always for RWKV-7's decays, ``>= -e^{-1/2}`` per token, at
+    ``C <= 64``) the decays factor as ``exp(b_t) exp(-b_s)`` and all four are one batched matmul;
+    otherwise they come from ``ops.gla.chunk.causal_gated_scores`` (segment sums where needed).
+    ``from_start = g.cumsum(-2)``; ``factored``: whether every chunk's total passes the limit."""
+    C = g.shape[-2]
+    if factored:
+        before = _previous_token(from_start, 0.0)  # log decay from the chunk start to t - 1
+        left = torch.stack([q * from_start.exp(), a * before.exp()])  # [2, B, H, n, C, K]
+        right = torch.stack([k, b]) * (-from_start).exp()
+        scores = left[:, None] @ right[None].transpose(-1, -2)  # [2, 2, B, H, n, C, C]
+        mask = torch.ones(2, 1, C, C, dtype=torch.bool, device=g.device).tril()
+        mask[1] = mask[1].tril(-1)  # strictly before t for a
+        scores = scores * mask.view(2, 1, *(1,) * (scores.dim() - 4), C, C)
+        return scores[0, 0], scores[0, 1], scores[1, 0], scores[1, 1]
+    # a_t's scores placed at row t - 1 (decays over (s, t - 1]), then moved down one row
+    a_next = _next_token(a)
+    A_qk, A_qb = causal_gated_scores(q, k, g), causal_gated_scores(q, b, g)
+    A_ak = _previous_token(causal_gated_scores(a_next, k, g), 0.0)
+    A_ab = _previous_token(causal_gated_scores(a_next, b, g), 0.0)
+    return A_qk, A_qb, A_ak, A_ab
+
+
 def chunk_dplr_delta_rule(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -100,7 +133,8 @@ def chunk_dplr_delta_rule(
     """Chunk-parallel form (the training form); same arguments and result as
     :func:`recurrent_dplr_delta_rule`, up to float rounding. ``T`` need not be a multiple of
     ``chunk_size`` (zero padding, ``gk = 0``, leaves the state unchanged). The per-channel decay
-    factors cost ``chunk_size^2 * K`` floats per chunk, hence the small default chunk.
+    scores are one batched matmul when the decays factor (see ``_chunk_scores``); 16 measured
+    fastest on a CPU.
 
     Raises:
         ValueError: on inconsistent shapes or ``chunk_size < 1``.
@@ -117,24 +151,25 @@ def chunk_dplr_delta_rule(
     C = chunk_size
     qc, kc, vc, ac, bc, gc = (split_chunks(x, C) for x in (q, k, v, a, b, gk))  # [B, H, n, C, .]
     qc = qc * scale
-    d = chunk_decays(gc)  # per-channel decays of each chunk, from segment sums
-    # [B, H, n, C, C]: (x_t * decay(s -> t)) . y_s over s <= t, or over s < t excluding g_t
-    d_excl = _previous_token(d.within, 0.0)  # row t: decay over (s, t - 1], zero for s >= t
-    A_qk, A_qb = d.scores(qc, kc), d.scores(qc, bc)
-    A_ak = torch.einsum("bhntc,bhnsc,bhntsc->bhnts", ac, kc, d_excl)
-    A_ab = torch.einsum("bhntc,bhnsc,bhntsc->bhnts", ac, bc, d_excl)
-    a_decay = ac * _previous_token(d.from_start, 1.0)  # a_t * decay(chunk start -> t - 1)
-    q_decay = d.decay_queries(qc)  # q_t * decay(chunk start -> t)
+    from_start = gc.cumsum(-2)  # log decay from the chunk start through t (no differences)
+    factored = bool((from_start[..., -1, :] >= -FACTORED_DECAY_LIMIT).all())
+    A_qk, A_qb, A_ak, A_ab = _chunk_scores(qc, ac, kc, bc, gc, from_start, factored)
+    a_decay = ac * _previous_token(from_start, 0.0).exp()  # a_t * decay(chunk start -> t - 1)
+    q_decay = qc * from_start.exp()  # q_t * decay(chunk start -> t)
     # (I - A_ab) U = A_ak V + a_decay S_0, A_ab strictly lower: a unit lower-triangular solve
     # (it reads only the strict lower triangle of its matrix).
     rhs = torch.cat([A_ak @ vc, a_decay], dim=-1)
     sol = torch.linalg.solve_triangular(-A_ab, rhs, upper=False, unitriangular=True)
     u_part, w_part = sol[..., :V], sol[..., V:]  # U = u_part + w_part S_0
-    k_end, b_end = d.decay_keys(kc), d.decay_keys(bc)
+    # decay(s -> chunk end): a suffix sum, or a difference where every total is > -40 (finite
+    # values, error < 40 float32 ulps of 1, see FACTORED_DECAY_LIMIT)
+    to_end = (from_start[..., -1:, :] - from_start if factored else suffix_sum(gc)).exp()
+    k_end, b_end = kc * to_end, bc * to_end
+    total = from_start[..., -1, :, None].exp()  # [B, H, n, K, 1] decay over the whole chunk
     states, lowrank = [], []
     # unbind, not indexing: the backward of x[:, :, i] zero-fills a full-size gradient per chunk
     for u_i, w_i, v_i, k_i, b_i, d_i in zip(
-        *(x.unbind(2) for x in (u_part, w_part, vc, k_end, b_end, d.total))
+        *(x.unbind(2) for x in (u_part, w_part, vc, k_end, b_end, total))
     ):
         states.append(S)
         lowrank.append(u_i + w_i @ S)
