@@ -11,7 +11,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from swar_bench.intervals import FEW_ITEMS, FEW_MARK
+from swar_bench.intervals import FEW_ITEMS, FEW_MARK, MISSING
 from swar_bench.referee.evaluate import PROTOCOL_KEYS, SCHEMA, TRAIN_PROTOCOLS
 from swar_bench.referee.suites import SUITE_NAMES
 
@@ -250,7 +250,7 @@ def check_comparable(
 
 def _fmt(v: Any, spec: str) -> str:
     if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "-"
+        return MISSING
     return format(v, spec)
 
 
@@ -261,9 +261,9 @@ def _grid(rows: list[list[str]]) -> list[str]:
 
 def _acc_cell(c: Mapping[str, Any]) -> str:
     """``0.91 [0.82, 0.96] (64)``: exact accuracy, its 95% Wilson interval, the positions counted
-    (``*`` below 30); ``-`` for a loss-only mechanism."""
+    (``*`` below 30); ``none`` for a loss-only mechanism."""
     if c.get("accuracy") is None or c.get("accuracy_ci") is None:
-        return "-"
+        return MISSING
     low, high = c["accuracy_ci"]
     mark = FEW_MARK if 0 < c["count"] < FEW_ITEMS else ""
     return f"{c['accuracy']:.2f} [{low:.2f}, {high:.2f}] ({c['count']}){mark}"
@@ -276,7 +276,7 @@ def comparison_table(
 
     Per suite, one row per mechanism and one column per range; a probe cell reads
     ``acc [low, high] (n) / proxy / loss`` (exact argmax accuracy with its 95% Wilson interval over
-    the ``n`` probe positions, ``*`` when ``n < 30``, "-" for loss-only mechanisms; fraction of
+    the ``n`` probe positions, ``*`` when ``n < 30``, ``none`` for loss-only mechanisms; fraction of
     trials with loss < 0.5 * ln(vocab); mean probe loss in nats), a perplexity cell
     ``ppl / acc [low, high] (n)``. The header names the training protocol. A summary gives
     parameters, state bytes against the budget, training and total FLOPs and the self-knowledge
@@ -348,7 +348,7 @@ def comparison_table(
                 _fmt(r["flops"].get("train"), ".4g"),
                 _fmt(r["flops"]["total"], ".3g"),
                 _fmt(r["self_knowledge_correlation"], "+.3f"),
-                "/".join(str(n) for n in cur["pulls"]) if cur else "-",
+                "/".join(str(n) for n in cur["pulls"]) if cur else MISSING,
             ]
         )
     lines += _grid(rows)

@@ -58,7 +58,7 @@ def test_loss_only_cells_show_no_accuracy(gru_result):
             c["accuracy"] = None
     text = comparison_table({"lo": r})
     c = r["suites"]["needle"][0]
-    assert f"- / {c['proxy_accuracy']:.2f} / {c['loss']:.3f}" in text
+    assert f"none / {c['proxy_accuracy']:.2f} / {c['loss']:.3f}" in text
 
 
 def _without_suites(r):
