@@ -44,6 +44,7 @@ from swar_bench import interrupts, mechanisms
 from swar_bench.callbacks.slurm_requeue import SlurmRequeue
 from swar_bench.datamodules.passkey_swar import PasskeySwarDataModule
 from swar_bench.module import TBPTTModule, mechanism_class_path
+from swar_bench.quiet import quiet_output
 from swar_bench.slurm import resume_hint
 
 TRAINER_DEFAULTS = {
@@ -191,6 +192,16 @@ def _output_folders(cfg: Any, subcommand: str | None) -> list[tuple[str, str]]:
         folders.append(("--predictions.output_dir", get("predictions.output_dir")))
     folders += [("--accuracy.out_dir", get("accuracy.out_dir")), ("--calibration.out_dir", get("calibration.out_dir"))]
     return [(flag, str(folder)) for flag, folder in folders if isinstance(folder, (str, os.PathLike))]
+
+
+def single_process(cfg: Any) -> bool:
+    """Whether the configured Trainer runs one process: one device (``devices`` 1, ``"1"``, ``[i]``
+    or ``"auto"`` on the CPU) on one node."""
+    devices = cfg.get("trainer.devices")
+    accelerator = str(cfg.get("trainer.accelerator") or "auto")
+    one = devices in (1, "1") or (isinstance(devices, (list, tuple)) and len(devices) == 1)
+    one = one or (devices in ("auto", None) and accelerator == "cpu")
+    return one and int(cfg.get("trainer.num_nodes") or 1) == 1
 
 
 def trainer_defaults(argv: list[str]) -> dict[str, Any]:
@@ -351,10 +362,13 @@ class SwarBenchCLI(LightningCLI):
 
     def instantiate_trainer(self, **kwargs: Any):
         from swar_bench.module import check_task_fits
+        from swar_bench.quiet import silence_run_notices
 
         if isinstance(self.model, TBPTTModule):  # before the Trainer: nothing written yet
             check_task_fits(self.model.mechanism, getattr(self.datamodule, "params", None))
         self._check_checkpoint_fits()
+        cfg = self.config[self.subcommand] if self.subcommand else self.config
+        silence_run_notices(single_process(cfg), resuming=cfg.get("ckpt_path") not in (None, ""))
         global _RUN_TRAINER
         trainer = super().instantiate_trainer(**kwargs)
         trainer.callbacks.append(StopCheck())
@@ -504,14 +518,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         argv = resolve_mechanism_names(argv)
         _check_config_files(argv)
-        SwarBenchCLI(
-            TBPTTModule,
-            PasskeySwarDataModule,
-            args=argv,
-            trainer_defaults=trainer_defaults(argv),
-            save_config_kwargs=save_config_kwargs(argv),
-            parser_kwargs={"exit_on_error": False},
-        )
+        with quiet_output():
+            run_cli(argv)
     except ArgumentError as err:
         print(f"swar-bench: error: {_parse_error_line(str(err))}", file=sys.stderr)
         return 2
@@ -548,6 +556,18 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         interrupts.restore(previous_sigint)
     return 0
+
+
+def run_cli(argv: list[str]) -> None:
+    """Build and run ``SwarBenchCLI`` on (resolved) ``argv``; errors propagate to ``main``."""
+    SwarBenchCLI(
+        TBPTTModule,
+        PasskeySwarDataModule,
+        args=argv,
+        trainer_defaults=trainer_defaults(argv),
+        save_config_kwargs=save_config_kwargs(argv),
+        parser_kwargs={"exit_on_error": False},
+    )
 
 
 _RUN_TRAINER: pl.Trainer | None = None

@@ -45,6 +45,7 @@ from typing import Any
 import torch
 
 from swar_bench.mechanisms.protocol import is_fixed_size, iter_state_tensors, measure_state_bytes
+from swar_bench.text import plural
 
 EVAL_CHUNK = 256
 """Tokens per call when streaming the long input (the harness's default ``tbptt_steps``)."""
@@ -234,7 +235,7 @@ class Conformance:
             for _ in range(self.n_splits)
         ]
         shown = ", ".join(str(c) for c in splittings[0])
-        return self._report_stream(f"{self.n_splits} splits of T={self.seq_len} (e.g. at {shown})", splittings)
+        return self._report_stream(f"{plural(self.n_splits, 'split')} of T={self.seq_len} (e.g. at {shown})", splittings)
 
     def check_streaming_tokens(self) -> str:
         return self._report_stream(f"T={self.seq_len} one token per call", [list(range(1, self.seq_len))])

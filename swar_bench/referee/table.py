@@ -248,6 +248,10 @@ def check_comparable(
                 )
 
 
+FLOPS_FORMAT = ".3e"
+"""Every FLOP count of the table (budget, training, total): 4 significant digits, one notation."""
+
+
 def _fmt(v: Any, spec: str) -> str:
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return MISSING
@@ -302,7 +306,7 @@ def comparison_table(
         (
             f"E7 referee: ranges {', '.join(str(r) for r in ranges)} tokens | seed {p['seed']} | "
             f"vocab {p['vocab']} | state budget {p['state_budget_bytes']:g} B | "
-            f"FLOP budget {p['compute_budget_flops']:.3g} per ledger"
+            f"FLOP budget {p['compute_budget_flops']:{FLOPS_FORMAT}} per ledger"
         ),
         f"training: {PROTOCOL_LABELS[p['train_protocol']]}",
         f"solved = probe loss < 0.5 * ln({p['vocab']}) = {first['solved_threshold']:.3f} nats",
@@ -317,7 +321,7 @@ def comparison_table(
             row = [f"  {name}"]
             for c in r["suites"][suite]:
                 if suite == "perplexity":
-                    row.append(f"{_fmt(c['perplexity'], '.3g')} / {_acc_cell(c)}")
+                    row.append(f"{_fmt(c['perplexity'], '.2f')} / {_acc_cell(c)}")
                 else:
                     row.append(
                         f"{_acc_cell(c)} / {_fmt(c['proxy_accuracy'], '.2f')} / {_fmt(c['loss'], '.3f')}"
@@ -342,11 +346,11 @@ def comparison_table(
         rows.append(
             [
                 name,
-                str(r["mechanism"]["n_params"]),
-                f"{st['state_bytes']:g}",
+                f"{int(r['mechanism']['n_params']):,}",
+                f"{st['state_bytes']:,.0f}",
                 "yes" if st["within_budget"] else "NO",
-                _fmt(r["flops"].get("train"), ".4g"),
-                _fmt(r["flops"]["total"], ".3g"),
+                _fmt(r["flops"].get("train"), FLOPS_FORMAT),
+                _fmt(r["flops"]["total"], FLOPS_FORMAT),
                 _fmt(r["self_knowledge_correlation"], "+.3f"),
                 "/".join(str(n) for n in cur["pulls"]) if cur else MISSING,
             ]

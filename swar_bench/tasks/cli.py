@@ -61,6 +61,7 @@ from swar_bench.tasks.passkey_swar import (
     write_vocab_json,
 )
 from swar_bench.tasks.stats import compute_stats, format_report, format_table
+from swar_bench.text import plural
 
 GENERATE = "generate"
 
@@ -331,7 +332,7 @@ def cmd_generate(args) -> int:
     )
     written = len(paths) - len(kept)
     print(
-        f"wrote {written} parquet files"
+        f"wrote {plural(written, 'parquet file')}"
         + (f" (kept {len(kept)} finished by an earlier run)" if kept else "")
         + f", README.md and vocab.json under {args.out}"
     )
@@ -339,7 +340,7 @@ def cmd_generate(args) -> int:
     report = check_disjoint(args.out, configs)
     for config, pairs in report.items():
         for (a, b), n in pairs.items():
-            print(f"{config}: {n} examples shared between {a} and {b}", file=sys.stderr)
+            print(f"{config}: {plural(n, 'example')} shared between {a} and {b}", file=sys.stderr)
     if report:
         return 1
     print(f"splits are disjoint (hash of input_ids) in {', '.join(configs)}")
@@ -419,8 +420,8 @@ def cmd_verify(args) -> int:
             print(f"{name}: FAILED: {exc}", file=sys.stderr)
             continue
         print(
-            f"{name}: {count} examples pass the oracle"
-            + (" and regenerate from their seeds" if args.regenerate else "")
+            f"{name}: {plural(count, 'example')} " + ("passes" if count == 1 else "pass") + " the oracle"
+            + ((" and regenerates from its seed" if count == 1 else " and regenerate from their seeds") if args.regenerate else "")
         )
     if not checked:
         raise DataSourceError(
@@ -451,7 +452,7 @@ def cmd_check(args) -> int:
     report = check_disjoint(args.source, configs, _splits(args.splits))
     for config, pairs in report.items():
         for (a, b), n in pairs.items():
-            print(f"{config}: {n} examples shared between {a} and {b}", file=sys.stderr)
+            print(f"{config}: {plural(n, 'example')} shared between {a} and {b}", file=sys.stderr)
     if not report:
         print(f"splits are disjoint in {len(configs)} config(s): {', '.join(configs)}")
     incomplete = _release_incomplete(args.source)

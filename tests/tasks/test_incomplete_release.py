@@ -81,7 +81,7 @@ def test_a_generate_stopped_by_ctrl_c_is_named_then_completed_by_a_rerun(tmp_pat
     inode = first.stat().st_ino
     assert main(argv) == 0
     assert capsys.readouterr().out.splitlines()[0] == (
-        f"wrote 1 parquet files (kept 1 finished by an earlier run), README.md and vocab.json under {out}"
+        f"wrote 1 parquet file (kept 1 finished by an earlier run), README.md and vocab.json under {out}"
     )
     assert first.stat().st_ino == inode  # not written again
     assert release_problems(out) == []

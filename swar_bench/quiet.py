@@ -1,0 +1,70 @@
+"""Quiet, consistent output: library notices that say nothing about the run, silenced by message.
+
+Each filter matches one message exactly (``warnings.filterwarnings`` / a ``logging.Filter`` on
+the logger that emits it) and lives only inside :func:`quiet_output`, so nothing else a library
+says is hidden:
+
+- the litlogger / litmodels tips (``lightning.pytorch``, ``rank_zero_info``, on every fit);
+- torch's ``LeafSpec`` FutureWarning raised by Lightning's own ``_pytree`` helper;
+- Lightning's "The `srun` command is available on your system but is not used" hint, for a
+  single-process run (``single_process=True``), where there is nothing to launch with srun;
+- "Checkpoint directory ... exists and is not empty" when a run resumes into its own run folder
+  (``resuming=True``): writing there is the point of resuming;
+- ``messages``: further INFO lines to drop (the demo's validation-only correlation notice).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import re
+import warnings
+from collections.abc import Iterator, Sequence
+
+TIP_RE = re.compile(r"💡 Tip: For seamless cloud (logging|uploads)")
+LEAFSPEC_RE = r"`isinstance\(treespec, LeafSpec\)` is deprecated"
+SRUN_RE = r"The `srun` command is available on your system but is not used"
+CKPT_DIR_RE = r"Checkpoint directory .* exists and is not empty"
+RANK_ZERO_LOGGERS = ("lightning.pytorch.utilities.rank_zero", "lightning.fabric.utilities.rank_zero")
+"""The loggers Lightning's ``rank_zero_info`` writes through."""
+
+
+class DropMessages(logging.Filter):
+    """Drops log records whose message matches one of ``patterns`` (``re.search``)."""
+
+    def __init__(self, patterns: Sequence[re.Pattern | str]) -> None:
+        super().__init__()
+        self.patterns = [re.compile(p) if isinstance(p, str) else p for p in patterns]
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        return not any(p.search(message) for p in self.patterns)
+
+
+def silence_run_notices(single_process: bool, resuming: bool) -> None:
+    """Add the run-dependent warning filters (srun hint, non-empty checkpoint folder on resume)
+    to the current ``warnings`` filters; call inside :func:`quiet_output` so they are undone."""
+    if single_process:
+        warnings.filterwarnings("ignore", message=SRUN_RE)
+    if resuming:
+        warnings.filterwarnings("ignore", message=CKPT_DIR_RE)
+
+
+@contextlib.contextmanager
+def quiet_output(
+    single_process: bool = False, resuming: bool = False, messages: Sequence[str] = ()
+) -> Iterator[None]:
+    """Silence the notices of the module docstring while the block runs; restores the
+    ``warnings`` filters and removes the logging filter afterwards."""
+    drop = DropMessages([TIP_RE, *(re.compile(m) for m in messages)])
+    loggers = [logging.getLogger(name) for name in RANK_ZERO_LOGGERS]
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=LEAFSPEC_RE, category=FutureWarning)
+        silence_run_notices(single_process, resuming)
+        for logger in loggers:
+            logger.addFilter(drop)
+        try:
+            yield
+        finally:
+            for logger in loggers:
+                logger.removeFilter(drop)

@@ -1,0 +1,66 @@
+"""Quiet output: the library notices that say nothing about a run are dropped, by message, only
+inside quiet_output; a fit and its resume print none of them."""
+
+import logging
+import warnings
+from pathlib import Path
+
+import pytest
+
+from swar_bench.quiet import quiet_output
+
+NOTICES = {
+    "leafspec": ("`isinstance(treespec, LeafSpec)` is deprecated, use ... instead.", FutureWarning),
+    "srun": ("The `srun` command is available on your system but is not used. HINT: ...", UserWarning),
+    "ckpt": ("Checkpoint directory runs/x/checkpoints exists and is not empty.", UserWarning),
+}
+
+
+@pytest.mark.parametrize(
+    ("single_process", "resuming", "silenced"),
+    [(False, False, {"leafspec"}), (True, False, {"leafspec", "srun"}), (True, True, {"leafspec", "srun", "ckpt"})],
+)
+def test_each_notice_is_silenced_only_where_asked(single_process, resuming, silenced):
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        with quiet_output(single_process=single_process, resuming=resuming):
+            for message, category in NOTICES.values():
+                warnings.warn(message, category, stacklevel=1)
+            warnings.warn("something else the library says", UserWarning, stacklevel=1)
+        for message, category in NOTICES.values():  # outside: all shown again
+            warnings.warn(message, category, stacklevel=1)
+    shown = [str(w.message) for w in seen]
+    inside, outside = shown[: len(shown) - len(NOTICES)], shown[len(shown) - len(NOTICES):]
+    assert inside == [m for k, (m, _) in NOTICES.items() if k not in silenced] + ["something else the library says"]
+    assert outside == [m for m, _ in NOTICES.values()]
+
+
+def test_tips_are_dropped_other_info_kept(caplog):
+    log = logging.getLogger("lightning.pytorch.utilities.rank_zero")
+    with caplog.at_level(logging.INFO, logger="lightning.pytorch.utilities.rank_zero"):
+        with quiet_output(messages=(r"^val/self_knowledge_correlation is NaN: ",)):
+            log.info("💡 Tip: For seamless cloud logging and experiment tracking, try installing [litlogger](...)")
+            log.info("💡 Tip: For seamless cloud uploads and versioning, try installing [litmodels](...)")
+            log.info("val/self_knowledge_correlation is NaN: 1 evaluated N")
+            log.info("Restored all states from the checkpoint at x.ckpt")
+        log.info("💡 Tip: For seamless cloud logging, outside")
+    assert [r.getMessage() for r in caplog.records] == [
+        "Restored all states from the checkpoint at x.ckpt", "💡 Tip: For seamless cloud logging, outside"]
+
+
+def test_a_fit_and_its_resume_print_no_notice(tmp_path, capfd):
+    from swar_bench.lightning_cli import main
+
+    config = Path(__file__).resolve().parents[1] / "configs" / "quickstart.yaml"
+    argv = ["fit", "--config", str(config), "--model.mechanism=GRU", "--model.mechanism.init_args.d_model=8",
+            "--model.mechanism.init_args.n_layers=1", "--data.eval_examples=2", "--trainer.val_check_interval=2",
+            f"--trainer.logger.init_args.save_dir={tmp_path}", "--trainer.enable_progress_bar=false"]
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        assert main([*argv, "--trainer.max_steps=2"]) == 0
+        assert main([*argv, "--trainer.max_steps=3", "--ckpt_path=last"]) == 0
+    out, err = capfd.readouterr()
+    text = out + err + "\n".join(str(w.message) for w in seen)
+    assert "Restored all states from the checkpoint" in text  # the resume happened
+    for notice in ("💡 Tip", "LeafSpec", "`srun` command is available", "exists and is not empty"):
+        assert notice not in text
