@@ -48,19 +48,19 @@ def test_tips_are_dropped_other_info_kept(caplog):
         "Restored all states from the checkpoint at x.ckpt", "💡 Tip: For seamless cloud logging, outside"]
 
 
-def test_a_fit_and_its_resume_print_no_notice(tmp_path, capfd):
+def test_a_fit_and_its_resume_print_no_notice(tmp_path, capfd, caplog):
     from swar_bench.lightning_cli import main
 
     config = Path(__file__).resolve().parents[1] / "configs" / "quickstart.yaml"
     argv = ["fit", "--config", str(config), "--model.mechanism=GRU", "--model.mechanism.init_args.d_model=8",
             "--model.mechanism.init_args.n_layers=1", "--data.eval_examples=2", "--trainer.val_check_interval=2",
             f"--trainer.logger.init_args.save_dir={tmp_path}", "--trainer.enable_progress_bar=false"]
-    with warnings.catch_warnings(record=True) as seen:
+    with warnings.catch_warnings(record=True) as seen, caplog.at_level(logging.INFO):
         warnings.simplefilter("always")
         assert main([*argv, "--trainer.max_steps=2"]) == 0
         assert main([*argv, "--trainer.max_steps=3", "--ckpt_path=last"]) == 0
     out, err = capfd.readouterr()
-    text = out + err + "\n".join(str(w.message) for w in seen)
+    text = "\n".join([out, err, *(str(w.message) for w in seen), *(r.getMessage() for r in caplog.records)])
     assert "Restored all states from the checkpoint" in text  # the resume happened
     for notice in ("💡 Tip", "LeafSpec", "`srun` command is available", "exists and is not empty"):
         assert notice not in text
