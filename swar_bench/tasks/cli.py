@@ -29,6 +29,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 
+from swar_bench import interrupts
 from swar_bench.tasks.hub_io import (
     DataSourceError,
     card_configs_text,
@@ -579,23 +580,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-class _Terminated(BaseException):
-    """Raised in the main thread by the SIGTERM handler, so that cleanup (``finally`` /
-    ``except BaseException``, e.g. removing a temporary parquet file) runs as for Ctrl-C."""
-
-
-def _raise_terminated(signum, frame):
-    raise _Terminated
-
-
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``swar-bench data``; returns the exit status (0; 1 a check failed; 2 a
     usage or data error; 130 SIGINT; 143 SIGTERM, each after removing temporary files)."""
     args = build_parser().parse_args(argv)
-    try:
-        previous = signal.signal(signal.SIGTERM, _raise_terminated)
-    except ValueError:  # not the main thread: leave signals to the caller
-        previous = None
+    previous = interrupts.install(sigterm=True)  # nothing from another thread: signals are the caller's
     try:
         return args.func(args)
     except BrokenPipeError:
@@ -610,12 +599,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"swar-bench data {args.command}: interrupted", file=sys.stderr)
         return 130
-    except _Terminated:
+    except interrupts.Terminated:
         print(f"swar-bench data {args.command}: terminated (SIGTERM)", file=sys.stderr)
         return 128 + signal.SIGTERM
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+        interrupts.restore(previous)
 
 
 if __name__ == "__main__":

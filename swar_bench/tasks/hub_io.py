@@ -28,6 +28,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from swar_bench import interrupts
 from swar_bench.tasks.oracle import verify_example
 from swar_bench.tasks.passkey_swar import (
     ALLOWED_N,
@@ -340,6 +341,7 @@ def write_split(
         os.close(fd)
         with pq.ParquetWriter(tmp, arrow_schema(), compression="zstd") as writer:
             for start in range(0, len(seeds), per_batch):
+                interrupts.raise_if_stopped()  # a Ctrl-C / SIGTERM whose first delivery was lost
                 batch = seeds[start : start + per_batch]
                 writer.write_table(flat_to_table(generate_flat(batch, n_writes, params)))
                 if progress is not None:
