@@ -30,6 +30,7 @@ import tempfile
 from collections.abc import Iterator
 
 from swar_bench import interrupts
+from swar_bench.io import atomic_write_text
 from swar_bench.tasks.hub_io import (
     DataSourceError,
     card_configs_text,
@@ -54,7 +55,6 @@ from swar_bench.tasks.passkey_swar import (
     SPLIT_SIZES,
     TRAIN_N,
     PasskeySwarParams,
-    atomic_write_text,
     examples_per_chunk,
     generate_flat,
     split_seeds,

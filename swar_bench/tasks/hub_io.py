@@ -29,6 +29,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from swar_bench import interrupts
+from swar_bench.io import atomic_write_text, new_file_mode, path_error
 from swar_bench.tasks.oracle import verify_example
 from swar_bench.tasks.passkey_swar import (
     ALLOWED_N,
@@ -37,12 +38,9 @@ from swar_bench.tasks.passkey_swar import (
     TRAIN_N,
     FlatBatch,
     PasskeySwarParams,
-    atomic_write_text,
     examples_per_chunk,
     generate_flat,
     make_example,
-    new_file_mode,
-    path_error,
     split_seeds,
     write_vocab_json,
 )

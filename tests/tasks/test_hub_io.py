@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from swar_bench.io import atomic_write_text
 from swar_bench.tasks import hub_io
 from swar_bench.tasks.hub_io import (
     DataSourceError,
@@ -26,7 +27,6 @@ from swar_bench.tasks.hub_io import (
 from swar_bench.tasks.oracle import OracleError
 from swar_bench.tasks.passkey_swar import (
     PasskeySwarParams,
-    atomic_write_text,
     example_seed,
     generate_examples,
     make_example,

@@ -13,6 +13,7 @@ from swar_bench.tasks.oracle import annotate, verify_example
 from swar_bench.tasks.passkey_swar import (
     IGNORE_INDEX,
     PasskeySwarParams,
+    batched,
     example_seed,
     generate_examples,
     make_example,
@@ -267,7 +268,7 @@ def test_batched_generator_window_longer_than_the_batch(n_writes, w, batch):
 def test_batched_generator_chunks_identically(monkeypatch):
     seeds = split_seeds("train", 32, 50)
     whole = generate_examples(seeds, 32)
-    monkeypatch.setattr(ps, "examples_per_chunk", lambda n: 7)  # 8 chunks of 7 examples
+    monkeypatch.setattr(batched, "examples_per_chunk", lambda n: 7)  # 8 chunks of 7 examples
     flat = ps.generate_flat(seeds, 32)
     assert flat.offsets.shape == (51,) and flat.query_offsets.shape == (51,)
     _assert_same([flat.example(b) for b in range(50)], whole)
@@ -285,11 +286,11 @@ def test_batched_generator_blocks_identically(monkeypatch, n_writes, params):
     # the chunk, with a ragged last block: the output must not depend on where blocks end.
     seeds = split_seeds("test", n_writes, 23)
     reference = [make_example(int(s), n_writes, params) for s in seeds]
-    monkeypatch.setattr(ps, "_BLOCK_WRITES", 3 * n_writes)
-    monkeypatch.setattr(ps, "_BLOCK_ROWS_WRITES", 5 * n_writes)
+    monkeypatch.setattr(batched, "_BLOCK_WRITES", 3 * n_writes)
+    monkeypatch.setattr(batched, "_BLOCK_ROWS_WRITES", 5 * n_writes)
     _assert_same(generate_examples(seeds, n_writes, params), reference)
-    monkeypatch.setattr(ps, "_BLOCK_WRITES", 1)  # one example per block
-    monkeypatch.setattr(ps, "_BLOCK_ROWS_WRITES", 1)
+    monkeypatch.setattr(batched, "_BLOCK_WRITES", 1)  # one example per block
+    monkeypatch.setattr(batched, "_BLOCK_ROWS_WRITES", 1)
     _assert_same(generate_examples(seeds, n_writes, params), reference)
 
 
