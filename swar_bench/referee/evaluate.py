@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from swar_bench.intervals import wilson
-from swar_bench.mechanisms.protocol import measure_state_bytes
+from swar_bench.mechanisms.protocol import measure_state_bytes, state_bytes_at
 from swar_bench.referee.bandit import FlopLedger, ThompsonBernoulli
 from swar_bench.referee.stream import Runner, as_mechanism, count_params, stream
 from swar_bench.referee.suites import (
@@ -684,7 +684,8 @@ def evaluate(
     analytic = None
     if hasattr(mechanism, "state_bytes"):
         try:
-            analytic = int(mechanism.state_bytes(1))
+            # after the tokens measured: a growing state (KV cache, log-linear levels) has grown
+            analytic = int(state_bytes_at(mechanism, 1, lengths[-1] + 1))
         except (TypeError, ValueError, NotImplementedError):
             analytic = None
     state = {

@@ -401,3 +401,25 @@ def test_evaluate_on_cuda_matches_cpu(make_gru, small_kwargs, gru_result):
     for suite, cells in gru_result["suites"].items():
         for a, b in zip(r["suites"][suite], cells):
             assert a["loss"] == pytest.approx(b["loss"], abs=1e-3)
+
+
+def test_a_state_growing_as_log_t_is_reported_at_the_tokens_measured():
+    from swar_bench.mechanisms import LogLinearAttention
+
+    torch.manual_seed(0)
+    model = LogLinearAttention(vocab_size=17, d_model=8, n_layers=1, n_heads=1, chunk_size=8)
+    r = evaluate(
+        model,
+        ranges=(6, 20),
+        state_budget_bytes=64,
+        seed=0,
+        n_train_steps=1,
+        n_eval_trials=2,
+        perplexity_steps=1,
+        curriculum_rounds=0,
+        batch_size=2,
+    )
+    st = r["state"]
+    levels = st["measured_after_tokens"].bit_length()  # 21 tokens: 5 levels of [8, 8] floats
+    assert st["state_bytes"] == st["state_bytes_analytic"] == 24 * 3 * 4 + 8 + levels * 64 * 4
+    assert st["state_bytes_initial"] == 24 * 3 * 4 + 8 and not st["fixed_size"]
