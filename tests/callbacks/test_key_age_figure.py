@@ -32,7 +32,7 @@ def test_sides_of_the_gray_zone():
     assert not valid[16] and not expired[16]  # the bin 17-32 is the gray zone itself
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(st.lists(st.lists(st.integers(0, 3), min_size=N_BINS, max_size=N_BINS), min_size=1, max_size=4))
 def test_no_line_runs_through_the_gray_zone(counts):
     r = report(counts, n_writes=tuple(32 * 2**i for i in range(len(counts))))
