@@ -110,3 +110,23 @@ def test_fla_triton_kernels_match_torch_path(mode):
         grads.append([t.grad for t in leaves])
     for a, b in zip(*grads):
         assert (a - b).abs().max().item() <= 2e-2 * max(1.0, b.abs().max().item())
+
+
+def test_an_fla_without_the_op_falls_back_or_is_named(monkeypatch):
+    """An fla install whose ``fla.ops.kda`` does not import: "auto" runs the torch forms,
+    "fla" is a one-line error naming the module."""
+    from swar_bench.mechanisms.ops import backend
+
+    monkeypatch.setattr(backend, "fla_kernels_usable", lambda: True)
+    monkeypatch.setattr(backend, "fla_module_importable", lambda module: module != "fla.ops.kda")
+
+    class OnCuda:
+        is_cuda = True
+
+    assert backend.use_fla("auto", OnCuda(), "fla.ops.gla")
+    assert not backend.use_fla("auto", OnCuda(), "fla.ops.kda")
+    with pytest.raises(ValueError, match=r"backend='fla' needs a CUDA tensor and an importable fla\.ops\.kda"):
+        backend.use_fla("fla", OnCuda(), "fla.ops.kda")
+    q, k, v, g, beta, s0 = _inputs(T=4)
+    with pytest.raises(ValueError, match="backend='fla' needs a CUDA tensor"):
+        kda(q, k, v, g, beta, initial_state=s0, backend="fla")

@@ -23,6 +23,17 @@ def fla_kernels_usable() -> bool:
     return True
 
 
+@functools.cache
+def fla_module_importable(module: str) -> bool:
+    """Whether the fla ops module ``module`` (e.g. ``"fla.ops.kda"``) imports: an older fla may
+    lack an op that the kernels checked by :func:`fla_kernels_usable` do not cover."""
+    try:
+        importlib.import_module(module)
+    except (ImportError, RuntimeError, AttributeError):
+        return False
+    return True
+
+
 MODES = ("auto", "chunk", "recurrent")
 BACKENDS = ("auto", "torch", "fla")
 RECURRENT_BELOW = 16
@@ -50,13 +61,14 @@ def resolve_mode(mode: str, seq_len: int) -> str:
     return mode
 
 
-def use_fla(backend: str, x: torch.Tensor) -> bool:
-    """Whether to run fla's kernels on ``x``; ValueError if ``backend="fla"`` and they cannot run."""
+def use_fla(backend: str, x: torch.Tensor, module: str | None = None) -> bool:
+    """Whether to run fla's kernels on ``x`` (and, when given, whether the fla ops ``module`` the
+    caller needs imports); ValueError if ``backend="fla"`` and they cannot run."""
     if check_backend(backend) == "torch":
         return False
     usable = x.is_cuda and fla_kernels_usable()
+    usable = usable and (module is None or fla_module_importable(module))
     if backend == "fla" and not usable:
-        raise ValueError(
-            "backend='fla' needs a CUDA tensor and an importable fla package with triton"
-        )
+        needs = "an importable fla package with triton" if module is None else f"an importable {module}"
+        raise ValueError(f"backend='fla' needs a CUDA tensor and {needs}")
     return usable

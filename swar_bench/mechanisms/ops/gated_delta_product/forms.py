@@ -107,7 +107,7 @@ def gated_delta_product(
             inconsistent shapes or a bad ``n_householder``.
     """
     mode = resolve_mode(mode, q.shape[1])
-    if use_fla(backend, q) and mode == "chunk":
+    if mode == "chunk" and use_fla(backend, q, "fla.ops.gated_delta_product"):
         from fla.ops.gated_delta_product import chunk_gated_delta_product as fla_op
 
         init = None if initial_state is None else initial_state.float()

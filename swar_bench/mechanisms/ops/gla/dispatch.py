@@ -32,7 +32,7 @@ def gla(
             inconsistent shapes.
     """
     mode = resolve_mode(mode, q.shape[1])
-    if use_fla(backend, q):
+    if use_fla(backend, q, "fla.ops.gla"):
         if mode == "chunk":
             from fla.ops.gla import chunk_gla as fla_op
         else:

@@ -33,7 +33,7 @@ def kda(
             inconsistent shapes.
     """
     mode = resolve_mode(mode, q.shape[1])
-    if use_fla(backend, q):
+    if use_fla(backend, q, "fla.ops.kda"):
         if mode == "chunk":
             from fla.ops.kda import chunk_kda as fla_op
         else:
