@@ -83,8 +83,9 @@ EXTREME_GATES = {
 """Ranges of the hypothesis strategies for :func:`extreme_log_decays`."""
 
 
-def selective_scan(u, delta, A, B, C, D=None, z=None, delta_bias=None, delta_softplus=False,
-                   initial_state=None):
+def selective_scan(
+    u, delta, A, B, C, D=None, z=None, delta_bias=None, delta_softplus=False, initial_state=None
+):
     """Mamba's selective scan in the authors' layout (``u, delta, z [B, D, L]``, ``A [D, N]``,
     ``B, C [B, N, L]``, ``D, delta_bias [D]``), re-derived from the semantics of their
     ``selective_scan_ref`` (state-spaces/mamba, ``mamba_ssm/ops/selective_scan_interface.py``)
@@ -101,7 +102,10 @@ def selective_scan(u, delta, A, B, C, D=None, z=None, delta_bias=None, delta_sof
         x = initial_state.double().clone()
     ys = []
     for i in range(u.shape[2]):
-        x = torch.exp(delta[:, :, i, None] * A) * x + (delta[:, :, i] * u[:, :, i])[..., None] * B[:, None, :, i]
+        x = (
+            torch.exp(delta[:, :, i, None] * A) * x
+            + (delta[:, :, i] * u[:, :, i])[..., None] * B[:, None, :, i]
+        )
         ys.append(torch.einsum("bdn,bn->bd", x, C[:, :, i]))
     out = torch.stack(ys, dim=2) if ys else torch.zeros_like(u)
     if D is not None:
@@ -109,3 +113,71 @@ def selective_scan(u, delta, A, B, C, D=None, z=None, delta_bias=None, delta_sof
     if z is not None:
         out = out * torch.nn.functional.silu(z.double())
     return out, x
+
+
+def dplr(q, k, v, a, b, gk, scale, s0):
+    """The paper's recurrence in float64, written out: S_t = (diag(w_t) + b_t a_t^T) S_{t-1} + k_t v_t^T."""
+    q, k, v, a, b, gk, S = (x.double() for x in (q, k, v, a, b, gk, s0))
+    outs = []
+    for t in range(q.shape[1]):
+        transition = (
+            torch.diag_embed(gk[:, t].exp()) + b[:, t, ..., :, None] * a[:, t, ..., None, :]
+        )
+        S = transition @ S + k[:, t, ..., :, None] * v[:, t, ..., None, :]
+        outs.append(torch.einsum("bhk,bhkv->bhv", q[:, t] * scale, S))
+    return torch.stack(outs, 1), S
+
+
+def based(q, k, v, scale, split):
+    """The definition in float64: normalised scores 1 + s + s^2/2 over all keys up to t, and the
+    state after ``split`` tokens, ``sum phi(k_s) [v_s, 1]^T``."""
+    q, k, v = (x.double() for x in (q, k, v))
+    s = torch.einsum("bthk,bshk->bhts", q * scale, k)
+    T = q.shape[1]
+    scores = (1 + s + s.square() / 2) * torch.ones(T, T, dtype=torch.bool).tril()
+    o = torch.einsum("bhts,bshv->bthv", scores, v) / (
+        scores.sum(-1).transpose(1, 2)[..., None] + 1e-6
+    )
+    v1 = torch.cat([v, torch.ones_like(v[..., :1])], dim=-1)[:, :split]
+    k = k[:, :split]
+    phi = torch.cat(  # [1, k, vec(k k^T) / sqrt 2]
+        [torch.ones_like(k[..., :1]), k, (k[..., :, None] * k[..., None, :]).flatten(-2) / 2**0.5],
+        dim=-1,
+    )
+    state = torch.einsum("bshf,bshv->bhfv", phi, v1)
+    return o, state
+
+
+def mlstm(q, k, v, log_f, i_pre, scale, state):
+    """The paper's unstabilised equations (xLSTM eq. 19-27) in float64, starting from the
+    stabilised state (C̃, ñ, m), i.e. C = C̃ e^m, n = ñ e^m:
+    C_t = f C + i k v^T, n_t = f n + i k, h_t = C^T q / max(|n^T q|, 1)."""
+    C, n, m = (s.double() for s in state)
+    C, n = C * m.exp()[..., None, None], n * m.exp()[..., None]
+    q, k, v, log_f, i_pre = (x.double() for x in (q, k, v, log_f, i_pre))
+    outs = []
+    for t in range(q.shape[1]):
+        f, i = log_f[:, t].exp(), i_pre[:, t].exp()
+        C = C * f[..., None, None] + (i[..., None] * k[:, t])[..., :, None] * v[:, t][..., None, :]
+        n = n * f[..., None] + i[..., None] * k[:, t]
+        q_t = q[:, t] * scale
+        outs.append(
+            torch.einsum("bhk,bhkv->bhv", q_t, C)
+            / (q_t * n).sum(-1).abs().clamp(min=1.0)[..., None]
+        )
+    return torch.stack(outs, 1), (C, n)
+
+
+def log_linear_attention(q, k, v, g, lam, scale=1.0):
+    """The definition in float64: o_t = sum_{s<=t} exp(g_{s+1..t}) lam_t[bit_length(t ^ s)] (q_t.k_s) v_s,
+    the decay summed term by term (a -inf anywhere in the segment gives exactly 0)."""
+    q, k, v, g, lam = (x.double() for x in (q, k, v, g, lam))
+    T = q.shape[1]
+    o = torch.zeros(*q.shape[:3], v.shape[-1], dtype=torch.float64)
+    for t in range(T):
+        for s in range(t + 1):
+            decay = g[:, s + 1 : t + 1].sum(1).exp()  # [B, H]
+            weight = decay * lam[:, t, :, (t ^ s).bit_length()]
+            score = (q[:, t] * k[:, s]).sum(-1) * scale
+            o[:, t] += (weight * score)[..., None] * v[:, s]
+    return o

@@ -7,7 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from swar_bench.mechanisms import Based
-from swar_bench.mechanisms.ops.based import based, chunk_based, recurrent_based, taylor_features
+from swar_bench.mechanisms.ops.based import based, chunk_based, recurrent_based
+from tests.mechanisms import float64_recurrences as f64
 
 fla_based = pytest.importorskip("fla.ops.based.naive")
 
@@ -16,21 +17,6 @@ def _inputs(B=2, T=40, H=2, K=4, V=6, seed=0):
     gen = torch.Generator().manual_seed(seed)
     q, k = torch.randn(2, B, T, H, K, generator=gen)
     return q, k, torch.randn(B, T, H, V, generator=gen)
-
-
-def based_float64(q, k, v, scale, split):
-    """The definition in float64: normalised scores 1 + s + s^2/2 over all keys up to t, and the
-    state after ``split`` tokens, ``sum phi(k_s) [v_s, 1]^T``."""
-    q, k, v = (x.double() for x in (q, k, v))
-    s = torch.einsum("bthk,bshk->bhts", q * scale, k)
-    T = q.shape[1]
-    scores = (1 + s + s.square() / 2) * torch.ones(T, T, dtype=torch.bool).tril()
-    o = torch.einsum("bhts,bshv->bthv", scores, v) / (
-        scores.sum(-1).transpose(1, 2)[..., None] + 1e-6
-    )
-    v1 = torch.cat([v, torch.ones_like(v[..., :1])], dim=-1)[:, :split]
-    state = torch.einsum("bshf,bshv->bhfv", taylor_features(k[:, :split]), v1)
-    return o, state
 
 
 @pytest.mark.parametrize("fn", [recurrent_based, chunk_based])
@@ -43,8 +29,8 @@ def test_based_matches_fla_naive_across_a_carried_state(fn, split):
     o1, s1 = fn(q[:, :split], k[:, :split], v[:, :split], **kwargs)
     o2, s2 = fn(q[:, split:], k[:, split:], v[:, split:], initial_state=s1, **kwargs)
     assert (torch.cat([o1, o2], 1) - ref).abs().max().item() <= 1e-5
-    _, ref_s1 = based_float64(q, k, v, 0.5, split)
-    _, ref_s2 = based_float64(q, k, v, 0.5, 40)
+    _, ref_s1 = f64.based(q, k, v, 0.5, split)
+    _, ref_s2 = f64.based(q, k, v, 0.5, 40)
     assert (s1.double() - ref_s1).abs().max().item() <= 1e-4
     assert (s2.double() - ref_s2).abs().max().item() <= 1e-4 * max(1.0, ref_s2.abs().max().item())
 
@@ -60,10 +46,9 @@ def test_chunk_form_with_key_bursts_is_within_2e5_of_float64(seed, burst, at, ch
     """Based has no decay gate; its extreme input is a burst of large keys (huge 1 + s + s^2/2)."""
     q, k, v = _inputs(seed=seed)
     k[:, at : at + 3] *= burst
-    o64, s64 = based_float64(q, k, v, 0.5, 40)
+    o64, s64 = f64.based(q, k, v, 0.5, 40)
     o, s = chunk_based(q, k, v, chunk_size=chunk_size)
-    assert (o.double() - o64).abs().max().item() <= 2e-5 * o64.abs().max().item()
-    assert (s.double() - s64).abs().max().item() <= 2e-5 * s64.abs().max().item()
+    f64.assert_matches_float64(o, s, o64, s64)
     o_rec, _ = based(q, k, v, mode="recurrent")
     assert (o_rec.double() - o64).abs().max().item() <= 2e-5 * o64.abs().max().item()
 

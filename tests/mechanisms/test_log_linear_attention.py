@@ -15,6 +15,7 @@ from swar_bench.mechanisms.ops.log_linear_attention import (
     log_linear_attention,
     recurrent_log_linear_attention,
 )
+from tests.mechanisms import float64_recurrences as f64
 
 fla_lla = pytest.importorskip("fla.ops.log_linear_attn.naive")
 
@@ -26,21 +27,6 @@ def _inputs(B=2, T=70, H=2, K=8, V=6, seed=0):
     g = logsigmoid(torch.randn(B, T, H, generator=gen) + 2.0)
     lam = torch.rand(B, T, H, levels_needed(T), generator=gen)
     return q, k, v, g, lam
-
-
-def log_linear_float64(q, k, v, g, lam, scale=1.0):
-    """The definition in float64: o_t = sum_{s<=t} exp(g_{s+1..t}) lam_t[bit_length(t ^ s)] (q_t.k_s) v_s,
-    the decay summed term by term (a -inf anywhere in the segment gives exactly 0)."""
-    q, k, v, g, lam = (x.double() for x in (q, k, v, g, lam))
-    T = q.shape[1]
-    o = torch.zeros(*q.shape[:3], v.shape[-1], dtype=torch.float64)
-    for t in range(T):
-        for s in range(t + 1):
-            decay = g[:, s + 1 : t + 1].sum(1).exp()  # [B, H]
-            weight = decay * lam[:, t, :, (t ^ s).bit_length()]
-            score = (q[:, t] * k[:, s]).sum(-1) * scale
-            o[:, t] += (weight * score)[..., None] * v[:, s]
-    return o
 
 
 @pytest.mark.parametrize("form", ["recurrent", "chunk"])
@@ -77,7 +63,7 @@ def test_chunk_form_under_extreme_gates_is_within_2e5_of_float64(
     q, k, v, g, lam = _inputs(T=40, seed=seed)
     g[:, 12:15] -= burst
     g[:, resets] = float("-inf")
-    ref = log_linear_float64(q, k, v, g, lam)
+    ref = f64.log_linear_attention(q, k, v, g, lam)
     # start mid-stream so the chunk form also runs its unaligned head and tail recurrently
     _, s = recurrent_log_linear_attention(*(x[:, :start] for x in (q, k, v, g, lam)))
     o, _ = chunk_log_linear_attention(
@@ -119,4 +105,3 @@ def test_bad_inputs_raise_one_line_errors():
         ValueError, match="n_levels=4 streams at most 8 tokens; this call reaches 9"
     ):
         model(torch.zeros(1, 9, dtype=torch.long))
-

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from torch.nn.functional import logsigmoid
 
 from swar_bench.mechanisms.ops.mlstm import chunk_mlstm, mlstm, recurrent_mlstm
+from tests.mechanisms import float64_recurrences as f64
 
 
 def _inputs(B=2, T=40, H=2, K=8, V=6, seed=0):
@@ -24,46 +25,22 @@ def _inputs(B=2, T=40, H=2, K=8, V=6, seed=0):
     return q, k, v, f_pre, i_pre, state
 
 
-def mlstm_float64(q, k, v, log_f, i_pre, scale, state):
-    """The paper's unstabilised equations (xLSTM eq. 19-27) in float64, starting from the
-    stabilised state (C̃, ñ, m), i.e. C = C̃ e^m, n = ñ e^m:
-    C_t = f C + i k v^T, n_t = f n + i k, h_t = C^T q / max(|n^T q|, 1)."""
-    C, n, m = (s.double() for s in state)
-    C, n = C * m.exp()[..., None, None], n * m.exp()[..., None]
-    q, k, v, log_f, i_pre = (x.double() for x in (q, k, v, log_f, i_pre))
-    outs = []
-    for t in range(q.shape[1]):
-        f, i = log_f[:, t].exp(), i_pre[:, t].exp()
-        C = C * f[..., None, None] + (i[..., None] * k[:, t])[..., :, None] * v[:, t][..., None, :]
-        n = n * f[..., None] + i[..., None] * k[:, t]
-        q_t = q[:, t] * scale
-        outs.append(
-            torch.einsum("bhk,bhkv->bhv", q_t, C)
-            / (q_t * n).sum(-1).abs().clamp(min=1.0)[..., None]
-        )
-    return torch.stack(outs, 1), (C, n)
-
-
 def _unstabilised(state):
     C, n, m = (s.double() for s in state)
     return C * m.exp()[..., None, None], n * m.exp()[..., None]
 
 
-def _rel(a, ref):
-    return (a.double() - ref).abs().max().item() / ref.abs().max().item()
-
-
 @pytest.mark.parametrize("T", [1, 17, 40])
 def test_both_forms_follow_the_paper_equations_with_initial_and_final_state(T):
     q, k, v, f_pre, i_pre, s0 = _inputs(T=T)
-    o64, (C64, n64) = mlstm_float64(q, k, v, logsigmoid(f_pre), i_pre, 8**-0.5, s0)
+    o64, (C64, n64) = f64.mlstm(q, k, v, logsigmoid(f_pre), i_pre, 8**-0.5, s0)
     for o, s in (
         recurrent_mlstm(q, k, v, logsigmoid(f_pre), i_pre, initial_state=s0, eps=0.0),
         chunk_mlstm(q, k, v, logsigmoid(f_pre), i_pre, initial_state=s0, eps=0.0, chunk_size=16),
     ):
-        assert _rel(o, o64) <= 1e-5
+        assert f64.relative_error(o, o64) <= 1e-5
         C, n = _unstabilised(s)
-        assert _rel(C, C64) <= 1e-5 and _rel(n, n64) <= 1e-5
+        assert f64.relative_error(C, C64) <= 1e-5 and f64.relative_error(n, n64) <= 1e-5
 
 
 @settings(max_examples=20, deadline=None, derandomize=True)
@@ -87,12 +64,12 @@ def test_chunk_form_under_extreme_gates_is_within_2e5_of_float64(
     log_f[:, 20:23] -= decay_burst
     log_f[:, resets] = float("-inf")
     i_pre[:, 30:32] += burst
-    o64, (C64, n64) = mlstm_float64(q, k, v, log_f, i_pre, 8**-0.5, s0)
+    o64, (C64, n64) = f64.mlstm(q, k, v, log_f, i_pre, 8**-0.5, s0)
     o, s = chunk_mlstm(q, k, v, log_f, i_pre, initial_state=s0, eps=0.0, chunk_size=chunk_size)
     assert all(torch.isfinite(x).all() for x in (o, *s))
-    assert _rel(o, o64) <= 2e-5
+    assert f64.relative_error(o, o64) <= 2e-5
     C, n = _unstabilised(s)
-    assert _rel(C, C64) <= 2e-5 and _rel(n, n64) <= 2e-5
+    assert f64.relative_error(C, C64) <= 2e-5 and f64.relative_error(n, n64) <= 2e-5
 
 
 @pytest.mark.parametrize("form", ["recurrent", "chunkwise"])
@@ -113,7 +90,7 @@ def test_matches_the_authors_native_torch_backends(form):
         return_last_states=True, **kw,
     )  # fmt: skip
     o, s = ours(q, k, v, logsigmoid(f_pre), i_pre, initial_state=s0, **kw)
-    assert _rel(o, t(h).double()) <= 1e-5
+    assert f64.relative_error(o, t(h).double()) <= 1e-5
     for mine, theirs in zip(s, (C, n, m.squeeze(-1))):
         assert (mine - theirs).abs().max().item() <= 1e-5 * max(1.0, theirs.abs().max().item())
 
@@ -122,7 +99,6 @@ def test_dispatch_and_shapes():
     q, k, v, f_pre, i_pre, s0 = _inputs(T=20)
     a, _ = mlstm(q, k, v, logsigmoid(f_pre), i_pre, initial_state=s0, mode="chunk")
     b, _ = mlstm(q, k, v, logsigmoid(f_pre), i_pre, initial_state=s0, mode="recurrent")
-    assert _rel(a, b.double()) <= 1e-5
+    assert f64.relative_error(a, b.double()) <= 1e-5
     with pytest.raises(ValueError, match="i_pre"):
         recurrent_mlstm(q, k, v, f_pre, i_pre[..., :1])
-

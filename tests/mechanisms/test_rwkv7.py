@@ -12,6 +12,7 @@ from swar_bench.mechanisms.ops.dplr_delta_rule import (
     dplr_delta_rule,
     recurrent_dplr_delta_rule,
 )
+from tests.mechanisms import float64_recurrences as f64
 
 fla_dplr = pytest.importorskip("fla.ops.generalized_delta_rule.dplr.naive")
 
@@ -25,19 +26,6 @@ def _inputs(B=2, T=40, H=2, K=8, V=6, seed=0, dtype=torch.float32):
     gk = logsigmoid(torch.randn(B, T, H, K, generator=gen) + 2.0)
     s0 = torch.randn(B, H, K, V, generator=gen)
     return tuple(x.to(dtype) for x in (q, k, v, a, b, gk, s0))
-
-
-def dplr_float64(q, k, v, a, b, gk, scale, s0):
-    """The paper's recurrence in float64, written out: S_t = (diag(w_t) + b_t a_t^T) S_{t-1} + k_t v_t^T."""
-    q, k, v, a, b, gk, S = (x.double() for x in (q, k, v, a, b, gk, s0))
-    outs = []
-    for t in range(q.shape[1]):
-        transition = (
-            torch.diag_embed(gk[:, t].exp()) + b[:, t, ..., :, None] * a[:, t, ..., None, :]
-        )
-        S = transition @ S + k[:, t, ..., :, None] * v[:, t, ..., None, :]
-        outs.append(torch.einsum("bhk,bhkv->bhv", q[:, t] * scale, S))
-    return torch.stack(outs, 1), S
 
 
 @pytest.mark.parametrize("T", [1, 17, 40])
@@ -58,7 +46,7 @@ def test_dplr_matches_fla_naive_with_initial_and_final_state(T, chunk_size):
 
 def test_rwkv7_scale_one_and_dispatch():
     q, k, v, a, b, gk, s0 = _inputs(T=20)
-    o64, s64 = dplr_float64(q, k, v, a, b, gk, 1.0, s0)
+    o64, s64 = f64.dplr(q, k, v, a, b, gk, 1.0, s0)
     for mode in ("chunk", "recurrent"):
         o, s = dplr_delta_rule(
             q, k, v, a, b, gk, scale=1.0, initial_state=s0, mode=mode, backend="torch"
@@ -82,13 +70,11 @@ def test_chunk_form_under_extreme_gates_is_within_2e5_of_float64(seed, resets, b
     gk[:, 10:14] -= burst
     for t, c in resets:
         gk[:, t, :, c] = float("-inf")
-    o64, s64 = dplr_float64(q, k, v, a, b, gk, 1.0, s0)
+    o64, s64 = f64.dplr(q, k, v, a, b, gk, 1.0, s0)
     o, s = chunk_dplr_delta_rule(
         q, k, v, a, b, gk, scale=1.0, initial_state=s0, chunk_size=chunk_size
     )
-    assert torch.isfinite(o).all() and torch.isfinite(s).all()
-    assert (o.double() - o64).abs().max().item() <= 2e-5 * o64.abs().max().item()
-    assert (s.double() - s64).abs().max().item() <= 2e-5 * s64.abs().max().item()
+    f64.assert_matches_float64(o, s, o64, s64)
 
 
 def test_chunk_gradients_match_recurrent():
@@ -101,7 +87,6 @@ def test_chunk_gradients_match_recurrent():
         grads.append([x.grad for x in leaves])
     for g1, g2 in zip(*grads):
         assert (g1 - g2).abs().max().item() <= 1e-4
-
 
 
 @pytest.mark.cuda
