@@ -71,8 +71,9 @@ def train_step(model, optimizer, x, y, args) -> Callable[[], tuple[float, float]
     return step
 
 
-def measure(args) -> tuple[list[tuple[str, str, float, float]], list[str]]:
-    """Rows ``(mechanism, backend, best seconds, first loss)`` and lines for what did not run."""
+def measure(args) -> tuple[list[tuple[str, str, int, float, float]], list[str]]:
+    """Rows ``(mechanism, backend, n_params, best seconds, first loss)`` and lines for what did
+    not run."""
     gen = torch.Generator().manual_seed(0)
     x = torch.randint(0, 40, (args.batch_size, args.seq_len + 1), generator=gen).to(args.device)
     x, y = x[:, :-1], x[:, 1:]
@@ -91,7 +92,7 @@ def measure(args) -> tuple[list[tuple[str, str, float, float]], list[str]]:
             except ValueError as err:  # e.g. backend="fla" without CUDA
                 skipped.append(f"{name} ({label}): not run: {err}")
                 continue
-            configs.append((name, label, step, first_loss))
+            configs.append((name, label, model.n_params, step, first_loss))
     for _ in range(args.warmup - 1):
         for *_, step, _ in configs:
             step()
@@ -99,7 +100,7 @@ def measure(args) -> tuple[list[tuple[str, str, float, float]], list[str]]:
     for _ in range(args.repeats):
         for i, (*_, step, _) in enumerate(configs):
             best[i] = min(best[i], step()[0])
-    return [(n, b, s, loss) for (n, b, _, loss), s in zip(configs, best)], skipped
+    return [(n, b, p, s, loss) for (n, b, p, _, loss), s in zip(configs, best)], skipped
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -168,21 +169,22 @@ def main(argv: list[str] | None = None) -> int:
         f"{torch.get_num_threads()} threads, {clock}, best of {args.repeats} rounds after "
         f"{args.warmup} warm-up (configurations take turns)\n"
     )
-    print("| mechanism | backend | ms / step | tokens/s | first loss |")
-    print("|---|---|---:|---:|---:|")
-    for name, backend, seconds, loss in rows:
+    print("| mechanism | backend | params | ms / step | tokens/s | first loss |")
+    print("|---|---|---:|---:|---:|---:|")
+    for name, backend, n_params, seconds, loss in rows:
         print(
-            f"| {name} | {backend} | {1e3 * seconds:.1f} | {tokens / seconds:,.0f} | {loss:.4f} |"
+            f"| {name} | {backend} | {n_params:,} | {1e3 * seconds:.1f} | "
+            f"{tokens / seconds:,.0f} | {loss:.4f} |"
         )
     for line in skipped:
         print(line)
     if len(args.backends) == 2:
         for name in dict.fromkeys(r[0] for r in rows):
-            pair = {b: s for n, b, s, _ in rows if n == name}
+            pair = {b: s for n, b, _, s, _ in rows if n == name}
             if len(pair) == 2:
                 a, b = args.backends
                 print(f"ratio {name}: {b} / {a} training tokens/s = {pair[a] / pair[b]:.2f}x")
-    if not rows or any(not torch.isfinite(torch.tensor(r[3])) for r in rows):
+    if not rows or any(not torch.isfinite(torch.tensor(r[4])) for r in rows):
         print("error: nothing measured, or a non-finite loss", file=sys.stderr)
         return 1
     return 0
