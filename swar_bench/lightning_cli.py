@@ -30,7 +30,6 @@ import logging
 import os
 import signal
 import sys
-import tempfile
 import warnings
 from pathlib import Path
 from typing import Any
@@ -43,6 +42,7 @@ from lightning.pytorch.cli import LightningCLI
 from swar_bench import interrupts, mechanisms
 from swar_bench.callbacks.slurm_requeue import SlurmRequeue
 from swar_bench.datamodules.passkey_swar import PasskeySwarDataModule
+from swar_bench.io import PROBE_PREFIX, atomic_path, name_limits, nearest_existing, probe_write
 from swar_bench.module import TBPTTModule, mechanism_class_path
 from swar_bench.quiet import quiet_output
 from swar_bench.slurm import resume_hint
@@ -82,11 +82,9 @@ class PredictionWriter(BasePredictionWriter):
     def write_on_epoch_end(self, trainer, pl_module, predictions: Any, batch_indices: Any) -> None:
         if self.output_dir is None:
             return
-        os.makedirs(self.output_dir, exist_ok=True)
         path = os.path.join(self.output_dir, f"predictions_rank{trainer.global_rank}.pt")
-        tmp = f"{path}.tmp.{os.getpid()}"
-        torch.save(predictions, tmp)
-        os.replace(tmp, path)
+        with atomic_path(path) as tmp:
+            torch.save(predictions, tmp)
 
 
 ARGS_WARNING = r"LightningCLI's args parameter is intended to run from within Python"
@@ -134,27 +132,16 @@ def state_dict_mismatch(expected: dict[str, tuple[int, ...]], found: dict[str, t
 
 def check_output_folder(path: str | os.PathLike, flag: str) -> None:
     """Raise ValueError (one line naming ``flag`` and ``path``) unless the folder ``path`` exists
-    and is writable or can be created; leaves nothing behind (it creates and removes a temporary
-    folder in ``path`` or in its nearest existing parent). Remote paths (``scheme://``) are not checked."""
+    and is writable or can be created; leaves nothing behind (it rehearses an atomic write,
+    ``swar_bench.io.probe_write``, in ``path`` or in its nearest existing parent). Remote paths (``scheme://``) are not checked."""
     text = os.fspath(path)
     if "://" in text:
         return
-    target = Path(text).absolute()
-    def exists(p: Path) -> bool:
-        try:
-            return p.exists()
-        except OSError:  # e.g. a name too long to look up: it does not exist
-            return False
-
-    probe = target
-    while not exists(probe) and probe != probe.parent:
-        probe = probe.parent
+    target = Path(os.path.abspath(text))
+    probe = nearest_existing(target)
     if not probe.is_dir():
         raise ValueError(f"{flag}={text}: the folder cannot be created ({probe} is not a folder)")
-    try:
-        name_max = os.pathconf(probe, "PC_NAME_MAX")
-    except (OSError, ValueError, AttributeError):
-        name_max = 255
+    name_max = name_limits(probe)[0]
     too_long = [part for part in target.relative_to(probe).parts if len(os.fsencode(part)) > name_max]
     if too_long:
         raise ValueError(
@@ -162,7 +149,7 @@ def check_output_folder(path: str | os.PathLike, flag: str) -> None:
             f"{len(os.fsencode(too_long[0]))} bytes; the file system allows {name_max})"
         )
     try:
-        os.rmdir(tempfile.mkdtemp(prefix=".swar-bench-probe-", dir=probe))
+        probe_write(probe, prefix=PROBE_PREFIX)
     except OSError as err:
         verb = "written" if probe == target else "created"
         raise ValueError(f"{flag}={text}: the folder cannot be {verb} ({err.strerror or err})") from None

@@ -35,9 +35,9 @@ from swar_bench.callbacks.reporting import (
     report_dir,
     save_figure_atomic,
     tensorboard_experiments,
-    write_text_atomic,
 )
 from swar_bench.intervals import FEW_NOTE, format_accuracy, wilson, wilson_arrays
+from swar_bench.io import atomic_write_text
 from swar_bench.tasks.oracle import ANSWER_KINDS
 from swar_bench.tasks.passkey_swar import ALLOWED_N
 
@@ -585,9 +585,9 @@ class AnswerTypeAccuracy(Callback):
     def _write(self, trainer: pl.Trainer, out: Path, report: AccuracyReport) -> list[str]:
         table = accuracy_table(report)
         paths = [
-            write_text_atomic(out / REPORT_FILES[0], table),
-            write_text_atomic(out / REPORT_FILES[1], accuracy_csv(report)),
-            write_text_atomic(out / REPORT_FILES[2], age_accuracy_csv(report)),
+            atomic_write_text(out / REPORT_FILES[0], table),
+            atomic_write_text(out / REPORT_FILES[1], accuracy_csv(report)),
+            atomic_write_text(out / REPORT_FILES[2], age_accuracy_csv(report)),
         ]
         figures = {
             "accuracy_vs_n_writes": plot_accuracy_vs_n_writes(report),

@@ -39,7 +39,6 @@ from swar_bench.callbacks.reporting import (
     metric_rows,
     report_dir,
     tensorboard_experiments,
-    write_text_atomic,
 )
 from swar_bench.callbacks.self_knowledge import (
     N_PERMUTATIONS,
@@ -51,6 +50,7 @@ from swar_bench.callbacks.self_knowledge import (
     permutation_baseline,
 )
 from swar_bench.intervals import FEW_NOTE, MISSING, format_accuracy, wilson
+from swar_bench.io import atomic_write_text
 from swar_bench.tasks.passkey_swar import ALLOWED_N
 
 N_BINS = 15
@@ -478,8 +478,8 @@ class Calibration(Callback):
             rank_zero_warn("Calibration: the test pass had no answer tokens; the report has no rows")
         table = calibration_table(self.test_report)
         self.report_paths = [
-            str(write_text_atomic(out / CALIBRATION_FILES[0], table)),
-            str(write_text_atomic(out / CALIBRATION_FILES[1], calibration_csv(self.test_report))),
+            str(atomic_write_text(out / CALIBRATION_FILES[0], table)),
+            str(atomic_write_text(out / CALIBRATION_FILES[1], calibration_csv(self.test_report))),
         ]
         for experiment in tensorboard_experiments(trainer):
             experiment.add_text("test/calibration", table, global_step=trainer.global_step)

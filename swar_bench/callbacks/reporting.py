@@ -1,7 +1,7 @@
 """Where the callbacks' reports go and how they get there: atomic files, TensorBoard, table cells.
 
 Shared by ``AnswerTypeAccuracy`` and ``Calibration``. Every file is written to a temporary file
-in the target folder and renamed over the target (``os.replace``), so a reader never sees a
+in the target folder and renamed over the target (``swar_bench.io``), so a reader never sees a
 half-written table or figure, and a crash leaves the previous version in place.
 """
 
@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import math
 import os
-import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -20,48 +19,12 @@ import torch
 from lightning.pytorch.loggers import TensorBoardLogger
 
 from swar_bench.intervals import MISSING
-
-
-def _umask() -> int:
-    """The process umask (reading it means setting it: it is set straight back)."""
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-def _write_atomic(path: Path, write: Callable[[Any], None], mode: str) -> None:
-    """Write through a temporary file in ``path``'s folder, then ``os.replace`` it onto ``path``.
-
-    The file gets the mode a plain ``open(path, "w")`` would give it (``0o666 & ~umask``, e.g.
-    0644), not ``mkstemp``'s private 0600.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        os.chmod(tmp, 0o666 & ~_umask())
-        with os.fdopen(fd, mode) as handle:
-            write(handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
-    """Write ``text`` (UTF-8) to ``path`` through a temporary file and a rename; returns the path."""
-    path = Path(path)
-    _write_atomic(path, lambda handle: handle.write(text), "w")
-    return path
+from swar_bench.io import atomic_write
 
 
 def save_figure_atomic(figure: Any, path: str | os.PathLike, dpi: int = 120) -> Path:
     """Save a matplotlib ``Figure`` as PNG to ``path`` through a temporary file and a rename."""
-    path = Path(path)
-    _write_atomic(path, lambda handle: figure.savefig(handle, format="png", dpi=dpi), "wb")
-    return path
+    return atomic_write(path, lambda handle: figure.savefig(handle, format="png", dpi=dpi), binary=True)
 
 
 def report_dir(trainer: pl.Trainer, out_dir: str | os.PathLike | None) -> Path:

@@ -31,13 +31,9 @@ from pathlib import Path
 import torch
 
 from swar_bench import interrupts
+from swar_bench.io import probe_write
 from swar_bench.referee.evaluate import evaluate
-from swar_bench.referee.report import (
-    plot_forgetting_curve,
-    probe_write,
-    read_json,
-    write_json,
-)
+from swar_bench.referee.report import plot_forgetting_curve, read_json, write_json
 from swar_bench.referee.table import (
     FLOPS_TOLERANCE,
     check_flops_tolerance,
@@ -106,7 +102,7 @@ def prepare_output(
 
     Used for every output path of the CLI before any work, so a bad path fails at once rather than
     after the evaluation: the folder is really created and each file's atomic write is rehearsed
-    (``report.probe_write``), which catches what permission bits cannot (a pseudo-filesystem like
+    (``swar_bench.io.probe_write``), which catches what permission bits cannot (a pseudo-filesystem like
     ``/proc``, a read-only mount, a name too long, running as root). Existing files are not touched.
 
     Args:
@@ -165,7 +161,7 @@ def prepare_output(
                     f"expected {expected}"
                 )
             try:
-                probe_write(target)
+                probe_write(folder, name)
             except OSError as e:
                 what = "a file" if target == given else repr(name)
                 raise ValueError(

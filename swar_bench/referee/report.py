@@ -1,11 +1,11 @@
-"""Writing a referee result: the JSON file and the forgetting-curve PNG, both atomically (temp file + rename)."""
+"""Writing a referee result: the JSON file and the forgetting-curve PNG, both atomically
+(``swar_bench.io.atomic_write``: temp file + rename)."""
 
 from __future__ import annotations
 
 import json
 import math
 import os
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -16,76 +16,14 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import matplotlib.ticker
 
-
-def _umask() -> int:
-    """The process's file-creation mask (read by setting it and restoring it at once)."""
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-def _temp_file(path: Path) -> tuple[int, str]:
-    """A new temporary file (open descriptor, name) in ``path``'s folder, named ``.<name>.<random>.tmp``."""
-    return tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-
-
-def _atomic_write(path: Path, write) -> None:
-    """Write ``path`` through ``write(binary_file)`` into a temporary file in the same folder, then rename.
-
-    ``tempfile.mkstemp`` creates the temporary file with mode 0600; it is given the mode a plain
-    ``open`` would have (``0o666 & ~umask``, 0644 under the usual umask 022) before the rename.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = _temp_file(path)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-def probe_write(path: str | os.PathLike) -> None:
-    """Check that ``path`` can be written the way ``write_json`` / ``plot_forgetting_curve`` write it.
-
-    Does each step of the atomic write on temporary names of the same length, in ``path``'s
-    (existing) folder: create ``.<name>.<random>.tmp``, write a byte, set the umask's mode, rename it
-    over a second such file, and remove that. ``path`` itself is neither created nor touched.
-    Checked before any work, so that a folder that cannot take the results (read-only, a
-    pseudo-filesystem, a name too long) fails at once rather than after the evaluation.
-
-    Raises:
-        OSError: whichever step the filesystem refuses (nothing is left behind).
-    """
-    path = Path(path)
-    made: list[str] = []
-    try:
-        fd, tmp = _temp_file(path)
-        made.append(tmp)
-        with os.fdopen(fd, "wb") as f:
-            f.write(b"\0")
-        os.chmod(tmp, 0o666 & ~_umask())
-        fd2, target = _temp_file(path)
-        os.close(fd2)
-        made.append(target)
-        os.replace(tmp, target)
-        made.remove(tmp)
-    finally:
-        for name in made:
-            try:
-                os.unlink(name)
-            except FileNotFoundError:
-                pass
+from swar_bench.io import atomic_write
 
 
 def write_json(result: Mapping[str, Any], path: str | os.PathLike) -> Path:
     """Write ``result`` as strict JSON (no NaN: undefined values are ``null``) to ``path``, atomically."""
     path = Path(path)
     text = json.dumps(result, indent=2, sort_keys=False, allow_nan=False) + "\n"
-    _atomic_write(path, lambda f: f.write(text.encode()))
+    atomic_write(path, lambda f: f.write(text.encode()), binary=True)
     return path
 
 
@@ -171,7 +109,7 @@ def plot_forgetting_curve(
     fig.tight_layout(rect=(0, 0.02 + 0.035 * ((len(l1) + len(l2) + 1) // 2), 1, 1))
     path = Path(path)
     try:
-        _atomic_write(path, lambda f: fig.savefig(f, format="png"))
+        atomic_write(path, lambda f: fig.savefig(f, format="png"), binary=True)
     finally:
         plt.close(fig)
     return path

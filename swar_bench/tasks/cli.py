@@ -26,11 +26,16 @@ import json
 import os
 import signal
 import sys
-import tempfile
 from collections.abc import Iterator
 
 from swar_bench import interrupts
-from swar_bench.io import atomic_write_text
+from swar_bench.io import (
+    PROBE_PREFIX,
+    atomic_write_text,
+    name_limits,
+    nearest_existing,
+    probe_write,
+)
 from swar_bench.tasks.hub_io import (
     DataSourceError,
     card_configs_text,
@@ -134,13 +139,6 @@ def _configs(value: str | None, source: str | None = None) -> list[str]:
     return [config_name(n) for n in ALLOWED_N]
 
 
-def _nearest_existing(path: str) -> str:
-    path = os.path.abspath(path)
-    while not os.path.lexists(path):
-        path = os.path.dirname(path)
-    return path
-
-
 def _shown(value: str, limit: int = 100) -> str:
     """``value`` for a one-line message: its first ``limit`` characters and its length when longer."""
     return value if len(value) <= limit else f"{value[:limit]}... ({len(value)} characters)"
@@ -150,11 +148,7 @@ def _check_path_names(option: str, value: str, base: str) -> None:
     """No component of ``value`` is longer than the file system under ``base`` (its nearest
     existing folder) allows, nor the whole path (``NAME_MAX`` / ``PATH_MAX``, usually 255 / 4096
     bytes): the OS would fail only when the first file is created, with ``[Errno 36]``."""
-    try:
-        name_max = os.pathconf(base, "PC_NAME_MAX")
-        path_max = os.pathconf(base, "PC_PATH_MAX")
-    except (OSError, ValueError):  # no pathconf here (e.g. Windows): the usual limits
-        name_max, path_max = 255, 4096
+    name_max, path_max = name_limits(base)
     for part in value.split(os.sep):
         size = len(os.fsencode(part))
         if size > name_max:
@@ -181,18 +175,16 @@ def _check_out_folder(option: str, value: str, folder: str | None = None) -> Non
     folder = value if folder is None else folder
     if os.path.exists(folder) and not os.path.isdir(folder):
         raise _UsageError(f"{option}={value}: {folder} is not a folder")
-    base = _nearest_existing(folder)
+    base = str(nearest_existing(folder))
     if not os.path.isdir(base):
         raise _UsageError(f"{option}={value}: {base} is not a folder")
     _check_path_names(option, value, base)
     try:
-        fd, probe = tempfile.mkstemp(dir=base, prefix=".tmp-probe-")
+        probe_write(base, prefix=PROBE_PREFIX)
     except OSError as exc:
         raise _UsageError(
             f"{option}={value}: cannot create a file in {base} ({exc.strerror or exc})"
         ) from exc
-    os.close(fd)
-    os.unlink(probe)
 
 
 def _check_out_file(option: str, value: str) -> None:

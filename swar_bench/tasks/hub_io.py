@@ -23,13 +23,12 @@ import hashlib
 import json
 import os
 import re
-import tempfile
 from collections.abc import Iterable, Sequence
 
 import numpy as np
 
 from swar_bench import interrupts
-from swar_bench.io import atomic_write_text, new_file_mode, path_error
+from swar_bench.io import PROBE_PREFIX, atomic_path, atomic_write_text
 from swar_bench.tasks.oracle import verify_example
 from swar_bench.tasks.passkey_swar import (
     ALLOWED_N,
@@ -331,27 +330,17 @@ def write_split(
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     seeds = split_seeds(split, n_writes, num_examples)
     per_batch = examples_per_chunk(int(n_writes))
-    tmp = None
-    try:
-        fd, tmp = tempfile.mkstemp(
-            dir=os.path.dirname(os.path.abspath(path)), prefix=".tmp-", suffix=".parquet"
-        )
-        os.close(fd)
-        with pq.ParquetWriter(tmp, arrow_schema(), compression="zstd") as writer:
-            for start in range(0, len(seeds), per_batch):
-                interrupts.raise_if_stopped()  # a Ctrl-C / SIGTERM whose first delivery was lost
-                batch = seeds[start : start + per_batch]
-                writer.write_table(flat_to_table(generate_flat(batch, n_writes, params)))
-                if progress is not None:
-                    progress.update(len(batch))
-        os.chmod(tmp, new_file_mode())  # mkstemp's 0o600 -> the umask's mode
-        os.replace(tmp, path)
-    except BaseException as exc:  # KeyboardInterrupt and SIGTERM (see cli) included
-        if tmp is not None and os.path.exists(tmp):
-            os.unlink(tmp)
-        if isinstance(exc, OSError):
-            raise path_error(exc, path) from exc
-        raise
+    # A Ctrl-C / SIGTERM (see cli) removes the temporary file.
+    with (
+        atomic_path(path) as tmp,
+        pq.ParquetWriter(tmp, arrow_schema(), compression="zstd") as writer,
+    ):
+        for start in range(0, len(seeds), per_batch):
+            interrupts.raise_if_stopped()  # a Ctrl-C / SIGTERM whose first delivery was lost
+            batch = seeds[start : start + per_batch]
+            writer.write_table(flat_to_table(generate_flat(batch, n_writes, params)))
+            if progress is not None:
+                progress.update(len(batch))
     return path
 
 
@@ -649,7 +638,7 @@ def remove_stale_temp_files(out_dir: str | os.PathLike) -> list[str]:
     removed, sorted."""
     base = glob.escape(os.fspath(out_dir))
     found = []
-    for pattern in (*_TEMP_TOP, ".tmp-probe-*"):
+    for pattern in (*_TEMP_TOP, PROBE_PREFIX + "*"):
         found += glob.glob(os.path.join(base, pattern))
     for n in ALLOWED_N:
         found += glob.glob(os.path.join(base, config_name(n), _TEMP_SPLIT))

@@ -179,7 +179,7 @@ def test_test_writes_tables_figures_and_tensorboard(tmp_path):
     out = tmp_path / "run" / "version_0"
     names = {p.name for p in out.iterdir()}
     assert set(REPORT_FILES) <= names
-    assert not [name for name in names if name.endswith(".tmp")]
+    assert not [name for name in names if name.startswith(".tmp-")]  # no temporary file left
     assert (out / "answer_type_accuracy.md").read_text() == callback.table()
 
     rows = list(csv.DictReader(io.StringIO((out / "answer_type_accuracy.csv").read_text())))

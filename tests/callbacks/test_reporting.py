@@ -7,14 +7,14 @@ import stat
 
 import pytest
 
-from swar_bench.callbacks.reporting import write_text_atomic
+from swar_bench.io import atomic_write_text
 
 
 @pytest.mark.parametrize("umask, expected", [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
 def test_atomic_file_follows_the_umask(tmp_path, umask, expected):
     previous = os.umask(umask)
     try:
-        path = write_text_atomic(tmp_path / "sub" / "table.md", "| a |\n")
+        path = atomic_write_text(tmp_path / "sub" / "table.md", "| a |\n")
     finally:
         os.umask(previous)
     assert path.read_text() == "| a |\n"
@@ -23,6 +23,6 @@ def test_atomic_file_follows_the_umask(tmp_path, umask, expected):
 
 
 def test_atomic_rewrite_replaces_the_content(tmp_path):
-    path = write_text_atomic(tmp_path / "t.csv", "old\n")
-    write_text_atomic(path, "new\n")
+    path = atomic_write_text(tmp_path / "t.csv", "old\n")
+    atomic_write_text(path, "new\n")
     assert path.read_text() == "new\n" and [p.name for p in tmp_path.iterdir()] == ["t.csv"]

@@ -393,7 +393,7 @@ def test_stopped_run_prints_one_line_and_removes_its_empty_out(
 
 
 def test_sigterm_while_writing_leaves_no_half_written_file(tmp_path, capsys, monkeypatch, gru_result):
-    from swar_bench.referee import report
+    from swar_bench import io
 
     armed = []
 
@@ -402,15 +402,15 @@ def test_sigterm_while_writing_leaves_no_half_written_file(tmp_path, capsys, mon
         armed.append(True)  # the --out check is done: the next atomic write is the real one
         return gru_result
 
-    real_umask = report._umask
+    real_mode = io.new_file_mode
 
     def umask_then_sigterm():  # called inside the atomic write, after the temp file is written
         if armed:
             os.kill(os.getpid(), signal.SIGTERM)
-        return real_umask()
+        return real_mode()
 
     monkeypatch.setattr("swar_bench.referee.cli.evaluate", finished)
-    monkeypatch.setattr(report, "_umask", umask_then_sigterm)
+    monkeypatch.setattr(io, "new_file_mode", umask_then_sigterm)
     out = tmp_path / "run"
     assert main(["--config", str(QUICK), "--out", str(out), *SMALL]) == 143
     assert capsys.readouterr().err.endswith("swar-bench referee: terminated (SIGTERM)\n")
