@@ -77,6 +77,18 @@ def test_chunk_form_holds_under_extreme_gates(seed, T, chunk_size, n_erased, n_b
     ref.assert_matches_float64(o, s, ref_o, ref_s)
 
 
+def test_small_decays_after_a_burst_keep_float32_precision():
+    """A burst of -39 opening each chunk, then a constant -1e-3: the factored in-chunk decays
+    differ running sums near -39, whose float32 rounding errors add up in one direction (2.3e-6
+    relative when summed in float32); summed in float64 they stay within 1e-6."""
+    q, k, v, _, s0 = _inputs(B=1, T=64, H=2, K=8, V=4)
+    g = torch.full(q.shape, -1e-3)
+    g[:, 0] = g[:, 32] = -39.0
+    ref_o, ref_s = ref.gla(q, k, v, g, 8**-0.5, s0)
+    o, s = chunk_gla(q, k, v, g, initial_state=s0, chunk_size=32)
+    ref.assert_matches_float64(o, s, ref_o, ref_s, tol=1e-6)
+
+
 def test_chunk_form_gradients_match_recurrent():
     q, k, v, g, s0 = _inputs(T=40)
     grads = []

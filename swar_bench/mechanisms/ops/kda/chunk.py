@@ -9,8 +9,9 @@ unit lower-triangular system
     (I + A) u = diag(beta) (V - (K * exp(b)) S),   A_ij = beta_i k_i^T Gamma_{i <- j} k_j  (j < i)
 
 so ``o = (Q * exp(b)) S + (Q Gamma K^T, j <= i) u`` and
-``S' = diag(exp(b_C)) S + (K * exp(sum_{j < l <= C} g_l))^T u``. All decays come from segment
-sums (``gla.chunk.causal_gated_scores``), never differences, so ``-inf`` and bursts stay exact.
+``S' = diag(exp(b_C)) S + (K * exp(sum_{j < l <= C} g_l))^T u``. The in-chunk decays are GLA's
+(``gla.chunk.in_chunk_decays``, computed once for both score matrices), so ``-inf`` and bursts
+stay exact.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from __future__ import annotations
 import torch
 
 from swar_bench.mechanisms.ops.chunking import initial_state_of, merge_chunks, split_chunks
-from swar_bench.mechanisms.ops.gla.chunk import causal_gated_scores, suffix_sum
+from swar_bench.mechanisms.ops.gla.chunk import in_chunk_decays, suffix_sum
 from swar_bench.mechanisms.ops.kda.recurrent import check_kda_shapes
 
 
@@ -52,11 +53,12 @@ def chunk_kda(
     qc, kc, vc, gc, bc = (split_chunks(x, chunk_size) for x in (q, k, v, g, beta))
     from_start = gc.cumsum(-2).exp()  # [B, H, n, C, K], sums from the chunk start: no differences
     # A unit lower-triangular solve reads only the strict lower triangle of A.
-    A = causal_gated_scores(kc, kc, gc) * bc[..., None]
+    decays = in_chunk_decays(gc)
+    A = decays.scores(kc, kc) * bc[..., None]
     rhs = torch.cat([vc, kc * from_start], dim=-1) * bc[..., None]
     sol = torch.linalg.solve_triangular(A, rhs, upper=False, unitriangular=True)
     u, w = sol[..., :V], sol[..., V:]
-    attn = causal_gated_scores(qc * scale, kc, gc)  # [B, H, n, C, C], j <= i
+    attn = decays.scores(qc * scale, kc)  # [B, H, n, C, C], j <= i
     q_decay = qc * scale * from_start
     k_decay = kc * suffix_sum(gc).exp()
     a_last = from_start[..., -1, :, None]  # [B, H, n, K, 1]
