@@ -21,12 +21,12 @@ from typing import Any
 import lightning.pytorch as pl
 import numpy as np
 import torch
-from lightning.pytorch.callbacks import Callback
 from lightning.pytorch.utilities import rank_zero_warn
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 from torchmetrics import Metric
 
+from swar_bench.callbacks.eval_hooks import PREFIX, EvalHooks, reset_metrics
 from swar_bench.callbacks.reporting import (
     format_number,
     log_epoch_value,
@@ -466,7 +466,7 @@ REPORT_FILES = (
 """Files ``AnswerTypeAccuracy`` writes at test end, in its report folder."""
 
 
-class AnswerTypeAccuracy(Callback):
+class AnswerTypeAccuracy(EvalHooks):
     """Accuracy per N x answer type and per key age for validation and test.
 
     Consumes the evaluation step outputs (contract 4: ``pred[M]``, ``target[M]``,
@@ -517,11 +517,6 @@ class AnswerTypeAccuracy(Callback):
             raise RuntimeError("AnswerTypeAccuracy has no results yet: run validate or test first")
         return accuracy_table(report)
 
-    @staticmethod
-    def _start(metric: AnswerTypeCounts, pl_module: pl.LightningModule) -> None:
-        metric.reset()
-        metric.to(pl_module.device)
-
     def _finish(
         self, metric: AnswerTypeCounts, pl_module: pl.LightningModule, prefix: str
     ) -> AccuracyReport:
@@ -538,39 +533,25 @@ class AnswerTypeAccuracy(Callback):
                     log_epoch_value(pl_module, f"{prefix}/acc_ci_high/{kind}/n{n}", high[i, k])
         return report
 
-    def on_validation_epoch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        self._start(self.val_counts, pl_module)
+    def _counts(self, stage: str) -> AnswerTypeCounts:
+        return self.test_counts if stage == "test" else self.val_counts
 
-    def on_validation_batch_end(
-        self,
-        trainer: pl.Trainer,
-        pl_module: pl.LightningModule,
-        outputs: Any,
-        batch: Any,
-        batch_idx: int,
-        dataloader_idx: int = 0,
+    def on_eval_epoch_start(
+        self, stage: str, trainer: pl.Trainer, pl_module: pl.LightningModule
     ) -> None:
-        self.val_counts.update_from_outputs(outputs, "validation")
+        reset_metrics(pl_module, self._counts(stage))
 
-    def on_validation_epoch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        self.val_report = self._finish(self.val_counts, pl_module, "val")
+    def on_eval_batch_end(self, stage: str, outputs: Any) -> None:
+        self._counts(stage).update_from_outputs(outputs, stage)
 
-    def on_test_epoch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        self._start(self.test_counts, pl_module)
-
-    def on_test_batch_end(
-        self,
-        trainer: pl.Trainer,
-        pl_module: pl.LightningModule,
-        outputs: Any,
-        batch: Any,
-        batch_idx: int,
-        dataloader_idx: int = 0,
+    def on_eval_epoch_end(
+        self, stage: str, trainer: pl.Trainer, pl_module: pl.LightningModule
     ) -> None:
-        self.test_counts.update_from_outputs(outputs, "test")
-
-    def on_test_epoch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        self.test_report = self._finish(self.test_counts, pl_module, "test")
+        report = self._finish(self._counts(stage), pl_module, PREFIX[stage])
+        if stage != "test":
+            self.val_report = report
+            return
+        self.test_report = report
         if not self.write_reports:
             return
         out = report_dir(trainer, self.out_dir)  # on every rank: trainer.log_dir is a collective

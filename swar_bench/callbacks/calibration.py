@@ -27,11 +27,11 @@ from typing import Any
 import lightning.pytorch as pl
 import numpy as np
 import torch
-from lightning.pytorch.callbacks import Callback
 from lightning.pytorch.utilities import rank_zero_info, rank_zero_warn
 from torchmetrics import Metric
 
 from swar_bench.callbacks.answer_type_accuracy import check_eval_outputs, check_n_writes_values
+from swar_bench.callbacks.eval_hooks import PREFIX, EvalHooks, reset_metrics
 from swar_bench.callbacks.reporting import (
     format_number,
     log_epoch_value,
@@ -342,7 +342,7 @@ CALIBRATION_FILES = ("calibration.md", "calibration.csv")
 """Files ``Calibration`` writes at test end, in its report folder."""
 
 
-class Calibration(Callback):
+class Calibration(EvalHooks):
     """Self-knowledge correlation and per-N expected calibration error of the answer tokens.
 
     Consumes the evaluation step outputs (contract 4: ``pred``, ``target``, ``loss``,
@@ -426,49 +426,30 @@ class Calibration(Callback):
                 )
         return report
 
-    def on_validation_epoch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        self.val_counts.reset()
-        self.val_counts.to(pl_module.device)
-        self.val_tokens.reset()
-        self.val_tokens.to(pl_module.device)
+    def _states(self, stage: str) -> tuple[CalibrationCounts, TokenConfidences]:
+        if stage == "test":
+            return self.test_counts, self.test_tokens
+        return self.val_counts, self.val_tokens
 
-    def on_validation_batch_end(
-        self,
-        trainer: pl.Trainer,
-        pl_module: pl.LightningModule,
-        outputs: Any,
-        batch: Any,
-        batch_idx: int,
-        dataloader_idx: int = 0,
+    def on_eval_epoch_start(
+        self, stage: str, trainer: pl.Trainer, pl_module: pl.LightningModule
     ) -> None:
-        self.val_counts.update_from_outputs(outputs, "validation")
+        reset_metrics(pl_module, *self._states(stage))
+
+    def on_eval_batch_end(self, stage: str, outputs: Any) -> None:
+        counts, tokens = self._states(stage)
+        counts.update_from_outputs(outputs, stage)
         if self.self_knowledge:
-            self.val_tokens.update_from_outputs(check_eval_outputs(outputs, TOKEN_OUTPUT_KEYS, "validation"))
+            tokens.update_from_outputs(check_eval_outputs(outputs, TOKEN_OUTPUT_KEYS, stage))
 
-    def on_validation_epoch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        self.val_report = self._finish(self.val_counts, pl_module, "val")
-
-    def on_test_epoch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        self.test_counts.reset()
-        self.test_counts.to(pl_module.device)
-        self.test_tokens.reset()
-        self.test_tokens.to(pl_module.device)
-
-    def on_test_batch_end(
-        self,
-        trainer: pl.Trainer,
-        pl_module: pl.LightningModule,
-        outputs: Any,
-        batch: Any,
-        batch_idx: int,
-        dataloader_idx: int = 0,
+    def on_eval_epoch_end(
+        self, stage: str, trainer: pl.Trainer, pl_module: pl.LightningModule
     ) -> None:
-        self.test_counts.update_from_outputs(outputs, "test")
-        if self.self_knowledge:
-            self.test_tokens.update_from_outputs(check_eval_outputs(outputs, TOKEN_OUTPUT_KEYS, "test"))
-
-    def on_test_epoch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        self.test_report = self._finish(self.test_counts, pl_module, "test")
+        report = self._finish(self._states(stage)[0], pl_module, PREFIX[stage])
+        if stage != "test":
+            self.val_report = report
+            return
+        self.test_report = report
         if not self.write_reports:
             return
         out = report_dir(trainer, self.out_dir)  # on every rank: trainer.log_dir is a collective
