@@ -37,7 +37,7 @@ def checkpoint_progress(path: str | os.PathLike) -> tuple[int, int]:
     ``global_step`` stays 0. Raises OSError / RuntimeError / KeyError / pickle errors when
     ``path`` is not a readable checkpoint.
     """
-    import torch  # here: `python -m swar_bench.slurm newest` starts in seconds without Lightning
+    import torch  # here: importing this module (swar_bench.runs does) stays cheap
 
     checkpoint = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
     step = int(checkpoint["global_step"])
