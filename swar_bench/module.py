@@ -1,7 +1,8 @@
 """TBPTTModule: the one LightningModule; trains and evaluates any ContextMechanism.
 
-Training is truncated backpropagation through time: each batch ``input_ids[B, T]`` is cut into
-chunks of ``tbptt_steps`` tokens; the mechanism's state is carried from chunk to chunk and cut
+Training is truncated backpropagation through time (``swar_bench.tbptt.tbptt_chunks``, the loop
+the referee's ``train_tbptt`` runs too): each batch ``input_ids[B, T]`` is cut into chunks of
+``tbptt_steps`` tokens; the mechanism's state is carried from chunk to chunk and cut
 from the autograd graph (``detach_state``) at every chunk boundary; the optimizer steps once per
 chunk (or once per sequence with ``step_per_chunk=False``). Evaluation streams each sequence the
 same way under ``no_grad``, so memory does not grow with the sequence length (N=16384 writes,
@@ -22,7 +23,7 @@ import torch
 import torch.nn.functional as F
 from torchmetrics import MeanMetric
 
-IGNORE_INDEX = -100
+from swar_bench.tbptt import IGNORE_INDEX, supervised_cross_entropy, tbptt_chunks
 
 
 def warmup_cosine(step: int, warmup_steps: int, max_steps: int | None, min_lr_ratio: float) -> float:
@@ -290,6 +291,11 @@ class TBPTTModule(pl.LightningModule):
 
     # ------------------------------------------------------------------ training
 
+    def _chunk_loss(self, state: Any, ids: torch.Tensor, tgt: torch.Tensor) -> tuple[Any, tuple[torch.Tensor, int]]:
+        """One TBPTT chunk: ``(state, (loss_sum, count))`` over its supervised positions."""
+        logits, state = self.mechanism(ids, state)
+        return state, supervised_cross_entropy(logits, tgt)
+
     def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:
         batch = self._synced_length(batch)
         input_ids, targets = batch["input_ids"], shift_targets(batch["labels"])
@@ -299,19 +305,14 @@ class TBPTTModule(pl.LightningModule):
         total_loss, total_count = 0.0, 0
         state = self.mechanism.init_state(B, device=self.device)
         with torch.set_grad_enabled(trainable):
-            for start in range(0, T, self.tbptt_steps):
-                ids = input_ids[:, start : start + self.tbptt_steps]
-                tgt = targets[:, start : start + self.tbptt_steps]
-                logits, state = self.mechanism(ids, state)
-                ce_sum = F.cross_entropy(
-                    logits.reshape(-1, logits.shape[-1]).float(), tgt.reshape(-1),
-                    ignore_index=IGNORE_INDEX, reduction="sum",
-                )
-                count = int((tgt != IGNORE_INDEX).sum())
+            for chunk in tbptt_chunks(
+                self._chunk_loss, state, input_ids, targets, self.tbptt_steps, self.mechanism.detach_state
+            ):
+                ce_sum, count = chunk.result
                 if self._any_rank(not bool(torch.isfinite(ce_sum))):
                     raise FloatingPointError(
                         f"non-finite training loss ({ce_sum.item()}) at global step {self.global_step}, "
-                        f"batch {batch_idx}, n_writes={int(batch['n_writes'][0])}, tokens {start}..{start + ids.shape[1]}; "
+                        f"batch {batch_idx}, n_writes={int(batch['n_writes'][0])}, tokens {chunk.start}..{chunk.stop}; "
                         "stopping before the update, no checkpoint is written"
                     )
                 total_loss += float(ce_sum.detach())
@@ -321,7 +322,6 @@ class TBPTTModule(pl.LightningModule):
                     self.manual_backward(ce_sum / denom)
                     if self.step_per_chunk:
                         self._optimizer_step()
-                state = self.mechanism.detach_state(state)
         if trainable and not self.step_per_chunk:
             self._optimizer_step()
         self.last_train_loss = total_loss / max(total_count, 1)

@@ -14,7 +14,6 @@ and the carried state is detached at every chunk boundary (truncated BPTT).
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,6 +24,7 @@ from swar_bench import interrupts
 from swar_bench.mechanisms.adapter import LossOnlyAdapter
 from swar_bench.mechanisms.protocol import State, map_state
 from swar_bench.referee.suites import IGNORE
+from swar_bench.tbptt import chunk_bounds
 
 
 def is_loss_only(mechanism: object) -> bool:
@@ -74,21 +74,6 @@ def mechanism_device(mechanism: object) -> torch.device:
             for t in fn():
                 return t.device
     return torch.device("cpu")
-
-
-def chunk_bounds(length: int, chunk_size: int, split: int | None = None) -> list[tuple[int, int]]:
-    """``[(start, stop), ...]`` covering ``[0, length)`` in pieces of at most ``chunk_size`` tokens.
-
-    When ``split`` is given, ``split`` is a chunk boundary: ``[0, split)`` and ``[split, length)`` are
-    cut separately (the training window and the tail window start on a boundary).
-    """
-    if chunk_size < 1:
-        raise ValueError(f"chunk_size={chunk_size!r}: expected an integer >= 1")
-    cuts = [0, length] if split is None or split <= 0 or split >= length else [0, split, length]
-    out = []
-    for a, b in itertools.pairwise(cuts):
-        out.extend((s, min(s + chunk_size, b)) for s in range(a, b, chunk_size))
-    return out
 
 
 @dataclass

@@ -13,7 +13,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from swar_bench.referee.stream import Runner, chunk_bounds
+from swar_bench.mechanisms.protocol import State
+from swar_bench.referee.stream import ChunkResult, Runner
+from swar_bench.tbptt import tbptt_chunks
 
 TRAIN_FLOPS_PER_PARAM = 6
 """FLOPs per parameter per forward+backward token (Kaplan et al. 2020)."""
@@ -89,10 +91,17 @@ def train_tbptt(
     runner = Runner(mechanism, vocab)
     B, T = input_ids.shape
     split = max(0, T - int(tbptt_steps))
+
+    def forward(state: State, ids: np.ndarray, tgt: np.ndarray) -> tuple[State, ChunkResult]:
+        out = runner.chunk(state, ids, tgt)
+        return out.state, out
+
     with torch.no_grad():
         state = runner.init_state(B)
-        for a, b in chunk_bounds(split, chunk_size) if split > 0 else []:
-            state = runner.detach(runner.chunk(state, input_ids[:, a:b], targets[:, a:b]).state)
+        if split > 0:
+            prefix = (input_ids[:, :split], targets[:, :split])
+            for chunk in tbptt_chunks(forward, state, *prefix, chunk_size, runner.detach):
+                state = chunk.state
     state = runner.detach(state)
     out = runner.chunk(state, input_ids[:, split:], targets[:, split:])
     tokens_forward, tokens_backward = train_step_tokens(B, T, tbptt_steps)
