@@ -50,6 +50,7 @@ from swar_bench.intervals import (
     seed_spread,
     wilson,
 )
+from swar_bench.io import atomic_write, atomic_write_text
 
 CONFIG = "configs/results.yaml"
 MECHANISM_CONFIGS = {
@@ -198,13 +199,6 @@ def training_tokens(ckpt: Path) -> int:
     return int(state.get("tokens_seen", 0))
 
 
-def write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
-
-
 def plot(results: dict, test_n: list[int], docs: Path, prefix: str = "results") -> list[Path]:
     import matplotlib
 
@@ -231,11 +225,10 @@ def plot(results: dict, test_n: list[int], docs: Path, prefix: str = "results") 
         ax.legend(fontsize=7, loc="lower left")
         fig.tight_layout()
         path = docs / "figures" / f"{prefix}_{kind}.png"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.stem + ".tmp.png")
-        fig.savefig(tmp, dpi=110)
-        plt.close(fig)
-        os.replace(tmp, path)
+        try:
+            atomic_write(path, lambda handle, fig=fig: fig.savefig(handle, format="png", dpi=110), binary=True)
+        finally:
+            plt.close(fig)
         paths.append(path)
     return paths
 
@@ -368,7 +361,7 @@ def main(argv: list[str] | None = None) -> int:
         rc, fit_cmd = swar_bench(fit_args, out / name / "fit.log", args.threads)
         if rc != 0:
             return mech, lr, seed, rc, [fit_cmd], time.monotonic() - start
-        write_atomic(record, fit_cmd)
+        atomic_write_text(record, fit_cmd)
         # the final validation that chooses the learning rate, on the last checkpoint
         rc, val_cmd = swar_bench(val_args, out / name / "validate.log", args.threads)
         return mech, lr, seed, rc, [fit_cmd, val_cmd], time.monotonic() - start
@@ -430,7 +423,7 @@ def main(argv: list[str] | None = None) -> int:
         r["seeds"] = {s: r["seeds"][s] for s in seeds if s in r["seeds"]}
     meta = {"lrs": lrs, "seeds": seeds, "minutes": (time.monotonic() - t0) / 60}
     plot(results, test_n, docs, prefix)
-    write_atomic(docs / f"{prefix}_tables.md" if args.tag else docs / "results_tables.md",
+    atomic_write_text(docs / f"{prefix}_tables.md" if args.tag else docs / "results_tables.md",
                  markdown(results, test_n, commands, meta, prefix))
     raw = {m: {**r, "scores": {f"{lr:g}": s for lr, s in r["scores"].items()},
                "seeds": {"config" if seed is None else str(seed): {**v, "accuracy": {f"{n}/{k}": list(a) for (n, k), a in v["accuracy"].items()}}
@@ -438,7 +431,7 @@ def main(argv: list[str] | None = None) -> int:
                "spread": {f"{n}/{k}": seed_spread(seed_values(r, n, k)).as_dict()
                           for n in test_n for k in REPORT_KINDS}}
            for m, r in results.items()}
-    write_atomic(out / "results.json", json.dumps(raw, indent=1))
+    atomic_write_text(out / "results.json", json.dumps(raw, indent=1))
     print(f"results: wrote the tables and figures ({prefix}) in {docs} in {meta['minutes']:.1f} min", flush=True)
     return 1 if failed else 0
 
