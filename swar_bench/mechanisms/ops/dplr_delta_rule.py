@@ -166,15 +166,19 @@ def chunk_dplr_delta_rule(
     to_end = (from_start[..., -1:, :] - from_start if factored else suffix_sum(gc)).exp()
     k_end, b_end = kc * to_end, bc * to_end
     total = from_start[..., -1, :, None].exp()  # [B, H, n, K, 1] decay over the whole chunk
-    states, lowrank = [], []
+    # Per chunk S' = diag(d) S + K^T V + B^T U with U = u_part + w_part S, i.e.
+    # S' = (diag(d) + B^T w_part) S + (K^T V + B^T u_part): every product but one is batched over
+    # the chunks before the loop, and the low-rank reads after it.
+    transition = b_end.transpose(-1, -2) @ w_part  # [B, H, n, K, K]
+    write = k_end.transpose(-1, -2) @ vc + b_end.transpose(-1, -2) @ u_part  # [B, H, n, K, V]
+    states = []
     # unbind, not indexing: the backward of x[:, :, i] zero-fills a full-size gradient per chunk
-    for u_i, w_i, v_i, k_i, b_i, d_i in zip(
-        *(x.unbind(2) for x in (u_part, w_part, vc, k_end, b_end, total))
-    ):
+    for t_i, w_i, d_i in zip(*(x.unbind(2) for x in (transition, write, total))):
         states.append(S)
-        lowrank.append(u_i + w_i @ S)
-        S = S * d_i + k_i.transpose(-1, -2) @ v_i + b_i.transpose(-1, -2) @ lowrank[-1]
-    o = q_decay @ torch.stack(states, dim=2) + A_qk @ vc + A_qb @ torch.stack(lowrank, dim=2)
+        S = S * d_i + t_i @ S + w_i
+    entering = torch.stack(states, dim=2)  # [B, H, n, K, V] the state entering each chunk
+    lowrank = u_part + w_part @ entering
+    o = q_decay @ entering + A_qk @ vc + A_qb @ lowrank
     o = merge_chunks(o, T)
     return o.to(dtype), S
 
