@@ -110,3 +110,25 @@ def importlib_available(name):
         return importlib.util.find_spec(name) is not None
     except ModuleNotFoundError:
         return False
+
+
+def test_the_cuda_config_fails_in_one_line_without_flash_linear_attention(capsys, monkeypatch):
+    if importlib_available("fla.layers"):
+        pytest.skip("flash-linear-attention is installed")
+    from pathlib import Path
+
+    from swar_bench.cli import main
+
+    monkeypatch.chdir(Path(__file__).resolve().parents[2])
+    args = ["fit", "--config", "configs/quickstart.yaml", "--config", "configs/fla_layer_cuda.yaml"]
+    try:
+        code = main(args)
+    except SystemExit as done:
+        code = done.code
+    err = capsys.readouterr().err.strip()
+    assert code == 2
+    assert err.splitlines()[-1] == (
+        "swar-bench: error: cannot import layer 'fla.layers.GatedDeltaNet': No module named "
+        "'fla.layers' (fla's layers are in the flash-linear-attention package: "
+        "pip install 'swar_bench[fla]')"
+    )
