@@ -32,7 +32,6 @@ from swar_bench.callbacks.reporting import (
     log_epoch_value,
     markdown_table,
     metric_rows,
-    report_dir,
     save_figure_atomic,
     tensorboard_experiments,
 )
@@ -547,23 +546,14 @@ class AnswerTypeAccuracy(EvalHooks):
     def on_eval_epoch_end(
         self, stage: str, trainer: pl.Trainer, pl_module: pl.LightningModule
     ) -> None:
-        report = self._finish(self._counts(stage), pl_module, PREFIX[stage])
-        if stage != "test":
-            self.val_report = report
-            return
-        self.test_report = report
-        if not self.write_reports:
-            return
-        out = report_dir(trainer, self.out_dir)  # on every rank: trainer.log_dir is a collective
-        if not trainer.is_global_zero:
-            return
-        if not self.test_report.n_writes:
+        self.keep_report(stage, trainer, self._finish(self._counts(stage), pl_module, PREFIX[stage]))
+
+    def write_test_reports(self, trainer: pl.Trainer, out: Path) -> list[str]:
+        report = self.test_report
+        if not report.n_writes:
             rank_zero_warn(
                 "AnswerTypeAccuracy: the test pass had no supervised positions; the report has no rows"
             )
-        self.report_paths = self._write(trainer, out, self.test_report)
-
-    def _write(self, trainer: pl.Trainer, out: Path, report: AccuracyReport) -> list[str]:
         table = accuracy_table(report)
         paths = [
             atomic_write_text(out / REPORT_FILES[0], table),

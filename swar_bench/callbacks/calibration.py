@@ -22,6 +22,7 @@ import io
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import lightning.pytorch as pl
@@ -37,7 +38,6 @@ from swar_bench.callbacks.reporting import (
     log_epoch_value,
     markdown_table,
     metric_rows,
-    report_dir,
     tensorboard_experiments,
 )
 from swar_bench.callbacks.self_knowledge import (
@@ -445,23 +445,17 @@ class Calibration(EvalHooks):
     def on_eval_epoch_end(
         self, stage: str, trainer: pl.Trainer, pl_module: pl.LightningModule
     ) -> None:
-        report = self._finish(self._states(stage)[0], pl_module, PREFIX[stage])
-        if stage != "test":
-            self.val_report = report
-            return
-        self.test_report = report
-        if not self.write_reports:
-            return
-        out = report_dir(trainer, self.out_dir)  # on every rank: trainer.log_dir is a collective
-        if not trainer.is_global_zero:
-            return
+        self.keep_report(stage, trainer, self._finish(self._states(stage)[0], pl_module, PREFIX[stage]))
+
+    def write_test_reports(self, trainer: pl.Trainer, out: Path) -> list[str]:
         if not self.test_report.n_writes:
             rank_zero_warn("Calibration: the test pass had no answer tokens; the report has no rows")
         table = calibration_table(self.test_report)
-        self.report_paths = [
+        paths = [
             str(atomic_write_text(out / CALIBRATION_FILES[0], table)),
             str(atomic_write_text(out / CALIBRATION_FILES[1], calibration_csv(self.test_report))),
         ]
         for experiment in tensorboard_experiments(trainer):
             experiment.add_text("test/calibration", table, global_step=trainer.global_step)
             experiment.flush()
+        return paths

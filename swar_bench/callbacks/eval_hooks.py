@@ -8,11 +8,14 @@ checks put in their error messages); :data:`PREFIX` gives the metric prefix (``v
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import lightning.pytorch as pl
 from lightning.pytorch.callbacks import Callback
 from torchmetrics import Metric
+
+from swar_bench.callbacks.reporting import report_dir
 
 PREFIX = {"validation": "val", "test": "test"}
 """Logged-metric prefix of each evaluation stage (``val/acc/...``, ``test/ece/...``)."""
@@ -28,7 +31,33 @@ def reset_metrics(pl_module: pl.LightningModule, *metrics: Metric) -> None:
 class EvalHooks(Callback):
     """Routes ``on_{validation,test}_{epoch_start,batch_end,epoch_end}`` to
     :meth:`on_eval_epoch_start`, :meth:`on_eval_batch_end` and :meth:`on_eval_epoch_end` with the
-    stage's name; each does nothing unless overridden."""
+    stage's name; each does nothing unless overridden.
+
+    For a callback that keeps a report per pass, :meth:`keep_report` stores it as ``val_report`` /
+    ``test_report`` and, after a test pass with ``write_reports``, calls the subclass's
+    ``write_test_reports(trainer, out)`` on global rank 0 only, ``out`` being
+    :func:`~swar_bench.callbacks.reporting.report_dir` (resolved on every rank: it is a collective);
+    the paths it returns become ``report_paths``.
+    """
+
+    out_dir: str | None = None
+    write_reports: bool = True
+
+    def keep_report(self, stage: str, trainer: pl.Trainer, report: Any) -> None:
+        """Store ``report`` of ``stage``; after a test pass, write the reports (see the class)."""
+        if stage != "test":
+            self.val_report = report
+            return
+        self.test_report = report
+        if not self.write_reports:
+            return
+        out = report_dir(trainer, self.out_dir)  # on every rank: trainer.log_dir is a collective
+        if trainer.is_global_zero:
+            self.report_paths = self.write_test_reports(trainer, out)
+
+    def write_test_reports(self, trainer: pl.Trainer, out: Path) -> list[str]:
+        """Write the test pass's report files into ``out`` (global rank 0); their paths."""
+        raise NotImplementedError(f"{type(self).__name__} keeps reports but does not write them")
 
     def on_eval_epoch_start(
         self, stage: str, trainer: pl.Trainer, pl_module: pl.LightningModule
