@@ -46,6 +46,7 @@ from swar_bench.io import PROBE_PREFIX, atomic_path, name_limits, nearest_existi
 from swar_bench.module import TBPTTModule, mechanism_class_path
 from swar_bench.quiet import quiet_output
 from swar_bench.slurm import resume_hint
+from swar_bench.text import yaml_problem
 
 TRAINER_DEFAULTS = {
     "default_root_dir": "runs",
@@ -479,8 +480,13 @@ def _check_config_files(argv: list[str]) -> None:
         try:
             with open(path, encoding="utf-8") as handle:
                 content = yaml.safe_load(handle)
-        except (OSError, UnicodeDecodeError, yaml.YAMLError):
-            continue  # jsonargparse reports unreadable and malformed files
+        except (OSError, UnicodeDecodeError):
+            continue  # jsonargparse reports unreadable files
+        except yaml.YAMLError as err:  # jsonargparse's message names neither the file nor the line
+            raise ValueError(
+                f"--config={path}: not valid YAML ({yaml_problem(err)}); expected a YAML mapping of options "
+                "such as configs/quickstart.yaml"
+            ) from None
         if content is None:
             raise ValueError(f"--config={path}: the file is empty; expected a YAML mapping of options such as configs/quickstart.yaml")
         if not isinstance(content, dict):

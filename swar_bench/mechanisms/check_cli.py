@@ -15,6 +15,8 @@ import json
 import sys
 from typing import Any
 
+from swar_bench.text import yaml_problem
+
 
 def mechanism_from_configs(paths: list[str]) -> tuple[str | None, dict, dict | None]:
     """``(class_path, init_args, task_params)`` from YAML files merged in order, as LightningCLI
@@ -35,7 +37,7 @@ def mechanism_from_configs(paths: list[str]) -> tuple[str | None, dict, dict | N
         except OSError as err:
             raise ValueError(f"--config={path}: {err.strerror or err}") from None
         except yaml.YAMLError as err:
-            raise ValueError(f"--config={path}: not valid YAML ({str(err).splitlines()[0]})") from None
+            raise ValueError(f"--config={path}: not valid YAML ({yaml_problem(err)}); expected a YAML mapping") from None
         if not isinstance(content, dict):
             raise ValueError(f"--config={path}: expected a YAML mapping (a run config or class_path/init_args)")  # noqa: TRY004 - bad user input
         entry = (content.get("model") or {}).get("mechanism") if isinstance(content.get("model"), dict) else None

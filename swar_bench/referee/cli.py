@@ -41,6 +41,7 @@ from swar_bench.referee.table import (
     comparison_table,
 )
 from swar_bench.referee.verdict import ALPHA, verdict, verdict_table
+from swar_bench.text import yaml_problem
 
 PROG = "swar-bench referee"
 
@@ -253,10 +254,7 @@ def config_problem(value: str) -> str | None:
     except (OSError, UnicodeDecodeError) as e:
         return f"{shown} cannot be read ({getattr(e, 'strerror', None) or e}); {expected}"
     except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        problem = getattr(e, "problem", None) or type(e).__name__
-        return f"{shown} is not valid YAML ({problem}{where}); {expected}"
+        return f"{shown} is not valid YAML ({yaml_problem(e)}); {expected}"
     if loaded is None:
         return f"{shown} is empty (no options in it); {expected}"
     if not isinstance(loaded, dict):

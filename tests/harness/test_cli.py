@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 import torch
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
 from swar_bench.lightning_cli import main
 
@@ -63,6 +65,45 @@ def test_config_that_is_not_a_mapping_is_named(tmp_path, capsys):
     code, err = _error_line(capsys, ["fit", f"--config={listed}"])
     assert code == 2
     assert err == [f"swar-bench: error: --config={listed}: holds a YAML list, not a mapping of options; expected e.g. configs/quickstart.yaml"]
+
+
+def test_malformed_config_file_is_named_with_its_line(tmp_path, capsys):
+    bad = tmp_path / "malformed.yaml"
+    bad.write_text("model: [\n  bad")
+    code, err = _error_line(capsys, ["fit", "--config", str(bad)])
+    assert code == 2
+    assert err == [
+        (
+            f"swar-bench: error: --config={bad}: not valid YAML (expected ',' or ']', but got '<stream end>' "
+            "at line 2, column 6); expected a YAML mapping of options such as configs/quickstart.yaml"
+        )
+    ]
+
+
+_VALID_LINE = st.from_regex(r"[a-z]{1,8}: [0-9]{1,3}", fullmatch=True)
+_BROKEN_LINE = st.sampled_from(["key: [1, 2", "key: {a: 1", "key: 'open", 'key: "open', "key: : :", "- a\nb: 1", "\tkey: 1"])
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(before=st.lists(_VALID_LINE, max_size=4), broken=_BROKEN_LINE, after=st.lists(_VALID_LINE, max_size=3))
+def test_any_malformed_config_is_one_line_naming_file_and_line(tmp_path, capsys, before, broken, after):
+    import yaml
+
+    text = "\n".join([*before, broken, *after]) + "\n"
+    try:
+        yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        line = err.problem_mark.line + 1
+    else:
+        assume(False)
+    bad = tmp_path / "malformed.yaml"
+    bad.write_text(text)
+    for command in ("fit", "test"):
+        code, err = _error_line(capsys, [command, f"--config={bad}"])
+        assert code == 2
+        assert len(err) == 1
+        assert err[0].startswith(f"swar-bench: error: --config={bad}: not valid YAML (")
+        assert f" at line {line}, column " in err[0]
 
 
 def test_resume_with_another_optimizer_layout_names_the_cause(tmp_path, capsys):
