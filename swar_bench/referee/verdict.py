@@ -78,6 +78,20 @@ def _per_probe(cell: Mapping[str, Any], where: str) -> Mapping[str, Any]:
             f"{where}.per_probe is missing: expected a result of schema 2 with per-probe outcomes "
             "(rerun swar-bench referee)"
         )
+    at = f"{where}.per_probe at range {cell.get('range')}"
+    lengths = {}
+    for key in ("loss", "count", "correct"):
+        values = probes.get(key)
+        if values is None and key == "correct":
+            continue  # a loss-only mechanism: no exact outcomes
+        if not isinstance(values, list) or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in values
+        ):
+            raise ValueError(f"{at}: {key} is not a list of numbers; expected one number per held-out probe")
+        lengths[key] = len(values)
+    if len(set(lengths.values())) > 1:
+        shown = ", ".join(f"{key} {n}" for key, n in lengths.items())
+        raise ValueError(f"{at}: its lists differ in length ({shown}); expected one entry per held-out probe")
     return probes
 
 

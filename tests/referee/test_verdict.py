@@ -96,6 +96,18 @@ def test_verdict_names_the_winner_per_cell(gru_result):
             "at matched FLOPs: copy at range 6",
         ),
         (lambda r: r["suites"]["needle"][1].pop("per_probe"), "challenger suites.needle.per_probe is missing"),
+        (
+            lambda r: r["suites"]["needle"][0]["per_probe"].__setitem__("correct", [1] * 10),
+            r"challenger suites\.needle\.per_probe at range \d+: its lists differ in length \(loss \d+, count \d+, correct 10\)",
+        ),
+        (
+            lambda r: r["suites"]["copy"][0]["per_probe"].pop("count"),
+            r"challenger suites\.copy\.per_probe at range \d+: count is not a list of numbers",
+        ),
+        (
+            lambda r: r["suites"]["copy"][0]["per_probe"]["loss"].__setitem__(0, "x"),
+            r"challenger suites\.copy\.per_probe at range \d+: loss is not a list of numbers",
+        ),
     ],
 )
 def test_verdict_refuses_unmatched_terms(gru_result, edit, match):
@@ -104,6 +116,23 @@ def test_verdict_refuses_unmatched_terms(gru_result, edit, match):
     with pytest.raises(ValueError, match=match) as e:
         verdict(gru_result, other)
     assert "\n" not in str(e.value)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    side=st.sampled_from(["baseline", "challenger"]),
+    key=st.sampled_from(["loss", "count", "correct"]),
+    cut=st.integers(-3, 3).filter(bool),
+)
+def test_per_probe_lists_of_another_length_are_one_line(gru_result, side, key, cut):
+    broken = copy.deepcopy(gru_result)
+    probes = broken["suites"]["needle"][0]["per_probe"]
+    n = len(probes["loss"])
+    probes[key] = probes[key][: n + cut] if cut < 0 else probes[key] + probes[key][:cut]
+    pair = (broken, gru_result) if side == "baseline" else (gru_result, broken)
+    with pytest.raises(ValueError, match=rf"^{side} suites\.needle\.per_probe at range \d+: its lists differ in length") as e:
+        verdict(*pair)
+    assert f"{key} {n + cut}" in str(e.value) and "\n" not in str(e.value)
 
 
 @settings(max_examples=30, deadline=None)
