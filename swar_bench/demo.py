@@ -138,6 +138,7 @@ def _run(args: argparse.Namespace) -> int:
     from swar_bench.lightning_cli import (
         TRAINER_DEFAULTS,
         SwarBenchCLI,
+        _check_config_files,
         _parse_error_line,
         resolve_mechanism_names,
     )
@@ -151,6 +152,7 @@ def _run(args: argparse.Namespace) -> int:
     stopper = StopAtTarget(args.target)
     cli_args = ["--config", str(config), f"--trainer.max_time={_max_time(args.max_minutes)}", *args.overrides]
     try:
+        _check_config_files(cli_args)  # empty, non-mapping or malformed YAML: one line naming the file
         cli_args = resolve_mechanism_names(cli_args)
         cli = SwarBenchCLI(
             TBPTTModule, PasskeySwarDataModule, args=cli_args, run=False,

@@ -104,6 +104,12 @@ def test_any_malformed_config_is_one_line_naming_file_and_line(tmp_path, capsys,
         assert len(err) == 1
         assert err[0].startswith(f"swar-bench: error: --config={bad}: not valid YAML (")
         assert f" at line {line}, column " in err[0]
+    from swar_bench.demo import main as demo_main
+
+    code = demo_main(["--config", str(bad)])
+    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("swar-bench")]
+    assert code == 2 and len(err) == 1
+    assert err[0].startswith(f"swar-bench demo: error: --config={bad}: not valid YAML (") and f" at line {line}, column " in err[0]
 
 
 def test_resume_with_another_optimizer_layout_names_the_cause(tmp_path, capsys):
