@@ -10,6 +10,8 @@ says is hidden:
   single-process run (``single_process=True``), where there is nothing to launch with srun;
 - "Checkpoint directory ... exists and is not empty" when a run resumes into its own run folder
   (``resuming=True``): writing there is the point of resuming;
+- Lightning's "Detected KeyboardInterrupt, attempting graceful shutdown ..." (``rank_zero_info``):
+  the command's own line says it was interrupted and how to resume;
 - ``messages``: further INFO lines to drop (the demo's validation-only correlation notice).
 """
 
@@ -25,6 +27,7 @@ TIP_RE = re.compile(r"💡 Tip: For seamless cloud (logging|uploads)")
 LEAFSPEC_RE = r"`isinstance\(treespec, LeafSpec\)` is deprecated"
 SRUN_RE = r"The `srun` command is available on your system but is not used"
 CKPT_DIR_RE = r"Checkpoint directory .* exists and is not empty"
+INTERRUPT_RE = re.compile(r"Detected KeyboardInterrupt, attempting graceful shutdown")
 RANK_ZERO_LOGGERS = ("lightning.pytorch.utilities.rank_zero", "lightning.fabric.utilities.rank_zero")
 """The loggers Lightning's ``rank_zero_info`` writes through."""
 
@@ -56,7 +59,7 @@ def quiet_output(
 ) -> Iterator[None]:
     """Silence the notices of the module docstring while the block runs; restores the
     ``warnings`` filters and removes the logging filter afterwards."""
-    drop = DropMessages([TIP_RE, *(re.compile(m) for m in messages)])
+    drop = DropMessages([TIP_RE, INTERRUPT_RE, *(re.compile(m) for m in messages)])
     loggers = [logging.getLogger(name) for name in RANK_ZERO_LOGGERS]
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=LEAFSPEC_RE, category=FutureWarning)

@@ -42,6 +42,7 @@ def test_tips_are_dropped_other_info_kept(caplog):
             log.info("💡 Tip: For seamless cloud logging and experiment tracking, try installing [litlogger](...)")
             log.info("💡 Tip: For seamless cloud uploads and versioning, try installing [litmodels](...)")
             log.info("val/self_knowledge_correlation is NaN: 1 evaluated N")
+            log.info("\nDetected KeyboardInterrupt, attempting graceful shutdown ...")  # the CLI says it in one line
             log.info("Restored all states from the checkpoint at x.ckpt")
         log.info("💡 Tip: For seamless cloud logging, outside")
     assert [r.getMessage() for r in caplog.records] == [

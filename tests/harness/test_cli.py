@@ -358,6 +358,7 @@ def test_a_stopped_run_says_so_with_its_exit_status(tmp_path, command, signame, 
     what = "stopped by SIGTERM" if signame == "SIGTERM" else "interrupted"
     hint = f" (fit --ckpt_path last resumes from {last})" if saved else ""
     assert err.strip().splitlines()[-1] == f"{prog}: {what}{hint}"
+    assert "Detected KeyboardInterrupt" not in err  # Lightning's line: the run says it once, above
     assert "Traceback" not in err
     assert last.exists() == saved
 
