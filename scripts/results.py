@@ -53,6 +53,8 @@ from swar_bench.intervals import (
 from swar_bench.io import atomic_write, atomic_write_text
 
 CONFIG = "configs/results.yaml"
+FIXED_DECAYS = ("0.5", "0.9", "0.97", "0.99", "0.999", "1.0")
+"""The fixed decays of ScalarDecayLinearAttention on the frontier (1.0 = no decay), one config each."""
 MECHANISM_CONFIGS = {
     "ScalarDecayLinearAttention": "configs/mechanisms/scalar_decay_linear_attention.yaml",
     "ScalarDecayLinearAttention_learned": "configs/mechanisms/scalar_decay_linear_attention_learned.yaml",
@@ -62,8 +64,26 @@ MECHANISM_CONFIGS = {
     "Mamba2": "configs/mechanisms/mamba2.yaml",
     "SlidingWindowAttention": "configs/mechanisms/sliding_window_attention.yaml",
     "GRU": "configs/mechanisms/gru.yaml",
+    **{f"ScalarDecayLinearAttention_decay{d}": f"configs/mechanisms/scalar_decay_linear_attention_decay{d}.yaml"
+       for d in FIXED_DECAYS},
+    "GatedLinearAttention": "configs/mechanisms/gated_linear_attention.yaml",
+    "HGRN2": "configs/mechanisms/hgrn2.yaml",
+    "KimiDeltaAttention": "configs/mechanisms/kimi_delta_attention.yaml",
+    "GatedDeltaProduct": "configs/mechanisms/gated_delta_product.yaml",
+    "Mamba": "configs/mechanisms/mamba.yaml",
+    "RWKV7": "configs/mechanisms/rwkv7.yaml",
+    "mLSTM": "configs/mechanisms/mlstm.yaml",
+    "Based": "configs/mechanisms/based.yaml",
+    "LogLinearAttention": "configs/mechanisms/log_linear_attention.yaml",
+    "LSTM": "configs/mechanisms/lstm.yaml",
 }
-OPTIONAL = ("ScalarDecayLinearAttention_learned",)  # not in the default sweep
+DEFAULT = ("ScalarDecayLinearAttention", "MultiScaleRetention", "DeltaNet", "GatedDeltaNet", "Mamba2",
+           "SlidingWindowAttention", "GRU")  # the seven of docs/RESULTS.md's first sweep
+FRONTIER = (  # ``--mechanisms frontier``: every point of the decay frontier (docs/RESULTS.md)
+    *(f"ScalarDecayLinearAttention_decay{d}" for d in FIXED_DECAYS), "ScalarDecayLinearAttention_learned",
+    "GatedDeltaNet", "DeltaNet", "Mamba2", "GatedLinearAttention", "RWKV7", "KimiDeltaAttention", "mLSTM",
+    "HGRN2", "GatedDeltaProduct", "Mamba", "MultiScaleRetention", "GRU",
+)
 SCORE_KINDS = ("ar_valid", "ar_expired", "passkey")
 REPORT_KINDS = ("ar_valid", "ar_expired_stale", "ar_expired_never", "passkey_exact")
 
@@ -268,8 +288,9 @@ def markdown(results: dict, test_n: list[int], commands: list[str], meta: dict, 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--mechanisms", default=",".join(m for m in MECHANISM_CONFIGS if m not in OPTIONAL),
-                   help="comma-separated mechanism names (default: the seven of docs/RESULTS.md)")
+    p.add_argument("--mechanisms", default=",".join(DEFAULT),
+                   help="comma-separated mechanism names (default: the seven of docs/RESULTS.md); "
+                        "'frontier' names every mechanism of the decay frontier")
     p.add_argument("--lrs", default="3e-3,1e-2", help="comma-separated learning rates (best on validation is kept)")
     p.add_argument("--steps", type=int, default=None, help="override the config's optimizer steps")
     p.add_argument("--test-configs", default=None, help="override the config's test N, e.g. 32,64")
@@ -290,6 +311,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as err:
         p.error(str(err))
     mechs = [m.strip() for m in args.mechanisms.split(",") if m.strip()]
+    mechs = list(dict.fromkeys(x for m in mechs for x in (FRONTIER if m == "frontier" else (m,))))
     if not mechs:
         p.error(f"--mechanisms={args.mechanisms!r} names no mechanism; expected some of {', '.join(MECHANISM_CONFIGS)}")
     unknown = [m for m in mechs if m not in MECHANISM_CONFIGS]

@@ -152,3 +152,20 @@ def test_bad_seeds_stop_before_any_run(value, tmp_path, capsys):
         _results().main(["--seeds", value, "--out", str(tmp_path / "runs")])
     assert f"--seeds={value!r} is invalid; expected distinct integers >= 0" in capsys.readouterr().err
     assert not (tmp_path / "runs").exists()
+
+
+def test_every_registered_mechanism_config_exists_and_fixed_decays_are_fixed():
+    import yaml
+
+    results = _results()
+    root = SCRIPT.parents[1]
+    for name, path in results.MECHANISM_CONFIGS.items():
+        spec = yaml.safe_load((root / path).read_text())["model"]["mechanism"]
+        assert spec["class_path"].rsplit(".", 1)[1] == name.split("_")[0], path
+    for d in results.FIXED_DECAYS:
+        args = yaml.safe_load((root / results.MECHANISM_CONFIGS[f"ScalarDecayLinearAttention_decay{d}"]).read_text())
+        init = args["model"]["mechanism"]["init_args"]
+        assert init["decay"] == float(d) and init["learn_decay"] is False
+    assert set(results.FRONTIER) <= set(results.MECHANISM_CONFIGS)
+    assert {"GatedLinearAttention", "RWKV7", "KimiDeltaAttention", "mLSTM", "GatedDeltaNet", "DeltaNet", "Mamba2",
+            "ScalarDecayLinearAttention_learned"} <= set(results.FRONTIER)
