@@ -23,6 +23,17 @@ picks the learning rate by the mean validation score over the seeds, tests every
 checkpoint, and reports per cell the mean across seeds with its min-max and 95% t interval; the
 figures draw the mean with the t interval as a band. ``--resume`` works per seed.
 
+``--frontier`` also writes the decay frontier at N = 4x the longest training N of the config:
+``docs/<prefix>_frontier.md`` (a table) and ``docs/figures/<prefix>_frontier.png``, one point per
+mechanism, x = passkey_exact, y = the forgetting score min(ar_valid, ar_expired_stale), with error
+bars across seeds (a Wilson interval with one seed). ``--frontier-only`` runs nothing and writes
+them from the ``<out>/results.json`` of a finished sweep. ``--mechanisms frontier`` names every
+mechanism of the frontier (the fixed decays 0.5 ... 1.0 and the learned one of
+ScalarDecayLinearAttention, and the data-dependent baselines):
+
+    python scripts/results.py --config configs/results_frontier.yaml --tag frontier --out runs/results_frontier \
+        --mechanisms frontier --lrs 1e-3,3e-3 --seeds 0,1,2 --frontier --resume
+
 Exit code 0 when every run finished and was reported, 1 otherwise.
 """
 
@@ -286,6 +297,128 @@ def markdown(results: dict, test_n: list[int], commands: list[str], meta: dict, 
     return "\n".join(lines)
 
 
+FRONTIER_X, FRONTIER_Y = "passkey_exact", "forgetting"
+"""The frontier's axes: passkey_exact (keeping) and ``forgetting_score`` (forgetting), both at N = 4x
+the longest training N."""
+
+
+def forgetting_score(ar_valid: float, ar_expired_stale: float) -> float:
+    """The frontier's forgetting score ``min(ar_valid, ar_expired_stale)`` at one N, in [0, 1].
+
+    Answering NULL to every query scores 1 on stale queries and 0 on valid ones, answering every
+    query with a value scores the reverse: either way the minimum is 0. It is high only for a
+    model that both still holds the live keys and has let go of the overwritten/expired ones, i.e.
+    one that forgets *selectively* (docs/RESULTS.md, "The decay frontier"). NaN when either input
+    is NaN (the kind was not observed at that N).
+    """
+    if math.isnan(ar_valid) or math.isnan(ar_expired_stale):
+        return math.nan
+    return min(ar_valid, ar_expired_stale)
+
+
+def frontier_points(raw: dict, n: int) -> dict[str, dict[str, tuple[float, float, float]]]:
+    """One point per mechanism of a ``results.json``: ``{mech: {"x": (centre, low, high), "y": ..., "seeds": k}}``.
+
+    ``x`` is passkey_exact and ``y`` the ``forgetting_score`` at N = ``n``. With one seed the
+    interval of x is the 95% Wilson interval of passkey_exact; that of y is ``[min(low_valid,
+    low_stale), min(high_valid, high_stale)]`` (min is increasing in both arguments, so it holds
+    the score whenever both Wilson intervals hold their accuracy: at least 90% by Bonferroni).
+    With several seeds, the mean over seeds of the per-seed value with its 95% Student-t interval.
+    Mechanisms whose runs did not test N = ``n`` are left out.
+    """
+    points = {}
+    for mech, r in raw.items():
+        cells = [seed["accuracy"] for seed in r["seeds"].values()]
+        if not all(f"{n}/{FRONTIER_X}" in c for c in cells) or not cells:
+            continue
+
+        def acc(c: dict, kind: str) -> float:
+            a, count, _ = c.get(f"{n}/{kind}", (math.nan, 0, 0))
+            return float(a) if count else math.nan
+
+        xs = [acc(c, FRONTIER_X) for c in cells]
+        ys = [forgetting_score(acc(c, "ar_valid"), acc(c, "ar_expired_stale")) for c in cells]
+        if len(cells) == 1:
+            (c,) = cells
+            bounds = {k: wilson(int(c.get(f"{n}/{k}", (0, 0, 0))[2]), int(c.get(f"{n}/{k}", (0, 0, 0))[1]))
+                      for k in (FRONTIER_X, "ar_valid", "ar_expired_stale")}
+            valid, stale = bounds["ar_valid"], bounds["ar_expired_stale"]
+            x = (xs[0], bounds[FRONTIER_X].low, bounds[FRONTIER_X].high)
+            y = (ys[0], forgetting_score(valid.low, stale.low), forgetting_score(valid.high, stale.high))
+        else:
+            sx, sy = seed_spread(xs), seed_spread(ys)
+            x, y = (sx.mean, sx.low, sx.high), (sy.mean, sy.low, sy.high)
+        points[mech] = {"x": x, "y": y, "seeds": len(cells)}
+    return points
+
+
+def frontier_markdown(points: dict, n: int, n_train: int, prefix: str) -> str:
+    """The frontier table: one row per mechanism, x and y with their intervals."""
+    seeds = sorted({p["seeds"] for p in points.values()})
+    how = ("95% Wilson interval of one seed (the forgetting score's: the min of the two Wilson bounds)"
+           if seeds == [1] else "mean over seeds with its 95% Student-t interval")
+
+    def cell(v: tuple[float, float, float]) -> str:
+        return MISSING if math.isnan(v[0]) else f"{v[0]:.3f} [{v[1]:.3f}, {v[2]:.3f}]".replace("nan", MISSING)
+
+    lines = [f"## The decay frontier at n{n} (4x the longest training N, n{n_train})", "",
+             (f"x = passkey_exact, y = forgetting score = min(ar_valid, ar_expired_stale), both at n{n}; "
+              f"cells read `value [low, high]`, the {how}."), "",
+             "| mechanism | seeds | passkey_exact | forgetting score |", "|---|---:|---:|---:|"]
+    def order(kv: tuple[str, dict]) -> tuple[float, str]:  # best passkey first, unmeasured last
+        x = kv[1]["x"][0]
+        return (1.0 if math.isnan(x) else -x, kv[0])
+
+    for mech, p in sorted(points.items(), key=order):
+        lines.append(f"| {mech} | {p['seeds']} | {cell(p['x'])} | {cell(p['y'])} |")
+    lines += ["", f"![frontier](figures/{prefix}_frontier.png)", ""]
+    return "\n".join(lines)
+
+
+def plot_frontier(points: dict, n: int, path: Path) -> Path:
+    """The frontier figure: one point per mechanism with its x and y error bars, labelled."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 5.5))
+    for mech, p in points.items():
+        (x, xlo, xhi), (y, ylo, yhi) = p["x"], p["y"]
+        if math.isnan(x) or math.isnan(y):
+            continue
+        xerr = [[x - xlo], [xhi - x]] if math.isfinite(xlo) and math.isfinite(xhi) else None
+        yerr = [[y - ylo], [yhi - y]] if math.isfinite(ylo) and math.isfinite(yhi) else None
+        marker = "s" if mech.startswith("ScalarDecayLinearAttention") else "o"
+        ax.errorbar([x], [y], xerr=xerr, yerr=yerr, fmt=marker, capsize=3, markersize=5)
+        ax.annotate(mech.replace("ScalarDecayLinearAttention_", "scalar "), (x, y), fontsize=6,
+                    xytext=(4, 3), textcoords="offset points")
+    ax.set_xlim(-0.03, 1.03)
+    ax.set_ylim(-0.03, 1.03)
+    ax.set_xlabel(f"passkey_exact at n{n} (keeps)")
+    ax.set_ylabel(f"min(ar_valid, ar_expired_stale) at n{n} (forgets selectively)")
+    ax.set_title(f"passkey_swar: the decay frontier at n{n}")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    try:
+        atomic_write(path, lambda handle: fig.savefig(handle, format="png", dpi=110), binary=True)
+    finally:
+        plt.close(fig)
+    return path
+
+
+def write_frontier(raw: dict, n: int, n_train: int, docs: Path, prefix: str) -> tuple[Path, Path]:
+    """Write ``docs/<prefix>_frontier.md`` and ``docs/figures/<prefix>_frontier.png`` from a
+    ``results.json`` mapping. Raises ValueError when no mechanism was tested at N = ``n``."""
+    points = frontier_points(raw, n)
+    if not points:
+        raise ValueError(f"no mechanism in the results was tested at n{n}; expected n{n} among the test N")
+    figure = plot_frontier(points, n, docs / "figures" / f"{prefix}_frontier.png")
+    table = docs / f"{prefix}_frontier.md"
+    atomic_write_text(table, frontier_markdown(points, n, n_train, prefix))
+    return table, figure
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--mechanisms", default=",".join(DEFAULT),
@@ -305,6 +438,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tag", default="", help="name suffix of the outputs: results_<tag>_tables.md, figures/results_<tag>_<kind>.png")
     p.add_argument("--seeds", default=None,
                    help="comma-separated seeds: train and test every configuration once per seed, report mean and spread")
+    p.add_argument("--frontier", action="store_true",
+                   help="also write the decay frontier at N = 4x the longest training N: "
+                        "<docs>/<prefix>_frontier.md and <docs>/figures/<prefix>_frontier.png")
+    p.add_argument("--frontier-only", action="store_true",
+                   help="run nothing: write the frontier from the <out>/results.json of a finished sweep")
     args = p.parse_args(argv)
     try:
         seeds = parse_seeds(args.seeds)
@@ -361,6 +499,17 @@ def main(argv: list[str] | None = None) -> int:
         data_overrides.append(f"--data.eval_examples={args.eval_examples}")
     out = args.out if args.out.is_absolute() else ROOT / args.out
     docs = args.docs if args.docs.is_absolute() else ROOT / args.docs
+    n_train = max(cfg["data"]["train_configs"])
+    n_frontier = 4 * n_train
+    if (args.frontier or args.frontier_only) and n_frontier not in test_n:
+        p.error(f"--frontier: the frontier is read at 4x the longest training N, n{n_frontier}, which is not among "
+                f"the test N {test_n}; expected a config or --test-configs that tests n{n_frontier}")
+    if args.frontier_only:
+        if not (out / "results.json").is_file():
+            p.error(f"--frontier-only: no {out / 'results.json'}; expected the --out folder of a finished sweep")
+        table, figure = write_frontier(json.loads((out / "results.json").read_text()), n_frontier, n_train, docs, prefix)
+        print(f"results: wrote {table} and {figure}", flush=True)
+        return 0
     commands: list[str] = []
     t0 = time.monotonic()
 
@@ -454,6 +603,9 @@ def main(argv: list[str] | None = None) -> int:
                           for n in test_n for k in REPORT_KINDS}}
            for m, r in results.items()}
     atomic_write_text(out / "results.json", json.dumps(raw, indent=1))
+    if args.frontier:
+        raw = json.loads(json.dumps(raw))  # as --frontier-only reads it back: string keys throughout
+        write_frontier(raw, n_frontier, n_train, docs, prefix)
     print(f"results: wrote the tables and figures ({prefix}) in {docs} in {meta['minutes']:.1f} min", flush=True)
     return 1 if failed else 0
 

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "results.py"
 
@@ -169,3 +172,75 @@ def test_every_registered_mechanism_config_exists_and_fixed_decays_are_fixed():
     assert set(results.FRONTIER) <= set(results.MECHANISM_CONFIGS)
     assert {"GatedLinearAttention", "RWKV7", "KimiDeltaAttention", "mLSTM", "GatedDeltaNet", "DeltaNet", "Mamba2",
             "ScalarDecayLinearAttention_learned"} <= set(results.FRONTIER)
+
+
+def test_forgetting_score_is_zero_for_all_null_and_all_value_answers():
+    results = _results()
+    assert results.forgetting_score(0.0, 1.0) == 0.0  # NULL to everything: stale all right, valid all wrong
+    assert results.forgetting_score(1.0, 0.0) == 0.0  # a value to everything
+    assert results.forgetting_score(0.9, 0.75) == 0.75
+    assert math.isnan(results.forgetting_score(math.nan, 1.0))
+
+
+@settings(max_examples=50, deadline=None)
+@given(valid=st.floats(0, 1), stale=st.floats(0, 1))
+def test_forgetting_score_is_bounded_by_both_answer_kinds(valid, stale):
+    score = _results().forgetting_score(valid, stale)
+    assert score <= valid and score <= stale and score in (valid, stale)
+    assert _results().forgetting_score(0.0, stale) == 0.0  # the all-NULL model's ar_valid is 0
+
+
+def _fake_results(seeds: dict[str, dict[str, tuple[int, int]]]) -> dict:
+    """A results.json mapping: per seed, ``kind -> (correct, count)`` at n256 (accuracy = correct/count)."""
+    return {"seeds": {s: {"tokens": 1, "accuracy": {f"256/{k}": [c / n, n, c] for k, (c, n) in cells.items()}}
+                      for s, cells in seeds.items()}}
+
+
+ALL_NULL = {"passkey_exact": (0, 400), "ar_valid": (0, 3000), "ar_expired_stale": (900, 900)}
+
+
+def test_frontier_points_by_hand():
+    results = _results()
+    raw = {
+        "AllNull": _fake_results({"0": ALL_NULL, "1": ALL_NULL}),
+        # seeds: passkey 0.9 / 0.8 / 0.7, valid 0.5 / 0.6 / 0.9, stale 0.8 / 0.7 / 0.6 -> score 0.5 / 0.6 / 0.6
+        "Good": _fake_results({"0": {"passkey_exact": (360, 400), "ar_valid": (50, 100), "ar_expired_stale": (80, 100)},
+                               "1": {"passkey_exact": (320, 400), "ar_valid": (60, 100), "ar_expired_stale": (70, 100)},
+                               "2": {"passkey_exact": (280, 400), "ar_valid": (90, 100), "ar_expired_stale": (60, 100)}}),
+        "One": _fake_results({"config": {"passkey_exact": (200, 400), "ar_valid": (81, 263), "ar_expired_stale": (29, 29)}}),
+        "Untested": {"seeds": {"0": {"accuracy": {"128/passkey_exact": [1.0, 1, 1]}}}},
+    }
+    points = results.frontier_points(raw, 256)
+    assert set(points) == {"AllNull", "Good", "One"}
+    assert points["AllNull"]["y"] == (0.0, 0.0, 0.0) and points["AllNull"]["x"] == (0.0, 0.0, 0.0)
+    x, y = points["Good"]["x"], points["Good"]["y"]
+    assert x[0] == pytest.approx(0.8) and y[0] == pytest.approx(17 / 30)
+    # t_{0.975,2} = 4.302653; sd of (0.9, 0.8, 0.7) = 0.1: half-width 0.248414
+    assert (x[1], x[2]) == (pytest.approx(0.8 - 0.248414, abs=1e-6), pytest.approx(0.8 + 0.248414, abs=1e-6))
+    # one seed: Wilson 200/400 = [0.4512, 0.5488]; y = min(81/263 [0.2553, 0.3662], 29/29 [0.8830, 1])
+    x, y = points["One"]["x"], points["One"]["y"]
+    assert (round(x[1], 4), round(x[2], 4)) == (0.4512, 0.5488)
+    assert (round(y[0], 4), round(y[1], 4), round(y[2], 4)) == (0.308, 0.2553, 0.3662)
+
+
+def test_frontier_writer_on_a_fake_results_json(tmp_path, capsys):
+    results = _results()
+    raw = {"AllNull": _fake_results({"0": ALL_NULL}),
+           "Keeper": _fake_results({"0": {"passkey_exact": (400, 400), "ar_valid": (100, 100), "ar_expired_stale": (95, 100)}})}
+    out = tmp_path / "runs"
+    out.mkdir()
+    (out / "results.json").write_text(json.dumps(raw))
+    argv = ["--config", "configs/results_frontier.yaml", "--tag", "frontier", "--out", str(out),
+            "--docs", str(tmp_path / "docs"), "--frontier-only"]
+    assert results.main(argv) == 0
+    table = (tmp_path / "docs" / "results_frontier_frontier.md").read_text()
+    rows = [line for line in table.splitlines() if line.startswith("| ") and "seeds" not in line]
+    assert rows == ["| Keeper | 1 | 1.000 [0.990, 1.000] | 0.950 [0.888, 0.978] |",
+                    "| AllNull | 1 | 0.000 [0.000, 0.010] | 0.000 [0.000, 0.001] |"]
+    assert "at n256 (4x the longest training N, n64)" in table
+    png = (tmp_path / "docs" / "figures" / "results_frontier_frontier.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    # a config whose test N lacks 4x the training N is refused before anything is written
+    with pytest.raises(SystemExit):
+        results.main([*argv, "--test-configs", "32,64"])
+    assert "which is not among the test N [32, 64]" in capsys.readouterr().err
