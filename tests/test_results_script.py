@@ -244,3 +244,41 @@ def test_frontier_writer_on_a_fake_results_json(tmp_path, capsys):
     with pytest.raises(SystemExit):
         results.main([*argv, "--test-configs", "32,64"])
     assert "which is not among the test N [32, 64]" in capsys.readouterr().err
+
+
+def _config(name: str) -> dict:
+    import yaml
+
+    return yaml.safe_load((SCRIPT.parents[1] / "configs" / name).read_text())
+
+
+def test_frontier_config_has_the_issue_rigour():
+    from swar_bench.callbacks.length_curriculum import expected_tokens_per_example
+
+    cfg = _config("results_frontier.yaml")
+    data = cfg["data"]
+    assert data["eval_examples"] >= 400 and 4 * max(data["train_configs"]) in data["test_configs"]
+    # one TBPTT chunk per training sequence: the longest n64 sequence is ~300 tokens (mean 252)
+    assert cfg["model"]["tbptt_steps"] >= 2 * expected_tokens_per_example(max(data["train_configs"]))
+
+
+def test_curriculum_configs_spend_one_equal_flop_budget():
+    from swar_bench.callbacks.length_curriculum import expected_tokens_per_example
+
+    budgets, val = {}, set()
+    for variant in ("bandit", "bandit_free", "uniform", "short"):
+        cfg = _config(f"results_curriculum_{variant}.yaml")
+        callbacks = {c["class_path"].rsplit(".", 1)[1]: c["init_args"] for c in cfg["trainer"]["callbacks"]}
+        stops = [a["budget_flops"] for a in callbacks.values() if a.get("budget_flops") is not None]
+        assert len(stops) == 1, variant  # exactly one rule ends the run: the ledger or FlopBudget
+        budgets[variant] = float(stops[0])
+        assert ("LengthCurriculum" in callbacks) == variant.startswith("bandit")
+        if "LengthCurriculum" in callbacks:
+            assert callbacks["LengthCurriculum"]["n_writes_values"] == cfg["data"]["train_configs"]
+        assert cfg["trainer"]["max_steps"] > 3 * cfg["model"]["max_steps"]  # a cap, never the stop
+        assert cfg["model"]["tbptt_steps"] > 1.2 * expected_tokens_per_example(max(cfg["data"]["train_configs"]))
+        assert {1024, 4096} <= set(cfg["data"]["test_configs"]) and cfg["data"]["eval_examples"] >= 400
+        val.add(tuple(cfg["data"]["val_configs"]))
+    assert set(budgets.values()) == {4.6e12} and len(val) == 1
+    assert _config("results_curriculum_short.yaml")["data"]["train_configs"] == [32, 64]
+    assert _config("results_curriculum_uniform.yaml")["data"]["train_configs"] == [32, 64, 128, 256]

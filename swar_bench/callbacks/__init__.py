@@ -1,4 +1,5 @@
-"""Lightning callbacks: answer-type accuracy, calibration, and the length curriculum.
+"""Lightning callbacks: answer-type accuracy, calibration, the length curriculum and the training
+FLOP budget.
 
 They consume the evaluation step outputs of the TBPTT module (flattened supervised positions with
 ``pred``, ``target``, ``loss``, ``confidence``, ``answer_kind``, ``key_age``, ``row``,
@@ -21,6 +22,7 @@ from swar_bench.callbacks.calibration import (
     calibration_table,
     self_knowledge_correlation,
 )
+from swar_bench.callbacks.flop_budget import FlopBudget
 from swar_bench.callbacks.length_curriculum import LengthCurriculum
 
 __all__ = [
@@ -32,6 +34,7 @@ __all__ = [
     "Calibration",
     "CalibrationCounts",
     "CalibrationReport",
+    "FlopBudget",
     "LengthCurriculum",
     "accuracy_csv",
     "accuracy_table",

@@ -51,3 +51,18 @@ def test_fsdp_cuda_config_matches_fsdp_strategy_signature():
     assert strategy["class_path"] == "lightning.pytorch.strategies.FSDPStrategy"
     inspect.signature(FSDPStrategy).bind(**strategy["init_args"])  # raises on unknown arguments
     assert config["accelerator"] == "gpu"
+
+
+@pytest.mark.parametrize("variant, stop", [("bandit", "LengthCurriculum"), ("bandit_free", "FlopBudget"),
+                                           ("uniform", "FlopBudget"), ("short", "FlopBudget")])
+def test_curriculum_comparison_configs_build_their_stop_rule(variant, stop):
+    from swar_bench.callbacks import FlopBudget, LengthCurriculum
+
+    cli = _build(f"results_curriculum_{variant}.yaml", "mechanisms/gated_delta_net.yaml")
+    assert isinstance(cli.model.mechanism, GatedDeltaNet) and cli.model.tbptt_steps == 1280
+    found = {type(c).__name__: c for c in cli.trainer.callbacks if isinstance(c, (FlopBudget, LengthCurriculum))}
+    budget = found[stop].ledger.budget_flops if stop == "LengthCurriculum" else found[stop].budget_flops
+    assert budget == 4.6e12
+    assert ("LengthCurriculum" in found) == variant.startswith("bandit")
+    if variant == "bandit_free":
+        assert found["LengthCurriculum"].ledger is None
