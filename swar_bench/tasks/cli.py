@@ -10,7 +10,9 @@
 Errors a user can cause are reported as one line on stderr (exit status 2; 1 when a check
 finds a violation). ``verify`` and ``check`` of a local folder also exit 1, naming what is
 missing, unless it is a complete release (``hub_io.release_problems``: README.md listing every
-split file, each listed file, vocab.json, params.json); ``generate`` lists its splits in
+split file, each listed file, vocab.json, params.json, and their content: vocab.json the
+vocabulary of the recorded parameters, params.json valid parameters), also when none of the
+requested split files is left; ``generate`` lists its splits in
 README.md before writing them and keeps finished ones, so rerunning a command that was cut short
 completes the folder. A local folder is read with the generator parameters it records
 (``params.json``); ``--params`` that differ from them are an error, and ``generate`` refuses to
@@ -37,6 +39,7 @@ from swar_bench.io import (
     probe_write,
 )
 from swar_bench.tasks.hub_io import (
+    PARAMS_FILE,
     DataSourceError,
     card_configs_text,
     card_splits,
@@ -47,7 +50,7 @@ from swar_bench.tasks.hub_io import (
     iter_examples,
     load_split,
     parse_config,
-    release_problems,
+    release_report,
     remove_stale_temp_files,
     resolve_source,
     verify_dataset,
@@ -369,31 +372,45 @@ def _local_files(source: str, config: str, split: str) -> list[str]:
 
 def _release_incomplete(source: str) -> bool:
     """For a local folder: name on stderr, in one line, what keeps it from being a complete
-    release (:func:`release_problems`) and return True; False for a complete one or a Hub id."""
+    release (:func:`release_report`: files missing, metadata files with a wrong content) and
+    return True; False for a complete one or a Hub id."""
     if not os.path.isdir(source):
         return False
-    problems = release_problems(source)
-    if problems:
-        print(
-            f"{source} is not a complete release; missing: {'; '.join(problems)} (a `swar-bench "
-            "data generate` cut short? the same command again completes it)",
-            file=sys.stderr,
-        )
-    return bool(problems)
+    report = release_report(source)
+    if report:
+        print(report, file=sys.stderr)
+    return report is not None
+
+
+def _is_release_folder(source: str) -> bool:
+    """A local folder holding any of a release's metadata files (README.md, vocab.json,
+    params.json): what it lacks is a release problem (exit 1), not a wrong argument (exit 2)."""
+    return os.path.isdir(source) and any(
+        os.path.isfile(os.path.join(source, name)) for name in ("README.md", "vocab.json", PARAMS_FILE)
+    )
+
+
+def _release_first(source: str, exc: DataSourceError) -> int:
+    """Nothing of the request can be read from ``source``: a release folder with problems exits
+    1 naming them (``README.md`` lists a split whose file is gone, a ``params.json`` that is not
+    valid parameters); otherwise ``exc`` is the user's error (exit 2)."""
+    if source != GENERATE and _is_release_folder(source) and _release_incomplete(source):
+        return 1
+    raise exc
 
 
 def cmd_verify(args) -> int:
     """Verify every requested split; a failing split is reported and the others still checked."""
     args.source = _check_source("source", args.source)
-    params = _source_params(args.params, args.source)
+    try:
+        params = _source_params(args.params, args.source)
+        configs = _configs(args.configs, args.source)
+    except DataSourceError as exc:
+        return _release_first(args.source, exc)
     local = os.path.isdir(args.source)
     checked: list[str] = []
     failed: list[str] = []
-    for config, split in _pairs(
-        _configs(args.configs, args.source),
-        _splits(args.splits),
-        explicit=args.configs is not None,
-    ):
+    for config, split in _pairs(configs, _splits(args.splits), explicit=args.configs is not None):
         if local and not _local_files(args.source, config, split):
             continue  # a local folder need not hold every config and split
         name = f"{config}/{split}"
@@ -417,10 +434,10 @@ def cmd_verify(args) -> int:
             + ((" and regenerates from its seed" if count == 1 else " and regenerate from their seeds") if args.regenerate else "")
         )
     if not checked:
-        raise DataSourceError(
+        return _release_first(args.source, DataSourceError(
             f"no parquet file of the requested configs/splits under {args.source!r} to verify: "
             f"expected {args.source}/n{{N}}/{{split}}-00000-of-00001.parquet"
-        )
+        ))
     incomplete = _release_incomplete(args.source)
     if failed:
         print(
@@ -431,17 +448,20 @@ def cmd_verify(args) -> int:
 
 def cmd_check(args) -> int:
     args.source = _check_source("source", args.source)
-    _source_params(args.params, args.source)  # no use for them, but wrong ones are an error
-    configs = _configs(args.configs, args.source)
+    try:
+        _source_params(args.params, args.source)  # no use for them, but wrong ones are an error
+        configs = _configs(args.configs, args.source)
+    except DataSourceError as exc:
+        return _release_first(args.source, exc)
     if os.path.isdir(args.source):
         # a config folder counts only if it holds split files (an interrupted generate can leave
         # an empty one, or one with nothing but a temporary file)
         configs = [c for c in configs if glob.glob(os.path.join(args.source, c, "*-*.parquet"))]
         if not configs:
-            raise DataSourceError(
+            return _release_first(args.source, DataSourceError(
                 f"none of the requested configs under {args.source!r} holds a split file: expected the Hub layout "
                 f"({args.source}/n{{N}}/{{split}}-00000-of-00001.parquet)"
-            )
+            ))
     report = check_disjoint(args.source, configs, _splits(args.splits))
     for config, pairs in report.items():
         for (a, b), n in pairs.items():

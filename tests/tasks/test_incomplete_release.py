@@ -3,6 +3,7 @@ and exit 1; rerunning the `generate` that was cut short completes it, keeping fi
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -151,3 +152,128 @@ def test_any_missing_piece_is_named_and_a_rerun_completes_the_folder(release, tm
     split_files = {"n32/validation", "n32/test", "n64/validation", "n64/test"}
     assert {os.path.relpath(p, folder)[: -len("-00000-of-00001.parquet")] for p in kept} == split_files - removed
     assert release_problems(folder) == []
+
+
+# The content of a release's metadata files is checked too, not only their presence.
+
+def _release_line(err: str) -> str:
+    (line,) = [ln for ln in err.splitlines() if "is not a complete release; " in ln]
+    return line.split("is not a complete release; ", 1)[1]
+
+
+VOCAB_WANT = ("expected the 40 tokens of n_keys=16, n_values=16 (PAD=0 ... v15=39), "
+              "as `swar-bench data vocab` writes")
+
+
+@pytest.mark.parametrize(("text", "fault"), [
+    ("garbage\n", "vocab.json: not readable as JSON (Expecting value: line 1 column 1 (char 0)); " + VOCAB_WANT),
+    ('{"PAD": 0}\n', "vocab.json: 1 token(s), lacks 39 token(s) (BOS, EOS, PK, ...); " + VOCAB_WANT),
+])
+def test_the_reported_corrupt_vocab_json_is_named_with_exit_1(release, tmp_path, capsys, text, fault):
+    folder = tmp_path / "case"
+    shutil.copytree(release, folder)
+    (folder / "vocab.json").write_text(text)
+    for command in ("verify", "check"):
+        assert main([command, str(folder)]) == 1, command
+        assert _release_line(capsys.readouterr().err) == fault
+
+
+@pytest.mark.parametrize(("text", "fault"), [
+    ("x\n", "params.json: not readable as JSON (Expecting value: line 1 column 1 (char 0))"),
+    ('{"w": -3}\n', "params.json: PasskeySwarParams.w=-3: expected an integer >= 1"),
+])
+def test_a_params_json_that_is_not_valid_parameters_is_named_with_exit_1(release, tmp_path, capsys, text, fault):
+    folder = tmp_path / "case"
+    shutil.copytree(release, folder)
+    (folder / "params.json").write_text(text)
+    for command in ("verify", "check"):
+        assert main([command, str(folder)]) == 1, command
+        assert _release_line(capsys.readouterr().err) == fault
+
+
+def test_a_folder_whose_only_split_file_is_gone_is_an_incomplete_release_exit_1(tmp_path, capsys):
+    # Reported: exit 2 "no parquet file of the requested configs/splits" here, exit 1 when one
+    # of several split files is gone.
+    folder = tmp_path / "one"
+    write_dataset(folder, ["n32"], ["validation"], num_examples=2, progress=False)
+    os.unlink(split_path(folder, "n32", "validation"))
+    for command in ("verify", "check"):
+        assert main([command, str(folder)]) == 1, command
+        assert _missing_line(capsys.readouterr().err) == "the split files README.md lists: n32/validation"
+    os.rmdir(folder / "n32")  # the config folder gone as well
+    for command in ("verify", "check"):
+        assert main([command, str(folder)]) == 1, command
+        assert _missing_line(capsys.readouterr().err) == "the split files README.md lists: n32/validation"
+
+
+def test_a_folder_that_is_no_release_is_still_a_usage_error(tmp_path, capsys):
+    (tmp_path / "n32").mkdir()
+    for command in ("verify", "check"):
+        assert main([command, str(tmp_path)]) == 2, command
+        assert "error: " in capsys.readouterr().err
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 50) | st.text(max_size=4),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+    max_leaves=6,
+)
+
+
+@st.composite
+def _vocab_texts(draw):
+    """vocab.json contents: the right one, edited ones (a token dropped, added, an id moved),
+    any JSON value, or text that is no JSON."""
+    good = hub_io.vocab().to_dict()
+    kind = draw(st.sampled_from(["good", "drop", "add", "move", "json", "text"]))
+    if kind == "good":
+        return json.dumps(good), True
+    if kind == "drop":
+        d = dict(good)
+        del d[draw(st.sampled_from(sorted(good)))]
+        return json.dumps(d), False
+    if kind == "add":
+        return json.dumps({**good, draw(st.text(min_size=1, max_size=4).filter(lambda t: t not in good)): 40}), False
+    if kind == "move":
+        tok = draw(st.sampled_from(sorted(good)))
+        new = draw(st.integers(-2, 60).filter(lambda i: i != good[tok]))
+        return json.dumps({**good, tok: new}), False
+    if kind == "json":
+        return json.dumps(draw(_JSON)), False
+    return draw(st.text(max_size=8).filter(lambda t: not _is_json(t))), False
+
+
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(vocab_text=_vocab_texts(), params_value=st.one_of(st.none(), _JSON, st.dictionaries(
+    st.sampled_from(["w", "n_keys", "n_values", "p_passkey"]), st.integers(-3, 40), max_size=2)))
+def test_metadata_content_is_checked(release, tmp_path, vocab_text, params_value):
+    # vocab.json must be the vocabulary of the recorded parameters, params.json valid
+    # parameters; a problem is named by its file, and `data check` exits 1.
+    text, vocab_ok = vocab_text
+    folder = tmp_path / "case"
+    shutil.rmtree(folder, ignore_errors=True)
+    shutil.copytree(release, folder)
+    (folder / "vocab.json").write_text(text)
+    params_ok, params = True, hub_io.PasskeySwarParams()
+    if params_value is not None:
+        (folder / "params.json").write_text(json.dumps(params_value))
+        try:
+            params = hub_io.PasskeySwarParams(**params_value)
+        except (TypeError, ValueError):
+            params_ok = False
+        else:
+            params_ok = params == hub_io.PasskeySwarParams()  # else it disagrees with README.md
+    problems = release_problems(folder)
+    named = {p.split(":", 1)[0] for p in problems}
+    assert ("params.json" in named or "README.md" in named) == (not params_ok)
+    if params_ok:
+        assert ("vocab.json" in named) == (not vocab_ok)
+    assert (main(["check", str(folder)]) == 1) == bool(problems)
