@@ -21,7 +21,9 @@ for passkey_exact), ``*`` marking cells of fewer than 30 items. ``--seeds 0,1,2`
 configuration once per seed (``--seed_everything`` and ``--data.seed``; runs ``<name>_seed<s>``),
 picks the learning rate by the mean validation score over the seeds, tests every seed's
 checkpoint, and reports per cell the mean across seeds with its min-max and 95% t interval; the
-figures draw the mean with the t interval as a band. ``--resume`` works per seed.
+figures draw the mean with the t interval as a band. ``--resume`` works per seed: it keeps every
+finished fit, and every finished test of a kept fit (same test command), so an interrupted sweep
+goes on where it stopped.
 
 ``--frontier`` also writes the decay frontier at N = 4x the longest training N of the config:
 ``docs/<prefix>_frontier.md`` (a table) and ``docs/figures/<prefix>_frontier.png``, one point per
@@ -429,7 +431,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--test-configs", default=None, help="override the config's test N, e.g. 32,64")
     p.add_argument("--eval-examples", type=int, default=None, help="override the config's examples per evaluated N")
     p.add_argument("--resume", action="store_true",
-                   help="reuse finished runs (a last.ckpt, its validation logs, and the same fit command) instead of training them again")
+                   help="reuse finished runs (a last.ckpt, its validation logs, and the same fit command) and their finished "
+                        "tests (the same test command) instead of running them again")
     p.add_argument("--jobs", type=int, default=2, help="runs in parallel")
     p.add_argument("--threads", type=int, default=1, help="torch threads per run")
     p.add_argument("--out", type=Path, default=Path("runs/results"), help="run folder")
@@ -529,6 +532,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.resume and done:
             return mech, lr, seed, 0, [command_line(fit_args), command_line(val_args)], 0.0
         record.unlink(missing_ok=True)
+        (out / name / "test_command.txt").unlink(missing_ok=True)  # a new checkpoint needs a new test
         rc, fit_cmd = swar_bench(fit_args, out / name / "fit.log", args.threads)
         if rc != 0:
             return mech, lr, seed, rc, [fit_cmd], time.monotonic() - start
@@ -561,12 +565,18 @@ def main(argv: list[str] | None = None) -> int:
         name = run_name(mech, lr, seed)
         if seed not in seed_scores[mech][lr]:  # this seed's fit failed (already reported)
             return mech, seed, -1, "", lr
-        rc, cmd = swar_bench(
-            ["test", *base_args(mech, args.out, f"{name}_test", None, args.config), f"--ckpt_path={args.out / name / 'checkpoints' / 'last.ckpt'}",
-             f"--accuracy.out_dir={args.out / name / 'test'}", f"--calibration.out_dir={args.out / name / 'test'}",
-             *seed_args(seed), *data_overrides],
-            out / name / "test.log", args.threads,
-        )
+        test_args = ["test", *base_args(mech, args.out, f"{name}_test", None, args.config),
+                     f"--ckpt_path={args.out / name / 'checkpoints' / 'last.ckpt'}",
+                     f"--accuracy.out_dir={args.out / name / 'test'}", f"--calibration.out_dir={args.out / name / 'test'}",
+                     *seed_args(seed), *data_overrides]
+        record = out / name / "test_command.txt"  # what the finished test ran (removed when the fit runs again)
+        if (args.resume and (out / name / "test" / "answer_type_accuracy.csv").is_file() and record.is_file()
+                and record.read_text() == command_line(test_args)):
+            return mech, seed, 0, command_line(test_args), lr
+        record.unlink(missing_ok=True)
+        rc, cmd = swar_bench(test_args, out / name / "test.log", args.threads)
+        if rc == 0:
+            atomic_write_text(record, cmd)
         return mech, seed, rc, cmd, lr
 
     results: dict[str, dict] = {}

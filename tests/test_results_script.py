@@ -122,11 +122,16 @@ def test_seeds_train_each_configuration_per_seed_and_report_the_spread(tmp_path,
     spread = raw["GRU"]["spread"]["32/ar_valid"]
     assert spread["values"] == [0.7, 0.8, 0.9] and abs(spread["ci_high"] - 1.048414) < 1e-6
     assert (tmp_path / "docs" / "figures" / "results_ar_valid.png").stat().st_size > 0
-    # --resume keeps every finished seed: no fit runs again, only the tests
+    # --resume keeps every finished seed: no fit and no test runs again, and the tables are the same
     calls.clear()
     assert results.main([*argv, "--resume"]) == 0
-    assert [c[0] for c in calls] == ["test"] * 3
-    # one seed's run folder lost: only that seed is trained again
+    assert calls == []
+    assert (tmp_path / "docs" / "results_tables.md").read_text().split("## Commands")[0] == table.split("## Commands")[0]
+    # one seed's test report lost: only that test runs again
+    (tmp_path / "runs" / "GRU_lr0.001_seed2" / "test" / "answer_type_accuracy.csv").unlink()
+    assert results.main([*argv, "--resume"]) == 0
+    assert [(c[0], next(a for a in c if a.startswith("--seed_everything="))) for c in calls] == [("test", "--seed_everything=2")]
+    # one seed's run folder lost: only that seed is trained and tested again
     import shutil
 
     shutil.rmtree(tmp_path / "runs" / "GRU_lr0.001_seed1")
@@ -134,6 +139,7 @@ def test_seeds_train_each_configuration_per_seed_and_report_the_spread(tmp_path,
     assert results.main([*argv, "--resume"]) == 0
     refit = [next(a for a in c if a.startswith("--trainer.logger.init_args.name=")) for c in calls if c[0] == "fit"]
     assert refit == ["--trainer.logger.init_args.name=GRU_lr0.001_seed1"]
+    assert [next(a for a in c if a.startswith("--seed_everything=")) for c in calls if c[0] == "test"] == ["--seed_everything=1"]
 
 
 def test_one_seed_cells_carry_wilson_intervals():
