@@ -382,14 +382,6 @@ class SwarBenchCLI(LightningCLI):
         if account is not None:
             raise self._mismatch_error(account, self._checkpoint, self._checkpoint_path)
 
-    def _announce(self, subcommand: str) -> None:
-        """One line on stdout (rank 0) before the run: the built model and the run folder."""
-        from lightning.fabric.utilities.rank_zero import _get_rank
-
-        if _get_rank() not in (0, None) or not isinstance(self.model, TBPTTModule):
-            return
-        print(f"swar-bench {subcommand}: {describe_mechanism(self.model.mechanism)}; run folder {run_folder(self.trainer)}", flush=True)
-
     def _report_paths(self) -> None:
         """``wrote <path>`` for every test report (rank 0), as ``demo`` prints them."""
         from swar_bench.callbacks import AnswerTypeAccuracy, Calibration
@@ -404,7 +396,7 @@ class SwarBenchCLI(LightningCLI):
             from lightning.fabric.utilities.rank_zero import _get_rank, rank_prefixed_message
 
             logging.getLogger("lightning.fabric.utilities.seed").info(rank_prefixed_message(f"Seed set to {self._seed}", _get_rank()))
-        self._announce(subcommand)
+        self.trainer.callbacks.append(Announce(subcommand))
         try:
             super()._run_subcommand(subcommand)
             if subcommand == "test":
@@ -565,6 +557,27 @@ def run_cli(argv: list[str]) -> None:
 
 _RUN_TRAINER: pl.Trainer | None = None
 """The Trainer of the run in progress (set when it is built), for the stop line's resume hint."""
+
+
+class Announce(Callback):
+    """One line on stdout (global rank 0) before a run: ``swar-bench <subcommand>: <the built
+    model>; run folder <dir>``, printed once the inputs are validated. Lightning calls ``setup``
+    after the datamodule's ``prepare_data`` (which opens every stored split the run reads, so a
+    bad ``--data.source`` has ended the run by then) and before the logger creates the folder."""
+
+    def __init__(self, subcommand: str) -> None:
+        self.subcommand = subcommand
+        self.done = False
+
+    def setup(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
+        if self.done or not trainer.is_global_zero or not isinstance(pl_module, TBPTTModule):
+            return
+        self.done = True
+        print(
+            f"swar-bench {self.subcommand}: {describe_mechanism(pl_module.mechanism)}; "
+            f"run folder {run_folder(trainer)}",
+            flush=True,
+        )
 
 
 class StopCheck(Callback):

@@ -137,3 +137,29 @@ def test_every_source_has_one_reading_decided_offline(tmp_path, monkeypatch, hub
         with pytest.raises(DataSourceError, match="no such folder, and not a Hub id"):
             resolve_source(source)
     assert hub == []  # deciding never asks the Hub
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(kind=st.sampled_from(["missing", "empty", "no train split", "hub id"]),
+       logger=st.booleans())
+def test_fit_names_no_run_folder_before_a_bad_source_fails(tmp_path, monkeypatch, capsys, hub, kind, logger):
+    # Reported: `fit --data.source=...` printed "run folder runs/quickstart/GatedDeltaNet/version_0"
+    # and then failed on the source; the folder was never created. The line comes once the
+    # inputs are validated, whichever way the source is bad.
+    from swar_bench.lightning_cli import main as cli_main
+
+    case = tmp_path / f"{kind}-{logger}".replace(" ", "_")
+    case.mkdir(exist_ok=True)
+    monkeypatch.chdir(case)
+    source = {"missing": "./nothing_here", "empty": "./empty", "no train split": "./data",
+              "hub id": "someone/no_such_set"}[kind]
+    if kind == "empty":
+        (case / "empty").mkdir(exist_ok=True)
+    if kind == "no train split" and not (case / "data").exists():
+        hub_io.write_dataset(case / "data", ["n32"], ["validation"], num_examples=2, progress=False)
+    args = ["fit", "--model.mechanism=GRU", f"--data.source={source}", "--trainer.max_steps=1"]
+    code = cli_main(args + ([] if logger else ["--trainer.logger=false"]))
+    out, err = capsys.readouterr()
+    assert code == 2 and "run folder" not in out
+    assert next(ln for ln in err.splitlines() if ln.startswith("swar-bench")).startswith("swar-bench: error: ")
+    assert not (case / "lightning_logs").exists() and not (case / "runs").exists()
