@@ -182,16 +182,6 @@ def _output_folders(cfg: Any, subcommand: str | None) -> list[tuple[str, str]]:
     return [(flag, str(folder)) for flag, folder in folders if isinstance(folder, (str, os.PathLike))]
 
 
-def single_process(cfg: Any) -> bool:
-    """Whether the configured Trainer runs one process: one device (``devices`` 1, ``"1"``, ``[i]``
-    or ``"auto"`` on the CPU) on one node."""
-    devices = cfg.get("trainer.devices")
-    accelerator = str(cfg.get("trainer.accelerator") or "auto")
-    one = devices in (1, "1") or (isinstance(devices, (list, tuple)) and len(devices) == 1)
-    one = one or (devices in ("auto", None) and accelerator == "cpu")
-    return one and int(cfg.get("trainer.num_nodes") or 1) == 1
-
-
 def trainer_defaults(argv: list[str]) -> dict[str, Any]:
     """``TRAINER_DEFAULTS`` with the logger named after the first ``--config`` file (its stem), so
     that a config that sets no logger still gets its own run folder (``swar_bench.runs``)."""
@@ -356,7 +346,7 @@ class SwarBenchCLI(LightningCLI):
             check_task_fits(self.model.mechanism, getattr(self.datamodule, "params", None))
         self._check_checkpoint_fits()
         cfg = self.config[self.subcommand] if self.subcommand else self.config
-        silence_run_notices(single_process(cfg), resuming=cfg.get("ckpt_path") not in (None, ""))
+        silence_run_notices(resuming=cfg.get("ckpt_path") not in (None, ""))
         global _RUN_TRAINER
         trainer = super().instantiate_trainer(**kwargs)
         trainer.callbacks.append(StopCheck())

@@ -6,8 +6,9 @@ says is hidden:
 
 - the litlogger / litmodels tips (``lightning.pytorch``, ``rank_zero_info``, on every fit);
 - torch's ``LeafSpec`` FutureWarning raised by Lightning's own ``_pytree`` helper;
-- Lightning's "The `srun` command is available on your system but is not used" hint, for a
-  single-process run (``single_process=True``), where there is nothing to launch with srun;
+- Lightning's "The `srun` command is available on your system but is not used" hint
+  (``SLURMEnvironment`` at every Trainer built on a machine with ``srun``), for every run our
+  commands start, one process or DDP: the README's SLURM section says how to launch with srun;
 - "Checkpoint directory ... exists and is not empty" when a run resumes into its own run folder
   (``resuming=True``): writing there is the point of resuming;
 - Lightning's "Detected KeyboardInterrupt, attempting graceful shutdown ..." (``rank_zero_info``):
@@ -44,26 +45,23 @@ class DropMessages(logging.Filter):
         return not any(p.search(message) for p in self.patterns)
 
 
-def silence_run_notices(single_process: bool, resuming: bool) -> None:
-    """Add the run-dependent warning filters (srun hint, non-empty checkpoint folder on resume)
-    to the current ``warnings`` filters; call inside :func:`quiet_output` so they are undone."""
-    if single_process:
-        warnings.filterwarnings("ignore", message=SRUN_RE)
+def silence_run_notices(resuming: bool) -> None:
+    """Add the run-dependent warning filter (non-empty checkpoint folder on resume) to the
+    current ``warnings`` filters; call inside :func:`quiet_output` so it is undone."""
     if resuming:
         warnings.filterwarnings("ignore", message=CKPT_DIR_RE)
 
 
 @contextlib.contextmanager
-def quiet_output(
-    single_process: bool = False, resuming: bool = False, messages: Sequence[str] = ()
-) -> Iterator[None]:
+def quiet_output(resuming: bool = False, messages: Sequence[str] = ()) -> Iterator[None]:
     """Silence the notices of the module docstring while the block runs; restores the
     ``warnings`` filters and removes the logging filter afterwards."""
     drop = DropMessages([TIP_RE, INTERRUPT_RE, *(re.compile(m) for m in messages)])
     loggers = [logging.getLogger(name) for name in RANK_ZERO_LOGGERS]
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=LEAFSPEC_RE, category=FutureWarning)
-        silence_run_notices(single_process, resuming)
+        warnings.filterwarnings("ignore", message=SRUN_RE)
+        silence_run_notices(resuming)
         for logger in loggers:
             logger.addFilter(drop)
         try:
