@@ -385,15 +385,17 @@ def plot_frontier(points: dict, n: int, path: Path) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 5.5))
-    for mech, p in points.items():
+    fig, ax = plt.subplots(figsize=(9, 5.5))
+    colours = plt.get_cmap("tab20")  # 20 distinct colours: the frontier has 19 mechanisms
+    for i, (mech, p) in enumerate(points.items()):
         (x, xlo, xhi), (y, ylo, yhi) = p["x"], p["y"]
         if math.isnan(x) or math.isnan(y):
             continue
         xerr = [[x - xlo], [xhi - x]] if math.isfinite(xlo) and math.isfinite(xhi) else None
         yerr = [[y - ylo], [yhi - y]] if math.isfinite(ylo) and math.isfinite(yhi) else None
         marker = "s" if mech.startswith("ScalarDecayLinearAttention") else "o"
-        ax.errorbar([x], [y], xerr=xerr, yerr=yerr, fmt=marker, capsize=3, markersize=5)
+        ax.errorbar([x], [y], xerr=xerr, yerr=yerr, fmt=marker, capsize=3, markersize=5, label=mech,
+                    color=colours(i % colours.N))
         ax.annotate(mech.replace("ScalarDecayLinearAttention_", "scalar "), (x, y), fontsize=6,
                     xytext=(4, 3), textcoords="offset points")
     ax.set_xlim(-0.03, 1.03)
@@ -402,6 +404,8 @@ def plot_frontier(points: dict, n: int, path: Path) -> Path:
     ax.set_ylabel(f"min(ar_valid, ar_expired_stale) at n{n} (forgets selectively)")
     ax.set_title(f"passkey_swar: the decay frontier at n{n}")
     ax.grid(alpha=0.3)
+    if ax.get_legend_handles_labels()[0]:  # points that coincide stay apart in the legend
+        ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     try:
         atomic_write(path, lambda handle: fig.savefig(handle, format="png", dpi=110), binary=True)
