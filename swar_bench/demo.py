@@ -140,6 +140,7 @@ def _run(args: argparse.Namespace) -> int:
         SwarBenchCLI,
         _check_config_files,
         _parse_error_line,
+        progress_bar_default,
         resolve_mechanism_names,
     )
     from swar_bench.module import TBPTTModule
@@ -156,7 +157,7 @@ def _run(args: argparse.Namespace) -> int:
         cli_args = resolve_mechanism_names(cli_args)
         cli = SwarBenchCLI(
             TBPTTModule, PasskeySwarDataModule, args=cli_args, run=False,
-            trainer_defaults={**TRAINER_DEFAULTS, "callbacks": [stopper]},
+            trainer_defaults={**TRAINER_DEFAULTS, "enable_progress_bar": progress_bar_default(), "callbacks": [stopper]},
             save_config_kwargs={"overwrite": True}, parser_kwargs={"exit_on_error": False},
         )
     except ArgumentError as err:

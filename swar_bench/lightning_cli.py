@@ -182,16 +182,25 @@ def _output_folders(cfg: Any, subcommand: str | None) -> list[tuple[str, str]]:
     return [(flag, str(folder)) for flag, folder in folders if isinstance(folder, (str, os.PathLike))]
 
 
+def progress_bar_default() -> bool:
+    """Lightning's ``enable_progress_bar`` for our commands (``fit``, ``test``, ``demo``) unless a
+    config or ``--trainer.enable_progress_bar`` sets it: on when stdout is a terminal, off when it
+    is piped or redirected, where every refresh of the bar would be one more line of the log."""
+    return sys.stdout.isatty()
+
+
 def trainer_defaults(argv: list[str]) -> dict[str, Any]:
     """``TRAINER_DEFAULTS`` with the logger named after the first ``--config`` file (its stem), so
-    that a config that sets no logger still gets its own run folder (``swar_bench.runs``)."""
+    that a config that sets no logger still gets its own run folder (``swar_bench.runs``), and
+    the progress bar only on a terminal (:func:`progress_bar_default`)."""
     configs = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--config"]
     configs += [a.split("=", 1)[1] for a in argv if a.startswith("--config=")]
     first = next((c for c in configs if os.path.isfile(c)), None)
+    defaults = {**TRAINER_DEFAULTS, "enable_progress_bar": progress_bar_default()}
     if first is None:
-        return TRAINER_DEFAULTS
+        return defaults
     logger = TRAINER_DEFAULTS["logger"]
-    return {**TRAINER_DEFAULTS, "logger": {**logger, "init_args": {**logger["init_args"], "name": Path(first).stem}}}
+    return {**defaults, "logger": {**logger, "init_args": {**logger["init_args"], "name": Path(first).stem}}}
 
 
 def save_config_kwargs(argv: list[str]) -> dict[str, Any]:

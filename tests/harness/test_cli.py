@@ -414,3 +414,36 @@ def test_max_time_is_days_hours_minutes_seconds():
 
     assert _max_time(10) == "00:00:10:00"
     assert _max_time(1500.5) == "01:01:00:30"
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(terminal=st.booleans(), flag=st.sampled_from([None, "true", "false"]))
+def test_the_progress_bar_is_on_only_on_a_terminal_unless_set(tmp_path, monkeypatch, terminal, flag):
+    # Reported: `make demo > log` wrote thousands of progress-bar refreshes into the log. Lightning's
+    # own switch (enable_progress_bar) is off by default when stdout is no terminal; a config or
+    # --trainer.enable_progress_bar still decides.
+    from swar_bench import lightning_cli
+
+    monkeypatch.setattr(lightning_cli.sys.stdout, "isatty", lambda: terminal)
+    argv = ["test", "--config", str(CONFIGS / "oracle.yaml"), "--data.test_configs=[32]", "--data.eval_examples=8",
+            "--data.eval_batch_size=8", f"--trainer.logger.init_args.save_dir={tmp_path}",
+            f"--checkpoint.dirpath={tmp_path / 'ckpt'}", "--trainer.enable_model_summary=false"]
+    if flag is not None:
+        argv.append(f"--trainer.enable_progress_bar={flag}")
+    assert main(argv) == 0
+    expected = terminal if flag is None else flag == "true"
+    assert (lightning_cli._RUN_TRAINER.progress_bar_callback is not None) == expected
+
+
+def test_a_demo_piped_to_a_log_writes_no_progress_bar(tmp_path, monkeypatch, capfd):
+    from swar_bench import demo
+
+    monkeypatch.chdir(tmp_path)
+    code = demo.main(["--max-minutes", "1", "--trainer.max_steps=2", "--model.mechanism.init_args.d_model=8",
+                      "--data.eval_examples=8", "--trainer.enable_model_summary=false",
+                      f"--trainer.logger.init_args.save_dir={tmp_path}"])
+    out, err = capfd.readouterr()
+    assert code == 3, err  # the target is not reached in 2 steps (exit 3), the report is printed
+    assert "Test accuracy per N x answer kind:" in out
+    for bar in ("it/s]", "s/it]", "Epoch 0:", "Testing DataLoader", "\r"):
+        assert bar not in out and bar not in err
