@@ -310,7 +310,7 @@ def forgetting_score(ar_valid: float, ar_expired_stale: float) -> float:
     Answering NULL to every query scores 1 on stale queries and 0 on valid ones, answering every
     query with a value scores the reverse: either way the minimum is 0. It is high only for a
     model that both still holds the live keys and has let go of the stale ones (written, then idle
-    for more than 2w writes; card, seed 000, "Answer rule"), i.e. one that forgets *selectively*
+    for more than 2w writes; docs/TASK.md, "Answer rule"), i.e. one that forgets *selectively*
     (docs/RESULTS.md, "The decay frontier"). NaN when either input is NaN (the kind was not
     observed at that N).
     """

@@ -1,6 +1,6 @@
 """Exact accuracy per ``n_writes`` x answer type and per key age, reduced exactly across ranks.
 
-The card (seed 000, "Answer rule") distinguishes what a model must keep (``ar_valid`` answers,
+The task (docs/TASK.md, "Answer rule") distinguishes what a model must keep (``ar_valid`` answers,
 the passkey) from what it must forget (``ar_expired`` queries, answered NULL). Expired queries are
 split into ``ar_expired_stale`` (written, then idle > 2w writes: the only ones that test
 forgetting) and ``ar_expired_never`` (never written). The counts behind every accuracy are
@@ -422,7 +422,7 @@ def plot_accuracy_vs_key_age(report: AccuracyReport, window: int = 16) -> Figure
     The card's gray zone ``(w, 2w]`` is never queried: it is shaded and every line is broken
     there (one segment for ages ``<= w``, one for ages ``> 2w``), so no line suggests a value in
     it. Above the plot each side says what a correct answer is there: the key's latest value up
-    to ``w``, ``NULL`` beyond ``2w`` (card, "Answer rule")."""
+    to ``w``, ``NULL`` beyond ``2w`` (docs/TASK.md, "Answer rule")."""
     fig = Figure(figsize=(7, 4.8))
     ax = fig.add_subplot()
     lo, hi = age_bin_bounds(report.age_bin_upper)

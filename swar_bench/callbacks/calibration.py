@@ -1,6 +1,6 @@
 """Does the model know what it forgot? Self-knowledge correlation and expected calibration error.
 
-Self-knowledge correlation (referee card, seed 001, "Calibrated forgetting curves"): across the
+Self-knowledge correlation (docs/REFEREE.md, "Calibration: `self_knowledge_correlation`"): across the
 evaluated lengths, the Pearson correlation between how much the model forgot (1 - accuracy over
 all answer tokens at N) and how surprised it says it was (the mean answer-token cross-entropy at
 N). Near +1: it knows when it is failing; near 0: confidently wrong.
@@ -71,7 +71,7 @@ def self_knowledge_correlation(
     error_rate: Sequence[float], mean_loss: Sequence[float]
 ) -> Correlation:
     """Pearson correlation of ``error_rate`` (1 - accuracy, one per N) and ``mean_loss`` (nats per
-    answer token, one per N), from the referee card (seed 001, "Calibrated forgetting curves").
+    answer token, one per N), from the referee (docs/REFEREE.md, "Calibration: `self_knowledge_correlation`").
 
     Returns:
         ``Correlation(value)``, or ``Correlation(nan, reason)`` when fewer than 2 N were evaluated

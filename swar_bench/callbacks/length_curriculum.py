@@ -1,6 +1,6 @@
 """Which N to train on next: a Thompson-sampling bandit over the training ``n_writes`` buckets.
 
-The rule is the referee card's length curriculum (seed 001, "Length curriculum as a bandit"),
+The rule is the referee's length curriculum (docs/REFEREE.md, "The length curriculum"),
 reusing the referee's ``ThompsonBernoulli`` and ``FlopLedger``:
 
 - one arm per training N;
@@ -35,7 +35,7 @@ from swar_bench.referee.bandit import FlopLedger, ThompsonBernoulli
 from swar_bench.tasks.passkey_swar import TRAIN_N
 
 PASSKEY_SWAR_VOCAB_SIZE = 40
-"""The card's vocabulary size (seed 000, "Vocabulary"): chance loss ln(40) nats."""
+"""The task's vocabulary size (docs/TASK.md, "Vocabulary"): chance loss ln(40) nats."""
 
 
 def expected_tokens_per_example(n_writes: int, query_rate: float = 0.25) -> float:
@@ -43,7 +43,7 @@ def expected_tokens_per_example(n_writes: int, query_rate: float = 0.25) -> floa
 
     BOS, PK, 4 passkey tokens, PKQ, 4 passkey tokens and EOS make 12 tokens; every write ``W k v``
     and every query ``Q k a`` is 3 tokens, with ``query_rate`` queries per write on average (card,
-    seed 000, "Format"; it gives 132 tokens at n32 and 972 at n256, as in the card's table).
+    docs/TASK.md, "Format"; it gives 132 tokens at n32 and 972 at n256, as measured on the release).
     """
     return 12.0 + 3.0 * n_writes * (1.0 + query_rate)
 

@@ -1,6 +1,6 @@
 """Self-knowledge that means something: per-token AUROC and the correlation's permutation baseline.
 
-The card's self-knowledge correlation (seed 001, "Calibrated forgetting curves"; see
+The referee's self-knowledge correlation (docs/REFEREE.md, "Calibration: `self_knowledge_correlation`"; see
 ``calibration.self_knowledge_correlation``) correlates per-N error with per-N mean answer loss.
 Both follow the answer mix (which answer types are asked at N, and how hard each is), and both
 come from the same logits, so a model at chance can score 0.9995. Two measures sit beside it:

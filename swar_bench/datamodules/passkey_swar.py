@@ -5,7 +5,7 @@ padded with PAD=0, ``labels[B, T]`` int64 (-100 unsupervised), ``answer_kind[B, 
 ``key_age[B, T]`` int64 from ``swar_bench.tasks.oracle.annotate``, ``n_writes[B]`` and
 ``seed[B]`` int64.
 
-Which example goes where (the dataset card, "Columns": seed = split_seed * 10**12 + N * 10**6
+Which example goes where (docs/TASK.md, "Columns": seed = split_seed * 10**12 + N * 10**6
 + index):
 
 - Training: a stream of global steps s = 0, 1, 2, ...; at each step every data-parallel rank

@@ -2,7 +2,7 @@
 
 It proves the metrics pipeline end to end: on every supervised position it puts almost all
 probability (``answer_logit`` above the rest) on the correct token, so every accuracy must read
-100%. Rules (dataset card, "Format" / "Answer rule" / "Vocabulary"):
+100%. Rules (docs/TASK.md, "Format" / "Answer rule" / "Vocabulary"):
 
 - ``PK p1 p2 p3 p4``: the 4 tokens after PK are the passkey.
 - ``W k v``: a write; writes are counted, and each key remembers its latest value and write number.

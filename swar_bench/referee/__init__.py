@@ -1,4 +1,4 @@
-"""E7, the long-context referee: probe suites, train-then-probe, calibration, matched FLOPs and state bytes.
+"""The long-context referee: probe suites, train-then-probe, calibration, matched FLOPs and state bytes.
 
 ``evaluate(mechanism, ranges=..., state_budget_bytes=..., seed=...)`` returns a JSON-ready dict;
 ``comparison_table({name: result})`` puts results side by side (refusing unmatched ones, training

@@ -3,7 +3,7 @@
 Used by the referee's ``length_curriculum`` (one arm per length range) and by the training
 harness's length-curriculum callback (one arm per ``n_writes``). The rule is Thompson sampling
 with Beta(1, 1) priors (Thompson 1933; Agrawal & Goyal 2012 for the fractional-reward form:
-a reward ``r`` in [0, 1] updates ``alpha += r``, ``beta += 1 - r``), as the referee card (seed 001,
+a reward ``r`` in [0, 1] updates ``alpha += r``, ``beta += 1 - r``), as the referee (docs/REFEREE.md, "The length curriculum";
 "Length curriculum as a bandit") specifies.
 """
 
@@ -132,7 +132,7 @@ class FlopLedger:
     Raises:
         ValueError: non-positive / non-finite budget, or ``n_arms`` < 1.
 
-    Source: referee card (seed 001), "Length curriculum as a bandit": "a shared FLOP ledger seeded
+    Source: docs/REFEREE.md, "The length curriculum": "a shared FLOP ledger seeded
     once from compute_budget_flops (split evenly across buckets)".
     """
 

@@ -52,7 +52,7 @@ def build_parser():
 
     parser = ArgumentParser(
         prog=PROG,
-        description="E7 long-context referee: train-then-probe at every range.",
+        description="Long-context referee: train-then-probe at every range.",
         exit_on_error=False,
     )
     parser.add_argument(

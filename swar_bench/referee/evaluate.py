@@ -1,6 +1,6 @@
-"""E7, the long-context referee: train briefly on each probe suite at each range, then probe held-out instances.
+"""The long-context referee: train briefly on each probe suite at each range, then probe held-out instances.
 
-Source: the E7 referee card (seed 001). What it keeps: needle / copy / multi-hop probes at controlled
+Source: docs/REFEREE.md. What it keeps: needle / copy / multi-hop probes at controlled
 distances and the Markov-permutation perplexity stream; train-then-probe by truncated BPTT; the
 loss-threshold "solved" proxy (probe loss < 0.5 * ln(vocab)); the self-knowledge correlation;
 FLOPs = 6 * n_params * tokens; state bytes at the largest range against a budget; a Thompson-sampling
@@ -47,7 +47,7 @@ intervals and per-probe outcomes in every cell)."""
 TRAIN_PROTOCOLS = ("fixed_steps", "matched_flops")
 """How each (suite, range) cell is trained.
 
-``fixed_steps`` (the E7 card's protocol): at most ``n_train_steps`` (``perplexity_steps``) steps,
+``fixed_steps`` (the referee's protocol): at most ``n_train_steps`` (``perplexity_steps``) steps,
 stopped earlier only when the cell's FLOP share is spent; mechanisms of different sizes then spend
 different FLOPs. ``matched_flops``: each cell trains until its FLOP share
 (``compute_budget_flops / len(ranges)``) is spent, whatever the step count (a bigger model takes
@@ -74,7 +74,7 @@ PROTOCOL_KEYS = (
 
 
 def solved_threshold(vocab: int) -> float:
-    """The card's "solved" proxy threshold: ``0.5 * ln(vocab)`` nats, half the uniform-guess loss."""
+    """The original protocol's "solved" proxy threshold: ``0.5 * ln(vocab)`` nats, half the uniform-guess loss."""
     return 0.5 * math.log(vocab)
 
 
@@ -83,7 +83,7 @@ def self_knowledge_correlation(
 ) -> tuple[float, str]:
     """Pearson correlation across ranges of "how much it forgot" (``1 - accuracy``) and its own probe loss.
 
-    Source: the E7 card, "Calibrated forgetting curves": near +1 when the mechanism is as surprised
+    Source: docs/REFEREE.md, "Calibration: `self_knowledge_correlation`": near +1 when the mechanism is as surprised
     as it is wrong, near 0 when it is confidently wrong.
 
     Returns:
@@ -201,7 +201,7 @@ def length_curriculum(
     whose next pull the ``FlopLedger`` (``compute_budget_flops`` split evenly across arms) can still
     pay are allowed; the chosen arm's batch (``[batch_size, range]``, curriculum split) gets one
     ``train_tbptt`` step, then the same batch is re-streamed to measure the loss of the trained window
-    after the update. Reward (E7 card, "Length curriculum as a bandit"):
+    after the update. Reward (docs/REFEREE.md, "The length curriculum"):
 
         clip((loss_before - loss_after) / ln(vocab), 0, 1) / (pull_flops[arm] / min(pull_flops))
 
@@ -501,7 +501,7 @@ def evaluate(
     resample_prob: float = 0.1,
     train_protocol: str = "fixed_steps",
 ) -> dict[str, Any]:
-    """Run the full E7 referee on ``mechanism`` and return a JSON-ready result dict.
+    """Run the full long-context referee on ``mechanism`` and return a JSON-ready result dict.
 
     The mechanism is never trained in place: every (suite, range) cell and the curriculum get a
     ``copy.deepcopy`` of it (pass a freshly initialised instance) and a fresh Adam optimizer. For
@@ -523,7 +523,7 @@ def evaluate(
         n_eval_trials: held-out instances per cell.
         curriculum_rounds: rounds of ``length_curriculum`` (0 skips it).
         compute_budget_flops: FLOP budget of each suite's training ledger and of the curriculum's
-            ledger; default 20 x the FLOPs of one training step at the largest range (the card's
+            ledger; default 20 x the FLOPs of one training step at the largest range (the original protocol's
             "20x the FLOP cost of one full pass over the largest range"). Pass the same value to
             compare mechanisms of different sizes at matched FLOPs.
         vocab: the suites' alphabet (default: the mechanism's ``vocab_size``, else 17).
@@ -532,7 +532,7 @@ def evaluate(
         chunk_size: tokens per forward call while streaming (memory, not results, depends on it).
         lr, grad_clip: Adam learning rate and gradient-norm clip of every cell.
         resample_prob: noise of the Markov stream (its entropy floor is reported).
-        train_protocol: ``"fixed_steps"`` (the card's: at most ``n_train_steps`` /
+        train_protocol: ``"fixed_steps"`` (the original protocol's: at most ``n_train_steps`` /
             ``perplexity_steps`` steps per cell) or ``"matched_flops"`` (each cell trains until its
             share of ``compute_budget_flops`` is spent, the step caps unused); see
             ``TRAIN_PROTOCOLS``. Recorded in ``protocol`` and shown in ``comparison_table``.

@@ -104,7 +104,7 @@ def plot_forgetting_curve(
     ax2.set_ylabel("self-reported probe loss (nats)")
     h1, l1 = ax.get_legend_handles_labels()
     h2, l2 = ax2.get_legend_handles_labels()
-    ax.set_title("E7 forgetting curve")
+    ax.set_title("Forgetting curve")
     fig.legend(h1 + h2, l1 + l2, fontsize=7, loc="lower center", ncol=2, frameon=False)
     fig.tight_layout(rect=(0, 0.02 + 0.035 * ((len(l1) + len(l2) + 1) // 2), 1, 1))
     path = Path(path)

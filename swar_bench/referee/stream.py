@@ -4,7 +4,7 @@ Two kinds of mechanism are driven the same way:
 
 - a ``ContextMechanism`` (``forward(input_ids, state) -> (logits, state)``): per-position loss and
   exact argmax correctness come from the logits;
-- a loss-only mechanism in the referee card's style (``step(state, (x, y)) -> (state, mean_loss)``,
+- a loss-only mechanism in the original protocol's style (docs/REFEREE.md, "Loss-only mechanisms"; ``step(state, (x, y)) -> (state, mean_loss)``,
   no logits): only the mean loss over the chunk's supervised positions is known, so the referee
   reports only the loss-threshold proxy for it (see ``is_loss_only``).
 
@@ -44,9 +44,9 @@ def is_loss_only(mechanism: object) -> bool:
 
 
 def as_mechanism(mechanism: object) -> object:
-    """``mechanism`` itself, or a card-style loss-only one wrapped in the zoo's ``LossOnlyAdapter``.
+    """``mechanism`` itself, or a original-protocol-style loss-only one wrapped in the zoo's ``LossOnlyAdapter``.
 
-    A raw card-style mechanism (``step`` and no logits, no ``returns_logits`` flag) has
+    A raw original-protocol-style mechanism (``step`` and no logits, no ``returns_logits`` flag) has
     ``init_state(batch_size)`` without device / dtype; the adapter gives it the protocol's
     signature and shares its parameters.
     """

@@ -1,6 +1,6 @@
 """The referee's probe suites: needle, copy, multi-hop at a controlled ``distance``, and the Markov stream.
 
-Source: the E7 referee card (seed 001): "needle", "copy", "multi-hop" and "multi-scale perplexity".
+Source: docs/REFEREE.md, "The probes": "needle", "copy", "multi-hop" and "multi-scale perplexity".
 Every suite draws one instance from a ``numpy.random.Generator`` and returns ``(input_ids, targets)``,
 two ``np.int64`` arrays of the same length ``T``:
 
@@ -21,7 +21,7 @@ from collections.abc import Callable
 import numpy as np
 
 DEFAULT_VOCAB = 17
-"""Alphabet size for the suites when the mechanism does not expose its own ``vocab_size`` (seed 001)."""
+"""Alphabet size for the suites when the mechanism does not expose its own ``vocab_size`` (docs/REFEREE.md, "The probes")."""
 
 IGNORE = -100
 """Target value of unsupervised positions (PyTorch's ``cross_entropy`` default ``ignore_index``)."""

@@ -1,6 +1,6 @@
 """``comparison_table``: ``evaluate`` results side by side as plain text, refusing unmatched comparisons.
 
-Source: the E7 card, "Matched-FLOPs / matched-state-bytes protocols": two mechanisms compared on the
+Source: docs/REFEREE.md, "FLOPs and state bytes": two mechanisms compared on the
 same ranges, seed and budgets are compared at matched FLOPs and state bytes; here the table checks
 that instead of trusting the caller.
 """
@@ -20,7 +20,7 @@ FLOPS_TOLERANCE = 0.05
 (suite, range) cell that ``comparison_table`` accepts as matched."""
 
 PROTOCOL_LABELS = {
-    "fixed_steps": "fixed steps (the E7 card's protocol: at most n_train_steps / perplexity_steps "
+    "fixed_steps": "fixed steps (the referee's protocol: at most n_train_steps / perplexity_steps "
     "steps per cell; training FLOPs differ with model size)",
     "matched_flops": "matched FLOPs (each cell trains until its share of compute_budget_flops is "
     "spent)",
@@ -223,7 +223,7 @@ def check_comparable(
     ``flops_tolerance``.
 
     The training protocol, ranges, seed, vocab, state budget, FLOP budget and the training /
-    evaluation sizes must all match, and (E7 card: "beats the baseline ... at matched FLOPs") so
+    evaluation sizes must all match, and (docs/REFEREE.md, "A verdict: does the challenger beat the baseline?": it beats the baseline at matched FLOPs) so
     must the FLOPs each cell really spent, or the numbers side by side would not be measured on the
     same terms. ``flops_tolerance=None`` (or ``inf``) skips the FLOPs check.
     """
@@ -304,7 +304,7 @@ def comparison_table(
     ranges = p["ranges"]
     lines = [
         (
-            f"E7 referee: ranges {', '.join(str(r) for r in ranges)} tokens | seed {p['seed']} | "
+            f"referee: ranges {', '.join(str(r) for r in ranges)} tokens | seed {p['seed']} | "
             f"vocab {p['vocab']} | state budget {p['state_budget_bytes']:g} B | "
             f"FLOP budget {p['compute_budget_flops']:{FLOPS_FORMAT}} per ledger"
         ),

@@ -1,7 +1,7 @@
 """Truncated-BPTT training on probe instances, and the FLOP rule the referee charges for it.
 
 FLOPs (Kaplan et al. 2020, "Scaling Laws for Neural Language Models", section 2.1; the referee
-card's "6 * n_params * n_tokens"): a token that is forwarded *and* backpropagated costs
+original protocol's "6 * n_params * n_tokens"): a token that is forwarded *and* backpropagated costs
 ``6 * n_params`` FLOPs, a token that is only forwarded (evaluation, and the no-grad prefix of a
 long training sequence) ``2 * n_params``. Counted from the tokens actually processed.
 """

@@ -1,6 +1,6 @@
 """``verdict``: does a challenger beat the baseline, per suite and range, by a paired test on the same probes.
 
-Source: the E7 card's graduation rule, "beats the E1 baseline on the E7 evaluation suite at matched
+Source: docs/REFEREE.md, "A verdict: does the challenger beat the baseline?": a challenger graduates when it "beats the baseline on the referee's evaluation suite at matched
 FLOPs". Two results are judged only when ``comparison_table`` would put them side by side
 (``check_comparable``: same training protocol, ranges, seed, vocab, budgets and sizes, and training
 FLOPs within the tolerance), so both were probed on the same held-out instances (instance ``i`` of a
@@ -117,7 +117,7 @@ def _cell(
         base = np.asarray(pb["correct"]) / np.maximum(count, 1)
         chal = np.asarray(pc["correct"]) / np.maximum(count, 1)
         binary = bool(np.all(count == 1))
-    else:  # a loss-only side: the card's proxy, one outcome per instance
+    else:  # a loss-only side: the original protocol's proxy, one outcome per instance
         metric = "proxy_accuracy"
         base = np.asarray(pb["loss"]) < threshold
         chal = np.asarray(pc["loss"]) < threshold

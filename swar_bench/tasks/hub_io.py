@@ -1,6 +1,6 @@
 """passkey_swar on disk and on the Hub: parquet in the Hub repository's layout.
 
-Layout (card, "Configs and splits" and "Columns")::
+Layout (docs/TASK.md, "Configs and splits" and "Columns")::
 
     DIR/README.md                               # YAML header: one `configs:` entry per n{N}
     DIR/vocab.json
@@ -46,7 +46,7 @@ from swar_bench.tasks.passkey_swar import (
 )
 
 HUB_ID = "irodkin/passkey_swar"
-"""The released dataset on the Hugging Face Hub (card, "Generation")."""
+"""The released dataset on the Hugging Face Hub (docs/TASK.md, "Generation")."""
 
 PARAMS_FILE = "params.json"
 """The generator parameters a local folder's data was written with (JSON object of
@@ -1071,7 +1071,7 @@ def check_disjoint(
     splits: Sequence[str] | None = None,
     cache_dir: str | None = None,
 ) -> dict:
-    """Split-disjointness check (card, "Sanity checks"): for each config, hash every example's
+    """Split-disjointness check (docs/TASK.md, "Sanity checks"): for each config, hash every example's
     ``input_ids`` in each available split and count examples shared between splits.
 
     Returns:

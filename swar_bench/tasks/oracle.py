@@ -1,6 +1,6 @@
 """The passkey_swar oracle: re-derive every label from the token stream alone.
 
-Two readers of the same rules (card, "Answer rule" and "Sanity checks"):
+Two readers of the same rules (docs/TASK.md, "Answer rule" and "Sanity checks"):
 
 * :func:`verify_example` -- a plain forward scan over the tokens (obviously correct, O(T)
   Python); it checks structure, every answer, ``labels`` and ``answer_type`` and raises
@@ -40,7 +40,7 @@ ANSWER_KINDS: tuple[str, ...] = (
     "passkey",
 )
 """Answer-kind codes (index = code): ``ar_expired`` of the card split into *stale* (written
-earlier, idle for more than 2w writes) and *never-written* keys (card, "Answer rule")."""
+earlier, idle for more than 2w writes) and *never-written* keys (docs/TASK.md, "Answer rule")."""
 
 NONE, AR_VALID, AR_EXPIRED_STALE, AR_EXPIRED_NEVER, PASSKEY = range(len(ANSWER_KINDS))
 

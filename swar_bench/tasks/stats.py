@@ -79,7 +79,7 @@ def _age_edges(w: int) -> list[int]:
 
 @dataclass
 class SplitStats:
-    """Statistics of one config/split (card, "Statistics").
+    """Statistics of one config/split (docs/TASK.md, "Statistics").
 
     Attributes:
         config, split: e.g. ``"n256"``, ``"validation"``.

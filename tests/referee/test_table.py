@@ -17,7 +17,7 @@ def test_single_result_and_mapping(gru_result):
     assert needle6["count"] == 4 and needle6["correct"] == 0
     assert needle6["accuracy_ci"] == pytest.approx([0.0, 0.489891], abs=1e-6)
     assert f"0.00 [0.00, 0.49] (4)* / 0.00 / {needle6['loss']:.3f}" in text
-    assert "training: fixed steps (the E7 card's protocol" in text
+    assert "training: fixed steps (the referee's protocol" in text
     two = comparison_table({"a": gru_result, "b": copy.deepcopy(gru_result)})
     assert "  a " in two and "  b " in two
     assert two.count("within_budget") == 1

@@ -1,5 +1,5 @@
 """The card's constants (configs, splits, special label values) and the generator's parameters
-(card, "Configs and splits", "Generation", "Columns")."""
+(docs/TASK.md, "Configs and splits", "Generation", "Columns")."""
 
 from __future__ import annotations
 
@@ -12,25 +12,25 @@ import numpy as np
 from swar_bench.tasks.passkey_swar.vocab import N_SPECIAL
 
 ALLOWED_N: tuple[int, ...] = tuple(2**i for i in range(5, 15))
-"""The released configs ``n{N}`` (card, "Configs and splits"): N = 32, 64, ..., 16384 writes."""
+"""The released configs ``n{N}`` (docs/TASK.md, "Configs and splits"): N = 32, 64, ..., 16384 writes."""
 
 TRAIN_N: tuple[int, ...] = (32, 64, 128, 256)
-"""Configs that have a train split (card, "Configs and splits")."""
+"""Configs that have a train split (docs/TASK.md, "Configs and splits")."""
 
 SPLIT_SEEDS: dict[str, int] = {"train": 1, "validation": 2, "test": 3}
-"""Split seeds (card, "Generation")."""
+"""Split seeds (docs/TASK.md, "Generation")."""
 
 SPLIT_SIZES: dict[str, int] = {"train": 100_000, "validation": 1_000, "test": 1_000}
-"""Examples per config in each split of the release (card, "Configs and splits")."""
+"""Examples per config in each split of the release (docs/TASK.md, "Configs and splits")."""
 
 MAX_KEYS = 64
 """Largest ``n_keys`` the generator supports (key sets are 64-bit masks)."""
 
 IGNORE_INDEX = -100
-"""``labels`` value at unsupervised positions (card, "Columns"; the HF / PyTorch convention)."""
+"""``labels`` value at unsupervised positions (docs/TASK.md, "Columns"; the HF / PyTorch convention)."""
 
 PASSKEY_LEN = 4
-"""Passkey tokens (card, "Format")."""
+"""Passkey tokens (docs/TASK.md, "Format")."""
 
 ANSWER_TYPES: tuple[str, ...] = ("ar_valid", "ar_expired", "passkey")
 """The ``answer_type`` strings of the card's "Columns" section."""
@@ -38,7 +38,7 @@ ANSWER_TYPES: tuple[str, ...] = ("ar_valid", "ar_expired", "passkey")
 
 @dataclass(frozen=True)
 class PasskeySwarParams:
-    """Generator parameters (card, "Generation"; defaults are the release's).
+    """Generator parameters (docs/TASK.md, "Generation"; defaults are the release's).
 
     Attributes:
         w: window in writes; a key of age ``<= w`` is valid, ``> 2w`` expired.
@@ -112,5 +112,5 @@ class PasskeySwarParams:
 
     @property
     def query_prob(self) -> float:
-        """``q / (1 + q)``: probability that one more query follows (card, "Format")."""
+        """``q / (1 + q)``: probability that one more query follows (docs/TASK.md, "Format")."""
         return self.query_rate / (1.0 + self.query_rate)

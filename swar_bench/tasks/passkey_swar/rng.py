@@ -114,7 +114,7 @@ def query_thresholds(params: PasskeySwarParams, span: int = 2**32) -> np.ndarray
     """``t[k-1] = round(span * p**k)`` for ``k = 1, 2, ...`` while it is ``>= 1``,
     ``p = q / (1 + q)``: ``uint64 [K]``, non-increasing. For ``v`` uniform in ``[0, span)``,
     ``#{k : v < t[k-1]}`` queries follow a write, so ``P(#queries >= k) = p**k``: the law of
-    "queries follow while a coin with probability p comes up" (card, "Format"), truncated where
+    "queries follow while a coin with probability p comes up" (docs/TASK.md, "Format"), truncated where
     ``span * p**k < 1/2``."""
     p = params.query_prob
     out = []

@@ -1,4 +1,4 @@
-"""Per-example seeds (card, "Columns") and the argument checks the generators share."""
+"""Per-example seeds (docs/TASK.md, "Columns") and the argument checks the generators share."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from swar_bench.tasks.passkey_swar.params import SPLIT_SEEDS
 
 
 def example_seed(split: str, n_writes: int, index: int) -> int:
-    """Per-example seed ``split_seed * 10**12 + N * 10**6 + index`` (card, "Columns").
+    """Per-example seed ``split_seed * 10**12 + N * 10**6 + index`` (docs/TASK.md, "Columns").
 
     Raises:
         ValueError: unknown ``split``, ``n_writes`` outside ``[1, 10**6)`` or ``index`` outside

@@ -1,4 +1,4 @@
-"""The task's vocabulary (card, "Vocabulary"): 8 special tokens, then keys ``k0..``, then values
+"""The task's vocabulary (docs/TASK.md, "Vocabulary"): 8 special tokens, then keys ``k0..``, then values
 ``v0..``; ``vocab.json`` is ``{token: id}``."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ PAD, BOS, EOS, PK, PKQ, W, Q, NULL = range(N_SPECIAL)
 
 @dataclass(frozen=True)
 class Vocab:
-    """Token ids (card, "Vocabulary"): PAD=0 BOS=1 EOS=2 PK=3 PKQ=4 W=5 Q=6 NULL=7, keys
+    """Token ids (docs/TASK.md, "Vocabulary"): PAD=0 BOS=1 EOS=2 PK=3 PKQ=4 W=5 Q=6 NULL=7, keys
     ``k0..k{n_keys-1}`` from 8, values ``v0..`` right after the keys (40 tokens by default)."""
 
     n_keys: int = 16
