@@ -277,3 +277,27 @@ def test_metadata_content_is_checked(release, tmp_path, vocab_text, params_value
     if params_ok:
         assert ("vocab.json" in named) == (not vocab_ok)
     assert (main(["check", str(folder)]) == 1) == bool(problems)
+
+
+SPLIT_FILES = ("n32/validation", "n32/test", "n64/validation", "n64/test")
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(removed=st.sets(st.sampled_from(SPLIT_FILES), min_size=1), rmdir=st.booleans(),
+       command=st.sampled_from(["verify", "check"]))
+def test_any_set_of_missing_split_files_exits_1_naming_them(release, tmp_path, capsys, removed, rmdir, command):
+    # Whether some or all split files are gone (and their config folders with them), the release
+    # problem is reported the same way: exit 1, "missing: the split files README.md lists: ...".
+    folder = tmp_path / "case"
+    shutil.rmtree(folder, ignore_errors=True)
+    shutil.copytree(release, folder)
+    for piece in removed:
+        _remove(folder, piece)
+    if rmdir:
+        for config in ("n32", "n64"):
+            if not any((folder / config).iterdir()):
+                (folder / config).rmdir()
+    capsys.readouterr()
+    assert main([command, str(folder)]) == 1
+    named = [p for p in SPLIT_FILES if p in removed]
+    assert _missing_line(capsys.readouterr().err) == "the split files README.md lists: " + ", ".join(named)
