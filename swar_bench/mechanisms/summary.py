@@ -24,7 +24,7 @@ PAPERS = {
     "LSTM": "Hochreiter & Schmidhuber 1997",
     "SlidingWindowAttention": "Beltagy et al. 2020 (Longformer local attention)",
     "CausalAttention": "Vaswani et al. 2017 (KV cache grows with T)",
-    "Oracle": "dataset card, answer rule (no parameters)",
+    "Oracle": "docs/TASK.md, answer rule (no parameters)",
 }
 
 
