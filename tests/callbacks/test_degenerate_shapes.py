@@ -98,7 +98,7 @@ def test_ece_equals_the_textbook_float64_ece(data, n_bins):
 
 
 def test_validate_with_one_n_reports_it(tmp_path, capsys):
-    # The command: torchmetrics squeezed the one-N states to 0-d and from_counts crashed.
+    # The reported command: torchmetrics squeezed the one-N states to 0-d and from_counts crashed.
     from swar_bench.lightning_cli import main
 
     argv = [

@@ -127,7 +127,7 @@ def _spent(result, factor):
 
 
 def test_refuses_unmatched_training_flops_unless_told(gru_result):
-    # 4.8e5 vs 1.8e6 training FLOPs at one FLOP budget (issue 13's example): 73% apart
+    # 4.8e5 vs 1.8e6 training FLOPs at one FLOP budget (a reported example): 73% apart
     bigger = _spent(gru_result, 1.8e6 / 4.8e5)
     with pytest.raises(ValueError, match="at matched FLOPs: needle at range 6 spent") as e:
         comparison_table({"base": gru_result, "big": bigger})
