@@ -78,6 +78,7 @@ def parse_init_args(text: str | None) -> dict:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``swar-bench check-mechanism`` argument parser (CLASS_PATH, --init_args, --config)."""
     parser = argparse.ArgumentParser(
         prog="swar-bench check-mechanism",
         description="Check that a mechanism follows the ContextMechanism protocol before training it: "

@@ -301,6 +301,9 @@ def _pairs(
 
 
 def cmd_generate(args) -> int:
+    """``data generate``: write the requested configs and splits as a Hub-layout release
+    (README.md, vocab.json and params.json first); finished split files are kept. Exit 0, or
+    130/143 when stopped (the folder then lacks what was not written; ``verify`` names it)."""
     configs = _configs(args.configs)
     splits = _splits(args.splits)
     for c in configs if splits is not None and "train" in splits else ():
@@ -344,6 +347,8 @@ def cmd_generate(args) -> int:
 
 
 def cmd_stats(args) -> int:
+    """``data stats``: the task's statistics table of a source (docs/TASK.md, "Statistics"),
+    printed and optionally written as a report. Exit 0; 2 on a bad source or option."""
     args.source = _check_source("--source", args.source)
     params = _source_params(args.params, args.source)
     num = _num_examples(args.num_examples)
@@ -447,6 +452,8 @@ def cmd_verify(args) -> int:
 
 
 def cmd_check(args) -> int:
+    """``data check``: the release is complete and its splits are pairwise disjoint (by example
+    hash). Exit 0, 1 naming what is missing or shared, 2 on a bad source or option."""
     args.source = _check_source("source", args.source)
     try:
         _source_params(args.params, args.source)  # no use for them, but wrong ones are an error
@@ -494,6 +501,8 @@ def _one_example(source: str, config: str, split: str, index: int, params) -> di
 
 
 def cmd_show(args) -> int:
+    """``data show``: one example of a config and split, decoded token by token. Exit 0; 2 on a
+    bad source, config or index."""
     args.source = _check_source("--source", args.source)
     params = _source_params(args.params, args.source)
     if args.index < 0:
@@ -514,6 +523,8 @@ def cmd_show(args) -> int:
 
 
 def cmd_vocab(args) -> int:
+    """``data vocab``: write vocab.json (token -> id) for the parameters. Exit 0; 2 on a bad
+    output path."""
     params = _params(args.params)
     _check_out_file("--out", args.out)
     path = write_vocab_json(args.out, params)
@@ -522,6 +533,7 @@ def cmd_vocab(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``swar-bench data`` argument parser: one sub-command per ``cmd_*`` function."""
     parser = argparse.ArgumentParser(
         prog="swar-bench data", description="passkey_swar data: generate, stats, verify, check."
     )
