@@ -46,8 +46,10 @@ import csv
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
+import threading
 import time
 from concurrent import futures
 from pathlib import Path
@@ -151,6 +153,20 @@ def swar_bench(args: list[str], log: Path, threads: int) -> tuple[int, str]:
 
 def command_line(args: list[str]) -> str:
     return "swar-bench " + " ".join(args)
+
+
+def read_record(path: Path) -> dict | None:
+    """One run's record (``results/<tag>/<run>.json``, ``<run>.test.json``), or None when missing or unreadable."""
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def write_record(path: Path, record: dict) -> None:
+    """Write one run's record atomically (sorted keys: a rerun that changes nothing changes no byte)."""
+    atomic_write_text(path, json.dumps(record, indent=1, sort_keys=True) + "\n")
 
 
 def last_scalars(log_dir: Path) -> dict[str, float]:
@@ -277,9 +293,13 @@ def markdown(results: dict, test_n: list[int], commands: list[str], meta: dict, 
             f"| {scores} | {r['lr']:g} |"
         )
     seeds = meta.get("seeds", [None])
-    over = "" if seeds == [None] else f", averaged over the seeds {', '.join(map(str, seeds))}"
+    over = ("" if len(seeds) == 1 else
+            f" of the first seed ({seeds[0]}), which chooses the learning rate; the other seeds "
+            f"({', '.join(map(str, seeds[1:]))}) are trained at the chosen rate only")
     lines += ["", ("Training FLOPs = 6 x params x training tokens (Kaplan et al. 2020). The validation score is the "
                    f"mean of ar_valid, ar_expired and passkey accuracy over the validation N at the end of training{over}."), ""]
+    if meta.get("pending"):
+        lines += [f"No row yet (not run, still running, or failed): {', '.join(meta['pending'])}.", ""]
     lines += ["## Test accuracy per N", ""]
     if seeds == [None]:
         lines += [FEW_NOTE + " Items are answer tokens; sequences for passkey_exact. The figures shade "
@@ -441,6 +461,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--jobs", type=int, default=2, help="runs in parallel")
     p.add_argument("--threads", type=int, default=1, help="torch threads per run")
     p.add_argument("--out", type=Path, default=Path("runs/results"), help="run folder")
+    p.add_argument("--records", type=Path, default=None,
+                   help="folder of the per-run records (validation score, training tokens, test accuracy and the "
+                        "command lines) that --resume reuses on any machine, without the run folders (default "
+                        "results/<tag>, or results/main with no tag); commit it to carry a sweep across machines")
     p.add_argument("--docs", type=Path, default=Path("docs"), help="where results_tables.md and figures/ go")
     p.add_argument("--config", default=CONFIG, help="the equal-budget trainer/model/data config every run shares")
     p.add_argument("--tag", default="", help="name suffix of the outputs: results_<tag>_tables.md, figures/results_<tag>_<kind>.png")
@@ -485,7 +509,10 @@ def main(argv: list[str] | None = None) -> int:
                     f"{', '.join(map(str, ALLOWED_N))}")
     from swar_bench.lightning_cli import check_output_folder
 
-    for flag, folder in (("--out", args.out), ("--docs", args.docs), ("--docs", args.docs / "figures")):
+    checked = [("--out", args.out), ("--docs", args.docs), ("--docs", args.docs / "figures")]
+    if args.records is not None:
+        checked.append(("--records", args.records))
+    for flag, folder in checked:
         try:  # really creates and removes a folder there: permission bits alone pass for root in /proc
             check_output_folder(folder if folder.is_absolute() else ROOT / folder, flag)
         except ValueError as err:
@@ -518,110 +545,151 @@ def main(argv: list[str] | None = None) -> int:
         table, figure = write_frontier(json.loads((out / "results.json").read_text()), n_frontier, n_train, docs, prefix)
         print(f"results: wrote {table} and {figure}", flush=True)
         return 0
-    commands: list[str] = []
+    records = args.records if args.records is not None else Path("results") / (args.tag or "main")
+    records = records if records.is_absolute() else ROOT / records
     t0 = time.monotonic()
+    slots = threading.Semaphore(args.jobs)  # at most --jobs swar-bench processes at once
+    report_lock = threading.Lock()
 
-    def fit(mech: str, lr: float, seed: int | None) -> tuple[str, float, int | None, int, list[str], float]:
+    def run(argv: list[str], log: Path) -> tuple[int, str]:
+        with slots:
+            return swar_bench(argv, log, args.threads)
+
+    def fit(mech: str, lr: float, seed: int | None, force: bool = False) -> dict | None:
+        """Train and validate one configuration, or reuse it: its record (any machine) or its run folder.
+
+        Returns the fit record ``{"fit", "validate", "score", "tokens"}``, or None when it failed."""
         name = run_name(mech, lr, seed)
-        start = time.monotonic()
         fit_args = ["fit", *base_args(mech, args.out, name, args.steps, args.config), f"--model.lr={lr:g}",
                     *seed_args(seed), *data_overrides]
         val_args = ["validate", *base_args(mech, args.out, f"{name}_val", None, args.config),
                     f"--ckpt_path={args.out / name / 'checkpoints' / 'last.ckpt'}", *seed_args(seed), *data_overrides]
-        record = out / name / "fit_command.txt"  # what the finished run was trained with
-        done = (
-            (out / name / "checkpoints" / "last.ckpt").exists()
-            and any((out / f"{name}_val").rglob("events.out.tfevents.*"))
-            and record.is_file() and record.read_text() == command_line(fit_args)
-        )
-        if args.resume and done:
-            return mech, lr, seed, 0, [command_line(fit_args), command_line(val_args)], 0.0
-        record.unlink(missing_ok=True)
-        (out / name / "test_command.txt").unlink(missing_ok=True)  # a new checkpoint needs a new test
-        rc, fit_cmd = swar_bench(fit_args, out / name / "fit.log", args.threads)
-        if rc != 0:
-            return mech, lr, seed, rc, [fit_cmd], time.monotonic() - start
-        atomic_write_text(record, fit_cmd)
-        # the final validation that chooses the learning rate, on the last checkpoint
-        rc, val_cmd = swar_bench(val_args, out / name / "validate.log", args.threads)
-        return mech, lr, seed, rc, [fit_cmd, val_cmd], time.monotonic() - start
-
-    failed = []
-    # mechanism -> lr -> seed -> validation score
-    seed_scores: dict[str, dict[float, dict[int | None, float]]] = {m: {} for m in mechs}
-    runs = [(m, lr, seed) for m in mechs for lr in lrs for seed in seeds]
-    with futures.ThreadPoolExecutor(args.jobs) as pool:
-        for mech, lr, seed, rc, cmds, secs in pool.map(lambda run: fit(*run), runs):
-            commands.extend(cmds)
-            name = run_name(mech, lr, seed)
+        want = {"fit": command_line(fit_args), "validate": command_line(val_args)}
+        saved = read_record(records / f"{name}.json")
+        if args.resume and not force and saved and all(saved.get(k) == v for k, v in want.items()):
+            return saved
+        ckpt = out / name / "checkpoints" / "last.ckpt"
+        command_record = out / name / "fit_command.txt"  # what the run in this folder was trained with
+        done = (ckpt.exists() and any((out / f"{name}_val").rglob("events.out.tfevents.*"))
+                and command_record.is_file() and command_record.read_text() == want["fit"])
+        if not (args.resume and not force and done):
+            start = time.monotonic()
+            command_record.unlink(missing_ok=True)
+            (out / name / "test_command.txt").unlink(missing_ok=True)  # a new checkpoint needs a new test
+            (records / f"{name}.test.json").unlink(missing_ok=True)
+            rc, _ = run(fit_args, out / name / "fit.log")
             if rc != 0:
-                failed.append(name)
                 print(f"results: fit {name} failed (exit {rc}); see {out / name / 'fit.log'}", flush=True)
-                continue
-            score = validation_score(last_scalars(out / f"{name}_val"), val_n)
-            seed_scores[mech].setdefault(lr, {})[seed] = score
-            print(f"results: fit {name}: {secs:.0f}s, validation score {score:.3f}", flush=True)
-    # an lr is chosen by its mean validation score over the seeds that finished for it
-    scores = {m: {lr: seed_spread(list(by_seed.values())).mean for lr, by_seed in by_lr.items()}
-              for m, by_lr in seed_scores.items()}
+                return None
+            atomic_write_text(command_record, want["fit"])
+            shutil.rmtree(out / f"{name}_val", ignore_errors=True)  # the validation of this checkpoint only
+            # the final validation that chooses the learning rate, on the last checkpoint
+            rc, _ = run(val_args, out / name / "validate.log")
+            if rc != 0:
+                print(f"results: validate {name} failed (exit {rc}); see {out / name / 'validate.log'}", flush=True)
+                return None
+            print(f"results: fit {name}: {time.monotonic() - start:.0f}s", flush=True)
+        record = {**want, "score": validation_score(last_scalars(out / f"{name}_val"), val_n),
+                  "tokens": training_tokens(ckpt)}
+        write_record(records / f"{name}.json", record)
+        return record
 
-    def test(mech: str, seed: int | None) -> tuple[str, int | None, int, str, float]:
-        lr = max(scores[mech], key=lambda x: -1 if scores[mech][x] != scores[mech][x] else scores[mech][x])
+    def test(mech: str, lr: float, seed: int | None) -> dict | None:
+        """Test one kept fit, or reuse its test: its record (any machine) or its run folder.
+
+        Returns the test record ``{"test", "accuracy"}``, or None when it (or the fit it needs) failed."""
         name = run_name(mech, lr, seed)
-        if seed not in seed_scores[mech][lr]:  # this seed's fit failed (already reported)
-            return mech, seed, -1, "", lr
         test_args = ["test", *base_args(mech, args.out, f"{name}_test", None, args.config),
                      f"--ckpt_path={args.out / name / 'checkpoints' / 'last.ckpt'}",
                      f"--accuracy.out_dir={args.out / name / 'test'}", f"--calibration.out_dir={args.out / name / 'test'}",
                      *seed_args(seed), *data_overrides]
-        record = out / name / "test_command.txt"  # what the finished test ran (removed when the fit runs again)
-        if (args.resume and (out / name / "test" / "answer_type_accuracy.csv").is_file() and record.is_file()
-                and record.read_text() == command_line(test_args)):
-            return mech, seed, 0, command_line(test_args), lr
-        record.unlink(missing_ok=True)
-        rc, cmd = swar_bench(test_args, out / name / "test.log", args.threads)
-        if rc == 0:
-            atomic_write_text(record, cmd)
-        return mech, seed, rc, cmd, lr
-
-    results: dict[str, dict] = {}
-    with futures.ThreadPoolExecutor(args.jobs) as pool:
-        for mech, seed, rc, cmd, lr in pool.map(lambda ms: test(*ms), [(m, s) for m in mechs if scores[m] for s in seeds]):
-            name = run_name(mech, lr, seed)
-            if rc == -1:
-                continue
-            commands.append(cmd)
+        want = command_line(test_args)
+        saved = read_record(records / f"{name}.test.json")
+        if args.resume and saved and saved.get("test") == want:
+            return saved
+        csv_path = out / name / "test" / "answer_type_accuracy.csv"
+        command_record = out / name / "test_command.txt"  # removed when the fit runs again
+        if not (args.resume and csv_path.is_file() and command_record.is_file() and command_record.read_text() == want):
+            command_record.unlink(missing_ok=True)
+            # a fit whose record came from another machine, without its checkpoint, is trained again
+            if not (out / name / "checkpoints" / "last.ckpt").exists() and fit(mech, lr, seed, force=True) is None:
+                return None
+            rc, _ = run(test_args, out / name / "test.log")
             if rc != 0:
-                failed.append(f"{name} (test)")
                 print(f"results: test {name} failed (exit {rc}); see {out / name / 'test.log'}", flush=True)
+                return None
+            atomic_write_text(command_record, want)
+        record = {"test": want, "accuracy": [[n, kind, *a] for (n, kind), a in read_accuracy(csv_path).items()]}
+        write_record(records / f"{name}.test.json", record)
+        print(f"results: test {name} done", flush=True)
+        return record
+
+    failed: list[str] = []
+    results: dict[str, dict] = {}
+    commands: dict[str, list[str]] = {}
+
+    def mechanism(mech: str) -> None:
+        """Every run of one mechanism: both learning rates on the first seed, the chosen one on the
+        other seeds, then a test per seed; then the reports are rewritten with it."""
+        first, rest = seeds[0], seeds[1:]
+        with futures.ThreadPoolExecutor(len(lrs)) as pool:
+            chosen_by = dict(zip(lrs, pool.map(lambda lr: fit(mech, lr, first), lrs)))
+        for lr, rec in chosen_by.items():
+            if rec is None:
+                failed.append(run_name(mech, lr, first))
+        scores = {lr: rec["score"] for lr, rec in chosen_by.items() if rec is not None}
+        if not scores:
+            return
+        lr = max(scores, key=lambda x: -1 if math.isnan(scores[x]) else scores[x])
+        with futures.ThreadPoolExecutor(max(1, len(rest))) as pool:
+            fits = {first: chosen_by[lr], **dict(zip(rest, pool.map(lambda s: fit(mech, lr, s), rest)))}
+        with futures.ThreadPoolExecutor(len(seeds)) as pool:
+            tests = dict(zip(seeds, pool.map(lambda s: test(mech, lr, s) if fits[s] else None, seeds)))
+        r = {**mechanism_facts(mech), "lr": lr, "scores": scores, "seeds": {}}
+        cmds = [c for rec in chosen_by.values() if rec for c in (rec["fit"], rec["validate"])]
+        cmds += [c for s in rest if fits[s] for c in (fits[s]["fit"], fits[s]["validate"])]
+        for s in seeds:
+            if tests[s] is None:
+                failed.append(run_name(mech, lr, s) + ("" if fits[s] else " (fit)") + " (test)")
                 continue
-            r = results.setdefault(mech, {**mechanism_facts(mech), "lr": lr, "scores": scores[mech], "seeds": {}})
-            r["seeds"][seed] = {
-                "tokens": training_tokens(out / name / "checkpoints" / "last.ckpt"),
-                "accuracy": read_accuracy(out / name / "test" / "answer_type_accuracy.csv"),
-            }
-            r["tokens"] = max(v["tokens"] for v in r["seeds"].values())
-            print(f"results: test {name} done", flush=True)
+            cmds.append(tests[s]["test"])
+            r["seeds"][s] = {"tokens": fits[s]["tokens"],
+                             "accuracy": {(int(n), kind): (acc, count, correct)
+                                          for n, kind, acc, count, correct in tests[s]["accuracy"]}}
+        if not r["seeds"]:
+            return
+        r["tokens"] = max(v["tokens"] for v in r["seeds"].values())
+        with report_lock:
+            results[mech], commands[mech] = r, cmds
+            write_reports()
+
+    def write_reports() -> None:
+        """The tables, figures and ``results.json`` (and the frontier) of every mechanism finished so far."""
+        done = {m: results[m] for m in mechs if m in results}  # in the order asked
+        meta = {"lrs": lrs, "seeds": seeds, "minutes": (time.monotonic() - t0) / 60,
+                "pending": [m for m in mechs if m not in results]}
+        plot(done, test_n, docs, prefix)
+        atomic_write_text(docs / f"{prefix}_tables.md", markdown(done, test_n, [c for m in done for c in commands[m]],
+                                                                   meta, prefix))
+        raw = {m: {**r, "scores": {f"{lr:g}": s for lr, s in r["scores"].items()},
+                   "seeds": {"config" if seed is None else str(seed):
+                             {**v, "accuracy": {f"{n}/{k}": list(a) for (n, k), a in v["accuracy"].items()}}
+                             for seed, v in r["seeds"].items()},
+                   "spread": {f"{n}/{k}": seed_spread(seed_values(r, n, k)).as_dict()
+                              for n in test_n for k in REPORT_KINDS}}
+               for m, r in done.items()}
+        atomic_write_text(out / "results.json", json.dumps(raw, indent=1))
+        if args.frontier:
+            raw = json.loads(json.dumps(raw))  # as --frontier-only reads it back: string keys throughout
+            write_frontier(raw, n_frontier, n_train, docs, prefix)
+
+    with futures.ThreadPoolExecutor(args.jobs) as pool:  # --jobs mechanisms in flight, in the order given
+        list(pool.map(mechanism, mechs))
     if not results:
         print("results: no run finished; nothing written", file=sys.stderr)
         return 1
-    for r in results.values():  # seeds in the order given, whatever order the runs finished in
-        r["seeds"] = {s: r["seeds"][s] for s in seeds if s in r["seeds"]}
-    meta = {"lrs": lrs, "seeds": seeds, "minutes": (time.monotonic() - t0) / 60}
-    plot(results, test_n, docs, prefix)
-    atomic_write_text(docs / f"{prefix}_tables.md" if args.tag else docs / "results_tables.md",
-                 markdown(results, test_n, commands, meta, prefix))
-    raw = {m: {**r, "scores": {f"{lr:g}": s for lr, s in r["scores"].items()},
-               "seeds": {"config" if seed is None else str(seed): {**v, "accuracy": {f"{n}/{k}": list(a) for (n, k), a in v["accuracy"].items()}}
-                         for seed, v in r["seeds"].items()},
-               "spread": {f"{n}/{k}": seed_spread(seed_values(r, n, k)).as_dict()
-                          for n in test_n for k in REPORT_KINDS}}
-           for m, r in results.items()}
-    atomic_write_text(out / "results.json", json.dumps(raw, indent=1))
-    if args.frontier:
-        raw = json.loads(json.dumps(raw))  # as --frontier-only reads it back: string keys throughout
-        write_frontier(raw, n_frontier, n_train, docs, prefix)
-    print(f"results: wrote the tables and figures ({prefix}) in {docs} in {meta['minutes']:.1f} min", flush=True)
+    print(f"results: wrote the tables and figures ({prefix}) in {docs} in {(time.monotonic() - t0) / 60:.1f} min",
+          flush=True)
     return 1 if failed else 0
 
 
