@@ -17,13 +17,16 @@ per answer kind (accuracy vs N, one line per mechanism) into ``docs/results_tabl
 ``docs/figures/results_T_<kind>.png`` instead, so a follow-up sweep does not overwrite the main one.
 
 Every test accuracy is reported with its count and 95% Wilson interval (answer tokens; sequences
-for passkey_exact), ``*`` marking cells of fewer than 30 items. ``--seeds 0,1,2`` trains each
-configuration once per seed (``--seed_everything`` and ``--data.seed``; runs ``<name>_seed<s>``),
-picks the learning rate by the mean validation score over the seeds, tests every seed's
-checkpoint, and reports per cell the mean across seeds with its min-max and 95% t interval; the
-figures draw the mean with the t interval as a band. ``--resume`` works per seed: it keeps every
-finished fit, and every finished test of a kept fit (same test command), so an interrupted sweep
-goes on where it stopped.
+for passkey_exact), ``*`` marking cells of fewer than 30 items. ``--seeds 0,1,2`` trains every
+learning rate on the first seed, picks the rate by that seed's validation score, trains the other
+seeds at the chosen rate only (``--seed_everything`` and ``--data.seed``; runs ``<name>_seed<s>``),
+tests every seed's checkpoint, and reports per cell the mean across seeds with its min-max and 95%
+t interval; the figures draw the mean with the t interval as a band. ``--jobs`` mechanisms run at
+once, each mechanism's runs in that order, and the reports are rewritten as each mechanism
+finishes. Every finished fit and test leaves a record in ``--records`` (default ``results/<tag>``:
+command lines, validation score, training tokens, test accuracy); ``--resume`` reuses a record
+whose command lines match, or else a finished run folder, so a sweep whose records are committed
+goes on where it stopped on any machine (a test whose fit exists only as a record trains it again).
 
 ``--frontier`` also writes the decay frontier at N = 4x the longest training N of the config:
 ``docs/<prefix>_frontier.md`` (a table) and ``docs/figures/<prefix>_frontier.png``, one point per
