@@ -140,6 +140,7 @@ def _run(args: argparse.Namespace) -> int:
         SwarBenchCLI,
         _check_config_files,
         _parse_error_line,
+        discarding_empty_run,
         progress_bar_default,
         resolve_mechanism_names,
     )
@@ -175,14 +176,15 @@ def _run(args: argparse.Namespace) -> int:
     )
     t0 = time.monotonic()
     try:
-        trainer.fit(model, datamodule=data)
-    except FloatingPointError as err:
+        with discarding_empty_run(trainer):  # stopped before it produced anything: no run folder left
+            trainer.fit(model, datamodule=data)
+            train_s = time.monotonic() - t0
+            t1 = time.monotonic()
+            trainer.test(model, datamodule=data, verbose=False)
+            test_s = time.monotonic() - t1
+    except FloatingPointError as err:  # raised by fit: a non-finite training loss
         print(f"swar-bench demo: training stopped: {str(err).splitlines()[0]}", file=sys.stderr)
         return 1
-    train_s = time.monotonic() - t0
-    t1 = time.monotonic()
-    trainer.test(model, datamodule=data, verbose=False)
-    test_s = time.monotonic() - t1
     accuracy = next(cb for cb in trainer.callbacks if isinstance(cb, AnswerTypeAccuracy))
     calibration = next(cb for cb in trainer.callbacks if isinstance(cb, Calibration))
     print("\nTest accuracy per N x answer kind:\n")

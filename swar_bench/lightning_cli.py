@@ -25,12 +25,14 @@ code 1) and no checkpoint written after it.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import logging
 import os
 import signal
 import sys
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -222,6 +224,34 @@ def describe_mechanism(mechanism: Any) -> str:
     return f"{type(mechanism).__name__} ({mechanism_class_path(mechanism)}): {int(getattr(mechanism, 'n_params', 0)):,} params, {state}"
 
 
+@contextlib.contextmanager
+def discarding_empty_run(trainer: Any) -> Iterator[None]:
+    """Run the block (a ``trainer.fit`` / ``test``); when it ends with an exception (Ctrl-C,
+    SIGTERM, Lightning's ``sys.exit`` after them, an error) remove the run folder if this run
+    created it and it holds nothing the run produced (``swar_bench.runs.discard_empty_run``): no
+    checkpoint saved by any ``ModelCheckpoint`` of the trainer, no logged metric, no report. On
+    global rank 0 only, and only for a logger's local folder; the exception is raised again."""
+    from lightning.pytorch.utilities.rank_zero import rank_zero_only
+
+    from swar_bench import runs
+
+    folder = None
+    if getattr(trainer, "logger", None) is not None and int(getattr(rank_zero_only, "rank", 0) or 0) == 0:
+        folder = run_folder(trainer)
+        folder = None if "://" in folder else folder
+    created = runs.first_missing(folder) if folder is not None else None
+    try:
+        yield
+    except BaseException:
+        saved = any(
+            getattr(callback, "last_model_path", "") or getattr(callback, "best_model_path", "")
+            for callback in getattr(trainer, "checkpoint_callbacks", None) or []
+        )
+        if created is not None and not saved:
+            runs.discard_empty_run(folder, created)
+        raise
+
+
 def run_folder(trainer: Any) -> str:
     """The folder a run writes into: its logger's ``log_dir`` (the Trainer's ``default_root_dir``
     without a logger). Read from the logger, not ``trainer.log_dir``, which is a collective."""
@@ -397,7 +427,8 @@ class SwarBenchCLI(LightningCLI):
             logging.getLogger("lightning.fabric.utilities.seed").info(rank_prefixed_message(f"Seed set to {self._seed}", _get_rank()))
         self.trainer.callbacks.append(Announce(subcommand))
         try:
-            super()._run_subcommand(subcommand)
+            with discarding_empty_run(self.trainer):
+                super()._run_subcommand(subcommand)
             if subcommand == "test":
                 self._report_paths()
         except RuntimeError as err:

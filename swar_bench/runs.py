@@ -16,14 +16,32 @@ logs into the same folder). ``--ckpt_path last`` picks the newest ``checkpoints/
 the runs of this config and mechanism (of the forced version, when one is given) and continues
 that run's folder; ``test --ckpt_path <run>/checkpoints/last.ckpt`` writes its reports into
 ``<run>``.
+
+A run stopped (Ctrl-C, SIGTERM, an exception) before it produced anything leaves no folder
+behind (:func:`discard_empty_run`): what set-up alone writes (:func:`holds_results`) is removed
+with the folders the run created for it; a run that saved a checkpoint, logged a metric or wrote
+a report keeps its folder.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
 from pathlib import Path
 
+from swar_bench.io import TEMP_PREFIX
+
 VERSION_RE = re.compile(r"version_(\d+)")
+
+SETUP_FILE_RE = re.compile(r"(?:\w+_)?config\.yaml|hparams\.yaml")
+"""Files a run writes while it sets up, before it has produced anything: LightningCLI's copy of
+the config (``config.yaml``, ``test_config.yaml``, ...) and the logger's ``hparams.yaml``."""
+
+SETUP_TAGS = ("hp_metric", "_hparams_/")
+"""TensorBoard tags (and tag prefixes) a ``TensorBoardLogger`` writes at set-up from the
+hyperparameters (``log_hyperparams``: the placeholder ``hp_metric`` and the HParams plugin's
+summaries), not measurements."""
 
 
 def mechanism_name(class_path: str) -> str:
@@ -79,3 +97,78 @@ def run_of_checkpoint(root: str | Path, ckpt_path: str | Path) -> int | str | No
     if path.parent.name != "checkpoints" or path.parent.parent.parent != Path(root).absolute():
         return None
     return parse_version(path.parent.parent.name)
+
+
+def _events_hold_data(path: Path) -> bool:
+    """True when a TensorBoard event file holds anything beyond set-up (:data:`SETUP_TAGS`): a
+    logged scalar, image, histogram or text. A file TensorBoard cannot read counts as data."""
+    from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
+
+    try:
+        for event in EventFileLoader(str(path)).Load():
+            if event.HasField("summary") and any(not value.tag.startswith(SETUP_TAGS) for value in event.summary.value):
+                return True
+            if event.WhichOneof("what") not in (None, "file_version", "summary"):
+                return True  # a graph, a session log, tagged run metadata
+    except Exception:  # noqa: BLE001 - unreadable: keep it rather than lose a log
+        return True
+    return False
+
+
+def holds_results(folder: str | Path) -> bool:
+    """True when the run folder ``folder`` holds something a run produced: a checkpoint, a report,
+    a metric in a TensorBoard event file or in a logger's ``metrics.csv``, any file of another
+    kind. False when it holds only what set-up writes (:data:`SETUP_FILE_RE`, TensorBoard event
+    files without data beyond :data:`SETUP_TAGS`, temporary ``.tmp-*`` files of an interrupted
+    write, empty folders), or does not exist."""
+    folder = Path(folder)
+    for path in folder.rglob("*") if folder.is_dir() else ():
+        if path.is_dir() and not path.is_symlink():
+            continue
+        name = path.name
+        if name.startswith(TEMP_PREFIX) or (SETUP_FILE_RE.fullmatch(name) and path.parent == folder):
+            continue
+        if name.startswith("events.out.tfevents.") and path.is_file() and not _events_hold_data(path):
+            continue
+        return True
+    return False
+
+
+def first_missing(folder: str | Path) -> Path | None:
+    """The outermost folder on the way to ``folder`` that does not exist yet (``folder`` itself
+    when only it is missing), i.e. what a run writing into ``folder`` will create; None when
+    ``folder`` exists."""
+    folder = Path(os.path.abspath(folder))
+    if folder.exists():
+        return None
+    missing = folder
+    while not missing.parent.exists() and missing.parent != missing:
+        missing = missing.parent
+    return missing
+
+
+def discard_empty_run(folder: str | Path, created: str | Path | None) -> bool:
+    """Remove the run folder ``folder`` of a stopped run when the run created it (``created``: the
+    outermost folder it created on the way, :func:`first_missing` taken before the run; None: the
+    folder existed, e.g. a resumed run, and is kept) and it holds nothing the run produced
+    (:func:`holds_results`); the empty folders the run created above it go too, up to
+    ``created``. Returns True when the run folder was removed.
+
+    A folder another run wrote into meanwhile is not empty and stays.
+    """
+    if created is None:
+        return False
+    folder, created = Path(os.path.abspath(folder)), Path(os.path.abspath(created))
+    if not folder.is_dir() or holds_results(folder):
+        return False
+    if folder != created and created not in folder.parents:
+        return False
+    shutil.rmtree(folder, ignore_errors=True)
+    parent = folder.parent
+    while parent == created or created in parent.parents:
+        try:
+            parent.rmdir()  # only when empty: another run may have written beside this one
+        except OSError:
+            break
+        parent = parent.parent
+    return not folder.exists()

@@ -361,6 +361,8 @@ def test_a_stopped_run_says_so_with_its_exit_status(tmp_path, command, signame, 
     assert "Detected KeyboardInterrupt" not in err  # Lightning's line: the run says it once, above
     assert "Traceback" not in err
     assert last.exists() == saved
+    if saved:  # a run that saved a checkpoint keeps its folder (a stopped run with nothing in it would not)
+        assert (tmp_path / "quickstart" / "GRU" / "version_0" / "config.yaml").is_file()
 
 
 def test_resume_hint_names_the_newest_last_checkpoint_of_the_trainer(tmp_path):

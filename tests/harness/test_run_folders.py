@@ -6,8 +6,9 @@ from __future__ import annotations
 import string
 from pathlib import Path
 
+import pytest
 import torch
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from swar_bench import runs
@@ -126,3 +127,153 @@ def test_version_folder_round_trips(version):
     if isinstance(version, str) and runs.VERSION_RE.fullmatch(version):
         return
     assert runs.parse_version(runs.version_folder(version)) == version
+
+
+# --- a run stopped before it produced anything leaves no folder behind -----------------------
+
+
+@pytest.fixture(scope="module")
+def event_files(tmp_path_factory):
+    """Bytes of the TensorBoard event files a TensorBoardLogger writes: when it is created (the
+    file_version record alone), at set-up (the hyperparameters and the placeholder hp_metric),
+    and with a logged metric."""
+    from lightning.pytorch.loggers import TensorBoardLogger
+
+    made = {}
+    for kind in ("header", "setup", "metric"):
+        logger = TensorBoardLogger(tmp_path_factory.mktemp(kind), name="", version=0)
+        _ = logger.experiment
+        if kind != "header":
+            logger.log_hyperparams({"lr": 0.003})
+        if kind == "metric":
+            logger.log_metrics({"train/loss": 2.5}, step=19)
+        logger.finalize("failed")
+        (events,) = Path(logger.log_dir).glob("events.out.tfevents.*")
+        made[kind] = events.read_bytes()
+    return made
+
+
+SETUP_ITEMS = ("config.yaml", "test_config.yaml", "hparams.yaml", "events_setup", "events_header", "checkpoints/",
+               ".tmp-x1last.ckpt")
+RESULT_ITEMS = ("events_metric", "checkpoints/last.ckpt", "answer_type_accuracy.csv", "metrics.csv", "notes/config.yaml")
+
+
+def _write_item(folder: Path, item: str, event_files) -> None:
+    if item == "checkpoints/":
+        (folder / "checkpoints").mkdir(exist_ok=True)
+    elif item.startswith("events_"):
+        kind = item.removeprefix("events_")
+        (folder / f"events.out.tfevents.1.host.{kind}").write_bytes(event_files[kind])
+    else:
+        (folder / item).parent.mkdir(parents=True, exist_ok=True)
+        (folder / item).write_text("x")
+
+
+def test_the_reported_interrupted_fit_folder_holds_nothing(tmp_path, event_files):
+    # The reported example: fit stopped before its first checkpoint left version_0 holding
+    # config.yaml, hparams.yaml and an event file with the hyperparameters only.
+    run = tmp_path / "runs" / "quickstart" / "GRU" / "version_0"
+    run.mkdir(parents=True)
+    for item in ("config.yaml", "hparams.yaml", "events_setup"):
+        _write_item(run, item, event_files)
+    assert runs.holds_results(run) is False
+    assert runs.discard_empty_run(run, tmp_path / "runs") is True
+    assert list(tmp_path.iterdir()) == []
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    setup=st.sets(st.sampled_from(SETUP_ITEMS)),
+    results=st.sets(st.sampled_from(RESULT_ITEMS)),
+    depth=st.integers(0, 3),
+    neighbour=st.booleans(),
+)
+def test_a_stopped_run_folder_goes_only_when_it_holds_nothing_produced(tmp_path, event_files, setup, results, depth, neighbour):
+    import tempfile
+
+    with tempfile.TemporaryDirectory(dir=tmp_path) as base:
+        base = Path(base)
+        parts = ["runs", "quickstart", "GRU"][:depth]
+        run = base.joinpath(*parts, "version_0")
+        created = runs.first_missing(run)
+        assert created == (base / parts[0] if parts else run)
+        run.mkdir(parents=True)
+        if neighbour and depth:  # another run wrote beside this one meanwhile
+            (run.parent / "version_1").mkdir()
+        for item in sorted(setup | results):
+            _write_item(run, item, event_files)
+        assert runs.holds_results(run) is bool(results)
+        removed = runs.discard_empty_run(run, created)
+        assert removed is not bool(results)
+        assert run.exists() is bool(results)
+        if removed:  # the folders this run created go with it, unless another run wrote there
+            assert created.exists() is (neighbour and depth > 0)
+            assert sorted(p.name for p in base.iterdir()) == ([parts[0]] if neighbour and depth else [])
+        # a folder the run did not create (a resumed run) is never removed
+        run.mkdir(parents=True, exist_ok=True)
+        assert runs.discard_empty_run(run, None) is False and run.exists()
+
+
+def _fit_until_announced(save_dir: Path, signum: int, *extra: str) -> tuple[int, str]:
+    """Start `swar-bench fit` in a child process, wait for its announced run folder (the
+    logger has written config.yaml and its event file), send ``signum``; (exit status, stderr)."""
+    import signal
+    import subprocess
+    import sys
+
+    argv = [sys.executable, "-m", "swar_bench.cli", "fit", "--config", str(CONFIGS / "quickstart.yaml"),
+            "--model.mechanism=GRU", "--model.mechanism.init_args.d_model=8", "--model.mechanism.init_args.n_layers=1",
+            "--trainer.max_steps=100000", f"--trainer.logger.init_args.save_dir={save_dir}",
+            "--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false", *extra]
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        # a child of a non-interactive shell may start with SIGINT ignored: start it as a terminal would
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # noqa: PLW1509 - pytest starts no threads
+    )
+    try:
+        for line in proc.stdout:  # the event: the run announces its folder (ends at EOF if the run died)
+            if "; run folder " in line:
+                break
+        assert proc.poll() is None, proc.communicate()
+        assert (save_dir / "quickstart" / "GRU" / "version_0" / "config.yaml").is_file()
+        proc.send_signal(signum)
+        _, err = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return proc.returncode, err
+
+
+@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
+def test_a_fit_stopped_before_it_produced_anything_leaves_no_folder(tmp_path, signame):
+    import signal
+
+    signum = getattr(signal, signame)
+    # no checkpoint and no logged step before step 100,000: whenever the signal lands, nothing was produced
+    code, err = _fit_until_announced(tmp_path / "runs", signum, "--trainer.val_check_interval=100000",
+                                     "--trainer.log_every_n_steps=100000")
+    assert code == 128 + signum, err[-2000:]
+    assert err.strip().splitlines()[-1] == ("swar-bench: interrupted" if signame == "SIGINT" else "swar-bench: stopped by SIGTERM")
+    assert list(tmp_path.iterdir()) == []  # runs/ was created by this run and goes with it
+
+
+def _nan_fit(tmp_path, after: int, *extra: str) -> list[str]:
+    """Files left by a fit whose loss turns non-finite at step ``after`` (exit status 1)."""
+    argv = ["fit", "--config", str(CONFIGS / "quickstart.yaml"), f"--trainer.logger.init_args.save_dir={tmp_path}",
+            "--model.mechanism=harness.nan_mechanism.NaNAfter", f"--model.mechanism.init_args.after={after}",
+            "--model.tbptt_steps=1000", "--data.batch_size=2", "--trainer.max_steps=10",
+            "--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false", *extra]
+    assert main(argv) == 1
+    return sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file())
+
+
+def test_a_fit_ended_by_an_error_keeps_its_folder_only_when_it_produced_something(tmp_path):
+    # a non-finite loss at the first step, nothing logged or saved: no folder
+    assert _nan_fit(tmp_path / "a", 0, "--trainer.val_check_interval=1000", "--trainer.log_every_n_steps=1000") == []
+    assert not (tmp_path / "a").exists()
+    # three steps logged before the loss turned non-finite, no checkpoint: the log is kept
+    kept = _nan_fit(tmp_path / "b", 3, "--trainer.val_check_interval=1000", "--trainer.log_every_n_steps=1")
+    assert "quickstart/NaNAfter/version_0/config.yaml" in kept
+    assert any(p.startswith("quickstart/NaNAfter/version_0/events.out.tfevents.") for p in kept)
+    assert runs.holds_results(tmp_path / "b" / "quickstart" / "NaNAfter" / "version_0")
