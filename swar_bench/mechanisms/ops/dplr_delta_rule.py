@@ -92,31 +92,81 @@ def _next_token(x: torch.Tensor) -> torch.Tensor:
     return torch.cat([x[:, :, :, 1:], torch.zeros_like(x[:, :, :, :1])], dim=3)
 
 
-def _chunk_scores(q, a, k, b, g, from_start, factored: bool):
-    """The in-chunk scores of chunked ``[B, H, n, C, K]`` inputs with per-channel decays:
+class _UnitLowerInverse(torch.autograd.Function):
+    """``(I - A)^{-1}`` of strictly lower-triangular ``A [N, C, C]`` (the UT transform of Yang et
+    al., 2024, section 3.3; fla's ``prepare_wy_repr``): ``A^C = 0``, so the inverse is
+    ``sum_{j < C} A^j = (I + A)(I + A^2)(I + A^4)...``, ``log2 C`` batched squarings instead of
+    ``C`` row-by-row substitutions. Backward: ``dA = T^T dT T^T`` (the entries of ``dA`` on and
+    above the diagonal are not zeroed; ``A`` must come out of a mask that zeroes them)."""
+
+    @staticmethod
+    def forward(ctx, A: torch.Tensor) -> torch.Tensor:
+        inverse = torch.eye(A.shape[-1], dtype=A.dtype, device=A.device) + A
+        power = A
+        for _ in range(max(A.shape[-1] - 1, 1).bit_length() - 1):
+            power = power @ power
+            inverse = torch.baddbmm(inverse, inverse, power)
+        ctx.save_for_backward(inverse)
+        return inverse
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor) -> torch.Tensor:
+        (inverse,) = ctx.saved_tensors
+        return inverse.mT @ grad @ inverse.mT
+
+
+class _StateScan(torch.autograd.Function):
+    """The states entering each chunk of ``S_{i+1} = (diag(d_i) + M_i) S_i + W_i``:
+    ``M [N, n, K, K]``, ``d [N, n, K]``, ``W [N, n, K, V]``, ``S_0 [N, K, V]`` ->
+    ``(entering [N, n, K, V], S_n [N, K, V])``. One ``baddbmm`` per chunk both ways; the gradient
+    of every ``M_i`` is one batched product after the backward loop (``dM_i = dS_{i+1} S_i^T``)."""
+
+    @staticmethod
+    def forward(ctx, M, d, W, S):
+        M = M.clone()
+        M.diagonal(dim1=-2, dim2=-1).add_(d)
+        entering = torch.empty_like(W)
+        for i in range(M.shape[1]):
+            entering[:, i] = S
+            S = torch.baddbmm(W[:, i], M[:, i], S)
+        ctx.save_for_backward(M, entering)
+        return entering, S
+
+    @staticmethod
+    def backward(ctx, grad_entering, grad_final):
+        M, entering = ctx.saved_tensors
+        grad_W = torch.empty_like(entering)
+        grad = grad_final
+        for i in reversed(range(M.shape[1])):
+            grad_W[:, i] = grad
+            grad = torch.baddbmm(grad_entering[:, i], M[:, i].mT, grad)
+        grad_M = grad_W @ entering.mT
+        return grad_M, grad_M.diagonal(dim1=-2, dim2=-1), grad_W, grad
+
+
+def _chunk_scores(q, a, k, b, g, decays, factored: bool) -> torch.Tensor:
+    """The in-chunk scores of chunked ``[B, H, n, C, K]`` inputs with per-channel decays, as one
+    ``[B, H, n, 2C, 2C]`` block matrix ``[[A_qk, A_qb], [A_ak, A_ab]]``:
     ``A_qk, A_qb [t, s] = sum_c q_tc (k or b)_sc exp(g_{s+1} + .. + g_t)_c`` for ``s <= t``,
     and ``A_ak, A_ab`` the same for ``a`` over ``(s, t - 1]``, ``s < t`` (the low-rank read at t
-    sees the state after t - 1). When every chunk's total log decay is at least
+    sees the state after t - 1), zero elsewhere. When every chunk's total log decay is at least
     ``-FACTORED_DECAY_LIMIT`` (always for RWKV-7's decays, ``>= -e^{-1/2}`` per token, at
-    ``C <= 64``) the decays factor as ``exp(b_t) exp(-b_s)`` and all four are one batched matmul;
-    otherwise they come from ``ops.gla.chunk.causal_gated_scores`` (segment sums where needed).
-    ``from_start = g.cumsum(-2)``; ``factored``: whether every chunk's total passes the limit."""
+    ``C <= 64``) the decays factor as ``exp(b_t) exp(-b_s)`` and the block matrix is one batched
+    matmul of ``[q exp(b_t); a exp(b_{t-1})]`` and ``decays = [k exp(-b_s); b exp(-b_s)]``;
+    otherwise the blocks come from ``ops.gla.chunk.causal_gated_scores`` (segment sums where
+    needed)."""
     C = g.shape[-2]
     if factored:
-        before = _previous_token(from_start, 0.0)  # log decay from the chunk start to t - 1
-        left = torch.stack([q * from_start.exp(), a * before.exp()])  # [2, B, H, n, C, K]
-        right = torch.stack([k, b]) * (-from_start).exp()
-        scores = left[:, None] @ right[None].transpose(-1, -2)  # [2, 2, B, H, n, C, C]
-        mask = torch.ones(2, 1, C, C, dtype=torch.bool, device=g.device).tril()
-        mask[1] = mask[1].tril(-1)  # strictly before t for a
-        scores = scores * mask.view(2, 1, *(1,) * (scores.dim() - 4), C, C)
-        return scores[0, 0], scores[0, 1], scores[1, 0], scores[1, 1]
+        q_decay, a_decay, keys = decays
+        causal = torch.ones(C, C, device=g.device)
+        mask = torch.cat([causal.tril(), causal.tril(-1)]).repeat(1, 2)  # strictly before t for a
+        # every factor is below e^40, so the masked products are finite: a multiply masks them
+        return torch.cat([q_decay, a_decay], dim=-2) @ keys.mT * mask
     # a_t's scores placed at row t - 1 (decays over (s, t - 1]), then moved down one row
     a_next = _next_token(a)
-    A_qk, A_qb = causal_gated_scores(q, k, g), causal_gated_scores(q, b, g)
-    A_ak = _previous_token(causal_gated_scores(a_next, k, g), 0.0)
-    A_ab = _previous_token(causal_gated_scores(a_next, b, g), 0.0)
-    return A_qk, A_qb, A_ak, A_ab
+    top = torch.cat([causal_gated_scores(q, k, g), causal_gated_scores(q, b, g)], dim=-1)
+    bottom = torch.cat([causal_gated_scores(a_next, k, g), causal_gated_scores(a_next, b, g)], -1)
+    return torch.cat([top, _previous_token(bottom, 0.0)], dim=-2)
 
 
 def chunk_dplr_delta_rule(
@@ -143,44 +193,59 @@ def chunk_dplr_delta_rule(
     if chunk_size < 1:
         raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
     dtype = v.dtype
-    T, K, V = q.shape[1], q.shape[3], v.shape[-1]
+    B, T, H, K = q.shape
+    V = v.shape[-1]
     scale = K**-0.5 if scale is None else scale
     S = initial_state_of(q, v, initial_state)
     if T == 0:
         return v.new_zeros(v.shape), S
     C = chunk_size
     qc, kc, vc, ac, bc, gc = (split_chunks(x, C) for x in (q, k, v, a, b, gk))  # [B, H, n, C, .]
-    qc = qc * scale
+    n = qc.shape[2]
     from_start = gc.cumsum(-2)  # log decay from the chunk start through t (no differences)
     factored = bool((from_start[..., -1, :] >= -FACTORED_DECAY_LIMIT).all())
-    A_qk, A_qb, A_ak, A_ab = _chunk_scores(qc, ac, kc, bc, gc, from_start, factored)
-    a_decay = ac * _previous_token(from_start, 0.0).exp()  # a_t * decay(chunk start -> t - 1)
-    q_decay = qc * from_start.exp()  # q_t * decay(chunk start -> t)
-    # (I - A_ab) U = A_ak V + a_decay S_0, A_ab strictly lower: a unit lower-triangular solve
-    # (it reads only the strict lower triangle of its matrix).
-    rhs = torch.cat([A_ak @ vc, a_decay], dim=-1)
-    sol = torch.linalg.solve_triangular(-A_ab, rhs, upper=False, unitriangular=True)
-    u_part, w_part = sol[..., :V], sol[..., V:]  # U = u_part + w_part S_0
-    # decay(s -> chunk end): a suffix sum, or a difference where every total is > -40 (finite
-    # values, error < 40 float32 ulps of 1, see FACTORED_DECAY_LIMIT)
-    to_end = (from_start[..., -1:, :] - from_start if factored else suffix_sum(gc)).exp()
-    k_end, b_end = kc * to_end, bc * to_end
-    total = from_start[..., -1, :, None].exp()  # [B, H, n, K, 1] decay over the whole chunk
+    decay = from_start.exp()  # decay(chunk start -> t)
+    total = decay[..., -1, :]  # [B, H, n, K] decay over the whole chunk
+    if factored:  # every decay in [e^-40, 1]: products of factors, one exp
+        inverse_decay = decay.reciprocal()
+        keys = torch.cat([kc * inverse_decay, bc * inverse_decay], dim=-2)  # [B, H, n, 2C, K]
+        keys_end = keys * total.unsqueeze(-2)  # [k; b] * decay(t -> chunk end)
+        before = _previous_token(decay, 1.0)  # decay(chunk start -> t - 1)
+    else:  # segment sums: a -inf log decay gives exact zeros, never inf * 0
+        keys = None
+        to_end = suffix_sum(gc).exp()
+        keys_end = torch.cat([kc * to_end, bc * to_end], dim=-2)
+        before = _previous_token(from_start, 0.0).exp()
+    q_decay, a_decay = qc * decay, ac * before
+    scores = _chunk_scores(qc, ac, kc, bc, gc, (q_decay, a_decay, keys), factored)
+    # [A_qk; A_ak], A_qb, A_ab; split, not sliced: the backward of a slice zero-fills a full size
+    A_k, A_b = scores.split(C, dim=-1)
+    A_qb, A_ab = A_b.split(C, dim=-2)
+    A_qk_v, A_ak_v = (A_k @ vc).split(C, dim=-2)  # A_qk V, A_ak V
+    # (I - A_ab) U = A_ak V + a_decay S_0, A_ab strictly lower: U = u_part + w_part S_0 with
+    # [u_part, w_part] = (I - A_ab)^{-1} [A_ak V, a_decay]
+    inverse = _UnitLowerInverse.apply(A_ab.flatten(0, 2)).view(A_ab.shape)
+    sol = inverse @ torch.cat([A_ak_v, a_decay], dim=-1)  # [B, H, n, C, V + K]
     # Per chunk S' = diag(d) S + K^T V + B^T U with U = u_part + w_part S, i.e.
     # S' = (diag(d) + B^T w_part) S + (K^T V + B^T u_part): every product but one is batched over
-    # the chunks before the loop, and the low-rank reads after it.
-    transition = b_end.transpose(-1, -2) @ w_part  # [B, H, n, K, K]
-    write = k_end.transpose(-1, -2) @ vc + b_end.transpose(-1, -2) @ u_part  # [B, H, n, K, V]
-    states = []
-    # unbind, not indexing: the backward of x[:, :, i] zero-fills a full-size gradient per chunk
-    for t_i, w_i, d_i in zip(*(x.unbind(2) for x in (transition, write, total))):
-        states.append(S)
-        S = S * d_i + t_i @ S + w_i
-    entering = torch.stack(states, dim=2)  # [B, H, n, K, V] the state entering each chunk
-    lowrank = u_part + w_part @ entering
-    o = q_decay @ entering + A_qk @ vc + A_qb @ lowrank
+    # the chunks before the scan, and the reads of the entering states after it.
+    k_end, b_end = keys_end.flatten(0, 2).split(C, dim=-2)
+    b_u, b_w = (b_end.mT @ sol.flatten(0, 2)).split([V, K], dim=-1)  # B^T u_part, B^T w_part
+    write = torch.baddbmm(b_u, k_end.mT, vc.flatten(0, 2))  # [B H n, K, V]
+    entering, S = _StateScan.apply(
+        b_w.view(B * H, n, K, K), total.flatten(0, 1), write.view(B * H, n, K, V), S.flatten(0, 1)
+    )
+    # o = q_decay E + A_qk V + A_qb (u_part + w_part E) = (q_decay + A_qb w_part) E + ...
+    qb_u, qb_w = (A_qb @ sol).split([V, K], dim=-1)
+    o = torch.baddbmm(
+        (A_qk_v + qb_u).flatten(0, 2),
+        (q_decay + qb_w).flatten(0, 2),
+        entering.flatten(0, 1),
+        beta=scale,
+        alpha=scale,
+    ).view(B, H, n, C, V)
     o = merge_chunks(o, T)
-    return o.to(dtype), S
+    return o.to(dtype), S.view(B, H, K, V)
 
 
 def dplr_delta_rule(
