@@ -8,6 +8,8 @@ from hypothesis import strategies as st
 from torch.nn.functional import logsigmoid, normalize
 
 from swar_bench.mechanisms.ops.dplr_delta_rule import (
+    _StateScan,
+    _UnitLowerInverse,
     chunk_dplr_delta_rule,
     dplr_delta_rule,
     recurrent_dplr_delta_rule,
@@ -62,19 +64,63 @@ def test_rwkv7_scale_one_and_dispatch():
     seed=st.integers(0, 2**16),
     resets=st.lists(st.tuples(st.integers(0, 47), st.integers(0, 7)), max_size=6),
     burst=st.sampled_from([0.0, 30.0, 200.0]),
-    chunk_size=st.sampled_from([4, 16]),
+    chunk_size=st.sampled_from([1, 3, 4, 16, 17]),
 )
 def test_chunk_form_under_extreme_gates_is_within_2e5_of_float64(seed, resets, burst, chunk_size):
-    """-inf log decays (a channel reset) and bursts of strong decay (-burst over a run of tokens)."""
+    """-inf log decays (a channel reset) and bursts of strong decay (-burst over a run of tokens):
+    output, final state and the gradient of every input within 2e-5 relative of the float64
+    recurrence (chunk lengths that are not powers of two included: the in-chunk inverse is a
+    product of repeated squarings)."""
     q, k, v, a, b, gk, s0 = _inputs(T=48, seed=seed)
     gk[:, 10:14] -= burst
     for t, c in resets:
         gk[:, t, :, c] = float("-inf")
-    o64, s64 = f64.dplr(q, k, v, a, b, gk, 1.0, s0)
+    inputs = (q, k, v, a, b, gk, s0)
+    gen = torch.Generator().manual_seed(seed)
+    w_o, w_s = torch.randn(v.shape, generator=gen), torch.randn(s0.shape, generator=gen)
+    ref = [x.double().requires_grad_() for x in inputs]
+    o64, s64 = f64.dplr(*ref[:6], 1.0, ref[6])
+    ((o64 * w_o).sum() + (s64 * w_s).sum()).backward()
+    leaves = [x.clone().requires_grad_() for x in inputs]
     o, s = chunk_dplr_delta_rule(
-        q, k, v, a, b, gk, scale=1.0, initial_state=s0, chunk_size=chunk_size
+        *leaves[:6], scale=1.0, initial_state=leaves[6], chunk_size=chunk_size
     )
+    ((o * w_o).sum() + (s * w_s).sum()).backward()
     f64.assert_matches_float64(o, s, o64, s64)
+    for leaf, r in zip(leaves, ref):
+        assert torch.isfinite(leaf.grad).all()
+        assert f64.relative_error(leaf.grad, r.grad) <= f64.EXTREME_GATES_TOL
+
+
+@pytest.mark.parametrize("C", [1, 2, 3, 8, 16, 17])
+def test_in_chunk_inverse_and_its_gradient(C):
+    """``(I - A)^{-1}`` of a strictly lower-triangular ``A`` by repeated squaring equals
+    ``torch.linalg.inv`` for any chunk length, and its hand-written backward passes gradcheck."""
+    gen = torch.Generator().manual_seed(C)
+    A = (torch.randn(2, C, C, generator=gen, dtype=torch.float64) / C**0.5).tril(-1)
+    eye = torch.eye(C, dtype=torch.float64)
+    assert torch.allclose(_UnitLowerInverse.apply(A), torch.linalg.inv(eye - A), atol=1e-12)
+    # the gradient flows into the strict lower triangle only, as behind the scores' mask
+    strict = torch.ones(C, C, dtype=torch.bool).tril(-1)
+    A = A.requires_grad_()
+    assert torch.autograd.gradcheck(lambda x: _UnitLowerInverse.apply(x * strict), (A,))
+
+
+def test_state_scan_and_its_gradient():
+    """The chunk-to-chunk scan ``S_{i+1} = (diag(d_i) + M_i) S_i + W_i`` against a loop, and its
+    hand-written backward (the entering states and the final state) by gradcheck."""
+    gen = torch.Generator().manual_seed(0)
+    N, n, K, V = 2, 5, 3, 4
+    M, W = torch.randn(N, n, K, K, generator=gen), torch.randn(N, n, K, V, generator=gen)
+    d, S0 = torch.rand(N, n, K, generator=gen), torch.randn(N, K, V, generator=gen)
+    M, d, W, S0 = (x.double().requires_grad_() for x in (M, d, W, S0))
+    entering, final = _StateScan.apply(M, d, W, S0)
+    S = S0
+    for i in range(n):
+        assert torch.allclose(entering[:, i], S)
+        S = (torch.diag_embed(d[:, i]) + M[:, i]) @ S + W[:, i]
+    assert torch.allclose(final, S)
+    assert torch.autograd.gradcheck(_StateScan.apply, (M, d, W, S0))
 
 
 def test_chunk_gradients_match_recurrent():

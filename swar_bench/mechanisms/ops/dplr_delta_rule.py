@@ -7,13 +7,17 @@
 The paper stores the transpose, ``S (diag(w) + a bᵀ) + v kᵀ``; here ``gk = log w``, ``a = -κ̂``,
 ``b = κ̂ · iclr`` (fla's convention). The low-rank term reads the *undecayed* previous state.
 Two exact forms, checked against fla's ``fla.ops.generalized_delta_rule.dplr.naive``: a
-token-by-token recurrence (streaming) and a chunk-parallel form (training). Within a chunk the
-low-rank reads ``u_t = a_t^T S_{t-1}`` solve the unit lower-triangular system
-``(I - A_ab) U = A_ak V + (a * exp(b_{t-1})) S_0`` (the WY form of Yang et al., 2024, section
-3.3, with per-channel decay); only the ``T / chunk_size`` state updates are sequential. Every
-decay factor ``exp(sum of gk over a segment)`` is either factored (``exp(b_t) exp(-b_s)``, when
-every chunk's total log decay is >= -40) or a segment sum (``ops.gla.chunk``), so ``gk = -inf`` (a
-full reset) gives exact zeros, never ``inf - inf``.
+token-by-token recurrence (streaming) and a chunk-parallel form (training), laid out as fla's
+``chunk_dplr_delta_rule`` (Triton). Within a chunk the low-rank reads ``u_t = a_t^T S_{t-1}``
+solve the unit lower-triangular system ``(I - A_ab) U = A_ak V + (a * exp(b_{t-1})) S_0``; its
+inverse ``(I - A_ab)^{-1}`` (the UT transform of the WY representation: Yang et al., 2024,
+"Parallelizing Linear Transformers with the Delta Rule over Sequence Length", section 3.3, with
+per-channel decay; fla's ``prepare_wy_repr_fwd``) is computed for all chunks at once, and so is
+every product that does not depend on the carried state; only the ``T / chunk_size`` state
+updates ``S' = (diag(d) + B^T W) S + (K^T V + B^T U)`` are sequential, one ``[K, K] x [K, V]``
+product each. Every decay factor ``exp(sum of gk over a segment)`` is either factored
+(``exp(b_t) exp(-b_s)``, when every chunk's total log decay is >= -40) or a segment sum
+(``ops.gla.chunk``), so ``gk = -inf`` (a full reset) gives exact zeros, never ``inf - inf``.
 
 Layout follows fla: ``q, k, a, b, gk [B, T, H, K]``, ``v [B, T, H, V]``, ``state [B, H, K, V]``.
 Computation is float32; outputs take ``v``'s dtype, the state stays float32.
@@ -94,7 +98,7 @@ def _next_token(x: torch.Tensor) -> torch.Tensor:
 
 class _UnitLowerInverse(torch.autograd.Function):
     """``(I - A)^{-1}`` of strictly lower-triangular ``A [N, C, C]`` (the UT transform of Yang et
-    al., 2024, section 3.3; fla's ``prepare_wy_repr``): ``A^C = 0``, so the inverse is
+    al., 2024, section 3.3; fla's ``prepare_wy_repr_fwd``): ``A^C = 0``, so the inverse is
     ``sum_{j < C} A^j = (I + A)(I + A^2)(I + A^4)...``, ``log2 C`` batched squarings instead of
     ``C`` row-by-row substitutions. Backward: ``dA = T^T dT T^T`` (the entries of ``dA`` on and
     above the diagonal are not zeroed; ``A`` must come out of a mask that zeroes them)."""
@@ -144,20 +148,20 @@ class _StateScan(torch.autograd.Function):
         return grad_M, grad_M.diagonal(dim1=-2, dim2=-1), grad_W, grad
 
 
-def _chunk_scores(q, a, k, b, g, decays, factored: bool) -> torch.Tensor:
+def _chunk_scores(q, a, k, b, g, factors=None) -> torch.Tensor:
     """The in-chunk scores of chunked ``[B, H, n, C, K]`` inputs with per-channel decays, as one
     ``[B, H, n, 2C, 2C]`` block matrix ``[[A_qk, A_qb], [A_ak, A_ab]]``:
     ``A_qk, A_qb [t, s] = sum_c q_tc (k or b)_sc exp(g_{s+1} + .. + g_t)_c`` for ``s <= t``,
     and ``A_ak, A_ab`` the same for ``a`` over ``(s, t - 1]``, ``s < t`` (the low-rank read at t
     sees the state after t - 1), zero elsewhere. When every chunk's total log decay is at least
     ``-FACTORED_DECAY_LIMIT`` (always for RWKV-7's decays, ``>= -e^{-1/2}`` per token, at
-    ``C <= 64``) the decays factor as ``exp(b_t) exp(-b_s)`` and the block matrix is one batched
-    matmul of ``[q exp(b_t); a exp(b_{t-1})]`` and ``decays = [k exp(-b_s); b exp(-b_s)]``;
-    otherwise the blocks come from ``ops.gla.chunk.causal_gated_scores`` (segment sums where
-    needed)."""
+    ``C <= 64``) the decays factor as ``exp(b_t) exp(-b_s)`` (``b`` the log decay from the chunk
+    start) and ``factors = (q exp(b_t), a exp(b_{t-1}), [k exp(-b_s); b exp(-b_s)])`` give the
+    block matrix in one batched matmul; with ``factors = None`` the blocks come from
+    ``ops.gla.chunk.causal_gated_scores`` (segment sums where needed)."""
     C = g.shape[-2]
-    if factored:
-        q_decay, a_decay, keys = decays
+    if factors is not None:
+        q_decay, a_decay, keys = factors
         causal = torch.ones(C, C, device=g.device)
         mask = torch.cat([causal.tril(), causal.tril(-1)]).repeat(1, 2)  # strictly before t for a
         # every factor is below e^40, so the masked products are finite: a multiply masks them
@@ -182,9 +186,9 @@ def chunk_dplr_delta_rule(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Chunk-parallel form (the training form); same arguments and result as
     :func:`recurrent_dplr_delta_rule`, up to float rounding. ``T`` need not be a multiple of
-    ``chunk_size`` (zero padding, ``gk = 0``, leaves the state unchanged). The per-channel decay
-    scores are one batched matmul when the decays factor (see ``_chunk_scores``); 16 measured
-    fastest on a CPU.
+    ``chunk_size`` (zero padding, ``gk = 0``, leaves the state unchanged). The four in-chunk
+    score matrices are one batched matmul when the decays factor (see ``_chunk_scores``); 16
+    measured fastest on a CPU (against 8 and 32, at ``K = V = 32``).
 
     Raises:
         ValueError: on inconsistent shapes or ``chunk_size < 1``.
@@ -212,12 +216,11 @@ def chunk_dplr_delta_rule(
         keys_end = keys * total.unsqueeze(-2)  # [k; b] * decay(t -> chunk end)
         before = _previous_token(decay, 1.0)  # decay(chunk start -> t - 1)
     else:  # segment sums: a -inf log decay gives exact zeros, never inf * 0
-        keys = None
         to_end = suffix_sum(gc).exp()
         keys_end = torch.cat([kc * to_end, bc * to_end], dim=-2)
         before = _previous_token(from_start, 0.0).exp()
     q_decay, a_decay = qc * decay, ac * before
-    scores = _chunk_scores(qc, ac, kc, bc, gc, (q_decay, a_decay, keys), factored)
+    scores = _chunk_scores(qc, ac, kc, bc, gc, (q_decay, a_decay, keys) if factored else None)
     # [A_qk; A_ak], A_qb, A_ab; split, not sliced: the backward of a slice zero-fills a full size
     A_k, A_b = scores.split(C, dim=-1)
     A_qb, A_ab = A_b.split(C, dim=-2)
@@ -245,7 +248,7 @@ def chunk_dplr_delta_rule(
         alpha=scale,
     ).view(B, H, n, C, V)
     o = merge_chunks(o, T)
-    return o.to(dtype), S.view(B, H, K, V)
+    return o.to(dtype), S.unflatten(0, (B, H)).clone()  # not a view (FSDP2 hooks on outputs)
 
 
 def dplr_delta_rule(
