@@ -554,9 +554,12 @@ def main(argv: list[str] | None = None) -> int:
     slots = threading.Semaphore(args.jobs)  # at most --jobs swar-bench processes at once
     report_lock = threading.Lock()
 
-    def run(argv: list[str], log: Path) -> tuple[int, str]:
+    def run(argv: list[str], log: Path) -> tuple[int, float]:
+        """Exit code and seconds of one ``swar-bench`` process (not counting the wait for a slot)."""
         with slots:
-            return swar_bench(argv, log, args.threads)
+            start = time.monotonic()
+            rc, _ = swar_bench(argv, log, args.threads)
+            return rc, time.monotonic() - start
 
     def fit(mech: str, lr: float, seed: int | None, force: bool = False) -> dict | None:
         """Train and validate one configuration, or reuse it: its record (any machine) or its run folder.
@@ -576,22 +579,21 @@ def main(argv: list[str] | None = None) -> int:
         done = (ckpt.exists() and any((out / f"{name}_val").rglob("events.out.tfevents.*"))
                 and command_record.is_file() and command_record.read_text() == want["fit"])
         if not (args.resume and not force and done):
-            start = time.monotonic()
             command_record.unlink(missing_ok=True)
             (out / name / "test_command.txt").unlink(missing_ok=True)  # a new checkpoint needs a new test
             (records / f"{name}.test.json").unlink(missing_ok=True)
-            rc, _ = run(fit_args, out / name / "fit.log")
+            rc, fit_secs = run(fit_args, out / name / "fit.log")
             if rc != 0:
                 print(f"results: fit {name} failed (exit {rc}); see {out / name / 'fit.log'}", flush=True)
                 return None
             atomic_write_text(command_record, want["fit"])
             shutil.rmtree(out / f"{name}_val", ignore_errors=True)  # the validation of this checkpoint only
             # the final validation that chooses the learning rate, on the last checkpoint
-            rc, _ = run(val_args, out / name / "validate.log")
+            rc, val_secs = run(val_args, out / name / "validate.log")
             if rc != 0:
                 print(f"results: validate {name} failed (exit {rc}); see {out / name / 'validate.log'}", flush=True)
                 return None
-            print(f"results: fit {name}: {time.monotonic() - start:.0f}s", flush=True)
+            print(f"results: fit {name}: {fit_secs:.0f}s, validation {val_secs:.0f}s", flush=True)
         record = {**want, "score": validation_score(last_scalars(out / f"{name}_val"), val_n),
                   "tokens": training_tokens(ckpt)}
         write_record(records / f"{name}.json", record)
@@ -617,14 +619,14 @@ def main(argv: list[str] | None = None) -> int:
             # a fit whose record came from another machine, without its checkpoint, is trained again
             if not (out / name / "checkpoints" / "last.ckpt").exists() and fit(mech, lr, seed, force=True) is None:
                 return None
-            rc, _ = run(test_args, out / name / "test.log")
+            rc, secs = run(test_args, out / name / "test.log")
             if rc != 0:
                 print(f"results: test {name} failed (exit {rc}); see {out / name / 'test.log'}", flush=True)
                 return None
             atomic_write_text(command_record, want)
+            print(f"results: test {name}: {secs:.0f}s", flush=True)
         record = {"test": want, "accuracy": [[n, kind, *a] for (n, kind), a in read_accuracy(csv_path).items()]}
         write_record(records / f"{name}.test.json", record)
-        print(f"results: test {name} done", flush=True)
         return record
 
     failed: list[str] = []
