@@ -112,7 +112,9 @@ def main(argv: list[str] | None = None) -> int:
         # The demo validates at n32 only, so the validation correlation across N is undefined by
         # design; the test's correlation is printed with the tables.
         with quiet_output(messages=(r"^val/self_knowledge_correlation is NaN: ",)):
-            return _run(args)
+            status = _run(args)
+        interrupts.complete()  # a stop recorded but swallowed is reported; a later one is ignored
+        return status
     except MisconfigurationException as err:  # Lightning's own checks of --trainer.* values
         print(f"swar-bench demo: error: {str(err).splitlines()[0]}", file=sys.stderr)
         return 2

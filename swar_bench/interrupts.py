@@ -11,6 +11,11 @@ So the handlers here first record the stop, then raise; the long loops (the refe
 and evaluation chunks, Lightning's batches via ``StopCheck`` in ``swar_bench.lightning_cli``) call
 :func:`raise_if_stopped` once per step, which raises the recorded stop again. A stop is recorded
 until :func:`clear` (each CLI clears it when it installs its handlers).
+
+A command's work ends at :func:`complete` (its files written, its outcome decided): a stop
+recorded before is raised there, so the run reports it; a Ctrl-C or SIGTERM arriving after it,
+while the command prints its outcome and returns, is ignored, so a completed run never reports
+"interrupted" or exits 130 / 143.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ class Terminated(BaseException):
 
 
 _stop: type[BaseException] | None = None
+_complete = False
 
 
 def stop(exc_type: type[BaseException]) -> NoReturn:
@@ -40,9 +46,28 @@ def stopped() -> type[BaseException] | None:
 
 
 def clear() -> None:
-    """Forget any recorded stop (a new command starts)."""
-    global _stop
-    _stop = None
+    """Forget any recorded stop and any :func:`complete` (a new command starts)."""
+    global _stop, _complete
+    _stop, _complete = None, False
+
+
+def complete() -> None:
+    """The command's work is done: raise a stop recorded before now (its ``KeyboardInterrupt``
+    may have been swallowed where it landed), then ignore Ctrl-C and SIGTERM until the next
+    :func:`install` / :func:`clear`, so the outcome the command is about to report stands.
+
+    Raises:
+        KeyboardInterrupt: SIGINT arrived since the last :func:`clear`.
+        Terminated: SIGTERM arrived since the last :func:`clear`.
+    """
+    global _complete
+    raise_if_stopped()
+    _complete = True
+
+
+def completed() -> bool:
+    """True after :func:`complete`, until the next :func:`clear`."""
+    return _complete
 
 
 def raise_if_stopped() -> None:
@@ -57,9 +82,11 @@ def raise_if_stopped() -> None:
         raise _stop
 
 
-def on_sigint(signum: int, frame: Any) -> NoReturn:
-    """SIGINT handler: record and raise ``KeyboardInterrupt`` (Python's own behaviour, remembered)."""
-    stop(KeyboardInterrupt)
+def on_sigint(signum: int, frame: Any) -> None:
+    """SIGINT handler: record and raise ``KeyboardInterrupt`` (Python's own behaviour,
+    remembered); after :func:`complete`, nothing."""
+    if not _complete:
+        stop(KeyboardInterrupt)
 
 
 def on_sigterm(signum: int, frame: Any) -> None:
@@ -69,8 +96,8 @@ def on_sigterm(signum: int, frame: Any) -> None:
     Once another handler has replaced this one and calls it in turn (Lightning's, installed when
     training starts, runs the previous handler after its own), it does nothing: that handler
     stops the run its own way (Lightning: ``SIGTERMException`` at the next batch; under SLURM,
-    its requeue)."""
-    if signal.getsignal(signal.SIGTERM) is not on_sigterm:
+    its requeue). After :func:`complete` it does nothing either."""
+    if _complete or signal.getsignal(signal.SIGTERM) is not on_sigterm:
         return
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     stop(Terminated)

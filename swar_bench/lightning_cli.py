@@ -535,6 +535,7 @@ def main(argv: list[str] | None = None) -> int:
         _check_config_files(argv)
         with quiet_output():
             run_cli(argv)
+        interrupts.complete()  # a stop recorded but swallowed is reported; a later one is ignored
     except ArgumentError as err:
         print(f"swar-bench: error: {_parse_error_line(str(err))}", file=sys.stderr)
         return 2

@@ -128,3 +128,26 @@ def test_a_handler_that_replaced_ours_and_calls_it_keeps_the_stop_to_itself():
         assert calls == [signal.SIGTERM] and interrupts.stopped() is None
     finally:
         interrupts.restore(previous)
+
+
+@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
+def test_after_complete_a_signal_is_ignored_and_before_it_is_raised_there(signame):
+    signum = getattr(signal, signame)
+    raised = KeyboardInterrupt if signame == "SIGINT" else interrupts.Terminated
+    previous = interrupts.install(sigterm=True)
+    try:
+        with pytest.raises(raised):  # a stop recorded before completion ...
+            try:
+                os.kill(os.getpid(), signum)
+            except raised:
+                pass  # ... swallowed where it landed ...
+            interrupts.complete()  # ... is raised when the command says its work is done
+        interrupts.install(sigterm=True)
+        interrupts.complete()
+        os.kill(os.getpid(), signum)  # after completion: nothing raised, nothing recorded
+        assert interrupts.stopped() is None and interrupts.completed()
+        interrupts.clear()
+        assert not interrupts.completed()
+    finally:
+        interrupts.restore(previous)
+        interrupts.clear()

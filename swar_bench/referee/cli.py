@@ -516,10 +516,13 @@ def main(argv: list[str] | None = None) -> int:
     previous = interrupts.install(sigterm=True)
     try:
         if argv and argv[0] == "compare":
-            return _compare(argv[1:])
-        if argv and argv[0] == "verdict":
-            return _verdict(argv[1:])
-        return _run(argv)
+            status = _compare(argv[1:])
+        elif argv and argv[0] == "verdict":
+            status = _verdict(argv[1:])
+        else:
+            status = _run(argv)
+        interrupts.complete()  # a stop recorded but swallowed is reported; a later one is ignored
+        return status
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 128 + signal.SIGINT

@@ -337,6 +337,7 @@ def cmd_generate(args) -> int:
     )
     configs = sorted({os.path.basename(os.path.dirname(p)) for p in paths}, key=parse_config)
     report = check_disjoint(args.out, configs)
+    interrupts.complete()  # written and checked: a signal from here on does not make it "interrupted"
     for config, pairs in report.items():
         for (a, b), n in pairs.items():
             print(f"{config}: {plural(n, 'example')} shared between {a} and {b}", file=sys.stderr)
@@ -610,7 +611,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     previous = interrupts.install(sigterm=True)  # nothing from another thread: signals are the caller's
     try:
-        return args.func(args)
+        status = args.func(args)
+        interrupts.complete()  # a stop recorded but swallowed is reported; a later one is ignored
+        return status
     except BrokenPipeError:
         # the reader went away (`swar-bench data show ... | head -1`): stop quietly; point stdout
         # at devnull so that the interpreter's final flush does not fail again

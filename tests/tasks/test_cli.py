@@ -9,6 +9,8 @@ import signal
 import datasets
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from swar_bench.tasks.cli import main
 from swar_bench.tasks.hub_io import split_path
@@ -582,3 +584,92 @@ def test_check_of_config_folders_without_split_files_fails(tmp_path, capsys):
     assert main(["check", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"swar-bench data check: error: none of the requested configs under '{tmp_path}' holds a split file")
+
+
+# --- "interrupted" only for a run that really was interrupted ---------------------------------
+
+
+def _generate_with_a_signal(out, monkeypatch, signum, at, swallow=False, via_dispatcher=False):
+    """Run `data generate` (n32 validation + test, 8 examples each, 4 per chunk: chunks 0..3) and
+    send ``signum`` to this process at event ``at``: ``("chunk", k)`` as chunk k is generated,
+    ``("check",)`` as the disjointness check starts, ``("final",)`` while the last line is
+    printed. ``swallow``: the signal's exception is swallowed where it lands (a finalizer, a
+    library's broad except). Returns the exit status."""
+    import builtins
+
+    from swar_bench import cli as dispatcher
+    from swar_bench.tasks import cli as data_cli
+    from swar_bench.tasks import hub_io
+
+    def send():
+        try:
+            os.kill(os.getpid(), signum)  # the handler runs before the next line
+        except BaseException:
+            if not swallow:
+                raise
+
+    real_flat, real_check, calls = hub_io.generate_flat, data_cli.check_disjoint, []
+
+    def flat(*args, **kwargs):
+        if at == ("chunk", len(calls)):
+            send()
+        calls.append(1)
+        return real_flat(*args, **kwargs)
+
+    def check(*args, **kwargs):
+        if at == ("check",):
+            send()
+        return real_check(*args, **kwargs)
+
+    def printing(*args, **kwargs):
+        builtins.print(*args, **kwargs)
+        if at == ("final",) and args and str(args[0]).startswith("splits are disjoint"):
+            send()
+
+    monkeypatch.setattr(hub_io, "examples_per_chunk", lambda n: 4)
+    monkeypatch.setattr(hub_io, "generate_flat", flat)
+    monkeypatch.setattr(data_cli, "check_disjoint", check)
+    monkeypatch.setattr(data_cli, "print", printing, raising=False)
+    argv = ["generate", "--out", str(out), "--no-progress", "--num-examples", "8", "--configs", "n32",
+            "--splits", "validation,test"]
+    return dispatcher.main(["data", *argv]) if via_dispatcher else main(argv)
+
+
+def test_a_signal_while_generate_prints_its_last_line_is_not_an_interruption(tmp_path, capsys, monkeypatch):
+    # The reported example: Ctrl-C reached `data generate` after it had written and checked
+    # every file, while it printed "splits are disjoint ..."; it said "interrupted" and exited 130.
+    handlers = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    assert _generate_with_a_signal(tmp_path / "d", monkeypatch, signal.SIGINT, ("final",), via_dispatcher=True) == 0
+    captured = capsys.readouterr()
+    assert captured.err == ""
+    assert captured.out.splitlines()[-1] == "splits are disjoint (hash of input_ids) in n32"
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)) == handlers  # restored
+
+
+EVENTS = [("chunk", k) for k in range(4)] + [("check",), ("final",)]
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(signame=st.sampled_from(["SIGINT", "SIGTERM"]), at=st.sampled_from(EVENTS), swallow=st.booleans())
+def test_generate_says_interrupted_exactly_when_the_signal_came_before_it_completed(
+    tmp_path, capsys, monkeypatch, signame, at, swallow
+):
+    import tempfile
+
+    from swar_bench.tasks.hub_io import release_report
+
+    signum = getattr(signal, signame)
+    with tempfile.TemporaryDirectory(dir=tmp_path) as base, monkeypatch.context() as patch:
+        out = os.path.join(base, "d")
+        code = _generate_with_a_signal(out, patch, signum, at, swallow=swallow)
+        err = capsys.readouterr().err
+        before_completion = at != ("final",)  # written and checked only once the check returned
+        if before_completion:  # a swallowed stop still ends the run, at the latest once its work is done
+            assert code == 128 + signum
+            what = "interrupted" if signame == "SIGINT" else "terminated (SIGTERM)"
+            assert err == f"swar-bench data generate: {what}\n"
+            leftovers = [n for _, _, files in os.walk(out) for n in files if n.startswith(".tmp-")]
+            assert leftovers == []
+        else:
+            assert code == 0 and err == ""
+            assert release_report(out) is None  # the folder is a complete release
