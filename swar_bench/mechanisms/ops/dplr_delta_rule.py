@@ -98,18 +98,22 @@ def _next_token(x: torch.Tensor) -> torch.Tensor:
 
 class _UnitLowerInverse(torch.autograd.Function):
     """``(I - A)^{-1}`` of strictly lower-triangular ``A [N, C, C]`` (the UT transform of Yang et
-    al., 2024, section 3.3; fla's ``prepare_wy_repr_fwd``): ``A^C = 0``, so the inverse is
-    ``sum_{j < C} A^j = (I + A)(I + A^2)(I + A^4)...``, ``log2 C`` batched squarings instead of
-    ``C`` row-by-row substitutions. Backward: ``dA = T^T dT T^T`` (the entries of ``dA`` on and
-    above the diagonal are not zeroed; ``A`` must come out of a mask that zeroes them)."""
+    al., 2024, section 3.3; fla's ``prepare_wy_repr_fwd``), by forward substitution
+    (``torch.linalg.solve_triangular`` against the identity, for all chunks in one call).
+    Backward: ``dA = T^T dT T^T`` (the entries of ``dA`` on and above the diagonal are not
+    zeroed; ``A`` must come out of a mask that zeroes them).
+
+    Not ``sum_{j < C} A^j`` by repeated squaring (``(I + A)(I + A^2)(I + A^4)...``): as fast
+    here, but the powers of ``A`` cancel: keys repeated along the chunk with ``iclr`` near 1 give
+    ``A_ab`` entries near -1, whose powers grow like binomial coefficients while the inverse stays
+    near ``+-1`` (4e-4 relative error of the gradients, against 8e-7 by substitution)."""
 
     @staticmethod
     def forward(ctx, A: torch.Tensor) -> torch.Tensor:
-        inverse = torch.eye(A.shape[-1], dtype=A.dtype, device=A.device) + A
-        power = A
-        for _ in range(max(A.shape[-1] - 1, 1).bit_length() - 1):
-            power = power @ power
-            inverse = torch.baddbmm(inverse, inverse, power)
+        eye = torch.eye(A.shape[-1], dtype=A.dtype, device=A.device)
+        inverse = torch.linalg.solve_triangular(
+            -A, eye.expand_as(A), upper=False, unitriangular=True
+        )
         ctx.save_for_backward(inverse)
         return inverse
 
