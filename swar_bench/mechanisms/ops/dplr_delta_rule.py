@@ -12,10 +12,10 @@ token-by-token recurrence (streaming) and a chunk-parallel form (training), laid
 solve the unit lower-triangular system ``(I - A_ab) U = A_ak V + (a * exp(b_{t-1})) S_0``; its
 inverse ``(I - A_ab)^{-1}`` (the UT transform of the WY representation: Yang et al., 2024,
 "Parallelizing Linear Transformers with the Delta Rule over Sequence Length", section 3.3, with
-per-channel decay; fla's ``prepare_wy_repr_fwd``) is computed for all chunks at once, and so is
-every product that does not depend on the carried state; only the ``T / chunk_size`` state
-updates ``S' = (diag(d) + B^T W) S + (K^T V + B^T U)`` are sequential, one ``[K, K] x [K, V]``
-product each. Every decay factor ``exp(sum of gk over a segment)`` is either factored
+per-channel decay; fla's ``prepare_wy_repr_fwd``) is one triangular solve for all chunks, and
+every product that does not depend on the carried state is batched over all chunks too; only
+the ``T / chunk_size`` state updates ``S' = (diag(d) + B^T W) S + (K^T V + B^T U)`` are
+sequential, one ``[K, K] x [K, V]`` product each. Every decay factor ``exp(sum of gk over a segment)`` is either factored
 (``exp(b_t) exp(-b_s)``, when every chunk's total log decay is >= -40) or a segment sum
 (``ops.gla.chunk``), so ``gk = -inf`` (a full reset) gives exact zeros, never ``inf - inf``.
 
@@ -193,6 +193,9 @@ def chunk_dplr_delta_rule(
     ``chunk_size`` (zero padding, ``gk = 0``, leaves the state unchanged). The four in-chunk
     score matrices are one batched matmul when the decays factor (see ``_chunk_scores``); 16
     measured fastest on a CPU (against 8 and 32, at ``K = V = 32``).
+
+    Returns:
+        ``(o [B, T, H, V] in v's dtype, final_state [B, H, K, V] float32)``.
 
     Raises:
         ValueError: on inconsistent shapes or ``chunk_size < 1``.
