@@ -13,7 +13,8 @@ Each run has its own folder ``runs/<config>/<Mechanism>/version_N/`` (``swar_ben
 logs, ``config.yaml``, ``checkpoints/`` and test reports. ``--ckpt_path last`` resumes the newest
 run of that config and mechanism in its folder (without ``--checkpoint.dirpath``; with it, the
 newest checkpoint of that folder). A mechanism name is resolved by
-``swar_bench.mechanisms.registry`` (``--model.mechanism=GRU`` is GRU at its defaults). With
+``swar_bench.mechanisms.registry`` (``--model.mechanism=GRU`` is GRU at its defaults), on the
+command line and in a ``--config`` file alike (``SwarBenchCLI.init_parser``). With
 ``--trainer.logger=false`` the reports and LightningCLI's config go to ``runs/`` itself.
 
 Bad configs end with one line on stderr (exit code 2), e.g. an unknown mechanism class,
@@ -272,6 +273,13 @@ class SwarBenchCLI(LightningCLI):
     _checkpoint: dict[str, Any] | None = None
     _checkpoint_path: str | None = None
     _seed: int | None = None
+
+    def init_parser(self, **kwargs: Any):
+        # config files read mechanism names as the command line does (swar_bench.mechanisms.registry)
+        from swar_bench.mechanisms.registry import config_parser_mode
+
+        kwargs.setdefault("parser_mode", config_parser_mode(("model", "mechanism")))
+        return super().init_parser(**kwargs)
 
     def parse_arguments(self, parser, args) -> None:
         with warnings.catch_warnings():

@@ -8,7 +8,7 @@ all accept
 - a dotted class path ``module.Class`` importable from ``sys.path`` (``PYTHONPATH``), e.g.
   ``swar_bench.mechanisms.GRU`` or ``my_layer.MyModel`` for a layer in a file outside the package.
 
-Anything else is a ``ValueError`` with one line naming the value, the valid short names and, when
+Anything else is a ``ValueError`` (:class:`MechanismNameError`) with one line naming the value, the valid short names and, when
 one is close, a suggestion (``difflib.get_close_matches``).
 """
 
@@ -16,8 +16,14 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import os
+from typing import Any
 
 ZOO_MODULE = "swar_bench.mechanisms"
+
+
+class MechanismNameError(ValueError):
+    """A mechanism name that is not one (one line naming the value and what was expected)."""
 
 
 def zoo_names() -> list[str]:
@@ -57,12 +63,12 @@ def resolve_class(name: str, what: str = "mechanism") -> type:
     names = zoo_names()
     listing = ", ".join(names)
     if not isinstance(name, str) or not name.strip():
-        raise ValueError(f"{what}={name!r} is empty; expected one of {listing} or a class path module.Class")
+        raise MechanismNameError(f"{what}={name!r} is empty; expected one of {listing} or a class path module.Class")
     text = name.strip()
     if "." not in text:
         if text in names:
             return getattr(importlib.import_module(ZOO_MODULE), text)
-        raise ValueError(
+        raise MechanismNameError(
             f"{what}={text}: unknown mechanism; expected one of {listing} or a class path module.Class"
             f"{_suggest(text, names)}"
         )
@@ -72,16 +78,16 @@ def resolve_class(name: str, what: str = "mechanism") -> type:
     except ImportError as err:
         missing = getattr(err, "name", None) or module_name
         hint = " (is its folder on PYTHONPATH, or the package installed?)" if missing == module_name.split(".")[0] else ""
-        raise ValueError(f"{what}={text}: cannot import module {module_name!r}: {err}{hint}") from None
+        raise MechanismNameError(f"{what}={text}: cannot import module {module_name!r}: {err}{hint}") from None
     if not hasattr(module, attr):
         public = sorted(n for n, v in vars(module).items() if isinstance(v, type) and not n.startswith("_"))
-        raise ValueError(
+        raise MechanismNameError(
             f"{what}={text}: module {module_name!r} has no {attr!r}{_suggest(attr, public)}"
             + (f" (its classes: {', '.join(public[:12])})" if public else "")
         )
     cls = getattr(module, attr)
     if not isinstance(cls, type):
-        raise ValueError(  # noqa: TRY004 - bad user input: the CLI reports ValueError as one line
+        raise MechanismNameError(
             f"{what}={text} is a {type(cls).__name__}, not a class; expected a ContextMechanism class"
         )
     return cls
@@ -108,10 +114,29 @@ def class_defaults(cls: type) -> dict:
     }
 
 
+def resolve_entry(entry: dict, what: str) -> dict:
+    """A mechanism entry ``{class_path: NAME, init_args: {...}}`` with ``NAME`` resolved
+    (:func:`resolve_class_path`) and init_args starting from the class's defaults
+    (:func:`class_defaults`), the given init_args over them: what a ``--flag=NAME`` on the
+    command line and a ``class_path: NAME`` in a ``--config`` file both become.
+
+    Raises:
+        ValueError: (one line naming ``what``) as :func:`resolve_class_path`.
+    """
+    cls = resolve_class(entry["class_path"], what)
+    init_args = entry.get("init_args")
+    if init_args is not None and not isinstance(init_args, dict):
+        raise MechanismNameError(f"{what}.init_args={init_args!r}: expected a mapping of {cls.__name__}'s arguments")
+    return {
+        **entry,
+        "class_path": resolve_class_path(entry["class_path"], what),
+        "init_args": {**class_defaults(cls), **(init_args or {})},
+    }
+
+
 def _resolve_value(value: str, flag: str) -> str:
     """A ``flag`` value (a name, or an inline ``{class_path: ..., init_args: ...}`` mapping in JSON
-    or YAML) -> a JSON mapping whose class path is resolved and whose init_args start from the
-    class's defaults (:func:`class_defaults`), the given init_args over them."""
+    or YAML) -> a JSON mapping resolved by :func:`resolve_entry`."""
     import json
 
     import yaml
@@ -126,10 +151,57 @@ def _resolve_value(value: str, flag: str) -> str:
             return value
     else:
         entry = {"class_path": text}
-    cls = resolve_class(entry["class_path"], flag)
-    entry["class_path"] = resolve_class_path(entry["class_path"], flag)
-    entry["init_args"] = {**class_defaults(cls), **(entry.get("init_args") or {})}
-    return json.dumps(entry)
+    return json.dumps(resolve_entry(entry, flag))
+
+
+def resolve_config_mechanism(config: Any, keys: tuple[str, ...], where: str) -> Any:
+    """``config`` (a loaded ``--config`` file) with its mechanism entry at ``keys`` (e.g.
+    ``("model", "mechanism")``), a name or a mapping with a ``class_path``, resolved by
+    :func:`resolve_entry` in place, so a config file reads names as the command line does;
+    anything else is returned as it is (the parser judges it). ``where`` names the file in errors.
+
+    Raises:
+        ValueError: (one line: ``--config=FILE: model.mechanism.class_path=NAME: ...``) as
+            :func:`resolve_entry`.
+    """
+    node = config
+    for key in keys[:-1]:
+        node = node.get(key) if isinstance(node, dict) else None
+    if not isinstance(node, dict) or keys[-1] not in node:
+        return config
+    entry = node[keys[-1]]
+    if isinstance(entry, str):
+        entry = {"class_path": entry}
+    if isinstance(entry, dict) and isinstance(entry.get("class_path"), str):
+        node[keys[-1]] = resolve_entry(entry, f"{where}: {'.'.join(keys)}.class_path")
+    return config
+
+
+def config_parser_mode(keys: tuple[str, ...]) -> str:
+    """The jsonargparse ``parser_mode`` (registered once with ``jsonargparse.set_loader``) whose
+    loader is jsonargparse's YAML loader followed, for a config file, by
+    :func:`resolve_config_mechanism` at ``keys``: ``fit --config run.yaml`` with
+    ``model.mechanism: {class_path: GRU}`` builds swar_bench's GRU at its defaults, as
+    ``--model.mechanism=GRU`` does, and an unknown name is the same one-line ValueError."""
+    import yaml
+    from jsonargparse import get_loader, set_loader
+
+    mode = "swar_bench_" + "_".join(keys)
+    if mode in _MODES:
+        return mode
+    base = get_loader("yaml")
+
+    def load(value: str, path: str = "") -> Any:
+        loaded = base(value)
+        # jsonargparse passes the file name and reads it from its folder: name the whole path
+        return resolve_config_mechanism(loaded, keys, f"--config={os.path.abspath(path)}") if path else loaded
+
+    set_loader(mode, load, exceptions=(yaml.YAMLError,))  # the YAML loader's own errors
+    _MODES.add(mode)
+    return mode
+
+
+_MODES: set[str] = set()
 
 
 def rewrite_mechanism_args(argv: list[str], flag: str) -> list[str]:

@@ -50,10 +50,13 @@ def build_parser():
     """The jsonargparse parser of ``swar-bench referee`` (config file, mechanism, evaluate's arguments)."""
     from jsonargparse import ActionConfigFile, ArgumentParser
 
+    from swar_bench.mechanisms.registry import config_parser_mode
+
     parser = ArgumentParser(
         prog=PROG,
         description="Long-context referee: train-then-probe at every range.",
         exit_on_error=False,
+        parser_mode=config_parser_mode(("mechanism",)),  # config files read names as the command line does
     )
     parser.add_argument(
         "--config", action=ActionConfigFile, help="YAML config (mechanism + evaluate arguments)."
@@ -288,7 +291,7 @@ def _error(message: object, limit: int | None = 400) -> int:
 
 
 def _run(argv: list[str]) -> int:
-    from swar_bench.mechanisms.registry import rewrite_mechanism_args
+    from swar_bench.mechanisms.registry import MechanismNameError, rewrite_mechanism_args
 
     try:
         argv = rewrite_mechanism_args(argv, "--mechanism")
@@ -303,6 +306,8 @@ def _run(argv: list[str]) -> int:
         cfg = parser.parse_args(argv)
     except SystemExit as e:  # --help
         return int(e.code or 0)
+    except MechanismNameError as e:  # a name in a --config file: the resolver's line, whole
+        return _error(e, limit=None)
     except Exception as e:  # noqa: BLE001 - any bad config is reported as one line
         return _error(e)
     try:
