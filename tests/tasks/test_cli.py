@@ -598,6 +598,7 @@ def _generate_with_a_signal(out, monkeypatch, signum, at, swallow=False, via_dis
     import builtins
 
     from swar_bench import cli as dispatcher
+    from swar_bench import interrupts
     from swar_bench.tasks import cli as data_cli
     from swar_bench.tasks import hub_io
 
@@ -632,7 +633,10 @@ def _generate_with_a_signal(out, monkeypatch, signum, at, swallow=False, via_dis
     monkeypatch.setattr(data_cli, "print", printing, raising=False)
     argv = ["generate", "--out", str(out), "--no-progress", "--num-examples", "8", "--configs", "n32",
             "--splits", "validation,test"]
-    return dispatcher.main(["data", *argv]) if via_dispatcher else main(argv)
+    try:
+        return dispatcher.main(["data", *argv]) if via_dispatcher else main(argv)
+    finally:
+        interrupts.clear()  # the stop stays recorded after the command (by design): not into the next test
 
 
 def test_a_signal_while_generate_prints_its_last_line_is_not_an_interruption(tmp_path, capsys, monkeypatch):
