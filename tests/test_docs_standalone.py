@@ -62,3 +62,25 @@ def test_the_task_doc_defines_the_rules():
     for rule in ("age ≤ w = 16", "age > 2w = 32, or never written", "`ar_expired_stale`", "`ar_expired_never`",
                  "PAD=0 BOS=1 EOS=2 PK=3 PKQ=4 W=5 Q=6 NULL=7", "split_seed * 10**12 + N * 10**6 + index"):
         assert rule in text
+
+
+def _message_strings(path: Path) -> list[tuple[int, str]]:
+    """The string literals of a module that are not docstrings: its messages, help texts, report lines."""
+    import ast
+
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docstrings = {id(node.value) for node in ast.walk(tree)
+                  if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)}
+    return [(node.lineno, node.value) for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings]
+
+
+def test_no_message_says_the_card():
+    # Messages said "not a config of the card", "the card trains on ...": a reader of the
+    # repository has no card. They name the task's rules by docs/TASK.md section, and "dataset
+    # card" only for the Hub dataset's README.md (the released files' statistics).
+    hits = [f"{path.relative_to(ROOT)}:{line}: {text!r}"
+            for path in sorted((ROOT / "swar_bench").rglob("*.py"))
+            for line, text in _message_strings(path)
+            if re.search(r"\bcard\b|card's", re.sub(r"dataset card", "", text), re.IGNORECASE)]
+    assert hits == []

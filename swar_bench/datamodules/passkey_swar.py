@@ -276,7 +276,8 @@ class TrainBatchSampler(DistributedSampler):
         stop = start + self.stream.batch_size
         if self.limit is None and stop > 10**6:
             raise RuntimeError(
-                f"the training stream for N={n} used all 1,000,000 indices of the card's seed formula; "
+                f"the training stream for N={n} used all 1,000,000 indices of the task's seed formula "
+                '(split_seed * 10**12 + N * 10**6 + index; docs/TASK.md, "Columns"); '
                 "lower examples_per_epoch x max_epochs or add train_configs"
             )
         return tuple(range(start, stop))

@@ -87,8 +87,8 @@ class Oracle(nn.Module):
         expected = FIRST_KEY + self.n_keys + self.n_values
         if vocab_size != expected:
             raise ValueError(
-                f"vocab_size={vocab_size} does not match the card's vocabulary of {expected} tokens "
-                f"(8 specials + n_keys={self.n_keys} + n_values={self.n_values})"
+                f"vocab_size={vocab_size} does not match the task's vocabulary of {expected} tokens "
+                f'(8 specials + n_keys={self.n_keys} + n_values={self.n_values}; docs/TASK.md, "Vocabulary")'
             )
         self.vocab_size = vocab_size
         self.first_value = FIRST_KEY + self.n_keys

@@ -39,6 +39,7 @@ from swar_bench.io import (
     probe_write,
 )
 from swar_bench.tasks.hub_io import (
+    CONFIGS_SECTION,
     PARAMS_FILE,
     DataSourceError,
     card_configs_text,
@@ -53,6 +54,7 @@ from swar_bench.tasks.hub_io import (
     release_report,
     remove_stale_temp_files,
     resolve_source,
+    train_configs_text,
     verify_dataset,
     write_dataset,
 )
@@ -103,7 +105,7 @@ def _check_card_config(config: str, option: str = "--configs") -> str:
     n = parse_config(config)
     if n not in ALLOWED_N:
         raise _UsageError(
-            f"{option}: {config} is not a config of the card (N in 32..16384, powers of 2); "
+            f"{option}: {config} is not a passkey_swar config (N in 32..16384, powers of 2; {CONFIGS_SECTION}); "
             f"expected some of {card_configs_text()}"
         )
     return config
@@ -118,7 +120,7 @@ def _folder_configs(source: str) -> list[str]:
             (card if int(name[1:]) in ALLOWED_N and name[1] != "0" else skipped).append(name)
     for name in sorted(skipped):
         print(
-            f"skipping {os.path.join(source, name)}: not a config of the card "
+            f"skipping {os.path.join(source, name)}: not a passkey_swar config "
             f"(expected some of {card_configs_text()})",
             file=sys.stderr,
         )
@@ -135,7 +137,7 @@ def _configs(value: str | None, source: str | None = None) -> list[str]:
         found = _folder_configs(source)
         if not found:
             raise DataSourceError(
-                f"no config folder of the card under {source!r}: expected the Hub layout "
+                f"no passkey_swar config folder under {source!r}: expected the Hub layout "
                 f"{source}/n{{N}}/{{split}}-00000-of-00001.parquet with N in 32..16384"
             )
         return found
@@ -287,15 +289,13 @@ def _pairs(
             if s not in card_splits(n):
                 if explicit:
                     raise _UsageError(
-                        f"--splits={s}: config {c} has no {s} split; the card trains on "
-                        f"{', '.join(config_name(t) for t in TRAIN_N)}"
+                        f"--splits={s}: config {c} has no {s} split; {train_configs_text()}"
                     )
                 continue
             out.append((c, s))
     if not out:
         raise _UsageError(
-            f"--splits={','.join(splits or ())}: none of {', '.join(configs)} has it; the card "
-            f"trains on {', '.join(config_name(t) for t in TRAIN_N)}"
+            f"--splits={','.join(splits or ())}: none of {', '.join(configs)} has it; {train_configs_text()}"
         )
     return out
 
@@ -309,8 +309,7 @@ def cmd_generate(args) -> int:
     for c in configs if splits is not None and "train" in splits else ():
         if parse_config(c) not in TRAIN_N:
             raise _UsageError(
-                f"--splits=train: config {c} has no train split; the card trains on "
-                f"{', '.join(config_name(n) for n in TRAIN_N)}"
+                f"--splits=train: config {c} has no train split; {train_configs_text()}"
             )
     num_examples = _num_examples(args.num_examples)
     params = _params(args.params)
@@ -542,10 +541,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     def common(p, source: bool = False, positional_source: bool = False):
         p.add_argument(
-            "--configs", help="comma-separated configs, e.g. n32,n64 (default: all of the card's)"
+            "--configs", help="comma-separated configs, e.g. n32,n64 (default: all of the release's, n32..n16384)"
         )
         p.add_argument("--splits", help="comma-separated splits, e.g. validation,test")
-        p.add_argument("--params", help="generator parameters as JSON (default: the card's)")
+        p.add_argument("--params", help='generator parameters as JSON (default: the release\'s, docs/TASK.md "Generation")')
         if positional_source:
             p.add_argument("source", help="a local folder in the Hub layout or a Hub dataset id")
         elif source:
@@ -558,18 +557,18 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("generate", help="write parquet in the Hub layout")
     p.add_argument("--out", required=True, help="output folder")
     p.add_argument(
-        "--num-examples", type=int, help="examples per split (default: the card's sizes)"
+        "--num-examples", type=int, help="examples per split (default: the release's: train 100,000, validation and test 1,000)"
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     common(p)
     p.set_defaults(func=cmd_generate)
 
-    p = sub.add_parser("stats", help="print the card's statistics table")
+    p = sub.add_parser("stats", help='print the statistics table (docs/TASK.md, "Statistics")')
     p.add_argument(
-        "--num-examples", type=int, help="examples per split (default: all / the card's sizes)"
+        "--num-examples", type=int, help="examples per split (default: all / the release's sizes)"
     )
     p.add_argument("--report", help="also write a stats.md-style markdown report here")
-    p.add_argument("--no-compare", action="store_true", help="do not show the card's values")
+    p.add_argument("--no-compare", action="store_true", help="do not show the released files' values (from the dataset card, README.md, of irodkin/passkey_swar)")
     common(p, source=True)
     p.set_defaults(func=cmd_stats)
 
@@ -595,12 +594,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=GENERATE,
         help="'generate' (default), a local folder or a Hub dataset id",
     )
-    p.add_argument("--params", help="generator parameters as JSON (default: the card's)")
+    p.add_argument("--params", help='generator parameters as JSON (default: the release\'s, docs/TASK.md "Generation")')
     p.set_defaults(func=cmd_show)
 
     p = sub.add_parser("vocab", help="write vocab.json")
     p.add_argument("--out", default="vocab.json")
-    p.add_argument("--params", help="generator parameters as JSON (default: the card's)")
+    p.add_argument("--params", help='generator parameters as JSON (default: the release\'s, docs/TASK.md "Generation")')
     p.set_defaults(func=cmd_vocab)
     return parser
 

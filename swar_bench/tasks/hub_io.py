@@ -267,9 +267,20 @@ def flat_to_table(flat: FlatBatch):
     )
 
 
+CONFIGS_SECTION = 'docs/TASK.md, "Configs and splits"'
+"""Where the task's configs (``n{N}``, N in 32..16384) and their splits are defined; messages
+about a config or split that does not exist cite it."""
+
+
 def card_configs_text() -> str:
-    """The card's configs as text: ``"n32, n64, ..., n16384"``."""
+    """The task's configs as text: ``"n32, n64, ..., n16384"`` (:data:`CONFIGS_SECTION`)."""
     return ", ".join(config_name(n) for n in ALLOWED_N)
+
+
+def train_configs_text() -> str:
+    """Which configs have a train split, for messages: ``"train splits exist only for n32, n64,
+    n128, n256 (docs/TASK.md, "Configs and splits")"``."""
+    return f"train splits exist only for {', '.join(config_name(n) for n in TRAIN_N)} ({CONFIGS_SECTION})"
 
 
 def check_card_config(config: str) -> int:
@@ -281,7 +292,7 @@ def check_card_config(config: str) -> int:
     n = parse_config(config)
     if n not in ALLOWED_N:
         raise DataSourceError(
-            f"config {config!r} is not a config of the card: expected one of {card_configs_text()}"
+            f"config {config!r} is not a passkey_swar config ({CONFIGS_SECTION}): expected one of {card_configs_text()}"
         )
     return n
 
@@ -307,7 +318,7 @@ def _check_request(configs: Sequence[str], splits: Sequence[str] | None) -> list
         for split in splits or card_splits(n):
             if split == "train" and n not in TRAIN_N:
                 raise DataSourceError(
-                    f"config {config} has no train split (the card trains on {', '.join(config_name(t) for t in TRAIN_N)})"
+                    f"config {config} has no train split ({train_configs_text()})"
                 )
             pairs.append((config, split))
     return pairs
@@ -715,7 +726,7 @@ def check_folder_params(out_dir: str | os.PathLike, params: PasskeySwarParams) -
     have = found[0] if found is not None else PasskeySwarParams()
     if have != params:
         old, new = params_diff(have, params)
-        where = f"recorded in {found[1]}" if found is not None else "the card's: no record"
+        where = f"recorded in {found[1]}" if found is not None else 'no params.json: the release\'s, docs/TASK.md "Generation"'
         raise DataSourceError(
             f"{out_dir} holds data generated with {old} ({where}), not {new}: one folder holds "
             "one parameter set; write to another folder (--out) or leave --params as recorded"

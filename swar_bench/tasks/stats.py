@@ -261,7 +261,8 @@ def format_report(
     histogram, the age histograms of valid and of stale queries, and key-reuse statistics."""
     parts = [f"# {title}\n", "## Summary\n", format_table(stats, compare_card=compare_card)]
     if compare_card:
-        parts.append("\nValues in parentheses: the dataset card's table.\n")
+        parts.append("\nValues in parentheses: the released files' statistics, from the dataset card (README.md) of "
+            "irodkin/passkey_swar.\n")
     for s in stats:
         parts.append(f"\n## {s.config} / {s.split}\n")
         parts.append(

@@ -161,14 +161,16 @@ def _generate(out, *extra):
         (
             ["--configs", "n7"],
             (
-                "--configs: n7 is not a config of the card (N in 32..16384, powers of 2); "
+                '--configs: n7 is not a passkey_swar config (N in 32..16384, powers of 2; docs/TASK.md, "Configs and '
+                'splits"); '
                 "expected some of n32, n64, n128, n256, n512, n1024, n2048, n4096, n8192, n16384"
             ),
         ),
-        (["--configs", "n32,n33"], "--configs: n33 is not a config of the card"),
+        (["--configs", "n32,n33"], "--configs: n33 is not a passkey_swar config"),
         (
             ["--configs", "n4096", "--splits", "train"],
-            "--splits=train: config n4096 has no train split; the card trains on n32, n64, n128, n256",
+            ('--splits=train: config n4096 has no train split; train splits exist only for n32, n64, n128, n256 '
+            '(docs/TASK.md, "Configs and splits")'),
         ),
         (["--configs", "n32,n32"], "--configs='n32,n32': n32 given more than once"),
         (["--configs", "n32", "--splits", "test,test"], "--splits='test,test': test given more"),
@@ -222,11 +224,11 @@ def test_check_and_verify_name_folders_that_are_not_card_configs(tmp_path, capsy
         assert main([command, str(out)]) == 2
         err = capsys.readouterr().err.splitlines()
         assert err[0] == (
-            f"skipping {out / 'n7'}: not a config of the card (expected some of n32, n64, n128, "
+            f"skipping {out / 'n7'}: not a passkey_swar config (expected some of n32, n64, n128, "
             "n256, n512, n1024, n2048, n4096, n8192, n16384)"
         )
         assert err[1] == (
-            f"swar-bench data {command}: error: no config folder of the card under {str(out)!r}: "
+            f"swar-bench data {command}: error: no passkey_swar config folder under {str(out)!r}: "
             f"expected the Hub layout {out}/n{{N}}/{{split}}-00000-of-00001.parquet with N in 32..16384"
         )
     assert _generate(out, "--configs", "n32", "--splits", "test") == 0
@@ -234,7 +236,7 @@ def test_check_and_verify_name_folders_that_are_not_card_configs(tmp_path, capsy
     assert main(["check", str(out)]) == 0
     captured = capsys.readouterr()
     assert captured.out == "splits are disjoint in 1 config(s): n32\n"
-    assert captured.err.startswith(f"skipping {out / 'n7'}: not a config of the card")
+    assert captured.err.startswith(f"skipping {out / 'n7'}: not a passkey_swar config")
     assert main(["verify", str(out)]) == 0
     assert capsys.readouterr().out == "n32/test: 20 examples pass the oracle\n"
 
@@ -294,7 +296,7 @@ def test_stats_of_a_train_split_the_card_does_not_have(capsys):
     assert main(["stats", "--configs", "n32,n512", "--splits", "train"]) == 2
     assert capsys.readouterr().err == (
         "swar-bench data stats: error: --splits=train: config n512 has no train split; "
-        "the card trains on n32, n64, n128, n256\n"
+        'train splits exist only for n32, n64, n128, n256 (docs/TASK.md, "Configs and splits")\n'
     )
     assert main(["stats", "--configs", "n32", "--splits", "train", "--num-examples", "3"]) == 0
     assert capsys.readouterr().out.splitlines()[2].startswith("| n32 | train | 3 | ")
@@ -677,3 +679,30 @@ def test_generate_says_interrupted_exactly_when_the_signal_came_before_it_comple
         else:
             assert code == 0 and err == ""
             assert release_report(out) is None  # the folder is a complete release
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(n=st.one_of(st.integers(1, 40000), st.sampled_from([32, 64, 128, 256, 512, 4096, 16384])))
+def test_a_config_or_train_split_off_the_task_is_named_with_its_docs_section(capsys, n):
+    # The reported kind: "n7 is not a config of the card", "the card trains on n32, ..."; every
+    # such line now cites where the configs and splits are defined.
+    from swar_bench.tasks.passkey_swar import ALLOWED_N, TRAIN_N
+
+    code = main(["stats", "--configs", f"n{n}", "--splits", "train", "--num-examples", "1", "--no-compare"])
+    captured = capsys.readouterr()
+    section = 'docs/TASK.md, "Configs and splits"'
+    if n not in ALLOWED_N:
+        assert code == 2
+        assert captured.err == (
+            f"swar-bench data stats: error: --configs: n{n} is not a passkey_swar config (N in 32..16384, powers of 2; "
+            f"{section}); expected some of n32, n64, n128, n256, n512, n1024, n2048, n4096, n8192, n16384\n"
+        )
+    elif n not in TRAIN_N:
+        assert code == 2
+        assert captured.err == (
+            f"swar-bench data stats: error: --splits=train: config n{n} has no train split; train splits exist only "
+            f"for n32, n64, n128, n256 ({section})\n"
+        )
+    else:
+        assert code == 0 and captured.err == ""
+        assert captured.out.splitlines()[2].startswith(f"| n{n} | train | 1 | ")

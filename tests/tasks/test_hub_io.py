@@ -205,10 +205,11 @@ def test_write_dataset_rejects_bad_requests(tmp_path):
             ["n7"],
             ["validation"],
             2,
-            "config 'n7' is not a config of the card: expected one of n32,",
+            'config \'n7\' is not a passkey_swar config (docs/TASK.md, "Configs and splits"): expected one of n32,',
         ),
-        (["n33"], None, 2, "config 'n33' is not a config of the card"),
-        (["n4096"], ["train"], 2, "config n4096 has no train split"),  # even with num_examples
+        (["n33"], None, 2, "config 'n33' is not a passkey_swar config"),
+        (["n4096"], ["train"], 2, ('config n4096 has no train split (train splits exist only for n32, n64, n128, n256 '
+                                 '(docs/TASK.md, "Configs and splits"))')),  # even with num_examples
         (["n32", "n32"], ["test"], 2, "configs: n32 given more than once"),
         (["n32"], ["test", "test"], 2, "splits: test given more than once"),
         ([], ["test"], 2, "configs=[]: expected at least one of n32"),
@@ -335,7 +336,7 @@ def test_params_record_of_older_folders_and_folders_without_one(tmp_path):
     assert hub_io.read_params(tmp_path) is None
     assert hub_io.folder_params(tmp_path) == PasskeySwarParams()
     assert hub_io.folder_params(tmp_path, PasskeySwarParams(w=4)) == PasskeySwarParams(w=4)
-    with pytest.raises(DataSourceError, match=r"w=16 \(the card's: no record\), not w=4"):
+    with pytest.raises(DataSourceError, match=r'w=16 \(no params.json: the release\'s, docs/TASK.md "Generation"\), not w=4'):
         write_dataset(tmp_path, ["n64"], ["test"], 2, params=PasskeySwarParams(w=4), progress=False)
     (tmp_path / "params.json").write_text('{"window": 3}')
     with pytest.raises(DataSourceError, match=r"params\.json: expected a JSON object of"):
