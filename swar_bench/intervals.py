@@ -33,8 +33,8 @@ FEW_MARK = "*"
 """Suffix of a table cell counted over fewer than ``FEW_ITEMS`` items."""
 
 MISSING = "none"
-"""Table and CSV cell for a quantity with no observations (e.g. stale queries at n32, card
-"Answer rule"), or one that is undefined (a correlation over one N)."""
+"""Table and CSV cell for a quantity with no observations (e.g. stale queries at n32,
+docs/TASK.md "Answer rule"), or one that is undefined (a correlation over one N)."""
 
 
 def _count(name: str, value: object) -> int:

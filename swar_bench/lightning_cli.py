@@ -18,7 +18,7 @@ command line and in a ``--config`` file alike (``SwarBenchCLI.init_parser``). Wi
 ``--trainer.logger=false`` the reports and LightningCLI's config go to ``runs/`` itself.
 
 Bad configs end with one line on stderr (exit code 2), e.g. an unknown mechanism class,
-``tbptt_steps < 1``, an N outside the card's set, a ``--ckpt_path`` that does not exist or whose
+``tbptt_steps < 1``, an N outside the task's N set (32..16384), a ``--ckpt_path`` that does not exist or whose
 weights do not fit the configured mechanism, or an output folder that cannot be created; they are
 found before anything is written. A non-finite training loss ends the run with one line (exit
 code 1) and no checkpoint written after it.

@@ -64,10 +64,10 @@ def mechanism_class_path(mechanism: torch.nn.Module) -> str:
 
 def check_task_fits(mechanism: torch.nn.Module, params=None) -> None:
     """Raise ValueError (one line) when ``mechanism`` cannot be run on passkey_swar data generated
-    with ``params`` (the card's defaults when None):
+    with ``params`` (the task's defaults when None):
 
-    - ``mechanism.vocab_size`` is smaller than the task's vocabulary (40 tokens for the card's
-      parameters: 8 specials + keys + values, card section "Vocabulary"); a larger vocabulary is
+    - ``mechanism.vocab_size`` is smaller than the task's vocabulary (40 tokens for the release's
+      parameters: 8 specials + keys + values, docs/TASK.md, "Vocabulary"); a larger vocabulary is
       allowed (the extra logits are never targets);
     - a mechanism that reads the task's rules (``task_params``, e.g. the Oracle) was built with a
       window ``w``, ``n_keys`` or ``n_values`` other than the data's.

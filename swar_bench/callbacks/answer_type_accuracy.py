@@ -55,7 +55,7 @@ supervised position."""
 
 AGE_BIN_UPPER = tuple(range(1, 17)) + tuple(2**k for k in range(5, 15))
 """Inclusive upper edges of the key-age bins (writes): 1, 2, ..., 16 (one bin per age inside the
-window w = 16), then (16, 32] (the card's gray zone, never queried), (32, 64], ..., (8192, 16384];
+window w = 16), then (16, 32] (the gray zone of docs/TASK.md "Answer rule", never queried), (32, 64], ..., (8192, 16384];
 one more bin holds ages > 16384."""
 
 _VALID = ANSWER_KINDS.index("ar_valid")
@@ -120,7 +120,7 @@ class AnswerTypeCounts(Metric):
     """Correct / total counts per ``n_writes`` x answer type and per ``n_writes`` x key-age bin.
 
     Args:
-        n_writes_values: every N that may be evaluated (default: the card's ``ALLOWED_N``); the
+        n_writes_values: every N that may be evaluated (default: ``ALLOWED_N``, every N of the task); the
             states have one row per N, so ranks that saw different N still reduce exactly.
         age_bin_upper: inclusive upper edges of the key-age bins (default ``AGE_BIN_UPPER``).
 
@@ -406,10 +406,10 @@ def plot_accuracy_vs_n_writes(report: AccuracyReport) -> Figure:
 
 
 def key_age_sides(report: AccuracyReport, window: int = 16) -> tuple[np.ndarray, np.ndarray]:
-    """Which key-age bins lie on each side of the card's gray zone ``(w, 2w]`` (never queried):
+    """Which key-age bins lie on each side of the gray zone ``(w, 2w]`` (never queried; docs/TASK.md, "Answer rule"):
     ``(valid, expired)``, ``bool[n_age_bins]`` each: bins whose ages are all ``<= w`` (answered
     with the key's latest value) and bins whose ages are all ``> 2w`` (answered NULL). A bin
-    reaching into ``(w, 2w]`` is on neither side. (Card, "Answer rule".)"""
+    reaching into ``(w, 2w]`` is on neither side. (docs/TASK.md, "Answer rule".)"""
     lo, hi = age_bin_bounds(report.age_bin_upper)
     valid = (hi >= 1) & (hi <= window)
     expired = lo > 2 * window
@@ -419,7 +419,7 @@ def key_age_sides(report: AccuracyReport, window: int = 16) -> tuple[np.ndarray,
 def plot_accuracy_vs_key_age(report: AccuracyReport, window: int = 16) -> Figure:
     """Query accuracy (y) against the queried key's age in writes (x, log2), one colour per N.
 
-    The card's gray zone ``(w, 2w]`` is never queried: it is shaded and every line is broken
+    The gray zone ``(w, 2w]`` (docs/TASK.md, "Answer rule") is never queried: it is shaded and every line is broken
     there (one segment for ages ``<= w``, one for ages ``> 2w``), so no line suggests a value in
     it. Above the plot each side says what a correct answer is there: the key's latest value up
     to ``w``, ``NULL`` beyond ``2w`` (docs/TASK.md, "Answer rule")."""
@@ -480,7 +480,7 @@ class AnswerTypeAccuracy(EvalHooks):
     figures. ``table()`` returns the latest table as markdown text.
 
     Args:
-        n_writes_values: every N that may be evaluated (default: the card's ``ALLOWED_N``).
+        n_writes_values: every N that may be evaluated (default: ``ALLOWED_N``, every N of the task).
         out_dir: folder for the test reports; ``None`` = ``trainer.log_dir``.
         write_reports: set False to only log metrics.
 

@@ -130,7 +130,7 @@ class CalibrationCounts(Metric):
     """Per-N sums of answer tokens, correct tokens, answer loss and confidence bins.
 
     Args:
-        n_writes_values: every N that may be evaluated (default: the card's ``ALLOWED_N``).
+        n_writes_values: every N that may be evaluated (default: ``ALLOWED_N``, every N of the task).
         n_bins: equal-width confidence bins of the ECE (default 15).
 
     States (summed across ranks): ``count`` / ``correct`` ``int64[n_N]``, ``loss_sum``
@@ -353,7 +353,7 @@ class Calibration(EvalHooks):
     ``log_dir``) and adds the table to TensorBoard as text.
 
     Args:
-        n_writes_values: every N that may be evaluated (default: the card's ``ALLOWED_N``).
+        n_writes_values: every N that may be evaluated (default: ``ALLOWED_N``, every N of the task).
         n_bins: confidence bins of the ECE (default 15).
         out_dir: folder for the test reports; ``None`` = ``trainer.log_dir``.
         write_reports: set False to only log metrics.

@@ -42,8 +42,8 @@ def expected_tokens_per_example(n_writes: int, query_rate: float = 0.25) -> floa
     """Mean passkey_swar sequence length in tokens at N writes: ``12 + 3 * N * (1 + query_rate)``.
 
     BOS, PK, 4 passkey tokens, PKQ, 4 passkey tokens and EOS make 12 tokens; every write ``W k v``
-    and every query ``Q k a`` is 3 tokens, with ``query_rate`` queries per write on average (card,
-    docs/TASK.md, "Format"; it gives 132 tokens at n32 and 972 at n256, as measured on the release).
+    and every query ``Q k a`` is 3 tokens, with ``query_rate`` queries per write on average
+    (docs/TASK.md, "Format"; it gives 132 tokens at n32 and 972 at n256, as measured on the release).
     """
     return 12.0 + 3.0 * n_writes * (1.0 + query_rate)
 
@@ -52,7 +52,7 @@ class LengthCurriculum(Callback):
     """Choose the training N of every next batch with Thompson sampling under a FLOP ledger.
 
     Args:
-        n_writes_values: the training N buckets, one arm each (default: the card's ``TRAIN_N``).
+        n_writes_values: the training N buckets, one arm each (default: ``TRAIN_N``, the N with a train split).
         budget_flops: total training FLOPs the ledger may hand out (split evenly across arms);
             ``None`` = no rationing (no arm is ever masked).
         vocab_size: vocabulary size; the chance loss is ``ln(vocab_size)`` nats (default 40).

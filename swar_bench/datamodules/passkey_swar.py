@@ -50,7 +50,7 @@ BatchKey = tuple
 
 
 def parse_configs(configs: Sequence[int | str] | int | str, name: str) -> tuple[int, ...]:
-    """``[32, "n64", ...]`` -> ``(32, 64, ...)``, checked against the card's N set.
+    """``[32, "n64", ...]`` -> ``(32, 64, ...)``, checked against the task's N set (32..16384).
 
     Raises:
         ValueError: an entry that is not an integer N / ``"n<N>"`` in ``ALLOWED_N``, or an
@@ -123,8 +123,8 @@ def filler_batch(n_writes: int) -> dict[str, torch.Tensor]:
 class PasskeySwarBatches(Dataset):
     """Map-style dataset whose items are whole batches, addressed by a ``BatchKey``.
 
-    ``source="generate"`` builds examples with ``generate_examples(seeds, N)`` from the card's
-    seed formula; otherwise ``source`` (a Hub id or a local folder in the Hub layout) is read
+    ``source="generate"`` builds examples with ``generate_examples(seeds, N)`` from the task's
+    seed formula (docs/TASK.md, "Columns"); otherwise ``source`` (a Hub id or a local folder in the Hub layout) is read
     with ``swar_bench.tasks.hub_io.load_split`` and an index past the end of a split wraps.
     """
 
@@ -350,24 +350,24 @@ class PasskeySwarDataModule(pl.LightningDataModule):
     """passkey_swar for Lightning: bucketed by N, generated or read, exact under DDP, resumable.
 
     Args:
-        source: ``"generate"`` (default: examples built from the card's seed formula, no files),
+        source: ``"generate"`` (default: examples built from the task's seed formula, docs/TASK.md "Columns"; no files),
             a Hub id (e.g. ``irodkin/passkey_swar``) or a local folder in the Hub layout.
         train_configs: N values (ints or ``"n<N>"``) drawn for training (default 32..256).
-        val_configs / test_configs: N values evaluated (any of the card's 32..16384).
+        val_configs / test_configs: N values evaluated (any of the task's 32..16384).
         batch_size: examples per batch per rank.
         eval_batch_size: examples per evaluation batch per rank (None, the default: ``batch_size``).
         num_workers: dataloader worker processes.
         examples_per_epoch: training examples per epoch over all ranks (batches per epoch per
             rank = examples_per_epoch // (batch_size * world_size), at least 1).
-        eval_examples: examples per N in validation / test (card: 1000; fewer for quick runs).
+        eval_examples: examples per N in validation / test (the release's 1,000; fewer for quick runs).
             A stored split with fewer gives all it has, with one warning (``rank_zero_warn``)
             naming the split, the number asked and the number available.
         seed: seeds the per-step draw of N from ``train_configs`` (the examples themselves
-            come from the card's seed formula).
-        task_params: ``PasskeySwarParams`` fields as a dict (default: the card's parameters).
+            come from the task's seed formula, docs/TASK.md "Columns").
+        task_params: ``PasskeySwarParams`` fields as a dict (default: the release's parameters).
 
     Raises:
-        ValueError: an N outside the card's set, a non-positive size (``batch_size``,
+        ValueError: an N outside the task's N set (32..16384), a non-positive size (``batch_size``,
             ``eval_batch_size``, ``examples_per_epoch``, ``eval_examples``), a negative
             ``num_workers``.
     """
@@ -455,7 +455,7 @@ class PasskeySwarDataModule(pl.LightningDataModule):
 
         Takes effect from the next batch the sampler issues: with ``num_workers=0`` the very next
         training batch; with workers, batches already prefetched (up to ``num_workers *
-        prefetch_factor``) keep their N. Raises ValueError for an N outside the card's set.
+        prefetch_factor``) keep their N. Raises ValueError for an N outside the task's N set (32..16384).
         """
         self.stream.train_n = parse_configs([n_writes], "set_train_n")[0]
 

@@ -121,7 +121,7 @@ class Conformance:
 
     Args:
         build: a callable returning a fresh mechanism (called again for the seed check).
-        task_params: ``PasskeySwarParams`` of the data (the card's when None).
+        task_params: ``PasskeySwarParams`` of the data (the release's when None).
         batch_size: sequences per test batch.
         seq_len: tokens of the streaming and state checks.
         long_len: tokens of the long input (fixed-size and finiteness checks).

@@ -114,7 +114,7 @@ class DecayLinearAttentionMixer(Mixer):
 
 class ScalarDecayLinearAttention(MixerLM):
     """Backbone with single-head linear attention and ONE scalar decay, constant in time
-    (Katharopoulos et al., 2020, "Transformers are RNNs", with a decay as in RetNet). The card's
+    (Katharopoulos et al., 2020, "Transformers are RNNs", with a decay as in RetNet). The task's
     impossible case: forgetting stale keys needs ``decay < 1``, keeping the passkey for ever needs
     ``decay = 1`` (dataset card, first paragraph). State per layer: ``d_model^2`` floats.
 

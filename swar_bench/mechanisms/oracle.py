@@ -1,4 +1,4 @@
-"""A parameter-free mechanism that reads the passkey_swar stream and answers by the card's rules.
+"""A parameter-free mechanism that reads the passkey_swar stream and answers by the task's rules (docs/TASK.md).
 
 It proves the metrics pipeline end to end: on every supervised position it puts almost all
 probability (``answer_logit`` above the rest) on the correct token, so every accuracy must read
@@ -27,7 +27,7 @@ from torch import nn
 from swar_bench.mechanisms.base import check_positive_int
 from swar_bench.mechanisms.protocol import map_state
 
-# Token ids of the card's vocabulary (section "Vocabulary").
+# Token ids of the task's vocabulary (section "Vocabulary").
 PAD, BOS, EOS, PK, PKQ, W, Q, NULL = range(8)
 FIRST_KEY = 8
 PASSKEY_LEN = 4
@@ -48,12 +48,12 @@ class OracleState:
 
 
 class Oracle(nn.Module):
-    """The card's answer rule as a ContextMechanism (no parameters, no training).
+    """The task's answer rule (docs/TASK.md, "Answer rule") as a ContextMechanism (no parameters, no training).
 
     Args:
-        vocab_size: must equal ``8 + n_keys + n_values`` (40 for the default card parameters).
+        vocab_size: must equal ``8 + n_keys + n_values`` (40 for the task's default parameters).
         params: optional ``swar_bench.tasks.passkey_swar.PasskeySwarParams``, a dict of its fields,
-            or anything with ``w``, ``n_keys``, ``n_values`` attributes; the card's defaults
+            or anything with ``w``, ``n_keys``, ``n_values`` attributes; the task's defaults
             (16, 16, 16) when None. The harness checks them against the data's parameters.
         answer_logit: logit of the predicted token at answer positions (others are 0), so its
             probability is ``e^a / (e^a + V - 1)`` (> 0.9999999 for a = 20, V = 40).

@@ -1,7 +1,7 @@
 """The passkey_swar task (numpy only): parameters, vocabulary, generators, oracle, statistics.
 
-See ``passkey_swar`` (generation, card sections "Format" / "Answer rule"), ``oracle``
-(verification and per-position annotation), ``stats`` (the card's statistics table) and
+See ``passkey_swar`` (generation, docs/TASK.md "Format" / "Answer rule"), ``oracle``
+(verification and per-position annotation), ``stats`` (the statistics table, docs/TASK.md "Statistics") and
 ``hub_io`` (the release's parquet layout).
 """
 

@@ -112,8 +112,8 @@ def _check_card_config(config: str, option: str = "--configs") -> str:
 
 
 def _folder_configs(source: str) -> list[str]:
-    """The card's configs present as folders in a local ``source``, in order of N; folders named
-    like a config but not on the card (e.g. ``n7``) are named on stderr as skipped."""
+    """The passkey_swar configs present as folders in a local ``source``, in order of N; folders named
+    like a config but not one (e.g. ``n7``) are named on stderr as skipped."""
     card, skipped = [], []
     for name in os.listdir(source):
         if os.path.isdir(os.path.join(source, name)) and name[:1] == "n" and name[1:].isdigit():
@@ -128,8 +128,8 @@ def _folder_configs(source: str) -> list[str]:
 
 
 def _configs(value: str | None, source: str | None = None) -> list[str]:
-    """The --configs list (each a config of the card); by default those present in a local
-    folder ``source``, else all of the card's."""
+    """The --configs list (each a passkey_swar config); by default those present in a local
+    folder ``source``, else all of the release's."""
     configs = _csv(value, "--configs")
     if configs is not None:
         return [_check_card_config(c) for c in configs]
@@ -242,7 +242,7 @@ def _check_source(option: str, source: str) -> str:
 
 def _source_params(value: str | None, source: str) -> PasskeySwarParams:
     """The parameters to read ``source`` with: a local folder's record (``--params``, when
-    given, must equal it), else ``--params`` or the card's."""
+    given, must equal it), else ``--params`` or the release's."""
     if source != GENERATE and os.path.isdir(source):
         return folder_params(source, _params(value) if value else None)
     return _params(value)
@@ -280,7 +280,7 @@ def _pairs(
     default: tuple[str, ...] | None = None,
     explicit: bool = False,
 ) -> list[tuple[str, str]]:
-    """(config, split) pairs of the card: ``train`` only for n32..n256. Asking for ``train``
+    """(config, split) pairs of the release: ``train`` only for n32..n256. Asking for ``train``
     skips the other configs when they were not named, and is an error when they were."""
     out = []
     for c in configs:

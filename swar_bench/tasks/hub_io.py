@@ -213,7 +213,7 @@ def parse_config(config: str) -> int:
 
 
 def card_splits(n_writes: int) -> tuple[str, ...]:
-    """The splits the card has for config ``n{N}`` (train only for N in 32..256)."""
+    """The splits the release has for config ``n{N}`` (train only for N in 32..256)."""
     return ("train", "validation", "test") if n_writes in TRAIN_N else ("validation", "test")
 
 
@@ -223,7 +223,7 @@ def split_path(out_dir: str | os.PathLike, config: str, split: str) -> str:
 
 
 def arrow_schema():
-    """The card's columns as a pyarrow schema."""
+    """The release's columns as a pyarrow schema (docs/TASK.md, "Columns")."""
     import pyarrow as pa
 
     return pa.schema(
@@ -238,7 +238,7 @@ def arrow_schema():
 
 
 def flat_to_table(flat: FlatBatch):
-    """A generated batch as a pyarrow Table with the card's schema (no per-example copies)."""
+    """A generated batch as a pyarrow Table with the release's schema (no per-example copies)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -284,10 +284,10 @@ def train_configs_text() -> str:
 
 
 def check_card_config(config: str) -> int:
-    """``N`` of a config that the card has (``N`` in :data:`ALLOWED_N`, 32..16384 by powers of 2).
+    """``N`` of a passkey_swar config (``N`` in :data:`ALLOWED_N`, 32..16384 by powers of 2).
 
     Raises:
-        DataSourceError: not of the form ``n{N}``, or ``N`` not a config of the card.
+        DataSourceError: not of the form ``n{N}``, or ``N`` not a passkey_swar config.
     """
     n = parse_config(config)
     if n not in ALLOWED_N:
@@ -298,7 +298,7 @@ def check_card_config(config: str) -> int:
 
 
 def _check_request(configs: Sequence[str], splits: Sequence[str] | None) -> list[tuple[str, str]]:
-    """(config, split) pairs to write; the card's configs and splits only, each named once."""
+    """(config, split) pairs to write; the release's configs and splits only, each named once."""
     if not configs:
         raise DataSourceError(f"configs=[]: expected at least one of {card_configs_text()}")
     if splits is not None and not splits:
@@ -357,10 +357,10 @@ def write_split(
 
 
 def card_files(out_dir: str | os.PathLike) -> dict[int, list[str]]:
-    """The card's split files present in a local folder: ``{N: [split, ...]}`` for each config
-    of the card (``N`` in :data:`ALLOWED_N`) that holds ``n{N}/{split}-00000-of-00001.parquet``;
+    """The release's split files present in a local folder: ``{N: [split, ...]}`` for each config
+    of the release (``N`` in :data:`ALLOWED_N`) that holds ``n{N}/{split}-00000-of-00001.parquet``;
     other entries of the folder (e.g. ``n7/``, ``notes/``) are not the dataset's. Splits in the
-    card's order (train, validation, test)."""
+    release's order (train, validation, test)."""
     out_dir = os.fspath(out_dir)
     found: dict[int, list[str]] = {}
     for n in ALLOWED_N:
@@ -538,12 +538,12 @@ def release_problems(folder: str | os.PathLike) -> list[str]:
 
     - ``README.md`` with a ``configs:`` header (without it ``load_dataset`` knows no config);
     - every split file that header lists (a run cut short lists what it did not write);
-    - every split file of the card on disk listed in that header (else it cannot be loaded);
+    - every split file of the release on disk listed in that header (else it cannot be loaded);
     - ``vocab.json``; ``params.json`` for a folder written by ``swar-bench data generate`` (its
       README has a ``Parameters:`` line, or it has no README);
     - content: the README header is a configs list; ``params.json`` (else the README's
       ``Parameters:`` line) parses as :class:`PasskeySwarParams`, and the two agree;
-      ``vocab.json`` equals the vocabulary of those parameters (of the card's without a record).
+      ``vocab.json`` equals the vocabulary of those parameters (of the release's without a record).
 
     Returns:
         One short phrase per problem: missing ones first, e.g. ``"the split files README.md
@@ -581,7 +581,7 @@ def check_release(folder: str | os.PathLike, command: str = "generate") -> None:
 
 
 def finished_split(path: str | os.PathLike, num_examples: int) -> bool:
-    """``path`` is a complete split file of ``num_examples`` examples with the card's columns
+    """``path`` is a complete split file of ``num_examples`` examples with the release's columns (docs/TASK.md, "Columns")
     (a file that exists was renamed into place whole, see :func:`write_split`; the footer is read,
     not the data)."""
     import pyarrow as pa
@@ -601,7 +601,7 @@ def write_readme(
     planned: Iterable[tuple[str, str]] = (),
 ) -> str:
     """(Re)write ``DIR/README.md`` with a YAML ``configs:`` header listing every split file of
-    the card present under ``DIR/n{N}/`` (:func:`card_files`; so repeated ``generate`` calls
+    the release present under ``DIR/n{N}/`` (:func:`card_files`; so repeated ``generate`` calls
     accumulate configs) and every ``(config, split)`` of ``planned``, written or not.
 
     :func:`write_dataset` writes it first with the splits it is about to write, so a folder whose
@@ -650,7 +650,7 @@ def read_params(folder: str | os.PathLike) -> PasskeySwarParams | None:
     """The generator parameters a local folder records: ``DIR/params.json``, else the
     ``Parameters:`` line of a ``DIR/README.md`` written by :func:`write_readme` (folders from
     before ``params.json``); ``None`` when the folder records none (e.g. a download of the Hub
-    release: the card's parameters).
+    release, which has the default parameters, docs/TASK.md "Generation").
 
     Raises:
         DataSourceError: a record that is not valid JSON or not valid parameters (names the file).
@@ -694,7 +694,7 @@ def folder_params(
     folder: str | os.PathLike, params: PasskeySwarParams | None = None, option: str = "--params"
 ) -> PasskeySwarParams:
     """The parameters to read a local folder with: its record (:func:`read_params`), or
-    ``params``, or the card's. ``params`` that differ from the record are an error: the
+    ``params``, or the release's. ``params`` that differ from the record are an error: the
     folder's data was not generated with them.
 
     Raises:
@@ -713,7 +713,7 @@ def folder_params(
 
 def check_folder_params(out_dir: str | os.PathLike, params: PasskeySwarParams) -> None:
     """Before writing ``params``' data into ``out_dir``: the folder's split files (if any) were
-    generated with the same parameters (its record, or the card's when it has none).
+    generated with the same parameters (its record, or the release's when it has none).
 
     Raises:
         DataSourceError: they differ (names the differing fields of both and suggests another
@@ -742,7 +742,7 @@ def write_params(out_dir: str | os.PathLike, params: PasskeySwarParams) -> str:
 
 def remove_stale_temp_files(out_dir: str | os.PathLike) -> list[str]:
     """Remove the temporary files of this module's naming that an interrupted (e.g. SIGKILLed)
-    run left in ``out_dir``: ``.tmp-*.parquet`` in every config folder of the card
+    run left in ``out_dir``: ``.tmp-*.parquet`` in every passkey_swar config folder
     (``DIR/n{N}/``, N in :data:`ALLOWED_N`, whichever configs the new run writes) and
     ``.tmp-*README.md`` / ``vocab.json`` / ``params.json`` / ``.tmp-probe-*`` in ``DIR``. Other
     files are left alone. Two runs must not write one folder at once. Returns the paths
@@ -778,12 +778,12 @@ def write_dataset(
 
     Args:
         out_dir: target folder (created).
-        configs: e.g. ``["n32", "n64"]``, each a config of the card, each once; default
-            (``None``): every config of the card.
-        splits: e.g. ``["validation", "test"]``, each once; default (``None``): the card's
+        configs: e.g. ``["n32", "n64"]``, each a passkey_swar config, each once; default
+            (``None``): every passkey_swar config.
+        splits: e.g. ``["validation", "test"]``, each once; default (``None``): the release's
             splits of each config.
-        num_examples: examples per split; default: the card's sizes (train 100,000, else 1,000).
-        params: generator parameters (default: the card's).
+        num_examples: examples per split; default: the release's sizes (train 100,000, else 1,000).
+        params: generator parameters (default: the release's, docs/TASK.md "Generation").
         progress: show a tqdm progress bar (examples).
         kept: a list to which the paths of split files kept from an earlier run are appended.
 
@@ -791,8 +791,8 @@ def write_dataset(
         The parquet paths of the request (written now, or kept from an earlier run).
 
     Raises:
-        DataSourceError: bad config/split name, ``N`` not a config of the card (32..16384),
-            ``train`` asked for a config without one (the card trains on n32..n256), an empty
+        DataSourceError: bad config/split name, ``N`` not a passkey_swar config (32..16384),
+            ``train`` asked for a config without one (train splits exist only for n32..n256), an empty
             or repeated config/split, ``out_dir`` empty or an existing file, or ``out_dir`` holding data
             of other parameters (:func:`check_folder_params`) (all before writing).
         ValueError: ``num_examples`` outside ``[1, 10**6)``.
@@ -880,12 +880,12 @@ def _quiet_datasets():
 
 
 def check_parquet(path: str | os.PathLike) -> None:
-    """Check that ``path`` is a readable parquet file with the card's columns and at least one
+    """Check that ``path`` is a readable parquet file with the release's columns (docs/TASK.md, "Columns") and at least one
     example (footer only, no data pages are read).
 
     Raises:
         DataSourceError: unreadable or not parquet (names the file), columns other than the
-            card's :data:`COLUMNS`, or no rows.
+            release's :data:`COLUMNS`, or no rows.
     """
     import pyarrow.parquet as pq
 
@@ -926,17 +926,17 @@ def load_split(
         split: ``"train"``, ``"validation"`` or ``"test"``.
         verify: run the oracle (:func:`verify_example`) on every example.
         params: parameters the data was generated with, for verification (default: a local
-            folder's record, :func:`folder_params`, else the card's).
+            folder's record, :func:`folder_params`, else the release's).
         cache_dir: passed to ``datasets.load_dataset``.
 
     Returns:
-        ``datasets.Dataset`` with the card's columns.
+        ``datasets.Dataset`` with the release's columns (docs/TASK.md, "Columns").
 
     Raises:
         DataSourceError: ``source`` an existing file, a missing local path, or neither a
             folder nor a Hub id ``owner/name`` (:func:`resolve_source`, at once, before any
             network access); an unreachable Hub (asked once per run, :func:`reach_hub`) or a
-            dataset neither on the Hub nor, offline, in the cache; missing config or split, columns other than the card's,
+            dataset neither on the Hub nor, offline, in the cache; missing config or split, columns other than the release's,
             a split without examples, or (``verify``) ``params`` other than a local folder's
             record (one sentence).
         OracleError: ``verify`` and an example breaks a rule (names its index).

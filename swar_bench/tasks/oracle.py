@@ -39,7 +39,7 @@ ANSWER_KINDS: tuple[str, ...] = (
     "ar_expired_never",
     "passkey",
 )
-"""Answer-kind codes (index = code): ``ar_expired`` of the card split into *stale* (written
+"""Answer-kind codes (index = code): the task's ``ar_expired`` split into *stale* (written
 earlier, idle for more than 2w writes) and *never-written* keys (docs/TASK.md, "Answer rule")."""
 
 NONE, AR_VALID, AR_EXPIRED_STALE, AR_EXPIRED_NEVER, PASSKEY = range(len(ANSWER_KINDS))
@@ -50,7 +50,7 @@ MIN_LEN = HEAD_LEN + TAIL_LEN
 
 
 class OracleError(ValueError):
-    """An example breaks a rule of the card; the message names the example, position and rule."""
+    """An example breaks a rule of the task (docs/TASK.md); the message names the example, position and rule."""
 
 
 def _where(example_id: str, position: int | None = None) -> str:
@@ -69,7 +69,7 @@ def _example_id(example: Mapping[str, Any], index: int | None) -> str:
 def verify_example(
     example: Mapping[str, Any], params: PasskeySwarParams | None = None, index: int | None = None
 ) -> None:
-    """Check one example against the card's rules, from its tokens alone (a brute-force scan).
+    """Check one example against the task's rules (docs/TASK.md), from its tokens alone (a brute-force scan).
 
     Checks, in order: structure (``BOS PK p1..p4 <W k v | Q k a>* PKQ p1..p4 EOS``, every token
     in the vocabulary, whole triples, at least one write before the first query, ``n_writes``
@@ -82,7 +82,7 @@ def verify_example(
     Args:
         example: a dict with ``input_ids`` ([T] ints), ``labels`` ([T] ints), ``answer_type``
             (list of str) and optionally ``n_writes`` and ``seed`` (as :func:`make_example`).
-        params: the parameters it was generated with (default: the card's).
+        params: the parameters it was generated with (default: the release's, docs/TASK.md "Generation").
         index: the example's row in its split, quoted in errors.
 
     Raises:
@@ -246,7 +246,7 @@ def annotate(
 
     Args:
         input_ids: ``[T]`` token ids of one example (any integer dtype).
-        params: generator parameters (default: the card's); only ``w`` and the vocabulary matter.
+        params: generator parameters (default: the release's, docs/TASK.md "Generation"); only ``w`` and the vocabulary matter.
 
     Returns:
         ``(answer_kind, key_age)``: ``answer_kind`` ``int8 [T]`` with codes of

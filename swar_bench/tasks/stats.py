@@ -1,8 +1,9 @@
-"""Statistics of passkey_swar splits: the card's table and a stats.md-style report.
+"""Statistics of passkey_swar splits: the dataset card's table and a stats.md-style report.
 
 Everything is measured from the tokens through the oracle's :func:`annotate` (not from the
 generator's internals), so the same code measures generated, local and downloaded data.
-Card sections: "Statistics (measured on the released files)" and "Full tables".
+Sections of the dataset card (README.md of irodkin/passkey_swar): "Statistics (measured on the
+released files)" and "Full tables".
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from swar_bench.tasks.oracle import (
 )
 from swar_bench.tasks.passkey_swar import PasskeySwarParams, Q, W
 
-# The card's table: (config, split) -> (examples, mean length, queries/ex, valid, expired,
+# The dataset card's table (README.md of irodkin/passkey_swar): (config, split) -> (examples, mean length, queries/ex, valid, expired,
 # stale share of expired). Reference values to compare against, not results of this code.
 CARD_STATS: dict[tuple[str, str], tuple[int, float, float, float, float, float]] = {
     ("n32", "train"): (100_000, 132, 8.0, 0.500, 0.500, 0.000),
@@ -86,7 +87,7 @@ class SplitStats:
         examples: number of examples.
         tokens: total tokens; ``mean_length = tokens / examples``.
         queries, valid, stale, never: query counts by answer kind (``stale`` + ``never`` =
-            the card's ``ar_expired``).
+            the task's ``ar_expired``).
         query_gaps: ``int64 [GAP_BINS + 1]``, writes between consecutive queries of an example
             (0 = after the same write), last bin ``>= GAP_BINS``.
         valid_ages: ``int64 [w + 1]``, index = age in writes (index 0 unused).
@@ -148,7 +149,7 @@ class SplitStats:
         return self.stale / max(self.stale + self.never, 1)
 
     def row(self) -> tuple:
-        """The card's table row: (config, split, examples, mean length, queries/ex, valid,
+        """The dataset card's table row: (config, split, examples, mean length, queries/ex, valid,
         expired, stale share of expired)."""
         return (
             self.config,
@@ -222,8 +223,9 @@ def compute_stats(
 
 
 def format_table(stats: Iterable[SplitStats], compare_card: bool = False) -> str:
-    """The card's statistics table as markdown; with ``compare_card``, the card's value of
-    each (config, split) follows in parentheses where the card has one."""
+    """The statistics table (docs/TASK.md, "Statistics") as markdown; with ``compare_card``, the
+    released files' value of each (config, split), from the dataset card (README.md of
+    irodkin/passkey_swar), follows in parentheses where the dataset card has one."""
     lines = ["| " + " | ".join(TABLE_COLUMNS) + " |", "|" + "---|" * 2 + "---:|" * 6]
     for s in stats:
         row = s.row()
@@ -237,11 +239,11 @@ def format_table(stats: Iterable[SplitStats], compare_card: bool = False) -> str
             f"{row[6]:.3f}",
             f"{row[7]:.3f}",
         ]
-        card = CARD_STATS.get((s.config, s.split)) if compare_card else None
-        if card is not None:
+        released = CARD_STATS.get((s.config, s.split)) if compare_card else None
+        if released is not None:
             fmt = [None, "{:.0f}", "{:.1f}", "{:.3f}", "{:.3f}", "{:.3f}"]
             for i in range(1, 6):
-                cells[i + 2] += f" ({fmt[i].format(card[i])})"
+                cells[i + 2] += f" ({fmt[i].format(released[i])})"
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
@@ -257,7 +259,7 @@ def _hist_table(labels: list[str], counts: np.ndarray, unit: str) -> str:
 def format_report(
     stats: list[SplitStats], title: str = "passkey_swar statistics", compare_card: bool = True
 ) -> str:
-    """A stats.md-style markdown report: the card's table, then per config/split the query-gap
+    """A stats.md-style markdown report: the dataset card's table, then per config/split the query-gap
     histogram, the age histograms of valid and of stale queries, and key-reuse statistics."""
     parts = [f"# {title}\n", "## Summary\n", format_table(stats, compare_card=compare_card)]
     if compare_card:

@@ -10,8 +10,8 @@ queries ``Q k a`` follow while a coin with probability ``q / (1 + q)`` comes up
 value of the key's latest write when its age is ``<= w`` (``ar_valid``) and ``NULL`` when the key
 was never written or its age is ``> 2w`` (``ar_expired``); keys with ``w < age <= 2w`` (the gray
 zone) are never queried. ``age`` = number of writes since the key's most recent write (the
-immediately preceding write has age 1; only the latest write counts). Card sections: "Format",
-"Answer rule", "Vocabulary", "Columns".
+immediately preceding write has age 1; only the latest write counts). docs/TASK.md sections:
+"Format", "Answer rule", "Vocabulary", "Columns".
 
 Two implementations produce the same examples, bit for bit (tested):
 
@@ -22,7 +22,7 @@ Two implementations produce the same examples, bit for bit (tested):
 Both read their randomness from the same counter-based streams (:func:`stream_bits`, ``rng.py``):
 draw ``i`` of stream ``s`` of the example with seed ``seed`` is a pure function of
 ``(seed, s, i)``, so the two paths cannot drift apart by consuming random numbers in a different
-order. The card's constants and :class:`PasskeySwarParams` are in ``params.py``, the token ids and
+order. The task's constants and :class:`PasskeySwarParams` are in ``params.py``, the token ids and
 :class:`Vocab` in ``vocab.py``, the per-example seed formula in ``seeds.py``. Numpy only.
 """
 

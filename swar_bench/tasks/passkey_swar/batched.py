@@ -158,7 +158,7 @@ def generate_flat(
     Args:
         seeds: ``[B]`` example seeds in ``[0, 2**63)``.
         n_writes: ``N`` of every example of the batch.
-        params: generator parameters (default: the card's).
+        params: generator parameters (default: the release's, docs/TASK.md "Generation").
 
     Raises:
         ValueError: bad seeds, ``n_writes`` or ``params``.

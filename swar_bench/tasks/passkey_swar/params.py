@@ -1,4 +1,4 @@
-"""The card's constants (configs, splits, special label values) and the generator's parameters
+"""The task's constants (configs, splits, special label values) and the generator's parameters
 (docs/TASK.md, "Configs and splits", "Generation", "Columns")."""
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ PASSKEY_LEN = 4
 """Passkey tokens (docs/TASK.md, "Format")."""
 
 ANSWER_TYPES: tuple[str, ...] = ("ar_valid", "ar_expired", "passkey")
-"""The ``answer_type`` strings of the card's "Columns" section."""
+"""The ``answer_type`` strings of docs/TASK.md's "Columns" section."""
 
 
 @dataclass(frozen=True)
@@ -107,7 +107,7 @@ class PasskeySwarParams:
             )
 
     def to_dict(self) -> dict:
-        """The parameters as a JSON-ready dict (the card's "Parameters" line)."""
+        """The parameters as a JSON-ready dict (the ``Parameters:`` line of a generated README.md)."""
         return dataclasses.asdict(self)
 
     @property

@@ -25,7 +25,7 @@ from swar_bench.tasks.passkey_swar.vocab import BOS, EOS, NULL, PK, PKQ, Q, W, v
 def make_example(seed: int, n_writes: int, params: PasskeySwarParams | None = None) -> dict:
     """Generate one example (the reference implementation; a pure function of its arguments).
 
-    The process (issue "passkey_swar task", reproducing the card's statistics):
+    The process (issue "passkey_swar task", reproducing the statistics of the dataset card (README.md)):
 
     1. passkey: 4 uniform values;
     2. active set: size uniform in ``[active_min, active_max]``, keys uniform without
@@ -37,14 +37,14 @@ def make_example(seed: int, n_writes: int, params: PasskeySwarParams | None = No
        is valid with probability ``valid_frac`` -- key uniform among keys of age ``<= w``, answer
        the value of its latest write -- else expired -- key uniform among never-written keys and
        keys of age ``> 2w``, answer ``NULL``. Keys with ``w < age <= 2w`` are never queried
-       (the card's gray zone).
+       (the gray zone, docs/TASK.md "Answer rule").
 
        *No candidate*: a valid candidate always exists (the key just written has age 1). When
        the expired kind has no candidate (every key written within the last ``2w`` writes;
-       with the card's parameters at most ``8 + (drift swaps)`` keys are written in 32 writes, so
+       with the release's parameters at most ``8 + (drift swaps)`` keys are written in 32 writes, so
        this needs a ``n_keys`` close to ``active_max``), the query falls back to the valid kind.
-       This keeps the number of queries at ``q`` per write (the card's "queries/ex" column);
-       it never happens with the card's parameters, so the card's valid share is unaffected.
+       This keeps the number of queries at ``q`` per write (the dataset card's "queries/ex" column);
+       it never happens with the release's parameters, so the valid share is unaffected.
 
     Randomness: draw ``i`` of stream ``s`` (the ``STREAM_*`` constants) is
     ``stream_bits(seed, s, ...)[i]``. Write ``j`` uses one 64-bit draw: its low half picks the
@@ -57,7 +57,7 @@ def make_example(seed: int, n_writes: int, params: PasskeySwarParams | None = No
     Args:
         seed: example seed, ``0 <= seed < 2**63`` (see :func:`example_seed`).
         n_writes: ``N``, number of AR writes (``>= 1``).
-        params: generator parameters (default: the card's).
+        params: generator parameters (default: the release's, docs/TASK.md "Generation").
 
     Returns:
         ``{"input_ids": int16 [T], "labels": int16 [T], "answer_type": list[str],

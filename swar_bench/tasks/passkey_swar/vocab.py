@@ -84,7 +84,7 @@ class Vocab:
 
 
 def vocab(params: PasskeySwarParams | None = None) -> Vocab:
-    """The vocabulary of ``params`` (the card's 40 tokens for the default parameters)."""
+    """The vocabulary of ``params`` (the task's 40 tokens for the default parameters)."""
     # Imported here: params.py checks its sizes against N_SPECIAL from this module.
     from swar_bench.tasks.passkey_swar.params import PasskeySwarParams
 
