@@ -321,9 +321,10 @@ def test_a_stopped_run_says_so_with_its_exit_status(tmp_path, command, signame, 
     # The resume hint names the checkpoint `fit --ckpt_path last` would load, and only when one
     # exists: following a hint with none would silently start from scratch.
     import signal
-    import subprocess
     import sys
     import time
+
+    from harness.processes import child, stop
 
     signum = getattr(signal, signame)
     argv = [sys.executable, "-m", "swar_bench.cli", command]
@@ -336,23 +337,13 @@ def test_a_stopped_run_says_so_with_its_exit_status(tmp_path, command, signame, 
     # saved: a checkpoint after every step; else none (no validation, no step interval)
     argv += ["--checkpoint.every_n_train_steps=1"] if saved else ["--trainer.val_check_interval=100000"]
     last = tmp_path / "ckpt" / "last.ckpt"
-    proc = subprocess.Popen(
-        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        # a child of a non-interactive shell may start with SIGINT ignored: start it as a terminal would
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # noqa: PLW1509 - pytest starts no threads
-    )
-    try:
+    with child(argv) as proc:
         deadline = time.monotonic() + 300  # a bound on a hang, not a timing assumption
         ready = (lambda: last.exists()) if saved else (lambda: any(tmp_path.glob("quickstart/GRU/version_0/events.out.tfevents.*")))
         while not ready():  # the event: a checkpoint saved / the logger set up (training starts)
             assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
             time.sleep(0.02)
-        proc.send_signal(signum)
-        _, err = proc.communicate(timeout=300)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        err = stop(proc, signum)
     assert proc.returncode == 128 + signum, err[-2000:]
     prog = "swar-bench demo" if command == "demo" else "swar-bench"
     what = "stopped by SIGTERM" if signame == "SIGTERM" else "interrupted"

@@ -217,31 +217,21 @@ def test_a_stopped_run_folder_goes_only_when_it_holds_nothing_produced(tmp_path,
 def _fit_until_announced(save_dir: Path, signum: int, *extra: str) -> tuple[int, str]:
     """Start `swar-bench fit` in a child process, wait for its announced run folder (the
     logger has written config.yaml and its event file), send ``signum``; (exit status, stderr)."""
-    import signal
-    import subprocess
     import sys
+
+    from harness.processes import child, stop
 
     argv = [sys.executable, "-m", "swar_bench.cli", "fit", "--config", str(CONFIGS / "quickstart.yaml"),
             "--model.mechanism=GRU", "--model.mechanism.init_args.d_model=8", "--model.mechanism.init_args.n_layers=1",
             "--trainer.max_steps=100000", f"--trainer.logger.init_args.save_dir={save_dir}",
             "--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false", *extra]
-    proc = subprocess.Popen(
-        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        # a child of a non-interactive shell may start with SIGINT ignored: start it as a terminal would
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # noqa: PLW1509 - pytest starts no threads
-    )
-    try:
+    with child(argv) as proc:
         for line in proc.stdout:  # the event: the run announces its folder (ends at EOF if the run died)
             if "; run folder " in line:
                 break
         assert proc.poll() is None, proc.communicate()
         assert (save_dir / "quickstart" / "GRU" / "version_0" / "config.yaml").is_file()
-        proc.send_signal(signum)
-        _, err = proc.communicate(timeout=300)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        err = stop(proc, signum)
     return proc.returncode, err
 
 
