@@ -69,9 +69,12 @@ def resolve_mechanism_names(argv: list[str]) -> list[str]:
     """``--model.mechanism=GRU`` -> ``--model.mechanism=swar_bench.mechanisms.GRU`` (the one
     resolver of every command, ``swar_bench.mechanisms.registry``): zoo names first (``GRU`` is
     never ``torch.nn.GRU``), dotted class paths imported; ValueError (one line) otherwise."""
-    from swar_bench.mechanisms.registry import rewrite_mechanism_args
+    from swar_bench.mechanisms.registry import replaced_init_args, rewrite_mechanism_args
 
-    return rewrite_mechanism_args(argv, "--model.mechanism")
+    resolved = rewrite_mechanism_args(argv, "--model.mechanism")
+    for line in replaced_init_args(argv, "--model.mechanism"):
+        print(f"swar-bench: warning: {line}", file=sys.stderr)
+    return resolved
 
 
 class PredictionWriter(BasePredictionWriter):
@@ -469,8 +472,53 @@ def _one_line(message: str) -> str:
     return " ".join(lines[:1]) if lines else "invalid arguments"
 
 
-def _parse_error_line(message: str) -> str:
-    """Turn a jsonargparse error into one sentence naming the value and what was expected."""
+def _joined(message: str) -> str:
+    """All lines of a (jsonargparse) message in one line: the first line alone may be only a
+    heading such as ``Parser key "d_model":``."""
+    return " ".join(ln.strip() for ln in str(message).splitlines() if ln.strip()) or "invalid arguments"
+
+
+def _option_source(argv: list[str], key: str, got: str | None = None) -> str | None:
+    """Where the value of the dotted option ``key`` (e.g. ``model.mechanism.init_args.d_model``)
+    that jsonargparse refused comes from: ``"--config=<absolute path>"`` for a ``--config`` file
+    of ``argv``, None for the command line (or when nothing in ``argv`` sets it). The last setting
+    whose value reads as ``got`` (jsonargparse's ``Got value:``), else the last setting: a file is
+    refused when it is loaded, before the options after it are read."""
+    import yaml
+
+    parts = key.split(".")
+    flags = {f"--{key}", "--" + ".".join(p for p in parts if p != "init_args")}
+    settings: list[tuple[str | None, str]] = []
+    for i, arg in enumerate(argv):
+        name, eq, value = arg.partition("=")
+        if name in flags:
+            settings.append((None, value if eq else (argv[i + 1] if i + 1 < len(argv) else "")))
+        elif name == "--config" and (eq or i + 1 < len(argv)):
+            path = value if eq else argv[i + 1]
+            try:
+                with open(path, encoding="utf-8") as handle:
+                    node = yaml.safe_load(handle)
+            except (OSError, UnicodeDecodeError, yaml.YAMLError):
+                continue
+            for part in parts:
+                node = node.get(part, _MISSING) if isinstance(node, dict) else _MISSING
+            if node is not _MISSING:
+                settings.append((f"--config={os.path.abspath(path)}", str(node)))
+    matching = [source for source, value in settings if got is not None and value == got]
+    return matching[-1] if matching else (settings[-1][0] if settings else None)
+
+
+_MISSING = object()
+
+
+def _parse_error_line(message: str, argv: list[str] | None = None) -> str:
+    """Turn a jsonargparse error into one sentence naming the option, the value and what was
+    expected. jsonargparse nests its messages, one heading line per level (``Parser key
+    "model.mechanism":`` / ``Problem with given class_path 'C':`` / ``Parser key "d_model":`` /
+    ``Expected a <class 'int'>. Got value: abc``): the headings become the dotted option
+    (``--model.mechanism.init_args.d_model``), the innermost lines the reason. A value read from
+    a ``--config`` file in ``argv`` is named with the file (``--config=/abs/run.yaml:
+    model.mechanism.init_args.d_model: ...``)."""
     import re
 
     key = re.match(r'Parser key "([^"]+)"', message)
@@ -484,13 +532,38 @@ def _parse_error_line(message: str) -> str:
                 f"unknown mechanism {unknown.group(1)!r} for --model.mechanism; expected a ContextMechanism "
                 f"class path, e.g. one of swar_bench.mechanisms: {names}"
             )
-        problem = re.search(r"class_path '([^']+)':\s*(.*)", message, flags=re.DOTALL)
-        if problem:
-            return f"--model.mechanism {problem.group(1)!r}: {_one_line(problem.group(2))}"
-    if key:
-        rest = message[key.end():]
-        return f"{key.group(1)}: {_one_line(rest.lstrip(': '))}"
-    return _one_line(message)
+    if not key:
+        return _joined(message)
+    keys, class_path = [], None
+    lines = [ln.strip() for ln in message.splitlines() if ln.strip()]
+    while lines:
+        heading = re.fullmatch(r'Parser key "([^"]+)":\s*(.*)', lines[0]) or re.fullmatch(
+            r"Problem with given class_path '([^']+)':\s*(.*)", lines[0]
+        )
+        if heading is None:
+            break
+        if lines[0].startswith("Problem"):
+            class_path = heading.group(1)
+            keys.append("init_args")
+        else:
+            keys.append(heading.group(1))
+        lines = ([heading.group(2)] if heading.group(2) else []) + lines[1:]
+    reason = " ".join(lines) or "invalid value"
+    rejected = re.fullmatch(r"Option '([^']+)' is not accepted", reason)
+    if rejected and class_path is not None:
+        keys.append(rejected.group(1))
+        from swar_bench.mechanisms.registry import accepted_args
+
+        accepted = accepted_args(class_path)
+        reason = f"not an argument of {class_path}" + (f"; expected one of {', '.join(accepted)}" if accepted else "")
+    elif class_path is not None:
+        reason += f" (an argument of {class_path})"
+    option = ".".join(keys)
+    got = re.search(r"Got value: (.*)$", reason)
+    source = _option_source(argv or [], option, got.group(1).removesuffix(f" (an argument of {class_path})") if got else None) if class_path is not None else None
+    if source is not None:
+        return f"{source}: {option}: {reason}"
+    return f"--{option}: {reason}" if class_path is not None else f"{option}: {reason}"
 
 
 def _check_config_files(argv: list[str]) -> None:
@@ -537,6 +610,7 @@ def main(argv: list[str] | None = None) -> int:
     from lightning.pytorch.utilities.exceptions import MisconfigurationException
 
     argv = list(sys.argv[1:] if argv is None else argv)
+    given = list(argv)  # as typed, before mechanism names are resolved: errors name what the user wrote
     previous_sigint = flag_sigint()
     try:
         argv = resolve_mechanism_names(argv)
@@ -545,7 +619,7 @@ def main(argv: list[str] | None = None) -> int:
             run_cli(argv)
         interrupts.complete()  # a stop recorded but swallowed is reported; a later one is ignored
     except ArgumentError as err:
-        print(f"swar-bench: error: {_parse_error_line(str(err))}", file=sys.stderr)
+        print(f"swar-bench: error: {_parse_error_line(str(err), given)}", file=sys.stderr)
         return 2
     except FloatingPointError as err:
         print(f"swar-bench: training stopped: {_one_line(str(err))}", file=sys.stderr)

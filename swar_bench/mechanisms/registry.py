@@ -114,6 +114,19 @@ def class_defaults(cls: type) -> dict:
     }
 
 
+def accepted_args(class_path: str) -> list[str]:
+    """The keyword arguments the constructor of ``class_path`` (a name or a dotted path) accepts,
+    in order; empty when the class cannot be resolved or has no inspectable signature."""
+    import inspect
+
+    try:
+        params = inspect.signature(resolve_class(class_path)).parameters.values()
+    except (ValueError, TypeError):
+        return []
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return [p.name for p in params if p.kind in kinds]
+
+
 def resolve_entry(entry: dict, what: str) -> dict:
     """A mechanism entry ``{class_path: NAME, init_args: {...}}`` with ``NAME`` resolved
     (:func:`resolve_class_path`) and init_args starting from the class's defaults
@@ -202,6 +215,34 @@ def config_parser_mode(keys: tuple[str, ...]) -> str:
 
 
 _MODES: set[str] = set()
+
+
+def replaced_init_args(argv: list[str], flag: str) -> list[str]:
+    """One line per ``flag`` value in ``argv`` that replaces init args given before it on the
+    command line (``--flag.init_args.X=V`` or ``--flag.X=V``): a new mechanism starts from its
+    class's defaults (:func:`rewrite_mechanism_args`), so those are dropped, e.g.
+    ``--model.mechanism=GRU replaces --model.mechanism.init_args.n_layers=1 given before it (GRU
+    starts from its defaults); give init args after --model.mechanism to keep them``."""
+    lines, given = [], []
+    i = 0
+    while i < len(argv):
+        name, eq, value = argv[i].partition("=")
+        if name == flag and (eq or i + 1 < len(argv)):
+            if not eq:
+                value, i = argv[i + 1], i + 1
+            if given:
+                shown = value.strip() if len(value) <= 60 else value[:60] + "..."
+                lines.append(
+                    f"{flag}={shown} replaces {' '.join(given)} given before it (the new mechanism starts from its "
+                    f"class's defaults); give init args after {flag} to keep them"
+                )
+            given = []
+        elif name.startswith(flag + ".") and name != f"{flag}.class_path":
+            if not eq and i + 1 < len(argv):
+                value, i = argv[i + 1], i + 1
+            given.append(f"{name}={value}")
+        i += 1
+    return lines
 
 
 def rewrite_mechanism_args(argv: list[str], flag: str) -> list[str]:

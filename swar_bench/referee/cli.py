@@ -291,12 +291,19 @@ def _error(message: object, limit: int | None = 400) -> int:
 
 
 def _run(argv: list[str]) -> int:
-    from swar_bench.mechanisms.registry import MechanismNameError, rewrite_mechanism_args
+    from swar_bench.mechanisms.registry import (
+        MechanismNameError,
+        replaced_init_args,
+        rewrite_mechanism_args,
+    )
 
     try:
-        argv = rewrite_mechanism_args(argv, "--mechanism")
+        resolved = rewrite_mechanism_args(argv, "--mechanism")
     except ValueError as e:
         return _error(e, limit=None)
+    for line in replaced_init_args(argv, "--mechanism"):
+        print(f"{PROG}: warning: {line}", file=sys.stderr)
+    argv = resolved
     for value in _config_values(argv):
         problem = config_problem(value)
         if problem:

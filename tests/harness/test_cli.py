@@ -253,7 +253,11 @@ def test_checkpoint_of_another_mechanism_is_one_line(tmp_path, capsys):
             "--model.mechanism.init_args.n_layers=1", "--data.train_configs=[32]", "--data.batch_size=2",
             "--data.val_configs=[32]", "--data.test_configs=[32]", "--data.eval_examples=2", "--model.tbptt_steps=1000",
             "--trainer.val_check_interval=2", *_common(tmp_path)]
-    assert main(["fit", *base, "--model.mechanism=GRU", "--trainer.max_steps=1"]) == 0
+
+    def with_mechanism(name: str, *extra: str) -> list[str]:  # init args after the mechanism are kept
+        return [*base[:2], f"--model.mechanism={name}", *base[2:], *extra]
+
+    assert main(["fit", *with_mechanism("GRU", "--trainer.max_steps=1")]) == 0
     last = tmp_path / "ckpt" / "last.ckpt"
     capsys.readouterr()
     expected = (
@@ -265,11 +269,11 @@ def test_checkpoint_of_another_mechanism_is_one_line(tmp_path, capsys):
 
     # a file path: found before the Trainer or the logger exist
     versions = sorted(tmp_path.glob("quickstart/*/version_*"))
-    code, err = _error_line(capsys, ["test", *base, "--model.mechanism=LSTM", f"--ckpt_path={last}"])
+    code, err = _error_line(capsys, ["test", *with_mechanism("LSTM", f"--ckpt_path={last}")])
     assert code == 2 and len(err) == 1 and re.search(expected, err[0]), err
     assert sorted(tmp_path.glob("quickstart/*/version_*")) == versions
     # "last", resolved by Lightning: the failed strict load becomes the same one line
-    code, err = _error_line(capsys, ["fit", *base, "--model.mechanism=LSTM", "--trainer.max_steps=2", "--ckpt_path=last"])
+    code, err = _error_line(capsys, ["fit", *with_mechanism("LSTM", "--trainer.max_steps=2", "--ckpt_path=last")])
     assert code == 2 and len(err) == 1 and re.search(expected, err[0]), err
 
 

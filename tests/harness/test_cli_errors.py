@@ -1,0 +1,141 @@
+"""One-line errors of ``swar-bench fit`` for mechanism init args, and the warning when a later
+``--model.mechanism`` drops init args given before it."""
+
+from __future__ import annotations
+
+import typing
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from swar_bench import mechanisms
+from swar_bench.lightning_cli import main
+
+QUICKSTART = str(Path(__file__).resolve().parents[2] / "configs" / "quickstart.yaml")
+
+
+def _lines(capsys, argv):
+    code = main(argv)
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err + captured.out
+    return code, [ln for ln in captured.err.splitlines() if ln.startswith("swar-bench")]
+
+
+def test_wrong_typed_init_arg_on_the_command_line_is_one_whole_line(capsys):
+    code, err = _lines(capsys, ["fit", "--config", QUICKSTART, "--model.mechanism=GRU", "--model.mechanism.init_args.d_model=abc"])
+    assert code == 2
+    assert err == [
+        ("swar-bench: error: --model.mechanism.init_args.d_model: Expected a <class 'int'>. Got value: abc "
+        "(an argument of swar_bench.mechanisms.GRU)")
+    ]
+
+
+def test_unknown_init_arg_lists_the_accepted_ones(capsys):
+    code, err = _lines(capsys, ["fit", "--config", QUICKSTART, "--model.mechanism=GRU", "--model.mechanism.init_args.n_heads=abc"])
+    assert code == 2
+    assert err == [
+        ("swar-bench: error: --model.mechanism.init_args.n_heads: not an argument of swar_bench.mechanisms.GRU; "
+        "expected one of vocab_size, d_model, n_layers, mlp_ratio")
+    ]
+
+
+def test_bad_init_args_in_a_config_file_name_the_file(tmp_path, capsys):
+    typed = tmp_path / "typed.yaml"
+    typed.write_text("model:\n  mechanism:\n    class_path: GRU\n    init_args:\n      d_model: abc\n")
+    code, err = _lines(capsys, ["fit", "--config", QUICKSTART, "--config", str(typed)])
+    assert code == 2
+    assert err == [
+        (f"swar-bench: error: --config={typed}: model.mechanism.init_args.d_model: Expected a <class 'int'>. "
+        "Got value: abc (an argument of swar_bench.mechanisms.GRU)")
+    ]
+    misspelt = tmp_path / "misspelt.yaml"
+    misspelt.write_text("model:\n  mechanism:\n    class_path: GRU\n    init_args:\n      n_layerz: 2\n")
+    code, err = _lines(capsys, ["fit", "--config", QUICKSTART, "--config", str(misspelt)])
+    assert code == 2
+    assert err == [
+        (f"swar-bench: error: --config={misspelt}: model.mechanism.init_args.n_layerz: not an argument of "
+        "swar_bench.mechanisms.GRU; expected one of vocab_size, d_model, n_layers, mlp_ratio")
+    ]
+    # jsonargparse refuses the file as it loads it, before a later option: the file is named
+    code, err = _lines(capsys, ["fit", "--config", QUICKSTART, "--config", str(typed), "--model.mechanism.init_args.d_model=8"])
+    assert err == [
+        (f"swar-bench: error: --config={typed}: model.mechanism.init_args.d_model: Expected a <class 'int'>. "
+        "Got value: abc (an argument of swar_bench.mechanisms.GRU)")
+    ]
+    # a bad value on the command line after a good file names the option
+    good = tmp_path / "good.yaml"
+    good.write_text("model:\n  mechanism:\n    class_path: GRU\n    init_args:\n      d_model: 16\n")
+    code, err = _lines(capsys, ["fit", "--config", QUICKSTART, "--config", str(good), "--model.mechanism.init_args.d_model=x"])
+    assert err == [
+        ("swar-bench: error: --model.mechanism.init_args.d_model: Expected a <class 'int'>. Got value: x "
+        "(an argument of swar_bench.mechanisms.GRU)")
+    ]
+
+
+def _int_args(name: str) -> list[str]:
+    hints = typing.get_type_hints(getattr(mechanisms, name).__init__)
+    return [arg for arg, hint in hints.items() if hint is int]
+
+
+INT_ARGS = [(name, arg) for name in mechanisms.MECHANISMS for arg in _int_args(name)]
+NOT_INTS = st.one_of(
+    st.text(alphabet="abcdxz", min_size=1, max_size=6),
+    st.floats(min_value=-1e6, max_value=1e6, allow_nan=False).filter(lambda x: x != int(x)).map(repr),
+)
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.sampled_from(INT_ARGS), NOT_INTS, st.booleans())
+def test_any_wrong_typed_int_init_arg_is_one_line_naming_option_value_and_type(capsys, tmp_path, mechanism_arg, value, in_file):
+    name, arg = mechanism_arg
+    if in_file:
+        path = tmp_path / "run.yaml"
+        path.write_text(f"model:\n  mechanism:\n    class_path: {name}\n    init_args:\n      {arg}: {value}\n")
+        argv, where = ["fit", "--config", str(path)], f"--config={path}: model.mechanism.init_args.{arg}"
+    else:
+        argv, where = ["fit", f"--model.mechanism={name}", f"--model.mechanism.init_args.{arg}={value}"], f"--model.mechanism.init_args.{arg}"
+    code, err = _lines(capsys, argv)
+    assert code == 2
+    assert err == [
+        f"swar-bench: error: {where}: Expected a <class 'int'>. Got value: {value} (an argument of swar_bench.mechanisms.{name})"
+    ]
+
+
+def test_a_later_mechanism_warns_about_the_init_args_it_drops(capsys):
+    code = main(["fit", "--config", QUICKSTART, "--model.mechanism.init_args.n_layers=1", "--model.mechanism=GRU", "--print_config"])
+    captured = capsys.readouterr()
+    assert code == 0
+    assert captured.err.splitlines() == [
+        ("swar-bench: warning: --model.mechanism=GRU replaces --model.mechanism.init_args.n_layers=1 given before it "
+        "(the new mechanism starts from its class's defaults); give init args after --model.mechanism to keep them")
+    ]
+    assert "n_layers: 2" in captured.out  # GRU's default: the warning tells the truth
+    # init args after the mechanism are kept and warn about nothing
+    code = main(["fit", "--config", QUICKSTART, "--model.mechanism=GRU", "--model.mechanism.init_args.n_layers=1", "--print_config"])
+    captured = capsys.readouterr()
+    assert code == 0
+    assert captured.err == ""
+    assert "n_layers: 1" in captured.out
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    st.lists(st.sampled_from(["n_layers", "d_model", "mlp_ratio"]), min_size=0, max_size=3),
+    st.sampled_from(["GRU", "LSTM", "swar_bench.mechanisms.GRU"]),
+    st.booleans(),
+)
+def test_replaced_init_args_names_exactly_those_given_before(args, name, spaced):
+    from swar_bench.mechanisms.registry import replaced_init_args
+
+    before = [f"--model.mechanism.init_args.{a}={i + 1}" for i, a in enumerate(args)]
+    flag = ["--model.mechanism", name] if spaced else [f"--model.mechanism={name}"]
+    after = ["--model.mechanism.init_args.d_model=8"]
+    lines = replaced_init_args(["--config", "q.yaml", *before, *flag, *after], "--model.mechanism")
+    if not args:
+        assert lines == []
+    else:
+        assert lines == [
+            (f"--model.mechanism={name} replaces {' '.join(before)} given before it (the new mechanism starts from its "
+            "class's defaults); give init args after --model.mechanism to keep them")
+        ]
