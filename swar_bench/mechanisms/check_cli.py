@@ -5,7 +5,13 @@
     swar-bench check-mechanism --config configs/quickstart.yaml --config configs/mechanisms/gru.yaml
 
 Prints one row per check (``swar_bench.mechanisms.conformance``) and exits 0 when all pass,
-1 when one fails, 2 for a bad command line (one line on stderr).
+1 when one fails, 2 for a bad command line (one line on stderr) and for a mechanism the checks
+cannot run, before any check runs: one that needs a CUDA device (the checks run on the CPU).
+
+CLASS_PATH and a ``--config`` that names another mechanism are refused (one line): the file's
+init_args belong to its class, so neither "the command line wins" nor "the file wins" would check
+the model both say; give one of them (a run config without ``model.mechanism`` still gives
+``data.task_params``).
 """
 
 from __future__ import annotations
@@ -18,18 +24,22 @@ from typing import Any
 from swar_bench.text import yaml_problem
 
 
-def mechanism_from_configs(paths: list[str]) -> tuple[str | None, dict, dict | None]:
-    """``(class_path, init_args, task_params)`` from YAML files merged in order, as LightningCLI
-    merges ``--config`` files: a file holds either a run config (``model.mechanism``, optional
-    ``data.task_params``) or a mechanism entry (``class_path`` / ``init_args``). A later file with
-    the same ``class_path`` updates the init_args; another class replaces them.
+def mechanism_from_configs(paths: list[str]) -> tuple[str | None, dict, dict | None, str | None]:
+    """``(class_path, init_args, task_params, where)`` from YAML files merged in order, as
+    LightningCLI merges ``--config`` files: a file holds either a run config (``model.mechanism``,
+    optional ``data.task_params``) or a mechanism entry (``class_path`` / ``init_args``). A later
+    file with the same ``class_path`` updates the init_args; another class replaces them.
+    ``where`` names the setting of ``class_path`` for messages (``--config=/abs/run.yaml:
+    model.mechanism.class_path``); None when no file names a mechanism.
 
     Raises:
         ValueError: (one line) a missing or unreadable file, or one that is not a mapping.
     """
+    import os
+
     import yaml
 
-    class_path, init_args, task_params = None, {}, None
+    class_path, init_args, task_params, where = None, {}, None, None
     for path in paths:
         try:
             with open(path, encoding="utf-8") as handle:
@@ -41,7 +51,9 @@ def mechanism_from_configs(paths: list[str]) -> tuple[str | None, dict, dict | N
         if not isinstance(content, dict):
             raise ValueError(f"--config={path}: expected a YAML mapping (a run config or class_path/init_args)")  # noqa: TRY004 - bad user input
         entry = (content.get("model") or {}).get("mechanism") if isinstance(content.get("model"), dict) else None
-        entry = entry if entry is not None else (content if "class_path" in content else None)
+        key = "model.mechanism.class_path"
+        if entry is None and "class_path" in content:
+            entry, key = content, "class_path"
         data = content.get("data")
         if isinstance(data, dict) and isinstance(data.get("task_params"), dict):
             task_params = {**(task_params or {}), **data["task_params"]}
@@ -49,12 +61,31 @@ def mechanism_from_configs(paths: list[str]) -> tuple[str | None, dict, dict | N
             continue
         if isinstance(entry, str):
             entry = {"class_path": entry}
+        if "class_path" in entry:
+            where = f"--config={os.path.abspath(path)}: {key}"
         new_path = entry.get("class_path", class_path)
         if new_path != class_path:
             init_args = {}
         class_path = new_path
         init_args = {**init_args, **(entry.get("init_args") or {})}
-    return class_path, init_args, task_params
+    return class_path, init_args, task_params, where
+
+
+def device_problem(model: Any) -> str | None:
+    """Why the conformance checks (run on the CPU) cannot run ``model``: the reason of its first
+    submodule that declares ``needs_cuda`` (``FlaLayer`` over fla's Triton kernels), else None."""
+    import torch
+
+    for module in model.modules() if hasattr(model, "modules") else []:
+        if getattr(module, "needs_cuda", False):
+            check = getattr(module, "_check_device", None)
+            try:
+                if check is not None:
+                    check(torch.device("cpu"))
+            except ValueError as err:
+                return str(err)
+            return f"{type(module).__name__} needs a CUDA device"
+    return None
 
 
 def parse_init_args(text: str | None) -> dict:
@@ -101,7 +132,15 @@ def main(argv: list[str] | None = None) -> int:
 
     args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
     try:
-        class_path, init_args, task_params = mechanism_from_configs(args.config)
+        class_path, init_args, task_params, where = mechanism_from_configs(args.config)
+        if where is not None:  # the file's name first: it is named with the file
+            resolve_class(class_path, where)
+        if args.class_path and where is not None and resolve_class_path(args.class_path, "CLASS_PATH") != resolve_class_path(class_path, where):
+            file, key = where.split(": ", 1)
+            raise ValueError(
+                f"CLASS_PATH={args.class_path} conflicts with {key}={class_path} in {file}; expected one mechanism: "
+                "leave out CLASS_PATH to check the file's, or use a --config without model.mechanism"
+            )
         class_path = args.class_path or class_path
         if class_path is None:
             raise ValueError("no mechanism given; expected CLASS_PATH (e.g. GRU or my_layer.MyModel) or a --config with model.mechanism")
@@ -112,8 +151,9 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError(f"--long-len={args.long_len}: expected >= --seq-len ({args.seq_len})")
         if not args.atol >= 0:
             raise ValueError(f"--atol={args.atol}: expected a number >= 0")
-        cls = resolve_class(class_path, "CLASS_PATH")
-        full_path = resolve_class_path(class_path, "CLASS_PATH")
+        what = "CLASS_PATH" if args.class_path else where
+        cls = resolve_class(class_path, what)
+        full_path = resolve_class_path(class_path, what)
         params = None
         if task_params is not None:
             from swar_bench.tasks.passkey_swar import PasskeySwarParams
@@ -130,10 +170,15 @@ def main(argv: list[str] | None = None) -> int:
         return cls(**init_args)
 
     try:
-        build()
+        model = build()
     except (TypeError, ValueError) as err:
         print(f"swar-bench check-mechanism: error: {full_path}(**{init_args}) failed: {err}", file=sys.stderr)
         return 2
+    problem = device_problem(model)
+    if problem is not None:  # a precondition, not a conformance failure: no check runs
+        print(f"swar-bench check-mechanism: error: {full_path}: {problem}; the checks run on the CPU", file=sys.stderr)
+        return 2
+    del model
     results = check_mechanism(
         build, task_params=params, seq_len=args.seq_len, long_len=args.long_len, atol=args.atol, seed=args.seed
     )
