@@ -9,7 +9,8 @@ per answer kind (accuracy vs N, one line per mechanism) into ``docs/results_tabl
 ``docs/figures/results_<kind>.png`` (docs/RESULTS.md reads them).
 
     python scripts/results.py                       # the whole sweep (about an hour on 2 CPU cores)
-    python scripts/results.py --mechanisms GRU --lrs 3e-3 --steps 50 --out runs/smoke --docs runs/smoke
+    python scripts/results.py --mechanisms GRU --lrs 3e-3 --steps 50 --out runs/smoke --docs runs/smoke \
+        --records runs/smoke/records
     python scripts/results.py --config configs/results_passkey.yaml --tag passkey --out runs/results_passkey \
         --mechanisms ScalarDecayLinearAttention_learned,GatedDeltaNet,Mamba2,DeltaNet --lrs 1e-3,3e-3
 
@@ -24,9 +25,21 @@ tests every seed's checkpoint, and reports per cell the mean across seeds with i
 t interval; the figures draw the mean with the t interval as a band. ``--jobs`` mechanisms run at
 once, each mechanism's runs in that order, and the reports are rewritten as each mechanism
 finishes. Every finished fit and test leaves a record in ``--records`` (default ``results/<tag>``:
-command lines, validation score, training tokens, test accuracy); ``--resume`` reuses a record
-whose command lines match, or else a finished run folder, so a sweep whose records are committed
-goes on where it stopped on any machine (a test whose fit exists only as a record trains it again).
+command lines, validation score, training tokens, test accuracy); ``--resume`` reuses a fit
+whose record holds the same fit and validate command lines, or else whose run folder holds its
+last.ckpt, its validation logs and the same fit command, and a test likewise (its record, or its
+run folder's CSV, with the same test command), so a sweep whose records are committed goes on
+where it stopped on any machine, without the run folders (a test whose fit exists only as a record
+trains it again). The test N (``--test-configs``) is in the test command only: changing it reruns
+the tests, not the fits.
+
+The defaults write into the committed ``docs/`` and ``results/<tag>`` (``--docs``,
+``--records``): a trial run with ``--steps`` is refused unless both are given.
+
+Ctrl-C or SIGTERM (or a run that exits 130 / 143) stops the sweep at once: no run starts after it,
+the running ones get the signal, no table, figure or results.json is written from then on, the
+records of the runs finished so far stay, and the script exits 130 / 143 with one line saying that
+``--resume`` continues.
 
 ``--frontier`` also writes the decay frontier at N = 4x the longest training N of the config:
 ``docs/<prefix>_frontier.md`` (a table) and ``docs/figures/<prefix>_frontier.png``, one point per
@@ -39,7 +52,8 @@ ScalarDecayLinearAttention, and the data-dependent baselines):
     python scripts/results.py --config configs/results_frontier.yaml --tag frontier --out runs/results_frontier \
         --mechanisms frontier --lrs 1e-3,3e-3 --seeds 0,1,2 --frontier --resume
 
-Exit code 0 when every run finished and was reported, 1 otherwise.
+Exit code 0 when every run finished and was reported, 1 otherwise; 2 for a bad option (one line,
+before any run); 130 on Ctrl-C, 143 on SIGTERM.
 """
 
 from __future__ import annotations
@@ -49,7 +63,9 @@ import csv
 import json
 import math
 import os
+import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -60,6 +76,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # run as a script: import this checkout's swar_bench
 
+from swar_bench import interrupts
 from swar_bench.intervals import (
     FEW_NOTE,
     MISSING,
@@ -144,18 +161,101 @@ def base_args(mechanism: str, out: Path, name: str, steps: int | None, config: s
     return args
 
 
+SWAR_BENCH = [sys.executable, "-m", "swar_bench.cli"]
+"""The program each run executes (``swar-bench`` of this checkout)."""
+STOP_STATUS = {signal.SIGINT: 128 + signal.SIGINT, signal.SIGTERM: 128 + signal.SIGTERM}
+"""Exit status of a process stopped by Ctrl-C (130) or SIGTERM (143), as every swar-bench command exits."""
+STOP_GRACE_S = 60
+"""Seconds a run may take to stop after it was signalled before it is killed."""
+
+
+class Interrupted(Exception):
+    """The sweep was stopped: Ctrl-C / SIGTERM here, or a run that exited 130 / 143.
+
+    ``status`` is the exit code the script returns (130 or 143)."""
+
+    def __init__(self, status: int):
+        super().__init__(status)
+        self.status = status
+
+
+_children: set[subprocess.Popen] = set()  # the swar-bench processes running now
+_children_lock = threading.Lock()
+_halted: list[int] = []  # the exit status of the stop, once the sweep is stopped
+
+
+def halted() -> int | None:
+    """The exit status (130 / 143) once the sweep is stopped (:func:`halt`, or a signal recorded by
+    ``swar_bench.interrupts``), else None."""
+    if _halted:
+        return _halted[0]
+    stop = interrupts.stopped()
+    return None if stop is None else 128 + (signal.SIGTERM if stop is interrupts.Terminated else signal.SIGINT)
+
+
+def halt(status: int) -> list[subprocess.Popen]:
+    """Stop the sweep with exit ``status``: no run starts from now on, and every running one gets
+    the signal of ``status`` (SIGINT for 130, SIGTERM for 143; once). Returns the runs signalled."""
+    with _children_lock:
+        if not _halted:
+            _halted.append(status)
+        running = list(_children)
+    signum = signal.SIGTERM if status == STOP_STATUS[signal.SIGTERM] else signal.SIGINT
+    for proc in running:
+        try:
+            proc.send_signal(signum)
+        except ProcessLookupError:  # it ended meanwhile
+            pass
+    return running
+
+
+def stop_runs(status: int) -> None:
+    """:func:`halt`, then wait for the signalled runs to end (``STOP_GRACE_S`` each, then killed)."""
+    for proc in halt(status):
+        try:
+            proc.wait(timeout=STOP_GRACE_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
 def swar_bench(args: list[str], log: Path, threads: int) -> tuple[int, str]:
-    """Run ``swar-bench ARGS`` in a subprocess with ``threads`` torch threads; output to ``log``."""
+    """Run ``swar-bench ARGS`` in a subprocess with ``threads`` torch threads; output to ``log``.
+
+    Raises:
+        Interrupted: the sweep is stopped (nothing is started), or the run exited 130 / 143
+            (it was stopped by Ctrl-C / SIGTERM: the whole sweep stops).
+    """
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads), "OMP_WAIT_POLICY": "PASSIVE"}
-    cmd = [sys.executable, "-m", "swar_bench.cli", *args]
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "w") as handle:
-        rc = subprocess.call(cmd, cwd=ROOT, stdout=handle, stderr=subprocess.STDOUT, env=env)
+        with _children_lock:  # no run starts once halt() has taken its list of running ones
+            status = halted()
+            if status is not None:
+                raise Interrupted(status)
+            proc = subprocess.Popen([*SWAR_BENCH, *args], cwd=ROOT, stdout=handle, stderr=subprocess.STDOUT, env=env)
+            _children.add(proc)
+        try:
+            rc = proc.wait()
+        finally:
+            with _children_lock:
+                _children.discard(proc)
+    if rc in STOP_STATUS.values() or -rc in STOP_STATUS:  # stopped, not failed: never a result
+        halt(rc if rc > 0 else STOP_STATUS[-rc])
+        raise Interrupted(halted())
     return rc, command_line(args)
 
 
 def command_line(args: list[str]) -> str:
+    """The command of ``args`` as the records store it, and ``--resume`` compares it:
+    ``swar-bench`` and the arguments joined by spaces (unquoted; :func:`shown` quotes it)."""
     return "swar-bench " + " ".join(args)
+
+
+def shown(args: list[str]) -> str:
+    """The command of ``args`` as the tables print it, quoted so that it pastes into a shell as it
+    ran (``'--data.test_configs=[32,64]'``: a file named ``3`` would otherwise match the glob)."""
+    return shlex.join(["swar-bench", *args])
 
 
 def read_record(path: Path) -> dict | None:
@@ -449,26 +549,75 @@ def write_frontier(raw: dict, n: int, n_train: int, docs: Path, prefix: str) -> 
     return table, figure
 
 
+class _Help(argparse.ArgumentDefaultsHelpFormatter):
+    """``--help`` shows every default: argparse's own where there is a value, the help text's where
+    the default depends on other options (None) or is off (a flag)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        if action.default is None or action.default is False:
+            return action.help
+        return super()._get_help_string(action)
+
+
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    """The script's entry point; returns the exit code (module docstring). Ctrl-C / SIGTERM stop
+    the sweep (:func:`halt`): one line, 130 / 143."""
+    previous = interrupts.install(sigterm=True)
+    _halted.clear()  # a new sweep
+    try:
+        return _main(argv)
+    except (KeyboardInterrupt, interrupts.Terminated, Interrupted) as exc:  # before or after the sweep ran
+        return _interrupted(exc)
+    finally:
+        interrupts.restore(previous)
+
+
+def _interrupted(exc: BaseException, records: Path | None = None) -> int:
+    """Stop every run (:func:`stop_runs`), print the one line and return the exit code of ``exc``."""
+    if isinstance(exc, Interrupted):
+        status = exc.status
+    else:
+        status = STOP_STATUS[signal.SIGTERM if isinstance(exc, interrupts.Terminated) else signal.SIGINT]
+    for signum in STOP_STATUS:  # a second Ctrl-C must not cut the stopping of the runs short
+        signal.signal(signum, signal.SIG_IGN)
+    stop_runs(status)
+    kept = f"the runs finished so far keep their records in {records}; " if records is not None else ""
+    what = "Ctrl-C" if status == STOP_STATUS[signal.SIGINT] else "SIGTERM"
+    print(f"results: interrupted ({what}); nothing more was run or written; {kept}run the same command with --resume "
+          "to continue", file=sys.stderr, flush=True)
+    return status
+
+
+def _main(argv: list[str] | None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0], formatter_class=_Help)
     p.add_argument("--mechanisms", default=",".join(DEFAULT),
-                   help="comma-separated mechanism names (default: the seven of docs/RESULTS.md); "
+                   help="comma-separated mechanism names (the default is the seven of docs/RESULTS.md); "
                         "'frontier' names every mechanism of the decay frontier")
     p.add_argument("--lrs", default="3e-3,1e-2", help="comma-separated learning rates (best on validation is kept)")
-    p.add_argument("--steps", type=int, default=None, help="override the config's optimizer steps")
-    p.add_argument("--test-configs", default=None, help="override the config's test N, e.g. 32,64")
-    p.add_argument("--eval-examples", type=int, default=None, help="override the config's examples per evaluated N")
+    p.add_argument("--steps", type=int, default=None,
+                   help="override the config's optimizer steps (default: the config's); a trial budget, so it needs "
+                        "--docs and --records outside the committed docs/ and results/")
+    p.add_argument("--test-configs", default=None,
+                   help="override the config's test N, e.g. 32,64 (default: the config's); the test command only, "
+                        "so --resume reruns the tests, not the fits")
+    p.add_argument("--eval-examples", type=int, default=None,
+                   help="override the config's examples per evaluated N, in validation and test (default: the config's)")
     p.add_argument("--resume", action="store_true",
-                   help="reuse finished runs (a last.ckpt, its validation logs, and the same fit command) and their finished "
-                        "tests (the same test command) instead of running them again")
+                   help="reuse every finished fit and test instead of running it again (default: off, everything runs): "
+                        "a fit whose record in --records holds the same fit and validate command lines (no run folder "
+                        "needed), or whose run folder holds its last.ckpt, its validation logs and the same fit "
+                        "command; a test whose record, or whose run folder's accuracy CSV, has the same test command")
     p.add_argument("--jobs", type=int, default=2, help="runs in parallel")
     p.add_argument("--threads", type=int, default=1, help="torch threads per run")
-    p.add_argument("--out", type=Path, default=Path("runs/results"), help="run folder")
+    p.add_argument("--out", type=Path, default=Path("runs/results"), help="run folder (checkpoints, logs, results.json)")
     p.add_argument("--records", type=Path, default=None,
                    help="folder of the per-run records (validation score, training tokens, test accuracy and the "
-                        "command lines) that --resume reuses on any machine, without the run folders (default "
-                        "results/<tag>, or results/main with no tag); commit it to carry a sweep across machines")
-    p.add_argument("--docs", type=Path, default=Path("docs"), help="where results_tables.md and figures/ go")
+                        "command lines) that --resume reuses on any machine, without the run folders (default: "
+                        "results/<tag>, or results/main with no tag: the committed records, which a run there "
+                        "overwrites); commit it to carry a sweep across machines")
+    p.add_argument("--docs", type=Path, default=None,
+                   help="where <prefix>_tables.md and figures/ go (default: docs, where the committed tables and "
+                        "figures are: a run there overwrites them)")
     p.add_argument("--config", default=CONFIG, help="the equal-budget trainer/model/data config every run shares")
     p.add_argument("--tag", default="", help="name suffix of the outputs: results_<tag>_tables.md, figures/results_<tag>_<kind>.png")
     p.add_argument("--seeds", default=None,
@@ -479,6 +628,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--frontier-only", action="store_true",
                    help="run nothing: write the frontier from the <out>/results.json of a finished sweep")
     args = p.parse_args(argv)
+    docs_given = args.docs is not None
+    args.docs = args.docs if docs_given else Path("docs")
     try:
         seeds = parse_seeds(args.seeds)
     except ValueError as err:
@@ -500,6 +651,10 @@ def main(argv: list[str] | None = None) -> int:
                         ("--eval-examples", args.eval_examples)):
         if value is not None and value < 1:
             p.error(f"{flag}={value} is invalid; expected an integer >= 1")
+    missing = [flag for flag, given in (("--docs", docs_given), ("--records", args.records is not None)) if not given]
+    if args.steps is not None and missing:
+        p.error(f"--steps={args.steps} is a trial budget: it would overwrite the committed tables, figures and records "
+                f"in docs/ and results/; expected {' and '.join(missing)} naming other folders")
     if args.test_configs:
         from swar_bench.tasks.passkey_swar import ALLOWED_N
 
@@ -529,10 +684,11 @@ def main(argv: list[str] | None = None) -> int:
     prefix = f"results_{args.tag}" if args.tag else "results"
     cfg = yaml.safe_load((ROOT / args.config).read_text())
     val_n, test_n = list(cfg["data"]["val_configs"]), list(cfg["data"]["test_configs"])
-    data_overrides = []
+    data_overrides = []  # fit, validate and test: validation reads --eval-examples too
+    test_overrides = []  # the test command only: a new test N keeps every fit
     if args.test_configs:
         test_n = [int(x) for x in args.test_configs.split(",")]
-        data_overrides.append(f"--data.test_configs=[{','.join(map(str, test_n))}]")
+        test_overrides.append(f"--data.test_configs=[{','.join(map(str, test_n))}]")
     if args.eval_examples:
         data_overrides.append(f"--data.eval_examples={args.eval_examples}")
     out = args.out if args.out.is_absolute() else ROOT / args.out
@@ -558,22 +714,29 @@ def main(argv: list[str] | None = None) -> int:
         """Exit code and seconds of one ``swar-bench`` process (not counting the wait for a slot)."""
         with slots:
             start = time.monotonic()
+            if halted() is not None:  # stopped while this run waited for its slot
+                raise Interrupted(halted())
             rc, _ = swar_bench(argv, log, args.threads)
             return rc, time.monotonic() - start
 
     def fit(mech: str, lr: float, seed: int | None, force: bool = False) -> dict | None:
         """Train and validate one configuration, or reuse it: its record (any machine) or its run folder.
 
-        Returns the fit record ``{"fit", "validate", "score", "tokens"}``, or None when it failed."""
+        Returns the fit record ``{"fit", "validate", "score", "tokens"}`` (with, in memory only,
+        ``"shown"``: its two command lines as the tables print them), or None when it failed.
+
+        Raises:
+            Interrupted: the sweep was stopped."""
         name = run_name(mech, lr, seed)
         fit_args = ["fit", *base_args(mech, args.out, name, args.steps, args.config), f"--model.lr={lr:g}",
                     *seed_args(seed), *data_overrides]
         val_args = ["validate", *base_args(mech, args.out, f"{name}_val", None, args.config),
                     f"--ckpt_path={args.out / name / 'checkpoints' / 'last.ckpt'}", *seed_args(seed), *data_overrides]
         want = {"fit": command_line(fit_args), "validate": command_line(val_args)}
+        show = {"shown": [shown(fit_args), shown(val_args)]}
         saved = read_record(records / f"{name}.json")
         if args.resume and not force and saved and all(saved.get(k) == v for k, v in want.items()):
-            return saved
+            return {**saved, **show}
         ckpt = out / name / "checkpoints" / "last.ckpt"
         command_record = out / name / "fit_command.txt"  # what the run in this folder was trained with
         done = (ckpt.exists() and any((out / f"{name}_val").rglob("events.out.tfevents.*"))
@@ -597,21 +760,26 @@ def main(argv: list[str] | None = None) -> int:
         record = {**want, "score": validation_score(last_scalars(out / f"{name}_val"), val_n),
                   "tokens": training_tokens(ckpt)}
         write_record(records / f"{name}.json", record)
-        return record
+        return {**record, **show}
 
     def test(mech: str, lr: float, seed: int | None) -> dict | None:
         """Test one kept fit, or reuse its test: its record (any machine) or its run folder.
 
-        Returns the test record ``{"test", "accuracy"}``, or None when it (or the fit it needs) failed."""
+        Returns the test record ``{"test", "accuracy"}`` (with, in memory only, ``"shown"``: its
+        command line as the tables print it), or None when it (or the fit it needs) failed.
+
+        Raises:
+            Interrupted: the sweep was stopped."""
         name = run_name(mech, lr, seed)
         test_args = ["test", *base_args(mech, args.out, f"{name}_test", None, args.config),
                      f"--ckpt_path={args.out / name / 'checkpoints' / 'last.ckpt'}",
                      f"--accuracy.out_dir={args.out / name / 'test'}", f"--calibration.out_dir={args.out / name / 'test'}",
-                     *seed_args(seed), *data_overrides]
+                     *seed_args(seed), *data_overrides, *test_overrides]
         want = command_line(test_args)
+        show = {"shown": [shown(test_args)]}
         saved = read_record(records / f"{name}.test.json")
         if args.resume and saved and saved.get("test") == want:
-            return saved
+            return {**saved, **show}
         csv_path = out / name / "test" / "answer_type_accuracy.csv"
         command_record = out / name / "test_command.txt"  # removed when the fit runs again
         if not (args.resume and csv_path.is_file() and command_record.is_file() and command_record.read_text() == want):
@@ -627,7 +795,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"results: test {name}: {secs:.0f}s", flush=True)
         record = {"test": want, "accuracy": [[n, kind, *a] for (n, kind), a in read_accuracy(csv_path).items()]}
         write_record(records / f"{name}.test.json", record)
-        return record
+        return {**record, **show}
 
     failed: list[str] = []
     results: dict[str, dict] = {}
@@ -651,13 +819,13 @@ def main(argv: list[str] | None = None) -> int:
         with futures.ThreadPoolExecutor(len(seeds)) as pool:
             tests = dict(zip(seeds, pool.map(lambda s: test(mech, lr, s) if fits[s] else None, seeds)))
         r = {**mechanism_facts(mech), "lr": lr, "scores": scores, "seeds": {}}
-        cmds = [c for rec in chosen_by.values() if rec for c in (rec["fit"], rec["validate"])]
-        cmds += [c for s in rest if fits[s] for c in (fits[s]["fit"], fits[s]["validate"])]
+        cmds = [c for rec in chosen_by.values() if rec for c in rec["shown"]]
+        cmds += [c for s in rest if fits[s] for c in fits[s]["shown"]]
         for s in seeds:
             if tests[s] is None:
                 failed.append(run_name(mech, lr, s) + ("" if fits[s] else " (fit)") + " (test)")
                 continue
-            cmds.append(tests[s]["test"])
+            cmds += tests[s]["shown"]
             r["seeds"][s] = {"tokens": fits[s]["tokens"],
                              "accuracy": {(int(n), kind): (acc, count, correct)
                                           for n, kind, acc, count, correct in tests[s]["accuracy"]}}
@@ -669,7 +837,12 @@ def main(argv: list[str] | None = None) -> int:
             write_reports()
 
     def write_reports() -> None:
-        """The tables, figures and ``results.json`` (and the frontier) of every mechanism finished so far."""
+        """The tables, figures and ``results.json`` (and the frontier) of every mechanism finished so far.
+
+        Raises:
+            Interrupted: the sweep was stopped (nothing is written from then on)."""
+        if halted() is not None:
+            raise Interrupted(halted())
         done = {m: results[m] for m in mechs if m in results}  # in the order asked
         meta = {"lrs": lrs, "seeds": seeds, "minutes": (time.monotonic() - t0) / 60,
                 "pending": [m for m in mechs if m not in results]}
@@ -688,8 +861,16 @@ def main(argv: list[str] | None = None) -> int:
             raw = json.loads(json.dumps(raw))  # as --frontier-only reads it back: string keys throughout
             write_frontier(raw, n_frontier, n_train, docs, prefix)
 
-    with futures.ThreadPoolExecutor(args.jobs) as pool:  # --jobs mechanisms in flight, in the order given
-        list(pool.map(mechanism, mechs))
+    pool = futures.ThreadPoolExecutor(args.jobs)  # --jobs mechanisms in flight, in the order given
+    try:
+        for job in [pool.submit(mechanism, m) for m in mechs]:
+            job.result()  # Ctrl-C / SIGTERM land here, in the main thread; a run's 130 / 143 comes as Interrupted
+        interrupts.complete()  # a stop recorded but swallowed is reported; a later one is ignored
+    except (KeyboardInterrupt, interrupts.Terminated, Interrupted) as exc:
+        status = _interrupted(exc, records)  # stops the runs; then their threads end at once
+        pool.shutdown(wait=True, cancel_futures=True)
+        return status
+    pool.shutdown(wait=True)
     if not results:
         print("results: no run finished; nothing written", file=sys.stderr)
         return 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+import shlex
 import shutil
 from pathlib import Path
 
@@ -311,3 +312,163 @@ def test_curriculum_configs_spend_one_equal_flop_budget():
     assert set(budgets.values()) == {4.6e12} and len(val) == 1
     assert _config("results_curriculum_short.yaml")["data"]["train_configs"] == [32, 64]
     assert _config("results_curriculum_uniform.yaml")["data"]["train_configs"] == [32, 64, 128, 256]
+
+
+def test_help_shows_every_default_and_the_danger(capsys):
+    results = _results()
+    with pytest.raises(SystemExit) as done:
+        results.main(["--help"])
+    assert done.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())  # argparse wraps lines
+    for default in ("(default: 3e-3,1e-2)", "(default: 2)", "(default: 1)", "(default: runs/results)",
+                    f"(default: {results.CONFIG})", "(default: docs, where the committed tables and figures are",
+                    "(default: results/<tag>, or results/main with no tag", "(default: off, everything runs)"):
+        assert default in text, default
+    assert "a run there overwrites them" in text
+
+
+@settings(max_examples=20, deadline=None)
+@given(steps=st.integers(1, 10**6), given_flags=st.sampled_from([(), ("--docs",), ("--records",)]))
+def test_a_trial_budget_never_writes_into_the_committed_folders(steps, given_flags, tmp_path_factory):
+    """--steps without both --docs and --records is refused before anything runs (exit 2, one line
+    naming the missing options); --out alone does not count."""
+    import contextlib
+    import io
+
+    tmp = tmp_path_factory.mktemp("trial")
+    argv = ["--steps", str(steps), "--out", str(tmp / "runs"), *(x for f in given_flags for x in (f, str(tmp / f[2:])))]
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), pytest.raises(SystemExit) as stop:
+        _results().main(argv)
+    assert stop.value.code == 2
+    line = err.getvalue().strip().splitlines()[-1]
+    missing = [f for f in ("--docs", "--records") if f not in given_flags]
+    assert line.endswith(f"--steps={steps} is a trial budget: it would overwrite the committed tables, figures and "
+                         f"records in docs/ and results/; expected {' and '.join(missing)} naming other folders")
+    assert list(tmp.iterdir()) == []
+
+
+@settings(max_examples=50, deadline=None)
+@given(args=st.lists(st.text(min_size=1), max_size=6))
+def test_printed_commands_paste_back_as_the_same_arguments(args):
+    results = _results()
+    assert shlex.split(results.shown(args)) == ["swar-bench", *args]
+    assert results.command_line(args) == "swar-bench " + " ".join(args)  # the stored form --resume compares
+
+
+def _fake_sweep(results, monkeypatch, calls):
+    monkeypatch.setattr(results, "swar_bench", _fake_runner(results, calls, {0: 7}))
+    monkeypatch.setattr(results, "last_scalars", lambda folder: {"score": 0.5})
+    monkeypatch.setattr(results, "validation_score", lambda s, val_n: s["score"])
+    monkeypatch.setattr(results, "training_tokens", lambda ckpt: 1000)
+    monkeypatch.setattr(results, "mechanism_facts", lambda m: {"n_params": 10, "state_bytes": 4})
+    monkeypatch.setattr(results, "plot", lambda *a, **k: [])  # the figures are not what this checks
+
+
+def test_new_test_configs_rerun_only_the_tests_and_records_of_the_stored_form_are_reused(tmp_path, monkeypatch):
+    results = _results()
+    calls: list[list[str]] = []
+    _fake_sweep(results, monkeypatch, calls)
+    records, runs, docs = tmp_path / "records", tmp_path / "runs", tmp_path / "docs"
+    argv = ["--mechanisms", "GRU", "--lrs", "1e-3", "--seeds", "0", "--out", str(runs), "--docs", str(docs),
+            "--records", str(records), "--eval-examples", "5"]
+    assert results.main([*argv, "--test-configs", "32"]) == 0
+    name = "GRU_lr0.001_seed0"
+    # the record stores the command as the sweeps so far did ("swar-bench " + args joined by spaces)
+    fit = json.loads((records / f"{name}.json").read_text())["fit"]
+    assert fit == (f"swar-bench fit --config configs/results.yaml --config configs/mechanisms/gru.yaml "
+                   f"--trainer.logger.init_args.save_dir={runs} --trainer.logger.init_args.name={name} "
+                   f"--checkpoint.dirpath={runs}/{name}/checkpoints --model.lr=0.001 --seed_everything=0 "
+                   f"--data.seed=0 --data.eval_examples=5")
+    test = json.loads((records / f"{name}.test.json").read_text())["test"]
+    assert test.endswith("--data.eval_examples=5 --data.test_configs=[32]")
+    # another test N: the fit is kept, only the test runs again (on this machine and on another)
+    calls.clear()
+    assert results.main([*argv, "--test-configs", "32,64", "--resume"]) == 0
+    assert [(c[0], _name(c)) for c in calls] == [("test", f"{name}_test")]
+    assert "--data.test_configs=[32,64]" in calls[0] and "--data.eval_examples=5" in calls[0]
+    shutil.rmtree(runs)
+    (records / f"{name}.test.json").write_text(json.dumps({"test": test, "accuracy": [[32, "ar_valid", 0.7, 10, 7]]}))
+    calls.clear()
+    assert results.main([*argv, "--test-configs", "32", "--resume"]) == 0
+    assert calls == []  # records of the stored form, without any run folder: nothing runs
+    # the tables print every command quoted: it pastes into a shell as it ran, whatever files are there
+    table = (docs / "results_tables.md").read_text()
+    assert "--seed_everything=0 --data.seed=0 --data.eval_examples=5 '--data.test_configs=[32]'" in table
+    # another --eval-examples changes validation: the fit runs again
+    assert results.main([*argv, "--test-configs", "32", "--resume", "--eval-examples", "6"]) == 0
+    assert [c[0] for c in calls] == ["fit", "validate", "test"]
+
+
+FAKE_CHILD = """
+import os, signal, sys
+name = next(a.split("=", 1)[1] for a in sys.argv if a.startswith("--trainer.logger.init_args.name="))
+log = os.environ["FAKE_SWAR_BENCH_LOG"]
+if "lr0.01_" in name + "_":  # this learning rate's run is stopped by a signal of its own (exit 130)
+    sys.exit(130)
+def stop(signum, frame):
+    with open(log, "a") as handle:
+        handle.write(f"stopped {name} {signum}\\n")
+    os._exit(128 + signum)
+signal.signal(signal.SIGINT, stop)
+signal.signal(signal.SIGTERM, stop)
+with open(log, "a") as handle:
+    handle.write(f"started {name}\\n")
+signal.alarm(120)  # a sweep that never stops it fails the test instead of hanging it (SIGALRM ends it)
+while True:
+    signal.pause()
+"""
+
+
+@pytest.mark.parametrize("how", ["SIGINT", "SIGTERM", "a run exits 130"])
+def test_a_stop_ends_the_sweep_at_once(how, tmp_path, monkeypatch, capsys):
+    """A real signal to this process while real (fake swar-bench) subprocesses run: no new run
+    starts, the running ones get the signal, nothing is written, the old records stay."""
+    import os
+    import signal
+    import sys
+    import threading
+    import time
+
+    results = _results()
+    child = tmp_path / "child.py"
+    child.write_text(FAKE_CHILD)
+    log = tmp_path / "children.log"
+    log.touch()
+    monkeypatch.setenv("FAKE_SWAR_BENCH_LOG", str(log))
+    monkeypatch.setattr(results, "SWAR_BENCH", [sys.executable, str(child)])
+    records, runs, docs = tmp_path / "records", tmp_path / "runs", tmp_path / "docs"
+    records.mkdir()
+    kept = records / "Mamba2_lr0.003.json"
+    kept.write_text('{"fit": "swar-bench fit", "score": 0.5}\n')
+    lrs = "3e-3,1e-2" if how == "a run exits 130" else "3e-3"
+    argv = ["--mechanisms", "GRU,LSTM,DeltaNet,Mamba2", "--lrs", lrs, "--jobs", "2", "--out", str(runs),
+            "--docs", str(docs), "--records", str(records)]
+    signum = signal.SIGTERM if how == "SIGTERM" else signal.SIGINT
+
+    def started() -> list[str]:
+        return [line for line in log.read_text().splitlines() if line.startswith("started")]
+
+    def send_when_both_run() -> None:  # an observable event: both children wrote that they wait
+        deadline = time.monotonic() + 120
+        while len(started()) < 2 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        os.kill(os.getpid(), signum)
+
+    if how != "a run exits 130":
+        threading.Thread(target=send_when_both_run, daemon=True).start()
+    assert results.main(argv) == 128 + signum
+    lines = log.read_text().splitlines()
+    names = [line.split()[1] for line in started()]
+    if how != "a run exits 130":
+        assert sorted(names) == ["GRU_lr0.003", "LSTM_lr0.003"]  # DeltaNet and Mamba2 never started
+    assert sorted(line for line in lines if line.startswith("stopped")) == sorted(
+        f"stopped {n} {int(signum)}" for n in names)  # every started run was stopped, by the same signal
+    err = capsys.readouterr().err.strip().splitlines()
+    what = "SIGTERM" if how == "SIGTERM" else "Ctrl-C"
+    assert err[-1] == (f"results: interrupted ({what}); nothing more was run or written; the runs finished so far "
+                       f"keep their records in {records}; run the same command with --resume to continue")
+    assert not any("failed" in line for line in err)
+    assert sorted(p.name for p in records.iterdir()) == [kept.name]  # no record of a stopped run (no NaN score)
+    assert kept.read_text() == '{"fit": "swar-bench fit", "score": 0.5}\n'
+    assert not docs.exists() and not (runs / "results.json").exists()
