@@ -19,8 +19,9 @@ command line and in a ``--config`` file alike (``SwarBenchCLI.init_parser``). Wi
 
 Bad configs end with one line on stderr (exit code 2), e.g. an unknown mechanism class,
 ``tbptt_steps < 1``, an N outside the task's N set (32..16384), a ``--ckpt_path`` that does not exist or whose
-weights do not fit the configured mechanism, or an output folder that cannot be created; they are
-found before anything is written. A non-finite training loss ends the run with one line (exit
+weights do not fit the configured mechanism, an output folder that cannot be created, a mechanism
+init arg of the wrong type (naming the option or the ``--config`` file that set it) or
+``--trainer.accelerator=gpu`` on a machine without one; they are found before anything is written. A non-finite training loss ends the run with one line (exit
 code 1) and no checkpoint written after it.
 """
 
@@ -162,6 +163,23 @@ def check_output_folder(path: str | os.PathLike, flag: str) -> None:
         raise ValueError(f"{flag}={text}: the folder cannot be {verb} ({err.strerror or err})") from None
 
 
+def check_accelerator(accelerator: Any, argv: list[str]) -> None:
+    """Raise ValueError (one line naming the option, its value and where it was set: the command
+    line or a ``--config`` file of ``argv``) when ``--trainer.accelerator`` asks for a GPU this
+    machine lacks: ``gpu`` without CUDA or MPS, ``cuda`` without CUDA (``torch.cuda.is_available``).
+    Lightning would otherwise stop with only "No supported gpu backend found!"."""
+    if not isinstance(accelerator, str):
+        return
+    value = accelerator.strip().lower()
+    mps = getattr(torch.backends, "mps", None)
+    has_mps = bool(mps is not None and mps.is_available())
+    if value not in ("gpu", "cuda") or torch.cuda.is_available() or (value == "gpu" and has_mps):
+        return
+    source = _option_source(argv, "trainer.accelerator", accelerator)
+    where = f"{source}: trainer.accelerator={accelerator}" if source else f"--trainer.accelerator={accelerator}"
+    raise ValueError(f"{where}: no CUDA device is available on this machine; expected cpu or auto")
+
+
 def _output_folders(cfg: Any, subcommand: str | None) -> list[tuple[str, str]]:
     """``(flag, folder)`` of every local output folder a run of ``subcommand`` writes into."""
 
@@ -290,6 +308,7 @@ class SwarBenchCLI(LightningCLI):
             super().parse_arguments(parser, args)
         subcommand = self.config.get("subcommand")
         cfg = self.config[subcommand] if subcommand else self.config
+        check_accelerator(cfg.get("trainer.accelerator"), list(args or []))
         self._configure_run_folder(cfg, subcommand)
         ckpt_path = cfg.get("ckpt_path") if subcommand else None
         if ckpt_path is not None and str(ckpt_path) not in CKPT_PATH_KEYWORDS and "://" not in str(ckpt_path):

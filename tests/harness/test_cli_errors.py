@@ -139,3 +139,40 @@ def test_replaced_init_args_names_exactly_those_given_before(args, name, spaced)
             (f"--model.mechanism={name} replaces {' '.join(before)} given before it (the new mechanism starts from its "
             "class's defaults); give init args after --model.mechanism to keep them")
         ]
+
+
+def _no_gpu(monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
+
+
+def test_a_cuda_config_on_a_cpu_machine_is_one_line_naming_the_file(monkeypatch, capsys):
+    _no_gpu(monkeypatch)
+    fsdp = Path(QUICKSTART).parent / "fsdp_cuda.yaml"
+    code, err = _lines(capsys, ["fit", "--config", QUICKSTART, "--config", str(fsdp)])
+    assert code == 2
+    assert err == [
+        (f"swar-bench: error: --config={fsdp}: trainer.accelerator=gpu: no CUDA device is available on this machine; "
+        "expected cpu or auto")
+    ]
+    code, err = _lines(capsys, ["fit", "--config", QUICKSTART, "--trainer.accelerator=gpu"])
+    assert code == 2
+    assert err == ["swar-bench: error: --trainer.accelerator=gpu: no CUDA device is available on this machine; expected cpu or auto"]
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.sampled_from(["gpu", "cuda"]), st.sampled_from(["equals", "spaced", "file"]), st.sampled_from(["fit", "test"]))
+def test_any_gpu_accelerator_without_a_gpu_is_one_line(monkeypatch, capsys, tmp_path, value, route, command):
+    _no_gpu(monkeypatch)
+    if route == "file":
+        path = tmp_path / "gpu.yaml"
+        path.write_text(f"trainer:\n  accelerator: {value}\n")
+        extra, where = ["--config", str(path)], f"--config={path}: trainer.accelerator={value}"
+    else:
+        extra = [f"--trainer.accelerator={value}"] if route == "equals" else ["--trainer.accelerator", value]
+        where = f"--trainer.accelerator={value}"
+    code, err = _lines(capsys, [command, "--config", QUICKSTART, *extra])
+    assert code == 2
+    assert err == [f"swar-bench: error: {where}: no CUDA device is available on this machine; expected cpu or auto"]
