@@ -142,6 +142,7 @@ def _run(args: argparse.Namespace) -> int:
         SwarBenchCLI,
         _check_config_files,
         _parse_error_line,
+        check_trainable,
         discarding_empty_run,
         progress_bar_default,
         resolve_mechanism_names,
@@ -163,6 +164,7 @@ def _run(args: argparse.Namespace) -> int:
             trainer_defaults={**TRAINER_DEFAULTS, "enable_progress_bar": progress_bar_default(), "callbacks": [stopper]},
             save_config_kwargs={"overwrite": True}, parser_kwargs={"exit_on_error": False},
         )
+        check_trainable(cli.model, "fit", None)  # the demo trains: a parameter-free mechanism has nothing to train
     except ArgumentError as err:
         print(f"swar-bench demo: error: {_parse_error_line(str(err))}", file=sys.stderr)
         return 2

@@ -40,7 +40,12 @@ from typing import Any
 
 import lightning.pytorch as pl
 import torch
-from lightning.pytorch.callbacks import BasePredictionWriter, Callback, ModelCheckpoint
+from lightning.pytorch.callbacks import (
+    BasePredictionWriter,
+    Callback,
+    ModelCheckpoint,
+    ModelSummary,
+)
 from lightning.pytorch.cli import LightningCLI
 
 from swar_bench import interrupts, mechanisms
@@ -246,31 +251,80 @@ def describe_mechanism(mechanism: Any) -> str:
     return f"{type(mechanism).__name__} ({mechanism_class_path(mechanism)}): {int(getattr(mechanism, 'n_params', 0)):,} params, {state}"
 
 
+def _rank_zero() -> bool:
+    from lightning.pytorch.utilities.rank_zero import rank_zero_only
+
+    # the Trainer's global rank once it is set up, else RANK, LOCAL_RANK or SLURM_PROCID (srun)
+    return int(getattr(rank_zero_only, "rank", 0) or 0) == 0
+
+
+def fresh_start_notice(folder: str | os.PathLike) -> None:
+    """One line on stderr (rank 0) when ``fit --ckpt_path last`` finds no checkpoint: the run
+    starts from scratch, as Lightning's own ``ckpt_path="last"`` does ("not an error so it can be
+    set and forget before the first fit run", ``_CheckpointConnector._parse_ckpt_path``): the
+    first job of a SLURM array or a requeued sweep uses the same command as the ones that
+    resume."""
+    if _rank_zero():
+        print(f"swar-bench fit: no checkpoint to resume in {folder}; starting from scratch", file=sys.stderr, flush=True)
+
+
+def check_trainable(model: TBPTTModule, subcommand: str | None, ckpt_path: Any) -> None:
+    """Before a run is built: ``fit`` of a mechanism without trainable parameters (the Oracle)
+    raises ValueError (one line: nothing to train); ``validate`` / ``test`` / ``predict`` of a
+    mechanism with trainable parameters and no ``--ckpt_path`` warns on stderr (rank 0) that the
+    randomly initialised weights are evaluated, an untrained baseline and not a fit run."""
+    mechanism = model.mechanism
+    if subcommand == "fit" and not model.has_trainable_params:
+        raise ValueError(
+            f"--model.mechanism={mechanism_class_path(mechanism)} has no trainable parameters: nothing to train; "
+            "expected a learned mechanism, or `swar-bench test` (e.g. --config configs/oracle.yaml) to evaluate it"
+        )
+    if subcommand in ("validate", "test", "predict") and ckpt_path in (None, "") and model.has_trainable_params and _rank_zero():
+        print(
+            f"swar-bench {subcommand}: warning: no --ckpt_path, so {type(mechanism).__name__}'s randomly initialised "
+            "(untrained) weights are evaluated; pass --ckpt_path last or <run>/checkpoints/last.ckpt to "
+            f"{subcommand} a fit run",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
 @contextlib.contextmanager
 def discarding_empty_run(trainer: Any) -> Iterator[None]:
     """Run the block (a ``trainer.fit`` / ``test``); when it ends with an exception (Ctrl-C,
     SIGTERM, Lightning's ``sys.exit`` after them, an error) remove the run folder if this run
     created it and it holds nothing the run produced (``swar_bench.runs.discard_empty_run``): no
-    checkpoint saved by any ``ModelCheckpoint`` of the trainer, no logged metric, no report. On
-    global rank 0 only, and only for a logger's local folder; the exception is raised again."""
-    from lightning.pytorch.utilities.rank_zero import rank_zero_only
-
+    checkpoint saved by any ``ModelCheckpoint`` of the trainer, no logged metric, no report. A
+    folder that existed (``test --ckpt_path last``, a resumed fit) is put back as it was when the
+    run produced nothing in it or in a ``--checkpoint.dirpath`` elsewhere
+    (``swar_bench.runs.discard_stopped_additions``). On global rank 0 only, and only for a
+    logger's local folder; the exception is raised again."""
     from swar_bench import runs
 
     folder = None
-    if getattr(trainer, "logger", None) is not None and int(getattr(rank_zero_only, "rank", 0) or 0) == 0:
+    if getattr(trainer, "logger", None) is not None and _rank_zero():
         folder = run_folder(trainer)
         folder = None if "://" in folder else folder
     created = runs.first_missing(folder) if folder is not None else None
+    before = runs.snapshot(folder) if folder is not None and created is None else None
+    # checkpoints written outside the run folder (--checkpoint.dirpath) count as produced too
+    elsewhere = {
+        path: runs.snapshot(path)
+        for path in (str(getattr(cb, "dirpath", None) or "") for cb in getattr(trainer, "checkpoint_callbacks", None) or [])
+        if path and "://" not in path and (folder is None or not Path(path).absolute().is_relative_to(Path(folder).absolute()))
+    }
     try:
         yield
     except BaseException:
-        saved = any(
-            getattr(callback, "last_model_path", "") or getattr(callback, "best_model_path", "")
-            for callback in getattr(trainer, "checkpoint_callbacks", None) or []
-        )
-        if created is not None and not saved:
-            runs.discard_empty_run(folder, created)
+        if created is not None:
+            saved = any(
+                getattr(callback, "last_model_path", "") or getattr(callback, "best_model_path", "")
+                for callback in getattr(trainer, "checkpoint_callbacks", None) or []
+            )
+            if not saved:
+                runs.discard_empty_run(folder, created)
+        elif before is not None and not any(runs.holds_results(path, since=snap) for path, snap in elsewhere.items()):
+            runs.discard_stopped_additions(folder, before)
         raise
 
 
@@ -313,11 +367,15 @@ class SwarBenchCLI(LightningCLI):
         ckpt_path = cfg.get("ckpt_path") if subcommand else None
         if ckpt_path is not None and str(ckpt_path) not in CKPT_PATH_KEYWORDS and "://" not in str(ckpt_path):
             self._read_checkpoint(str(ckpt_path))
-        if str(ckpt_path) == "last" and subcommand in ("validate", "test", "predict"):
+        if str(ckpt_path) == "last" and subcommand in ("fit", "validate", "test", "predict"):
             # `fit --ckpt_path last` with no checkpoint is a fresh start (a first SLURM run);
             # evaluating with none would silently score a randomly initialised model.
             dirpath = (cfg.get("checkpoint") or {}).get("dirpath") or os.path.join(str(cfg.get("trainer.default_root_dir")), "checkpoints")
-            if not glob.glob(os.path.join(str(dirpath), "last*.ckpt")):
+            found = glob.glob(os.path.join(str(dirpath), "last*.ckpt"))
+            if not found and subcommand == "fit":
+                cfg.ckpt_path = None
+                fresh_start_notice(dirpath)
+            elif not found:
                 raise ValueError(
                     f"--ckpt_path=last: no last*.ckpt in --checkpoint.dirpath={dirpath}; expected the folder of a "
                     "fit run, or a checkpoint file"
@@ -356,6 +414,8 @@ class SwarBenchCLI(LightningCLI):
             found = runs.last_checkpoint(root, init_args.get("version"))
             if found is None and subcommand == "fit":
                 cfg.ckpt_path = None  # nothing to resume: a fresh start (a first SLURM run)
+                where = root / (runs.version_folder(init_args.version) if init_args.get("version") is not None else "*")
+                fresh_start_notice(where / "checkpoints")
             elif found is None:
                 where = root / (runs.version_folder(init_args.version) if init_args.get("version") is not None else "*")
                 raise ValueError(
@@ -411,14 +471,16 @@ class SwarBenchCLI(LightningCLI):
         from swar_bench.module import check_task_fits
         from swar_bench.quiet import silence_run_notices
 
+        cfg = self.config[self.subcommand] if self.subcommand else self.config
         if isinstance(self.model, TBPTTModule):  # before the Trainer: nothing written yet
             check_task_fits(self.model.mechanism, getattr(self.datamodule, "params", None))
+            check_trainable(self.model, self.subcommand, cfg.get("ckpt_path"))
         self._check_checkpoint_fits()
-        cfg = self.config[self.subcommand] if self.subcommand else self.config
         silence_run_notices(resuming=cfg.get("ckpt_path") not in (None, ""))
         global _RUN_TRAINER
         trainer = super().instantiate_trainer(**kwargs)
         trainer.callbacks.append(StopCheck())
+        trainer.callbacks[:] = [FlopsPerTokenSummary.replacing(cb) if type(cb) is ModelSummary else cb for cb in trainer.callbacks]
         _RUN_TRAINER = trainer
         return trainer
 
@@ -710,6 +772,49 @@ class Announce(Callback):
             f"run folder {run_folder(trainer)}",
             flush=True,
         )
+
+
+class FlopsPerTokenSummary(ModelSummary):
+    """Lightning's model summary (``ModelSummary``, the table it prints when a fit starts) with
+    the mechanism's forward FLOPs per token (the ``flops_per_token`` property of the ContextMechanism
+    protocol, ``swar_bench/mechanisms/protocol.py``) in place of Lightning's FLOPs column and
+    "Total Flops" line: Lightning counts FLOPs only by running ``example_input_array`` through
+    ``forward`` (``torch.utils.flop_counter.FlopCounterMode``), which a TBPTT module streaming a
+    state has not got, so they read 0. The line is left out for a mechanism without
+    ``flops_per_token``. The CLI's Trainer gets it in place of the default ``ModelSummary``
+    (``enable_model_summary``)."""
+
+    FLOPS_LABEL = "Forward FLOPs per token (flops_per_token)"
+
+    def __init__(self, max_depth: int = 1, **summarize_kwargs: Any) -> None:
+        super().__init__(max_depth, **summarize_kwargs)
+        self.flops_per_token: float | None = None
+
+    @classmethod
+    def replacing(cls, summary: ModelSummary) -> FlopsPerTokenSummary:
+        """This summary with the depth and options of Lightning's ``summary``."""
+        return cls(summary._max_depth, **summary._summarize_kwargs)
+
+    def on_fit_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        count = getattr(getattr(pl_module, "mechanism", None), "flops_per_token", None)  # a property of the protocol
+        self.flops_per_token = float(count) if isinstance(count, (int, float)) else None
+        super().on_fit_start(trainer, pl_module)
+
+    def summarize(self, summary_data: list[tuple[str, list[str]]], total_parameters: int, trainable_parameters: int,
+                  model_size: float, total_training_modes: dict[str, int], total_flops: int, **summarize_kwargs: Any) -> None:
+        from lightning.pytorch.utilities.model_summary.model_summary import (
+            _format_summary_table,
+            get_human_readable_count,
+        )
+
+        columns = [column for column in summary_data if column[0] != "FLOPs"]
+        table = _format_summary_table(total_parameters, trainable_parameters, model_size, total_training_modes, 0, *columns)
+        lines = table.splitlines()
+        if lines and lines[-1].endswith("Total Flops"):
+            lines.pop()
+        if self.flops_per_token is not None:
+            lines.append(f"{get_human_readable_count(int(self.flops_per_token)):<10}{self.FLOPS_LABEL}")
+        logging.getLogger(ModelSummary.__module__).info("\n" + "\n".join(lines))
 
 
 class StopCheck(Callback):

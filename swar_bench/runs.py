@@ -20,17 +20,22 @@ that run's folder; ``test --ckpt_path <run>/checkpoints/last.ckpt`` writes its r
 A run stopped (Ctrl-C, SIGTERM, an exception) before it produced anything leaves no folder
 behind (:func:`discard_empty_run`): what set-up alone writes (:func:`holds_results`) is removed
 with the folders the run created for it; a run that saved a checkpoint, logged a metric or wrote
-a report keeps its folder.
+a report keeps its folder. A run into a folder that existed (``test --ckpt_path last``, a resumed
+fit) and stopped before it produced anything leaves that folder as it was
+(:func:`snapshot`, :func:`discard_stopped_additions`): the set-up files it added are removed and
+those it overwrote (``test_config.yaml`` of an earlier test) get their earlier content back.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from swar_bench.io import TEMP_PREFIX
+from swar_bench.io import TEMP_PREFIX, atomic_write
 
 VERSION_RE = re.compile(r"version_(\d+)")
 
@@ -115,18 +120,65 @@ def _events_hold_data(path: Path) -> bool:
     return False
 
 
-def holds_results(folder: str | Path) -> bool:
+@dataclass(frozen=True)
+class FolderSnapshot:
+    """What a folder held before a run wrote into it (:func:`snapshot`): every file (and link) by
+    path relative to the folder with its ``(size, st_mtime_ns)``, every sub-folder, and the
+    bytes of its set-up files (:data:`SETUP_FILE_RE`, a few kB of YAML) so that a stopped run can
+    put back the ones it overwrote."""
+
+    files: dict[str, tuple[int, int]] = field(default_factory=dict)
+    folders: frozenset[str] = frozenset()
+    setup: dict[str, bytes] = field(default_factory=dict)
+
+    def unchanged(self, folder: Path, path: Path) -> bool:
+        """True when ``path`` (inside ``folder``) is as the snapshot found it."""
+        before = self.files.get(path.relative_to(folder).as_posix())
+        return before is not None and before == _signature(path)
+
+
+def _signature(path: Path) -> tuple[int, int]:
+    stat = path.lstat()
+    return stat.st_size, stat.st_mtime_ns
+
+
+def _is_setup_file(folder: Path, path: Path) -> bool:
+    return bool(SETUP_FILE_RE.fullmatch(path.name)) and path.parent == folder
+
+
+def snapshot(folder: str | Path) -> FolderSnapshot | None:
+    """The :class:`FolderSnapshot` of ``folder``, taken before a run writes into it; None when
+    ``folder`` is not an existing folder (the run creates it: :func:`discard_empty_run`)."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return None
+    files, folders, setup = {}, set(), {}
+    for path in folder.rglob("*"):
+        key = path.relative_to(folder).as_posix()
+        if path.is_dir() and not path.is_symlink():
+            folders.add(key)
+            continue
+        files[key] = _signature(path)
+        if _is_setup_file(folder, path) and path.is_file():
+            setup[key] = path.read_bytes()
+    return FolderSnapshot(files, frozenset(folders), setup)
+
+
+def holds_results(folder: str | Path, since: FolderSnapshot | None = None) -> bool:
     """True when the run folder ``folder`` holds something a run produced: a checkpoint, a report,
     a metric in a TensorBoard event file or in a logger's ``metrics.csv``, any file of another
     kind. False when it holds only what set-up writes (:data:`SETUP_FILE_RE`, TensorBoard event
     files without data beyond :data:`SETUP_TAGS`, temporary ``.tmp-*`` files of an interrupted
-    write, empty folders), or does not exist."""
+    write, empty folders), or does not exist. With ``since`` (the folder's :func:`snapshot`
+    before a run) only files added or changed since then count: did this run produce anything."""
     folder = Path(folder)
     for path in folder.rglob("*") if folder.is_dir() else ():
         if path.is_dir() and not path.is_symlink():
             continue
+        if since is not None and since.unchanged(folder, path):
+            continue
         name = path.name
-        if name.startswith(TEMP_PREFIX) or (SETUP_FILE_RE.fullmatch(name) and path.parent == folder):
+        if name.startswith(TEMP_PREFIX) or _is_setup_file(folder, path):
             continue
         if name.startswith("events.out.tfevents.") and path.is_file() and not _events_hold_data(path):
             continue
@@ -172,3 +224,29 @@ def discard_empty_run(folder: str | Path, created: str | Path | None) -> bool:
             break
         parent = parent.parent
     return not folder.exists()
+
+
+def discard_stopped_additions(folder: str | Path, before: FolderSnapshot | None) -> bool:
+    """Put the existing run folder ``folder`` back as :func:`snapshot` found it (``before``) after
+    a run into it stopped before it produced anything (:func:`holds_results` since ``before``),
+    e.g. ``test --ckpt_path last`` interrupted before its reports: the files the run added are
+    removed (its ``test_config.yaml``, its event file holding only the hyperparameters, a ``.tmp-*``
+    file, the folders it created), the set-up files it overwrote get their earlier bytes back
+    (atomically, ``swar_bench.io.atomic_write``). Returns True when the folder was put back; False
+    when ``before`` is None, the folder is gone, or the run produced something (all is kept)."""
+    folder = Path(os.path.abspath(folder))
+    if before is None or not folder.is_dir() or holds_results(folder, since=before):
+        return False
+    for path in sorted(folder.rglob("*"), key=lambda p: len(p.parts), reverse=True):  # deepest first
+        key = path.relative_to(folder).as_posix()
+        if path.is_dir() and not path.is_symlink():
+            if key not in before.folders:
+                with contextlib.suppress(OSError):
+                    path.rmdir()  # only when empty
+        elif key in before.setup and not before.unchanged(folder, path):
+            atomic_write(path, lambda handle, data=before.setup[key]: handle.write(data), binary=True)
+            mtime = before.files[key][1]
+            os.utime(path, ns=(mtime, mtime))
+        elif key not in before.files:
+            path.unlink(missing_ok=True)
+    return True
