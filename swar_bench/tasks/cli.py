@@ -102,13 +102,21 @@ def _csv(value: str | None, option: str) -> list[str] | None:
 
 
 def _check_card_config(config: str, option: str = "--configs") -> str:
-    n = parse_config(config)
-    if n not in ALLOWED_N:
-        raise _UsageError(
-            f"{option}: {config} is not a passkey_swar config (N in 32..16384, powers of 2; {CONFIGS_SECTION}); "
-            f"expected some of {card_configs_text()}"
-        )
-    return config
+    """``config`` when it is a config of the task (``n32`` .. ``n16384``); else a one-line error
+    naming ``option`` (``--configs``, ``--config``), the value and the configs, with ``n{N}`` as a
+    suggestion for a bare or misspelt number (``32``, ``N32``, ``n0032``)."""
+    try:
+        n = parse_config(config)
+    except DataSourceError:
+        n = None
+    if n in ALLOWED_N and config == config_name(n):
+        return config
+    digits = config.strip().lstrip("nN")
+    guess = config_name(int(digits)) if digits.isdigit() and int(digits) in ALLOWED_N else None
+    raise _UsageError(
+        f"{option}: {config} is not a passkey_swar config (N in 32..16384, powers of 2; {CONFIGS_SECTION}); "
+        f"expected some of {card_configs_text()}" + (f"; did you mean {guess}?" if guess and guess != config else "")
+    )
 
 
 def _folder_configs(source: str) -> list[str]:
@@ -227,7 +235,10 @@ def _params(value: str | None) -> PasskeySwarParams:
         raise _UsageError(
             f"--params: unknown field(s) {sorted(unknown)}; expected some of {sorted(PasskeySwarParams().to_dict())}"
         )
-    return PasskeySwarParams(**fields)
+    try:
+        return PasskeySwarParams(**fields)
+    except ValueError as exc:  # names the field as PasskeySwarParams.w: name the option the user typed
+        raise _UsageError(f"--params: {str(exc).removeprefix('PasskeySwarParams.')}") from None
 
 
 def _check_source(option: str, source: str) -> str:
@@ -493,7 +504,7 @@ def _one_example(source: str, config: str, split: str, index: int, params) -> di
         size = len(ds)
     if index >= size:
         span = f" (0..{size - 1})" if size else ""
-        raise _UsageError(f"--index {index} is out of range; the split has {size} examples{span}")
+        raise _UsageError(f"--index={index}: out of range; the split has {size} examples{span}")
     if ds is None:
         seeds = split_seeds(split, n, 1, start=index)
         return next(iter(generate_flat(seeds, n, params).examples()))

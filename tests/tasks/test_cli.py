@@ -122,13 +122,13 @@ def test_verify_reports_a_corrupted_example(tmp_path, capsys):
     [
         (
             ["stats", "--configs", "n33x"],
-            "config='n33x': expected 'n' followed by the number of writes",
+            "--configs: n33x is not a passkey_swar config (N in 32..16384, powers of 2;",
         ),
         (["stats", "--splits", "dev"], "--splits: 'dev' is not a split"),
         (["stats", "--num-examples", "0"], "--num-examples=0: expected an integer in [1, 10**6)"),
         (
             ["stats", "--params", '{"w": 0}', "--configs", "n32"],
-            "PasskeySwarParams.w=0: expected an integer >= 1",
+            "--params: w=0: expected an integer >= 1",
         ),
         (["stats", "--params", '{"window": 3}'], "--params: unknown field(s) ['window']"),
         (
@@ -278,13 +278,13 @@ def test_show_says_how_many_examples_the_split_has(tmp_path, capsys):
     argv = ["show", "--source", str(out), "--config", "n32", "--index"]
     assert main(argv + ["25"]) == 2
     assert capsys.readouterr().err == (
-        "swar-bench data show: error: --index 25 is out of range; the split has 20 examples (0..19)\n"
+        "swar-bench data show: error: --index=25: out of range; the split has 20 examples (0..19)\n"
     )
     assert main(argv + ["19"]) == 0
     assert capsys.readouterr().out.startswith("n32/validation index 19 seed 2000032000019 ")
     assert main(["show", "--config", "n64", "--split", "test", "--index", "1000"]) == 2
     assert capsys.readouterr().err.endswith(
-        "--index 1000 is out of range; the split has 1000 examples (0..999)\n"
+        "--index=1000: out of range; the split has 1000 examples (0..999)\n"
     )
     assert main(["show", "--config", "n64", "--split", "test", "--index", "999"]) == 0
     assert capsys.readouterr().out.startswith("n64/test index 999 seed 3000064000999 n_writes 64")
@@ -706,3 +706,57 @@ def test_a_config_or_train_split_off_the_task_is_named_with_its_docs_section(cap
     else:
         assert code == 0 and captured.err == ""
         assert captured.out.splitlines()[2].startswith(f"| n{n} | train | 1 | ")
+
+
+CARD = "n32, n64, n128, n256, n512, n1024, n2048, n4096, n8192, n16384"
+
+
+def test_a_bare_number_as_config_names_the_option_and_suggests_the_name(capsys, tmp_path):
+    assert main(["generate", "--out", str(tmp_path / "o"), "--configs", "32"]) == 2
+    assert capsys.readouterr().err == (
+        'swar-bench data generate: error: --configs: 32 is not a passkey_swar config (N in 32..16384, powers of 2; '
+        f'docs/TASK.md, "Configs and splits"); expected some of {CARD}; did you mean n32?\n'
+    )
+    assert not (tmp_path / "o").exists()
+    assert main(["show", "--config", "N64"]) == 2
+    assert capsys.readouterr().err == (
+        'swar-bench data show: error: --config: N64 is not a passkey_swar config (N in 32..16384, powers of 2; '
+        f'docs/TASK.md, "Configs and splits"); expected some of {CARD}; did you mean n64?\n'
+    )
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    st.text(alphabet="nN0123456789x-_. ", min_size=1, max_size=8).map(str.strip).filter(
+        lambda v: v and v not in CARD.split(", ")
+    ),
+    st.sampled_from([("stats", "--configs"), ("generate", "--configs"), ("show", "--config")]),
+)
+def test_any_config_off_the_card_is_one_line_naming_the_option(capsys, tmp_path, value, command_option):
+    command, option = command_option
+    argv = [command, f"{option}={value}"] + (["--out", str(tmp_path / "o")] if command == "generate" else [])
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert err.startswith(f"swar-bench data {command}: error: {option}: {value} is not a passkey_swar config (")
+    assert f"expected some of {CARD}" in err
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    st.sampled_from(["w", "n_keys", "n_values", "active_min", "active_max", "drift_rate", "query_rate", "valid_frac"]),
+    st.one_of(st.just("x"), st.integers(-5, 0), st.just(-0.5)),
+    st.sampled_from(["stats", "vocab", "show"]),
+)
+def test_any_bad_params_field_names_the_option(capsys, field, value, command):
+    import json
+
+    extra = {"stats": ["--configs", "n32", "--num-examples", "1", "--no-compare"], "vocab": ["--out", "/nonexistent/v.json"],
+             "show": ["--config", "n32"]}[command]
+    code = main([command, "--params", json.dumps({field: value}), *extra])
+    err = capsys.readouterr().err
+    if code == 0:  # a value that field accepts (e.g. drift_rate 0)
+        return
+    assert err.count("\n") == 1
+    assert err.startswith(f"swar-bench data {command}: error: --params: {field}=")
+    assert "PasskeySwarParams" not in err
