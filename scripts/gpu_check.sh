@@ -36,15 +36,29 @@ fi
 
 STEPS=(pytest_cuda fit_fsdp bench_fla_vs_torch referee_two_ranges)
 declare -A LIMIT=([pytest_cuda]=120 [fit_fsdp]=90 [bench_fla_vs_torch]=90 [referee_two_ranges]=150)
-declare -A CMD=(
-    [pytest_cuda]="$PYTHON -m pytest -m cuda -q -p no:cacheprovider tests"
-    [fit_fsdp]="$PYTHON -m swar_bench.cli fit --config configs/quickstart.yaml --config configs/fsdp_cuda.yaml --trainer.max_steps 50 --trainer.max_time null --trainer.val_check_interval 50 --trainer.limit_val_batches 2 --trainer.logger.init_args.save_dir $OUT/fit"
-    [bench_fla_vs_torch]="$PYTHON benchmarks/bench_training.py --device cuda --mechanisms GatedDeltaNet --backends torch,fla --d-model 1024 --n-heads 8 --seq-len 4096 --batch-size 4 --warmup 2 --repeats 5 --bf16"
-    [referee_two_ranges]="$PYTHON -m swar_bench.cli referee --config configs/referee/default.yaml --ranges [1000,10000] --device cuda --out $OUT/referee"
-)
+step_command() {  # the command of step $1, as the array CMD (each argument one word: no splitting, no globbing)
+    case $1 in
+        pytest_cuda) CMD=("$PYTHON" -m pytest -m cuda -q -p no:cacheprovider tests) ;;
+        fit_fsdp) CMD=("$PYTHON" -m swar_bench.cli fit --config configs/quickstart.yaml --config configs/fsdp_cuda.yaml
+                       --trainer.max_steps 50 --trainer.max_time null --trainer.val_check_interval 50
+                       --trainer.limit_val_batches 2 --trainer.logger.init_args.save_dir "$OUT/fit") ;;
+        bench_fla_vs_torch) CMD=("$PYTHON" benchmarks/bench_training.py --device cuda --mechanisms GatedDeltaNet
+                                 --backends torch,fla --d-model 1024 --n-heads 8 --seq-len 4096 --batch-size 4
+                                 --warmup 2 --repeats 5 --bf16) ;;
+        referee_two_ranges) CMD=("$PYTHON" -m swar_bench.cli referee --config configs/referee/default.yaml
+                                 --ranges '[1000,10000]' --device cuda --out "$OUT/referee") ;;
+    esac
+}
+shown() {  # the command CMD quoted as a shell reads it back ('[1000,10000]' stays one literal word)
+    local word out=()
+    for word in "${CMD[@]}"; do
+        if [[ $word =~ ^[A-Za-z0-9_./:=,+-]+$ ]]; then out+=("$word"); else out+=("$(printf '%q' "$word")"); fi
+    done
+    echo "${out[*]}"
+}
 
 if [ "$DRY_RUN" = 1 ]; then
-    for s in "${STEPS[@]}"; do echo "$s (limit ${LIMIT[$s]} s): ${CMD[$s]}"; done
+    for s in "${STEPS[@]}"; do step_command "$s"; echo "$s (limit ${LIMIT[$s]} s): $(shown)"; done
     exit 0
 fi
 if ! "$PYTHON" -c "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)" 2>/dev/null; then
@@ -55,10 +69,10 @@ mkdir -p "$OUT" || exit 2
 
 declare -A STATUS SECONDS_USED NOTE
 for s in "${STEPS[@]}"; do
-    echo "== $s (limit ${LIMIT[$s]} s): ${CMD[$s]}"
+    step_command "$s"
+    echo "== $s (limit ${LIMIT[$s]} s): $(shown)"
     start=$(date +%s)
-    # shellcheck disable=SC2086  # the command is a word list on purpose
-    timeout --signal=TERM --kill-after=10 "${LIMIT[$s]}" ${CMD[$s]} > "$OUT/$s.log" 2>&1
+    timeout --signal=TERM --kill-after=10 "${LIMIT[$s]}" "${CMD[@]}" > "$OUT/$s.log" 2>&1
     rc=$?
     SECONDS_USED[$s]=$(( $(date +%s) - start ))
     case $rc in

@@ -108,3 +108,28 @@ def test_benchmark_command_runs_small_on_the_cpu(tmp_path, capsys):
 
 def _cuda():
     return torch.cuda.is_available()
+
+
+def test_every_command_runs_as_the_words_it_prints(tmp_path):
+    """Each step's arguments reach the program as printed, whatever --out holds: a space and glob
+    characters (``[x]`` would match the folder ``x`` made here; ``[1000,10000]`` a file named 1)."""
+    import json
+    import os
+
+    calls = tmp_path / "calls.jsonl"
+    fake = tmp_path / "python"  # stands in for the interpreter: records its arguments, succeeds
+    fake.write_text(f"#!/bin/sh\nexec {shlex.quote(sys.executable)} -c 'import json, os, sys; "
+                    "open(os.environ[\"FAKE_PYTHON_LOG\"], \"a\").write(json.dumps(sys.argv[1:]) + \"\\n\")' \"$@\"\n")
+    fake.chmod(0o755)
+    out = tmp_path / "a b" / "[x]"
+    (tmp_path / "a b" / "x" / "fit").mkdir(parents=True)  # what an unquoted "$OUT/fit" would glob to
+    (tmp_path / "a b" / "x" / "referee").mkdir()
+    printed = {name: command for name, (_, command) in _commands(out).items()}  # --dry-run, read with shlex
+    assert printed["fit_fsdp"][-1] == f"{out}/fit" and printed["referee_two_ranges"][-3:] == [
+        "cuda", "--out", f"{out}/referee"]
+    result = subprocess.run(["bash", str(SCRIPT), "--python", str(fake), "--out", str(out)], capture_output=True,
+                            text=True, timeout=120, check=False, env={**os.environ, "FAKE_PYTHON_LOG": str(calls)})
+    assert result.returncode == 0, result.stdout + result.stderr
+    ran = [json.loads(line) for line in calls.read_text().splitlines()][1:]  # after the CUDA probe
+    assert ran == [command[1:] for command in printed.values()]
+    assert ran[-1][ran[-1].index("--ranges") + 1] == "[1000,10000]"
