@@ -441,8 +441,9 @@ def test_a_stop_ends_the_sweep_at_once(how, tmp_path, monkeypatch, capsys):
     records.mkdir()
     kept = records / "Mamba2_lr0.003.json"
     kept.write_text('{"fit": "swar-bench fit", "score": 0.5}\n')
-    lrs = "3e-3,1e-2" if how == "a run exits 130" else "3e-3"
-    argv = ["--mechanisms", "GRU,LSTM,DeltaNet,Mamba2", "--lrs", lrs, "--jobs", "2", "--out", str(runs),
+    # two slots: GRU and LSTM run, DeltaNet and Mamba2 wait; or GRU's two rates, 1e-2's run exits 130
+    sweep = ["GRU", "3e-3,1e-2"] if how == "a run exits 130" else ["GRU,LSTM,DeltaNet,Mamba2", "3e-3"]
+    argv = ["--mechanisms", sweep[0], "--lrs", sweep[1], "--jobs", "2", "--out", str(runs),
             "--docs", str(docs), "--records", str(records)]
     signum = signal.SIGTERM if how == "SIGTERM" else signal.SIGINT
 
