@@ -16,6 +16,11 @@ newest checkpoint of that folder). A mechanism name is resolved by
 ``swar_bench.mechanisms.registry`` (``--model.mechanism=GRU`` is GRU at its defaults), on the
 command line and in a ``--config`` file alike (``SwarBenchCLI.init_parser``). With
 ``--trainer.logger=false`` the reports and LightningCLI's config go to ``runs/`` itself.
+``fit --ckpt_path last`` with nothing to resume starts from scratch after one line saying so
+(:func:`fresh_start_notice`); ``validate`` / ``test`` / ``predict`` without ``--ckpt_path`` warn
+that the weights are untrained, and ``fit`` of a mechanism without trainable parameters is
+refused (:func:`check_trainable`). The model summary shows the mechanism's forward FLOPs per
+token (:class:`FlopsPerTokenSummary`).
 
 Bad configs end with one line on stderr (exit code 2), e.g. an unknown mechanism class,
 ``tbptt_steps < 1``, an N outside the task's N set (32..16384), a ``--ckpt_path`` that does not exist or whose
