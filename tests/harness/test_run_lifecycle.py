@@ -271,3 +271,52 @@ def test_every_mechanism_summary_names_its_flops_per_token(name):
     assert "Total Flops" not in "\n".join(lines)
     assert lines[-1] == f"{get_human_readable_count(int(model.mechanism.flops_per_token)):<10}Forward FLOPs per token (flops_per_token)"
     assert f"{get_human_readable_count(summary.total_parameters):<10}Total params" in lines
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    saved=st.sets(st.sampled_from(["version_0", "version_1", "slurm_7"])),
+    forced=st.sampled_from([None, "slurm_7", "version_1"]),
+    subcommand=st.sampled_from(["fit", "test"]),
+)
+def test_last_resumes_the_run_asked_for_or_says_there_is_none(tmp_path, capsys, saved, forced, subcommand):
+    """`--ckpt_path last` over the runs of one config and mechanism: the newest last.ckpt (of the
+    forced version, when one is given) is resumed; with none, fit says in one line that it starts
+    from scratch and test refuses in one line."""
+    import os
+    import tempfile
+
+    import pytest
+    from jsonargparse import Namespace
+
+    from swar_bench.lightning_cli import SwarBenchCLI
+
+    with tempfile.TemporaryDirectory(dir=tmp_path) as base:
+        root = Path(base) / "quickstart" / "GRU"
+        for i, version in enumerate(sorted(saved)):
+            ckpt = root / version / "checkpoints" / "last.ckpt"
+            ckpt.parent.mkdir(parents=True)
+            torch.save({"global_step": 3, "state_dict": {}}, ckpt)
+            os.utime(ckpt, (1000 + i, 1000 + i))  # the newest is the last in sorted order
+        logger = Namespace(class_path="lightning.pytorch.loggers.TensorBoardLogger",
+                           init_args=Namespace(save_dir=base, name="quickstart", version=forced))
+        cfg = Namespace(trainer=Namespace(logger=logger), ckpt_path="last", checkpoint=Namespace(dirpath=None),
+                        model=Namespace(mechanism=Namespace(class_path="swar_bench.mechanisms.GRU")))
+        want = forced if forced is not None else (max(saved) if saved else None)
+        found = want in saved
+        capsys.readouterr()
+        cli = SwarBenchCLI.__new__(SwarBenchCLI)
+        where = root / (forced or "*") / "checkpoints"
+        if not found and subcommand == "test":
+            with pytest.raises(ValueError, match=r"^--ckpt_path=last: no last\.ckpt in ") as err:
+                cli._configure_run_folder(cfg, subcommand)
+            assert str(err.value).startswith(f"--ckpt_path=last: no last.ckpt in {where}; ")
+            return
+        cli._configure_run_folder(cfg, subcommand)
+        notice = capsys.readouterr().err
+        if found:
+            assert cfg.ckpt_path == str(root / want / "checkpoints" / "last.ckpt") and notice == ""
+            assert str(logger.init_args.version) == want.removeprefix("version_")
+        else:
+            assert cfg.ckpt_path is None
+            assert notice == f"swar-bench fit: no checkpoint to resume in {where}; starting from scratch\n"
