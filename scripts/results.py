@@ -554,7 +554,7 @@ class _Help(argparse.ArgumentDefaultsHelpFormatter):
     the default depends on other options (None) or is off (a flag)."""
 
     def _get_help_string(self, action: argparse.Action) -> str | None:
-        if action.default is None or action.default is False:
+        if action.default in (None, False, ""):
             return action.help
         return super()._get_help_string(action)
 
@@ -619,9 +619,11 @@ def _main(argv: list[str] | None) -> int:
                    help="where <prefix>_tables.md and figures/ go (default: docs, where the committed tables and "
                         "figures are: a run there overwrites them)")
     p.add_argument("--config", default=CONFIG, help="the equal-budget trainer/model/data config every run shares")
-    p.add_argument("--tag", default="", help="name suffix of the outputs: results_<tag>_tables.md, figures/results_<tag>_<kind>.png")
+    p.add_argument("--tag", default="", help="name suffix of the outputs: results_<tag>_tables.md, figures/results_<tag>_<kind>.png "
+                        "(default: none, results_tables.md and figures/results_<kind>.png)")
     p.add_argument("--seeds", default=None,
-                   help="comma-separated seeds: train and test every configuration once per seed, report mean and spread")
+                   help="comma-separated seeds: train and test every configuration once per seed, report mean and spread "
+                        "(default: one run per configuration, with the config's seed)")
     p.add_argument("--frontier", action="store_true",
                    help="also write the decay frontier at N = 4x the longest training N: "
                         "<docs>/<prefix>_frontier.md and <docs>/figures/<prefix>_frontier.png")

@@ -322,9 +322,10 @@ def test_help_shows_every_default_and_the_danger(capsys):
     text = " ".join(capsys.readouterr().out.split())  # argparse wraps lines
     for default in ("(default: 3e-3,1e-2)", "(default: 2)", "(default: 1)", "(default: runs/results)",
                     f"(default: {results.CONFIG})", "(default: docs, where the committed tables and figures are",
-                    "(default: results/<tag>, or results/main with no tag", "(default: off, everything runs)"):
+                    "(default: results/<tag>, or results/main with no tag", "(default: off, everything runs)",
+                    "(default: none, results_tables.md", "(default: one run per configuration"):
         assert default in text, default
-    assert "a run there overwrites them" in text
+    assert "a run there overwrites them" in text and "(default: )" not in text
 
 
 @settings(max_examples=20, deadline=None)
