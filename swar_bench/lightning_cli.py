@@ -575,10 +575,24 @@ def _option_source(argv: list[str], key: str, got: str | None = None) -> str | N
     parts = key.split(".")
     flags = {f"--{key}", "--" + ".".join(p for p in parts if p != "init_args")}
     settings: list[tuple[str | None, str]] = []
+
+    def lookup(node: Any, rest: list[str]) -> Any:
+        for part in rest:
+            node = node.get(part, _MISSING) if isinstance(node, dict) else _MISSING
+        return node
+
     for i, arg in enumerate(argv):
         name, eq, value = arg.partition("=")
+        value = value if eq else (argv[i + 1] if i + 1 < len(argv) else "")
         if name in flags:
-            settings.append((None, value if eq else (argv[i + 1] if i + 1 < len(argv) else "")))
+            settings.append((None, value))
+        elif name.startswith("--") and key.startswith(name[2:] + ".") and value.lstrip().startswith("{"):
+            try:  # an inline mapping: --model.mechanism='{"class_path": "GRU", "init_args": {...}}'
+                node = lookup(yaml.safe_load(value), parts[len(name[2:].split(".")):])
+            except yaml.YAMLError:
+                continue
+            if node is not _MISSING:
+                settings.append((None, str(node)))
         elif name == "--config" and (eq or i + 1 < len(argv)):
             path = value if eq else argv[i + 1]
             try:
@@ -586,8 +600,7 @@ def _option_source(argv: list[str], key: str, got: str | None = None) -> str | N
                     node = yaml.safe_load(handle)
             except (OSError, UnicodeDecodeError, yaml.YAMLError):
                 continue
-            for part in parts:
-                node = node.get(part, _MISSING) if isinstance(node, dict) else _MISSING
+            node = lookup(node, parts)
             if node is not _MISSING:
                 settings.append((f"--config={os.path.abspath(path)}", str(node)))
     matching = [source for source, value in settings if got is not None and value == got]
@@ -621,7 +634,12 @@ def _parse_error_line(message: str, argv: list[str] | None = None) -> str:
     if not key:
         return _joined(message)
     keys, class_path = [], None
-    lines = [ln.strip() for ln in message.splitlines() if ln.strip()]
+    # an inline mapping is also tried as a file path first: that attempt is not the user's problem
+    lines = [
+        ln.strip().removeprefix("- ")
+        for ln in message.splitlines()
+        if ln.strip() and not ln.strip().startswith("- Expected a path but")
+    ]
     while lines:
         heading = re.fullmatch(r'Parser key "([^"]+)":\s*(.*)', lines[0]) or re.fullmatch(
             r"Problem with given class_path '([^']+)':\s*(.*)", lines[0]
@@ -635,6 +653,12 @@ def _parse_error_line(message: str, argv: list[str] | None = None) -> str:
             keys.append(heading.group(1))
         lines = ([heading.group(2)] if heading.group(2) else []) + lines[1:]
     reason = " ".join(lines) or "invalid value"
+    got = re.search(r"(?:Got value|Given value): (.*)$", reason)
+    value = got.group(1) if got else None
+    union = re.match(r"Does not validate against any of the Union subtypes\s*Subtypes: \[(.*)\]\s*Errors:", reason)
+    if union and value is not None:  # "Subtypes: [...] Errors: - ... Given value type: ... Given value: abc"
+        types = re.sub(r"<class '([^']+)'>", r"\1", union.group(1)).replace("NoneType", "None")
+        reason = f"Expected one of {types}. Got value: {value}"
     rejected = re.fullmatch(r"Option '([^']+)' is not accepted", reason)
     if rejected and class_path is not None:
         keys.append(rejected.group(1))
@@ -642,14 +666,13 @@ def _parse_error_line(message: str, argv: list[str] | None = None) -> str:
 
         accepted = accepted_args(class_path)
         reason = f"not an argument of {class_path}" + (f"; expected one of {', '.join(accepted)}" if accepted else "")
+    elif class_path is not None and keys[-1] == "init_args":
+        reason += f" (expected a mapping of {class_path}'s arguments)"
     elif class_path is not None:
         reason += f" (an argument of {class_path})"
     option = ".".join(keys)
-    got = re.search(r"Got value: (.*)$", reason)
-    source = _option_source(argv or [], option, got.group(1).removesuffix(f" (an argument of {class_path})") if got else None) if class_path is not None else None
-    if source is not None:
-        return f"{source}: {option}: {reason}"
-    return f"--{option}: {reason}" if class_path is not None else f"{option}: {reason}"
+    source = _option_source(argv or [], option, value)
+    return f"{source}: {option}: {reason}" if source is not None else f"--{option}: {reason}"
 
 
 def _check_config_files(argv: list[str]) -> None:

@@ -85,7 +85,7 @@ NOT_INTS = st.one_of(
 )
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.sampled_from(INT_ARGS), NOT_INTS, st.booleans())
 def test_any_wrong_typed_int_init_arg_is_one_line_naming_option_value_and_type(capsys, tmp_path, mechanism_arg, value, in_file):
     name, arg = mechanism_arg
@@ -162,7 +162,7 @@ def test_a_cuda_config_on_a_cpu_machine_is_one_line_naming_the_file(monkeypatch,
     assert err == ["swar-bench: error: --trainer.accelerator=gpu: no CUDA device is available on this machine; expected cpu or auto"]
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.sampled_from(["gpu", "cuda"]), st.sampled_from(["equals", "spaced", "file"]), st.sampled_from(["fit", "test"]))
 def test_any_gpu_accelerator_without_a_gpu_is_one_line(monkeypatch, capsys, tmp_path, value, route, command):
     _no_gpu(monkeypatch)
@@ -176,3 +176,38 @@ def test_any_gpu_accelerator_without_a_gpu_is_one_line(monkeypatch, capsys, tmp_
     code, err = _lines(capsys, [command, "--config", QUICKSTART, *extra])
     assert code == 2
     assert err == [f"swar-bench: error: {where}: no CUDA device is available on this machine; expected cpu or auto"]
+
+
+def test_an_inline_mapping_and_a_union_typed_arg_are_whole_lines(capsys):
+    inline = '{"class_path": "GRU", "init_args": {"d_model": "abc"}}'
+    code, err = _lines(capsys, ["fit", "--config", QUICKSTART, f"--model.mechanism={inline}"])
+    assert code == 2
+    assert err == [
+        ("swar-bench: error: --model.mechanism.init_args.d_model: Expected a <class 'int'>. Got value: abc "
+        "(an argument of swar_bench.mechanisms.GRU)")
+    ]
+    code, err = _lines(capsys, ["fit", "--model.mechanism=MultiScaleRetention", "--model.mechanism.init_args.decays=abc"])
+    assert code == 2
+    assert err == [
+        ("swar-bench: error: --model.mechanism.init_args.decays: Expected one of list[float], None. Got value: abc "
+        "(an argument of swar_bench.mechanisms.MultiScaleRetention)")
+    ]
+
+
+TYPED_OPTIONS = [("model.lr", "float"), ("data.batch_size", "int"), ("model.tbptt_steps", "int")]
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.sampled_from(TYPED_OPTIONS), st.text(alphabet="abcdxz", min_size=1, max_size=6), st.booleans())
+def test_any_wrong_typed_option_is_one_line_naming_the_option_or_file(capsys, tmp_path, option_type, value, in_file):
+    option, kind = option_type
+    if in_file:
+        path = tmp_path / "run.yaml"
+        section, name = option.split(".")
+        path.write_text(f"{section}:\n  {name}: {value}\n")
+        argv, where = ["fit", "--config", QUICKSTART, "--config", str(path)], f"--config={path}: {option}"
+    else:
+        argv, where = ["fit", "--config", QUICKSTART, f"--{option}={value}"], f"--{option}"
+    code, err = _lines(capsys, argv)
+    assert code == 2
+    assert err == [f"swar-bench: error: {where}: Expected a <class '{kind}'>. Got value: {value}"]
