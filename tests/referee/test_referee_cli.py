@@ -471,3 +471,14 @@ def test_main_from_another_thread_leaves_signals_alone(tmp_path, capsys):
     assert rcs == [2]  # signal.signal would raise ValueError here: no handler is installed
     assert "missing.json: no such file" in capsys.readouterr().err
     assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_a_later_mechanism_warns_about_the_init_args_it_drops(capsys):
+    code = main(["--mechanism=LSTM", "--mechanism.init_args.d_model=8", "--mechanism=GRU", "--print_config"])
+    captured = capsys.readouterr()
+    assert code == 0
+    assert captured.err.splitlines() == [
+        ("swar-bench referee: warning: --mechanism=GRU replaces --mechanism.init_args.d_model=8 given before it (the new "
+        "mechanism starts from its class's defaults); give init args after --mechanism to keep them")
+    ]
+    assert "d_model: 64" in captured.out  # GRU's default: the warning tells the truth
