@@ -77,6 +77,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # run as a script: import this checkout's swar_bench
 
 from swar_bench import interrupts
+from swar_bench.argparsing import ArgumentParser
 from swar_bench.intervals import (
     FEW_NOTE,
     MISSING,
@@ -589,7 +590,7 @@ def _interrupted(exc: BaseException, records: Path | None = None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0], formatter_class=_Help)
+    p = ArgumentParser(description=__doc__.splitlines()[0], formatter_class=_Help)
     p.add_argument("--mechanisms", default=",".join(DEFAULT),
                    help="comma-separated mechanism names (the default is the seven of docs/RESULTS.md); "
                         "'frontier' names every mechanism of the decay frontier")

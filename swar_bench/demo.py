@@ -30,6 +30,8 @@ from pathlib import Path
 import lightning.pytorch as pl
 import torch
 
+from swar_bench.argparsing import ArgumentParser
+
 TARGET_KINDS = ("ar_valid", "ar_expired", "passkey")
 TARGET_N = 32
 
@@ -74,7 +76,7 @@ class StopAtTarget(pl.Callback):
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="swar-bench demo", description=__doc__.splitlines()[0])
+    p = ArgumentParser(prog="swar-bench demo", description=__doc__.splitlines()[0])
     p.add_argument("--config", type=Path, default=None, help="LightningCLI config (default: configs/quickstart.yaml)")
     p.add_argument("--max-minutes", type=float, default=10.0, help="training wall-clock budget (minutes)")
     p.add_argument("--threads", type=int, default=2, help="torch CPU threads")

@@ -21,6 +21,7 @@ import json
 import sys
 from typing import Any
 
+from swar_bench.argparsing import ArgumentParser
 from swar_bench.text import yaml_problem
 
 
@@ -110,7 +111,7 @@ def parse_init_args(text: str | None) -> dict:
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``swar-bench check-mechanism`` argument parser (CLASS_PATH, --init_args, --config)."""
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="swar-bench check-mechanism",
         description="Check that a mechanism follows the ContextMechanism protocol before training it: "
         "one row per check with its numbers; exit 0 only when every check passes.",

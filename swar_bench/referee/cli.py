@@ -20,7 +20,6 @@ still empty, and exits with 130 or 143.
 
 from __future__ import annotations
 
-import argparse
 import errno
 import logging
 import os
@@ -31,6 +30,7 @@ from pathlib import Path
 import torch
 
 from swar_bench import interrupts
+from swar_bench.argparsing import ArgumentParser
 from swar_bench.io import probe_write
 from swar_bench.referee.evaluate import evaluate
 from swar_bench.referee.report import plot_forgetting_curve, read_json, write_json
@@ -373,7 +373,7 @@ def _evaluate_and_write(parser, cfg) -> int:
 
 
 def _compare(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog=f"{PROG} compare", description="Compare saved referee results."
     )
     parser.add_argument(
@@ -441,7 +441,7 @@ def _compare_checked(args, names: list[str]) -> int:
 
 
 def _verdict(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog=f"{PROG} verdict",
         description="Does the challenger beat the baseline? A paired test per suite and range.",
     )

@@ -31,6 +31,7 @@ import sys
 from collections.abc import Iterator
 
 from swar_bench import interrupts
+from swar_bench.argparsing import ArgumentParser
 from swar_bench.io import (
     PROBE_PREFIX,
     atomic_write_text,
@@ -545,7 +546,7 @@ def cmd_vocab(args) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``swar-bench data`` argument parser: one sub-command per ``cmd_*`` function."""
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="swar-bench data", description="passkey_swar data: generate, stats, verify, check."
     )
     sub = parser.add_subparsers(dest="command", required=True)

@@ -117,18 +117,29 @@ def test_the_cuda_config_fails_in_one_line_without_flash_linear_attention(capsys
         pytest.skip("flash-linear-attention is installed")
     from pathlib import Path
 
+    import torch
+
     from swar_bench.cli import main
 
     monkeypatch.chdir(Path(__file__).resolve().parents[2])
     args = ["fit", "--config", "configs/quickstart.yaml", "--config", "configs/fla_layer_cuda.yaml"]
-    try:
-        code = main(args)
-    except SystemExit as done:
-        code = done.code
-    err = capsys.readouterr().err.strip()
-    assert code == 2
-    assert err.splitlines()[-1] == (
+
+    def last_error_line(argv):
+        try:
+            code = main(argv)
+        except SystemExit as done:
+            code = done.code
+        assert code == 2
+        return capsys.readouterr().err.strip().splitlines()[-1]
+
+    # the missing package is named whatever the accelerator (here the CPU, which gets that far)
+    assert last_error_line([*args, "--trainer.accelerator=cpu"]) == (
         "swar-bench: error: cannot import layer 'fla.layers.GatedDeltaNet': No module named "
         "'fla.layers' (fla's layers are in the flash-linear-attention package: "
         "pip install 'swar_bench[fla]')"
     )
+    if not torch.cuda.is_available():  # the config's own accelerator=gpu is refused first, in one line
+        line = last_error_line(args)
+        assert line.startswith("swar-bench: error: --config=") and line.endswith(
+            "configs/fla_layer_cuda.yaml: trainer.accelerator=gpu: no CUDA device is available on this machine; "
+            "expected cpu or auto")
