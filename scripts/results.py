@@ -183,6 +183,7 @@ class Interrupted(Exception):
 _children: set[subprocess.Popen] = set()  # the swar-bench processes running now
 _children_lock = threading.Lock()
 _halted: list[int] = []  # the exit status of the stop, once the sweep is stopped
+_signalled: set[subprocess.Popen] = set()  # the runs already sent the stop signal (each gets it once)
 
 
 def halted() -> int | None:
@@ -200,7 +201,9 @@ def halt(status: int) -> list[subprocess.Popen]:
     with _children_lock:
         if not _halted:
             _halted.append(status)
-        running = list(_children)
+        # a run that exits 143 after the stop calls halt() again: the others were signalled already
+        running = [proc for proc in _children if proc not in _signalled]
+        _signalled.update(running)
     signum = signal.SIGTERM if status == STOP_STATUS[signal.SIGTERM] else signal.SIGINT
     for proc in running:
         try:
@@ -211,8 +214,12 @@ def halt(status: int) -> list[subprocess.Popen]:
 
 
 def stop_runs(status: int) -> None:
-    """:func:`halt`, then wait for the signalled runs to end (``STOP_GRACE_S`` each, then killed)."""
-    for proc in halt(status):
+    """:func:`halt`, then wait for every running run to end (``STOP_GRACE_S`` each, then killed),
+    also those a run's own stop signalled before."""
+    halt(status)
+    with _children_lock:
+        running = list(_children)
+    for proc in running:
         try:
             proc.wait(timeout=STOP_GRACE_S)
         except subprocess.TimeoutExpired:
@@ -565,6 +572,7 @@ def main(argv: list[str] | None = None) -> int:
     the sweep (:func:`halt`): one line, 130 / 143."""
     previous = interrupts.install(sigterm=True)
     _halted.clear()  # a new sweep
+    _signalled.clear()
     try:
         return _main(argv)
     except (KeyboardInterrupt, interrupts.Terminated, Interrupted) as exc:  # before or after the sweep ran
