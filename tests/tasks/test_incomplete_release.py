@@ -165,27 +165,19 @@ VOCAB_WANT = ("expected the 40 tokens of n_keys=16, n_values=16 (PAD=0 ... v15=3
               "as `swar-bench data vocab` writes")
 
 
-@pytest.mark.parametrize(("text", "fault"), [
-    ("garbage\n", "vocab.json: not readable as JSON (Expecting value: line 1 column 1 (char 0)); " + VOCAB_WANT),
-    ('{"PAD": 0}\n', "vocab.json: 1 token(s), lacks 39 token(s) (BOS, EOS, PK, ...); " + VOCAB_WANT),
+@pytest.mark.parametrize(("name", "text", "fault"), [
+    # the reported corrupt vocab.json
+    ("vocab.json", "garbage\n",
+     "vocab.json: not readable as JSON (Expecting value: line 1 column 1 (char 0)); " + VOCAB_WANT),
+    ("vocab.json", '{"PAD": 0}\n', "vocab.json: 1 token(s), lacks 39 token(s) (BOS, EOS, PK, ...); " + VOCAB_WANT),
+    # a params.json that is not valid parameters
+    ("params.json", "x\n", "params.json: not readable as JSON (Expecting value: line 1 column 1 (char 0))"),
+    ("params.json", '{"w": -3}\n', "params.json: PasskeySwarParams.w=-3: expected an integer >= 1"),
 ])
-def test_the_reported_corrupt_vocab_json_is_named_with_exit_1(release, tmp_path, capsys, text, fault):
+def test_a_corrupt_metadata_file_is_named_with_exit_1(release, tmp_path, capsys, name, text, fault):
     folder = tmp_path / "case"
     shutil.copytree(release, folder)
-    (folder / "vocab.json").write_text(text)
-    for command in ("verify", "check"):
-        assert main([command, str(folder)]) == 1, command
-        assert _release_line(capsys.readouterr().err) == fault
-
-
-@pytest.mark.parametrize(("text", "fault"), [
-    ("x\n", "params.json: not readable as JSON (Expecting value: line 1 column 1 (char 0))"),
-    ('{"w": -3}\n', "params.json: PasskeySwarParams.w=-3: expected an integer >= 1"),
-])
-def test_a_params_json_that_is_not_valid_parameters_is_named_with_exit_1(release, tmp_path, capsys, text, fault):
-    folder = tmp_path / "case"
-    shutil.copytree(release, folder)
-    (folder / "params.json").write_text(text)
+    (folder / name).write_text(text)
     for command in ("verify", "check"):
         assert main([command, str(folder)]) == 1, command
         assert _release_line(capsys.readouterr().err) == fault
