@@ -22,55 +22,53 @@ def _lines(capsys, argv):
     return code, [ln for ln in captured.err.splitlines() if ln.startswith("swar-bench")]
 
 
-def test_wrong_typed_init_arg_on_the_command_line_is_one_whole_line(capsys):
-    code, err = _lines(capsys, ["fit", "--config", QUICKSTART, "--model.mechanism=GRU", "--model.mechanism.init_args.d_model=abc"])
+def _one_error(capsys, argv, line):
+    """Run ``swar-bench ARGV``: it must exit 2 with exactly ``line`` as its message."""
+    code, err = _lines(capsys, argv)
     assert code == 2
-    assert err == [
-        ("swar-bench: error: --model.mechanism.init_args.d_model: Expected a <class 'int'>. Got value: abc "
-        "(an argument of swar_bench.mechanisms.GRU)")
-    ]
+    assert err == [line]
+
+
+def _config(path: Path, text: str) -> str:
+    """Write a config file at ``path``; its path, as ``--config`` takes it."""
+    path.write_text(text)
+    return str(path)
+
+
+def _mechanism_yaml(name: str, arg: str, value) -> str:
+    """A config naming mechanism ``name`` with one init arg."""
+    return f"model:\n  mechanism:\n    class_path: {name}\n    init_args:\n      {arg}: {value}\n"
+
+
+def test_wrong_typed_init_arg_on_the_command_line_is_one_whole_line(capsys):
+    _one_error(capsys, ["fit", "--config", QUICKSTART, "--model.mechanism=GRU", "--model.mechanism.init_args.d_model=abc"],
+               "swar-bench: error: --model.mechanism.init_args.d_model: Expected a <class 'int'>. Got value: abc "
+               "(an argument of swar_bench.mechanisms.GRU)")
 
 
 def test_unknown_init_arg_lists_the_accepted_ones(capsys):
-    code, err = _lines(capsys, ["fit", "--config", QUICKSTART, "--model.mechanism=GRU", "--model.mechanism.init_args.n_heads=abc"])
-    assert code == 2
-    assert err == [
-        ("swar-bench: error: --model.mechanism.init_args.n_heads: not an argument of swar_bench.mechanisms.GRU; "
-        "expected one of vocab_size, d_model, n_layers, mlp_ratio")
-    ]
+    _one_error(capsys, ["fit", "--config", QUICKSTART, "--model.mechanism=GRU", "--model.mechanism.init_args.n_heads=abc"],
+               "swar-bench: error: --model.mechanism.init_args.n_heads: not an argument of swar_bench.mechanisms.GRU; "
+               "expected one of vocab_size, d_model, n_layers, mlp_ratio")
 
 
 def test_bad_init_args_in_a_config_file_name_the_file(tmp_path, capsys):
-    typed = tmp_path / "typed.yaml"
-    typed.write_text("model:\n  mechanism:\n    class_path: GRU\n    init_args:\n      d_model: abc\n")
-    code, err = _lines(capsys, ["fit", "--config", QUICKSTART, "--config", str(typed)])
-    assert code == 2
-    assert err == [
-        (f"swar-bench: error: --config={typed}: model.mechanism.init_args.d_model: Expected a <class 'int'>. "
-        "Got value: abc (an argument of swar_bench.mechanisms.GRU)")
-    ]
-    misspelt = tmp_path / "misspelt.yaml"
-    misspelt.write_text("model:\n  mechanism:\n    class_path: GRU\n    init_args:\n      n_layerz: 2\n")
-    code, err = _lines(capsys, ["fit", "--config", QUICKSTART, "--config", str(misspelt)])
-    assert code == 2
-    assert err == [
-        (f"swar-bench: error: --config={misspelt}: model.mechanism.init_args.n_layerz: not an argument of "
-        "swar_bench.mechanisms.GRU; expected one of vocab_size, d_model, n_layers, mlp_ratio")
-    ]
+    typed = _config(tmp_path / "typed.yaml", _mechanism_yaml("GRU", "d_model", "abc"))
+    typed_line = (f"swar-bench: error: --config={typed}: model.mechanism.init_args.d_model: Expected a <class 'int'>. "
+                  "Got value: abc (an argument of swar_bench.mechanisms.GRU)")
+    _one_error(capsys, ["fit", "--config", QUICKSTART, "--config", typed], typed_line)
+    misspelt = _config(tmp_path / "misspelt.yaml", _mechanism_yaml("GRU", "n_layerz", 2))
+    _one_error(capsys, ["fit", "--config", QUICKSTART, "--config", misspelt],
+               f"swar-bench: error: --config={misspelt}: model.mechanism.init_args.n_layerz: not an argument of "
+               "swar_bench.mechanisms.GRU; expected one of vocab_size, d_model, n_layers, mlp_ratio")
     # jsonargparse refuses the file as it loads it, before a later option: the file is named
-    code, err = _lines(capsys, ["fit", "--config", QUICKSTART, "--config", str(typed), "--model.mechanism.init_args.d_model=8"])
-    assert err == [
-        (f"swar-bench: error: --config={typed}: model.mechanism.init_args.d_model: Expected a <class 'int'>. "
-        "Got value: abc (an argument of swar_bench.mechanisms.GRU)")
-    ]
+    _one_error(capsys, ["fit", "--config", QUICKSTART, "--config", typed, "--model.mechanism.init_args.d_model=8"],
+               typed_line)
     # a bad value on the command line after a good file names the option
-    good = tmp_path / "good.yaml"
-    good.write_text("model:\n  mechanism:\n    class_path: GRU\n    init_args:\n      d_model: 16\n")
-    code, err = _lines(capsys, ["fit", "--config", QUICKSTART, "--config", str(good), "--model.mechanism.init_args.d_model=x"])
-    assert err == [
-        ("swar-bench: error: --model.mechanism.init_args.d_model: Expected a <class 'int'>. Got value: x "
-        "(an argument of swar_bench.mechanisms.GRU)")
-    ]
+    good = _config(tmp_path / "good.yaml", _mechanism_yaml("GRU", "d_model", 16))
+    _one_error(capsys, ["fit", "--config", QUICKSTART, "--config", good, "--model.mechanism.init_args.d_model=x"],
+               "swar-bench: error: --model.mechanism.init_args.d_model: Expected a <class 'int'>. Got value: x "
+               "(an argument of swar_bench.mechanisms.GRU)")
 
 
 def _int_args(name: str) -> list[str]:
@@ -90,16 +88,12 @@ NOT_INTS = st.one_of(
 def test_any_wrong_typed_int_init_arg_is_one_line_naming_option_value_and_type(capsys, tmp_path, mechanism_arg, value, in_file):
     name, arg = mechanism_arg
     if in_file:
-        path = tmp_path / "run.yaml"
-        path.write_text(f"model:\n  mechanism:\n    class_path: {name}\n    init_args:\n      {arg}: {value}\n")
-        argv, where = ["fit", "--config", str(path)], f"--config={path}: model.mechanism.init_args.{arg}"
+        path = _config(tmp_path / "run.yaml", _mechanism_yaml(name, arg, value))
+        argv, where = ["fit", "--config", path], f"--config={path}: model.mechanism.init_args.{arg}"
     else:
         argv, where = ["fit", f"--model.mechanism={name}", f"--model.mechanism.init_args.{arg}={value}"], f"--model.mechanism.init_args.{arg}"
-    code, err = _lines(capsys, argv)
-    assert code == 2
-    assert err == [
-        f"swar-bench: error: {where}: Expected a <class 'int'>. Got value: {value} (an argument of swar_bench.mechanisms.{name})"
-    ]
+    _one_error(capsys, argv,
+               f"swar-bench: error: {where}: Expected a <class 'int'>. Got value: {value} (an argument of swar_bench.mechanisms.{name})")
 
 
 def test_a_later_mechanism_warns_about_the_init_args_it_drops(capsys):
@@ -151,15 +145,11 @@ def _no_gpu(monkeypatch):
 def test_a_cuda_config_on_a_cpu_machine_is_one_line_naming_the_file(monkeypatch, capsys):
     _no_gpu(monkeypatch)
     fsdp = Path(QUICKSTART).parent / "fsdp_cuda.yaml"
-    code, err = _lines(capsys, ["fit", "--config", QUICKSTART, "--config", str(fsdp)])
-    assert code == 2
-    assert err == [
-        (f"swar-bench: error: --config={fsdp}: trainer.accelerator=gpu: no CUDA device is available on this machine; "
-        "expected cpu or auto")
-    ]
-    code, err = _lines(capsys, ["fit", "--config", QUICKSTART, "--trainer.accelerator=gpu"])
-    assert code == 2
-    assert err == ["swar-bench: error: --trainer.accelerator=gpu: no CUDA device is available on this machine; expected cpu or auto"]
+    _one_error(capsys, ["fit", "--config", QUICKSTART, "--config", str(fsdp)],
+               f"swar-bench: error: --config={fsdp}: trainer.accelerator=gpu: no CUDA device is available on this machine; "
+               "expected cpu or auto")
+    _one_error(capsys, ["fit", "--config", QUICKSTART, "--trainer.accelerator=gpu"],
+               "swar-bench: error: --trainer.accelerator=gpu: no CUDA device is available on this machine; expected cpu or auto")
 
 
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -167,31 +157,23 @@ def test_a_cuda_config_on_a_cpu_machine_is_one_line_naming_the_file(monkeypatch,
 def test_any_gpu_accelerator_without_a_gpu_is_one_line(monkeypatch, capsys, tmp_path, value, route, command):
     _no_gpu(monkeypatch)
     if route == "file":
-        path = tmp_path / "gpu.yaml"
-        path.write_text(f"trainer:\n  accelerator: {value}\n")
-        extra, where = ["--config", str(path)], f"--config={path}: trainer.accelerator={value}"
+        path = _config(tmp_path / "gpu.yaml", f"trainer:\n  accelerator: {value}\n")
+        extra, where = ["--config", path], f"--config={path}: trainer.accelerator={value}"
     else:
         extra = [f"--trainer.accelerator={value}"] if route == "equals" else ["--trainer.accelerator", value]
         where = f"--trainer.accelerator={value}"
-    code, err = _lines(capsys, [command, "--config", QUICKSTART, *extra])
-    assert code == 2
-    assert err == [f"swar-bench: error: {where}: no CUDA device is available on this machine; expected cpu or auto"]
+    _one_error(capsys, [command, "--config", QUICKSTART, *extra],
+               f"swar-bench: error: {where}: no CUDA device is available on this machine; expected cpu or auto")
 
 
 def test_an_inline_mapping_and_a_union_typed_arg_are_whole_lines(capsys):
     inline = '{"class_path": "GRU", "init_args": {"d_model": "abc"}}'
-    code, err = _lines(capsys, ["fit", "--config", QUICKSTART, f"--model.mechanism={inline}"])
-    assert code == 2
-    assert err == [
-        ("swar-bench: error: --model.mechanism.init_args.d_model: Expected a <class 'int'>. Got value: abc "
-        "(an argument of swar_bench.mechanisms.GRU)")
-    ]
-    code, err = _lines(capsys, ["fit", "--model.mechanism=MultiScaleRetention", "--model.mechanism.init_args.decays=abc"])
-    assert code == 2
-    assert err == [
-        ("swar-bench: error: --model.mechanism.init_args.decays: Expected one of list[float], None. Got value: abc "
-        "(an argument of swar_bench.mechanisms.MultiScaleRetention)")
-    ]
+    _one_error(capsys, ["fit", "--config", QUICKSTART, f"--model.mechanism={inline}"],
+               "swar-bench: error: --model.mechanism.init_args.d_model: Expected a <class 'int'>. Got value: abc "
+               "(an argument of swar_bench.mechanisms.GRU)")
+    _one_error(capsys, ["fit", "--model.mechanism=MultiScaleRetention", "--model.mechanism.init_args.decays=abc"],
+               "swar-bench: error: --model.mechanism.init_args.decays: Expected one of list[float], None. Got value: abc "
+               "(an argument of swar_bench.mechanisms.MultiScaleRetention)")
 
 
 TYPED_OPTIONS = [("model.lr", "float"), ("data.batch_size", "int"), ("model.tbptt_steps", "int")]
@@ -202,12 +184,9 @@ TYPED_OPTIONS = [("model.lr", "float"), ("data.batch_size", "int"), ("model.tbpt
 def test_any_wrong_typed_option_is_one_line_naming_the_option_or_file(capsys, tmp_path, option_type, value, in_file):
     option, kind = option_type
     if in_file:
-        path = tmp_path / "run.yaml"
         section, name = option.split(".")
-        path.write_text(f"{section}:\n  {name}: {value}\n")
-        argv, where = ["fit", "--config", QUICKSTART, "--config", str(path)], f"--config={path}: {option}"
+        path = _config(tmp_path / "run.yaml", f"{section}:\n  {name}: {value}\n")
+        argv, where = ["fit", "--config", QUICKSTART, "--config", path], f"--config={path}: {option}"
     else:
         argv, where = ["fit", "--config", QUICKSTART, f"--{option}={value}"], f"--{option}"
-    code, err = _lines(capsys, argv)
-    assert code == 2
-    assert err == [f"swar-bench: error: {where}: Expected a <class '{kind}'>. Got value: {value}"]
+    _one_error(capsys, argv, f"swar-bench: error: {where}: Expected a <class '{kind}'>. Got value: {value}")
