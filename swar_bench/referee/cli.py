@@ -48,11 +48,12 @@ PROG = "swar-bench referee"
 
 def build_parser():
     """The jsonargparse parser of ``swar-bench referee`` (config file, mechanism, evaluate's arguments)."""
-    from jsonargparse import ActionConfigFile, ArgumentParser
+    from jsonargparse import ActionConfigFile
+    from jsonargparse import ArgumentParser as JsonArgumentParser
 
     from swar_bench.mechanisms.registry import config_parser_mode
 
-    parser = ArgumentParser(
+    parser = JsonArgumentParser(
         prog=PROG,
         description="Long-context referee: train-then-probe at every range.",
         exit_on_error=False,
