@@ -143,9 +143,9 @@ def _run(args: argparse.Namespace) -> int:
         TRAINER_DEFAULTS,
         SwarBenchCLI,
         _check_config_files,
-        _parse_error_line,
         check_trainable,
         discarding_empty_run,
+        parse_error_line,
         progress_bar_default,
         resolve_mechanism_names,
     )
@@ -168,7 +168,7 @@ def _run(args: argparse.Namespace) -> int:
         )
         check_trainable(cli.model, "fit", None)  # the demo trains: a parameter-free mechanism has nothing to train
     except ArgumentError as err:
-        print(f"swar-bench demo: error: {_parse_error_line(str(err))}", file=sys.stderr)
+        print(f"swar-bench demo: error: {parse_error_line(str(err))}", file=sys.stderr)
         return 2
     except ValueError as err:
         print(f"swar-bench demo: error: {str(err).splitlines()[0]}", file=sys.stderr)

@@ -610,7 +610,7 @@ def _option_source(argv: list[str], key: str, got: str | None = None) -> str | N
 _MISSING = object()
 
 
-def _parse_error_line(message: str, argv: list[str] | None = None) -> str:
+def parse_error_line(message: str, argv: list[str] | None = None) -> str:
     """Turn a jsonargparse error into one sentence naming the option, the value and what was
     expected. jsonargparse nests its messages, one heading line per level (``Parser key
     "model.mechanism":`` / ``Problem with given class_path 'C':`` / ``Parser key "d_model":`` /
@@ -660,6 +660,11 @@ def _parse_error_line(message: str, argv: list[str] | None = None) -> str:
         types = re.sub(r"<class '([^']+)'>", r"\1", union.group(1)).replace("NoneType", "None")
         reason = f"Expected one of {types}. Got value: {value}"
     rejected = re.fullmatch(r"Option '([^']+)' is not accepted", reason)
+    if rejected and class_path == "torch.nn.Module":  # init args given while no mechanism was chosen yet
+        keys.append(rejected.group(1))
+        flag = "--" + ".".join(keys[: keys.index("init_args")])
+        return (f"--{'.'.join(keys)}: given before any mechanism was chosen; expected {flag}=NAME "
+                f"(or a --config naming one) before the mechanism's init args")
     if rejected and class_path is not None:
         keys.append(rejected.group(1))
         from swar_bench.mechanisms.registry import accepted_args
@@ -728,7 +733,7 @@ def main(argv: list[str] | None = None) -> int:
             run_cli(argv)
         interrupts.complete()  # a stop recorded but swallowed is reported; a later one is ignored
     except ArgumentError as err:
-        print(f"swar-bench: error: {_parse_error_line(str(err), given)}", file=sys.stderr)
+        print(f"swar-bench: error: {parse_error_line(str(err), given)}", file=sys.stderr)
         return 2
     except FloatingPointError as err:
         print(f"swar-bench: training stopped: {_one_line(str(err))}", file=sys.stderr)

@@ -317,7 +317,9 @@ def _run(argv: list[str]) -> int:
     except MechanismNameError as e:  # a name in a --config file: the resolver's line, whole
         return _error(e, limit=None)
     except Exception as e:  # noqa: BLE001 - any bad config is reported as one line
-        return _error(e)
+        from swar_bench.lightning_cli import parse_error_line
+
+        return _error(parse_error_line(str(e), argv))
     try:
         created = prepare_out_dir(cfg.out)
     except ValueError as e:

@@ -190,3 +190,44 @@ def test_any_wrong_typed_option_is_one_line_naming_the_option_or_file(capsys, tm
     else:
         argv, where = ["fit", "--config", QUICKSTART, f"--{option}={value}"], f"--{option}"
     _one_error(capsys, argv, f"swar-bench: error: {where}: Expected a <class '{kind}'>. Got value: {value}")
+
+
+def test_init_args_before_any_mechanism_are_one_line_saying_so(capsys):
+    # reported (referee): "Parser key "mechanism": Problem with given class_path 'torch.nn.Module':
+    # Option 'd_model' is not accepted" after the warning; fit said "not an argument of torch.nn.Module"
+    from swar_bench.referee.cli import main as referee_main
+
+    code = referee_main(["--mechanism.init_args.d_model=8", "--mechanism=GRU"])
+    err = capsys.readouterr().err.splitlines()
+    assert code == 2
+    assert err == [
+        ("swar-bench referee: warning: --mechanism=GRU replaces --mechanism.init_args.d_model=8 given before it "
+         "(the new mechanism starts from its class's defaults); give init args after --mechanism to keep them"),
+        ("swar-bench referee: error: --mechanism.init_args.d_model: given before any mechanism was chosen; "
+         "expected --mechanism=NAME (or a --config naming one) before the mechanism's init args"),
+    ]
+    _one_error(capsys, ["fit", "--model.mechanism.init_args.d_model=8"],
+               "swar-bench: error: --model.mechanism.init_args.d_model: given before any mechanism was chosen; "
+               "expected --model.mechanism=NAME (or a --config naming one) before the mechanism's init args")
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.sampled_from(INT_ARGS), st.sampled_from(["fit", "referee"]), st.sampled_from(["init_args", "short", "spaced"]),
+       st.booleans())
+def test_any_init_arg_before_any_mechanism_is_one_line_naming_it(capsys, mechanism_arg, command, form, then_mechanism):
+    from swar_bench.referee.cli import main as referee_main
+
+    name, arg = mechanism_arg
+    flag = "--model.mechanism" if command == "fit" else "--mechanism"
+    given = {"init_args": [f"{flag}.init_args.{arg}=8"], "short": [f"{flag}.{arg}=8"],
+             "spaced": [f"{flag}.init_args.{arg}", "8"]}[form]
+    argv = [*given, *([f"{flag}={name}"] if then_mechanism else [])]
+    code = main(["fit", *argv]) if command == "fit" else referee_main(argv)
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err + captured.out
+    errors = [ln for ln in captured.err.splitlines() if ": error: " in ln]
+    assert code == 2
+    assert errors == [
+        (f"swar-bench{' referee' if command == 'referee' else ''}: error: {flag}.init_args.{arg}: given before any "
+        f"mechanism was chosen; expected {flag}=NAME (or a --config naming one) before the mechanism's init args")
+    ]
