@@ -113,12 +113,12 @@ trap cleanup EXIT
 trap 'exit 143' TERM
 trap 'exit 130' INT
 
-wait_until() {  # wait_until WHAT SECONDS COMMAND...: poll COMMAND every second
+wait_until() {  # wait_until WHAT SECONDS COMMAND...: poll COMMAND every POLL seconds (default 1)
     local what="$1" limit=$((SECONDS + $2)); shift 2
     ((limit > DEADLINE)) && limit=${DEADLINE}
     until "$@"; do
         ((SECONDS < limit)) || fail "timed out waiting for ${what}"
-        sleep 1
+        sleep "${POLL:-1}"
     done
 }
 
@@ -207,6 +207,16 @@ saved_step() {  # the global step of the newest checkpoint ModelCheckpoint kept 
 }
 saved_above() { (($(saved_step "$1") > $2)); }
 
+job_tasks() {  # job_tasks JOB: the PIDs of job JOB's swar-bench processes (its srun tasks) on this node
+    local environ pid
+    for environ in /proc/[0-9]*/environ; do
+        pid="${environ#/proc/}"; pid="${pid%/environ}"
+        tr '\0' ' ' 2> /dev/null < "/proc/${pid}/cmdline" | grep -qF "swar-bench fit" || continue
+        tr '\0' '\n' 2> /dev/null < "${environ}" | grep -qxF "SLURM_JOB_ID=$1" && echo "${pid}"
+    done
+    return 0
+}
+
 run_folder() { echo "${T}/runs/quickstart/GRU/slurm_$1"; }  # logger save_dir/name/Mechanism/version
 
 submit() {  # submit NAME: prints the job id
@@ -235,7 +245,7 @@ LOG="${T}/requeued-${job}.out"
 say "jobs ${plain_job} (plain) and ${job} (requeued) submitted"
 
 # ------------------------------------------------------------------------------ job "requeued"
-wait_until "job ${job}'s first validation checkpoint" 300 saved_above "${REQ}" 0
+POLL=0.1 wait_until "job ${job}'s first validation checkpoint" 300 saved_above "${REQ}" 0
 scancel --signal=USR1 "${job}"
 say "job ${job}: USR1 sent after its checkpoint at step $(saved_step "${REQ}")"
 wait_until "job ${job} to resume after USR1 (restart 1)" 300 has_restored "${LOG}" 1
@@ -247,10 +257,16 @@ line="$(restored "${LOG}" 1)"
 [[ "${line}" == "${HPC}" ]] || fail "restart 1 did not resume from ${HPC}: '${line}'"
 say "job ${job}: restart 1 resumes from hpc_ckpt_1.ckpt (global step ${hpc_step})"
 
-wait_until "job ${job} to validate after its resume" 300 saved_above "${REQ}" "${hpc_step}"
+# The job's last 80 steps take 2-3 s, less than a loaded machine may take to poll and requeue: its
+# training processes are frozen (SIGSTOP) as soon as it has validated, so that the requeue finds it
+# running; slurmd sends every process of a job SIGCONT before SIGTERM when it ends it.
+POLL=0.1 wait_until "job ${job} to validate after its resume" 300 saved_above "${REQ}" "${hpc_step}"
+mapfile -t tasks < <(job_tasks "${job}")
+((${#tasks[@]})) || fail "job ${job}: no swar-bench process found to freeze before scontrol requeue"
+kill -STOP "${tasks[@]}"
 last_step="$(saved_step "${REQ}")"
 scontrol requeue "${job}"
-say "job ${job}: requeued without a signal at last.ckpt step ${last_step}"
+say "job ${job}: requeued without a signal at last.ckpt step ${last_step} (its ${#tasks[@]} swar-bench processes frozen first)"
 wait_until "job ${job} to resume after scontrol requeue (restart 2)" 300 has_restored "${LOG}" 2
 line="$(restored "${LOG}" 2)"
 [[ "${line}" != "${HPC}" ]] || fail "restart 2 went back to hpc_ckpt_1.ckpt (step ${hpc_step}) though last.ckpt was at step ${last_step}"
