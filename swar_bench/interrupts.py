@@ -20,8 +20,11 @@ while the command prints its outcome and returns, is ignored, so a completed run
 
 from __future__ import annotations
 
+import contextlib
 import signal
-from typing import Any, NoReturn
+import threading
+from collections.abc import Iterator
+from typing import Any
 
 
 class Terminated(BaseException):
@@ -30,13 +33,19 @@ class Terminated(BaseException):
 
 
 _stop: type[BaseException] | None = None
+_deferring = 0  # the depth of deferred() sections the main thread is in
+_held: type[BaseException] | None = None  # a stop that arrived inside them, raised as they end
 _complete = False
 
 
-def stop(exc_type: type[BaseException]) -> NoReturn:
-    """Record a stop (``KeyboardInterrupt`` or :class:`Terminated`) and raise it."""
-    global _stop
+def stop(exc_type: type[BaseException]) -> None:
+    """Record a stop (``KeyboardInterrupt`` or :class:`Terminated`) and raise it, unless inside a
+    :func:`deferred` section, which raises it as it ends."""
+    global _stop, _held
     _stop = exc_type
+    if _deferring:
+        _held = exc_type
+        return
     raise exc_type
 
 
@@ -101,6 +110,35 @@ def on_sigterm(signum: int, frame: Any) -> None:
         return
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     stop(Terminated)
+
+
+@contextlib.contextmanager
+def deferred() -> Iterator[None]:
+    """Hold a stop back for a short section that it must not cut in two: a folder or temporary
+    file made but not yet recorded for its cleanup. A SIGINT or SIGTERM arriving inside is
+    recorded by :func:`on_sigint` / :func:`on_sigterm` without raising, and raised as the
+    section ends normally (when it ends by an exception, that exception goes on and the stop is
+    raised at the next check, :func:`raise_if_stopped` or :func:`complete`). A stop recorded
+    before the section is left to those checks.
+
+    Only the main thread is ever interrupted (Python runs signal handlers there), so elsewhere
+    this does nothing. The handlers must be this module's (:func:`install`); under Python's own
+    SIGINT handler a Ctrl-C still raises at once. Keep the section to a few system calls.
+    """
+    global _deferring, _held
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    _deferring += 1
+    try:
+        yield
+    finally:
+        _deferring -= 1
+        held = _held if not _deferring else None
+        if not _deferring:
+            _held = None
+    if held is not None:
+        raise held
 
 
 def install(sigterm: bool = False) -> dict[int, Any]:

@@ -19,6 +19,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from swar_bench import interrupts
+
 TEMP_PREFIX = ".tmp-"
 """Start of every temporary file's name (``.tmp-<random><name>``): what a cleanup of an
 interrupted run looks for."""
@@ -66,8 +68,9 @@ def atomic_path(path: str | os.PathLike) -> Iterator[str]:
     tmp = None
     try:
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        fd, tmp = _temp_file(os.path.dirname(os.path.abspath(path)), os.path.basename(path))
-        os.close(fd)
+        with interrupts.deferred():  # a stop cannot fall between the file's creation and `tmp`
+            fd, tmp = _temp_file(os.path.dirname(os.path.abspath(path)), os.path.basename(path))
+            os.close(fd)
         yield tmp
         os.chmod(tmp, new_file_mode())
         os.replace(tmp, path)
@@ -117,21 +120,22 @@ def probe_write(folder: str | os.PathLike, name: str = "", prefix: str = TEMP_PR
     """
     folder = os.fspath(folder)
     made: list[str] = []
-    try:
-        fd, tmp = _temp_file(folder, name, prefix)
-        made.append(tmp)
-        with os.fdopen(fd, "wb") as f:
-            f.write(b"\0")
-        os.chmod(tmp, new_file_mode())
-        fd2, target = _temp_file(folder, name, prefix)
-        os.close(fd2)
-        made.append(target)
-        os.replace(tmp, target)
-        made.remove(tmp)
-    finally:
-        for leftover in made:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(leftover)
+    with interrupts.deferred():  # a stop cannot fall between a file's creation and its record in `made`
+        try:
+            fd, tmp = _temp_file(folder, name, prefix)
+            made.append(tmp)
+            with os.fdopen(fd, "wb") as f:
+                f.write(b"\0")
+            os.chmod(tmp, new_file_mode())
+            fd2, target = _temp_file(folder, name, prefix)
+            os.close(fd2)
+            made.append(target)
+            os.replace(tmp, target)
+            made.remove(tmp)
+        finally:
+            for leftover in made:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(leftover)
 
 
 def nearest_existing(path: str | os.PathLike) -> Path:

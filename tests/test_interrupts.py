@@ -3,6 +3,7 @@ library's broad except) is raised again at the next step, by the referee and by 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 from pathlib import Path
@@ -148,6 +149,31 @@ def test_after_complete_a_signal_is_ignored_and_before_it_is_raised_there(signam
         assert interrupts.stopped() is None and interrupts.completed()
         interrupts.clear()
         assert not interrupts.completed()
+    finally:
+        interrupts.restore(previous)
+        interrupts.clear()
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.sampled_from(["SIGINT", "SIGTERM"]), st.integers(1, 3), st.booleans())
+def test_a_stop_inside_deferred_sections_is_raised_as_the_outermost_ends(signame, depth, recorded_before):
+    signum = getattr(signal, signame)
+    expected = KeyboardInterrupt if signum == signal.SIGINT else interrupts.Terminated
+    previous = interrupts.install(sigterm=True)
+    try:
+        if recorded_before:  # a stop recorded (and swallowed) before the section is left to the checks
+            with pytest.raises(KeyboardInterrupt):
+                interrupts.stop(KeyboardInterrupt)
+            with interrupts.deferred():
+                pass
+        reached = []
+        with pytest.raises(expected), contextlib.ExitStack() as sections:
+            for _ in range(depth):
+                sections.enter_context(interrupts.deferred())
+            signal.raise_signal(signum)  # its handler runs before this returns: held, not raised
+            reached.append("after the signal")
+        assert reached == ["after the signal"]
+        assert interrupts.stopped() is expected
     finally:
         interrupts.restore(previous)
         interrupts.clear()

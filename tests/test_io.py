@@ -4,12 +4,16 @@ and the write rehearsal used by every output check."""
 from __future__ import annotations
 
 import os
+import signal
 import stat
+import tempfile
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from swar_bench import interrupts
 from swar_bench.io import (
     PROBE_PREFIX,
     TEMP_PREFIX,
@@ -82,3 +86,32 @@ def test_nearest_existing_and_name_limits(tmp_path):
     assert nearest_existing(tmp_path) == tmp_path
     name_max, path_max = name_limits(tmp_path)
     assert name_max >= 14 and path_max >= 256
+
+
+@settings(max_examples=8, deadline=None)
+@given(st.sampled_from([signal.SIGINT, signal.SIGTERM]), st.booleans())
+def test_a_stop_just_after_the_temp_file_was_made_leaves_no_temp_file(signum, existed):
+    # a Ctrl-C or SIGTERM falling between mkstemp's return and the record of the temporary file
+    with tempfile.TemporaryDirectory() as folder:
+        target = os.path.join(folder, "out.json")
+        if existed:
+            atomic_write_text(target, "old")
+        real = tempfile.mkstemp
+
+        def stopping(*args, **kwargs):
+            made = real(*args, **kwargs)
+            signal.raise_signal(signum)  # in this thread: its handler runs before this returns
+            return made
+
+        previous = interrupts.install(sigterm=True)
+        try:
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setattr(tempfile, "mkstemp", stopping)
+                with pytest.raises(KeyboardInterrupt if signum == signal.SIGINT else interrupts.Terminated):
+                    atomic_write_text(target, "new")
+        finally:
+            interrupts.restore(previous)
+            interrupts.clear()
+        assert os.listdir(folder) == (["out.json"] if existed else [])
+        if existed:
+            assert Path(target).read_text() == "old"

@@ -101,7 +101,12 @@ RESULT_FILES = ("result.json", "forgetting_curve.png")
 
 
 def prepare_output(
-    option: str, value: str, folder: Path, files: tuple[str, ...], expected: str
+    option: str,
+    value: str,
+    folder: Path,
+    files: tuple[str, ...],
+    expected: str,
+    created: list[Path] | None = None,
 ) -> list[Path]:
     """Create ``folder`` (and its missing parents) and check each of ``files`` can be written into it.
 
@@ -115,9 +120,12 @@ def prepare_output(
         folder: the folder that receives the files.
         files: names of the files to be written into ``folder``.
         expected: what the option expects, for the error message.
+        created: the caller's list that receives each folder as it is made, outermost first, so
+            a stop (SIGINT, SIGTERM) at any point leaves the caller knowing every folder to take
+            back with ``remove_created``; a new list when omitted.
 
     Returns:
-        The folders this call created, outermost first (``remove_created`` takes them back).
+        ``created``, holding the folders this call made (``remove_created`` takes them back).
 
     Raises:
         ValueError: one line naming ``option=value``, why it cannot be used and ``expected``;
@@ -125,7 +133,7 @@ def prepare_output(
     """
     shown = f"{option}={value!r}"
     given = Path(value)
-    created: list[Path] = []
+    created = [] if created is None else created
     try:
         missing: list[Path] = []
         p = folder
@@ -142,7 +150,9 @@ def prepare_output(
             p = p.parent
         for d in reversed(missing):
             try:
-                os.mkdir(d)
+                with interrupts.deferred():  # a stop cannot fall between the mkdir and the record
+                    os.mkdir(d)
+                    created.append(d)
             except FileExistsError:
                 if os.path.isdir(d):  # made meanwhile by someone else: not ours to remove
                     continue
@@ -157,7 +167,6 @@ def prepare_output(
                 else:
                     why = f"could not create {str(d)!r} ({e.strerror or e})"
                 raise ValueError(f"{shown} cannot be created: {why}; expected {expected}") from None
-            created.append(d)
         for name in files:
             target = folder / name
             if os.path.isdir(target):
@@ -179,38 +188,44 @@ def prepare_output(
     return created
 
 
-def prepare_out_dir(out: str) -> list[Path]:
+def prepare_out_dir(out: str, created: list[Path] | None = None) -> list[Path]:
     """``prepare_output`` for ``--out``: the folder that receives ``result.json`` and the PNG.
 
-    Returns the folders created (for ``remove_created``); raises ``ValueError`` (one line).
+    Returns the folders created, in ``created`` when given (for ``remove_created``); raises
+    ``ValueError`` (one line).
     """
     return prepare_output(
-        "--out", out, Path(out), RESULT_FILES, "a folder (new or existing) this user can write to"
+        "--out", out, Path(out), RESULT_FILES, "a folder (new or existing) this user can write to", created
     )
 
 
-def prepare_plot_path(plot: str) -> list[Path]:
+def prepare_plot_path(plot: str, created: list[Path] | None = None) -> list[Path]:
     """``prepare_output`` for ``compare --plot``: a PNG file path (new or existing file).
 
-    Returns the folders created (for ``remove_created``); raises ``ValueError`` (one line).
+    Returns the folders created, in ``created`` when given (for ``remove_created``); raises
+    ``ValueError`` (one line).
     """
     expected = "a PNG file path (new or existing file) in a folder this user can write to"
     path = Path(plot)
     if not plot or plot.endswith(os.sep) or os.path.isdir(path):
         what = "is empty" if not plot else "is a folder"
         raise ValueError(f"--plot={plot!r} {what}; expected {expected}")
-    return prepare_output("--plot", plot, path.parent, (path.name,), expected)
+    return prepare_output("--plot", plot, path.parent, (path.name,), expected, created)
 
 
 def remove_created(folders: list[Path]) -> None:
     """Remove the folders ``prepare_output`` created, innermost first, as long as they are empty.
 
-    So a run rejected after the check (a bad option, a mechanism that cannot be built) leaves no
-    empty folder behind; a folder that received anything meanwhile is kept.
+    So a run rejected after the check (a bad option, a mechanism that cannot be built) or stopped
+    leaves no empty folder behind; a folder that received anything meanwhile is kept (and so are
+    the folders around it). A listed folder that is already gone (taken back before, or a stop
+    came before its mkdir) is skipped.
     """
     for d in reversed(folders):
         try:
             os.rmdir(d)
+        except FileNotFoundError:
+            continue
         except OSError:
             return
 
@@ -320,15 +335,16 @@ def _run(argv: list[str]) -> int:
         from swar_bench.lightning_cli import parse_error_line
 
         return _error(parse_error_line(str(e), argv))
-    try:
-        created = prepare_out_dir(cfg.out)
-    except ValueError as e:
-        return _error(e, limit=None)
+    created: list[Path] = []  # filled as the folders are made: a stop at any point finds them
     rc = 1
     try:
+        try:
+            prepare_out_dir(cfg.out, created)
+        except ValueError as e:
+            return _error(e, limit=None)
         rc = _evaluate_and_write(parser, cfg)
     finally:
-        if rc != 0:  # rejected after the check: leave no empty folder of ours behind
+        if rc != 0:  # rejected after the check, or stopped: leave no empty folder of ours behind
             remove_created(created)
     return rc
 
@@ -409,14 +425,14 @@ def _compare(argv: list[str]) -> int:
         )
     if len(set(names)) != len(names):
         return _error(f"names {names}: expected distinct names (pass --names)")
-    created: list[Path] = []
-    if args.plot is not None:
-        try:
-            created = prepare_plot_path(args.plot)
-        except ValueError as e:
-            return _error(e, limit=None)
+    created: list[Path] = []  # filled as the folders are made: a stop at any point finds them
     rc = 1
     try:
+        if args.plot is not None:
+            try:
+                prepare_plot_path(args.plot, created)
+            except ValueError as e:
+                return _error(e, limit=None)
         rc = _compare_checked(args, names)
     finally:
         if rc != 0:
@@ -478,20 +494,21 @@ def _verdict(argv: list[str]) -> int:
         tolerance = check_flops_tolerance(args.flops_tolerance)
     except ValueError as e:
         return _error(str(e).replace("flops_tolerance=", "--flops-tolerance=", 1))
-    created: list[Path] = []
-    if args.json is not None:
-        try:
-            created = prepare_output(
-                "--json",
-                args.json,
-                Path(args.json).parent,
-                (Path(args.json).name,),
-                "a JSON file path in a folder this user can write to",
-            )
-        except ValueError as e:
-            return _error(e, limit=None)
+    created: list[Path] = []  # filled as the folders are made: a stop at any point finds them
     rc = 1
     try:
+        if args.json is not None:
+            try:
+                prepare_output(
+                    "--json",
+                    args.json,
+                    Path(args.json).parent,
+                    (Path(args.json).name,),
+                    "a JSON file path in a folder this user can write to",
+                    created,
+                )
+            except ValueError as e:
+                return _error(e, limit=None)
         try:
             results = [read_json(p) for p in paths]
             for p, r in zip(paths, results):

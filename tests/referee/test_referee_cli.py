@@ -6,12 +6,16 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import pytest
 import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from swar_bench import interrupts
 from swar_bench.cli import main as swar_main
 from swar_bench.mechanisms import GRU
 from swar_bench.referee.cli import main
@@ -482,3 +486,78 @@ def test_a_later_mechanism_warns_about_the_init_args_it_drops(capsys):
         "mechanism starts from its class's defaults); give init args after --mechanism to keep them")
     ]
     assert "d_model: 64" in captured.out  # GRU's default: the warning tells the truth
+
+
+def _stop_after(monkeypatch, module, name, under, k, signum):
+    """Make the ``k``-th call (0-based) of ``module.name`` on a path under ``under`` send ``signum``
+    to this process just after the real call returned: the moment a folder or temporary file
+    exists but its caller has not yet recorded it."""
+    real = getattr(module, name)
+    seen = []
+
+    def stopping(*args, **kwargs):
+        result = real(*args, **kwargs)
+        where = kwargs.get("dir", args[0] if args else "")
+        if str(where).startswith(str(under)):
+            seen.append(where)
+            if len(seen) == k + 1:
+                signal.raise_signal(signum)  # in this thread: its handler runs before this returns
+        return result
+
+    monkeypatch.setattr(module, name, stopping)
+    return seen
+
+
+def _stop_command(tmp_path: Path, command: str, depth: int) -> tuple[list[str], Path]:
+    """argv of a referee command whose output lies ``depth`` new folders deep, and that top folder."""
+    top = tmp_path / "new"
+    folder = top.joinpath(*[f"d{i}" for i in range(1, depth)])
+    inputs = tmp_path / "in"
+    inputs.mkdir(exist_ok=True)
+    a, b = inputs / "a.json", inputs / "b.json"
+    a.write_text("{}")
+    b.write_text("{}")
+    if command == "run":
+        return ["--config", str(QUICK), "--out", str(folder), *SMALL], top
+    if command == "compare":
+        return ["compare", str(a), str(b), "--names", "a", "b", "--plot", str(folder / "c.png")], top
+    return ["verdict", "--baseline", str(a), "--challenger", str(b), "--json", str(folder / "v.json")], top
+
+
+def test_the_reported_stop_just_after_out_was_made_leaves_no_folder(tmp_path, monkeypatch, capsys):
+    # reported (SIGTERM as soon as --out=x/refint existed): 143, but the new folder x was left behind,
+    # because the stop fell between mkdir(x/refint) and the record of it
+    argv, top = _stop_command(tmp_path, "run", 2)
+    _stop_after(monkeypatch, os, "mkdir", tmp_path / "new", 1, signal.SIGTERM)
+    assert main(argv) == 143
+    assert capsys.readouterr().err.splitlines()[-1] == "swar-bench referee: terminated (SIGTERM)"
+    assert not top.exists()
+    assert interrupts.stopped() is interrupts.Terminated  # recorded until the next command (or clear)
+    interrupts.clear()  # so that a later test's evaluate() does not raise it
+
+
+@settings(max_examples=24, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    st.sampled_from(["run", "compare", "verdict"]),
+    st.integers(1, 3),
+    st.sampled_from(["mkdir", "temp file"]),
+    st.integers(0, 2),
+    st.sampled_from([signal.SIGINT, signal.SIGTERM]),
+)
+def test_a_stop_just_after_any_output_folder_or_probe_file_was_made_leaves_nothing(
+    tmp_path_factory, monkeypatch, capsys, command, depth, made, k, signum
+):
+    tmp_path = tmp_path_factory.mktemp("stop")
+    argv, top = _stop_command(tmp_path, command, depth)
+    with monkeypatch.context() as patch:
+        if made == "mkdir":
+            seen = _stop_after(patch, os, "mkdir", top, min(k, depth - 1), signum)
+        else:  # the rehearsal of the atomic write makes two temporary files in the output folder
+            seen = _stop_after(patch, tempfile, "mkstemp", top, min(k, 1), signum)
+        assert main(argv) == 128 + signum
+    assert seen, "the stop was never sent"
+    name = "interrupted" if signum == signal.SIGINT else "terminated (SIGTERM)"
+    assert capsys.readouterr().err.splitlines()[-1] == f"swar-bench referee: {name}"
+    assert not top.exists()
+    assert interrupts.stopped() is (KeyboardInterrupt if signum == signal.SIGINT else interrupts.Terminated)
+    interrupts.clear()
