@@ -222,12 +222,20 @@ def replaced_init_args(argv: list[str], flag: str) -> list[str]:
     command line (``--flag.init_args.X=V`` or ``--flag.X=V``): a new mechanism starts from its
     class's defaults (:func:`rewrite_mechanism_args`), so those are dropped, e.g.
     ``--model.mechanism=GRU replaces --model.mechanism.init_args.n_layers=1 given before it (GRU
-    starts from its defaults); give init args after --model.mechanism to keep them``."""
+    starts from its defaults); give init args after --model.mechanism to keep them``. Init args
+    given before any mechanism value and any ``--config`` replace nothing, so they get no line:
+    the command refuses them as given before any mechanism was chosen."""
     lines, given = [], []
+    chosen = False  # a mechanism flag or a --config (which may name one) came before
     i = 0
     while i < len(argv):
         name, eq, value = argv[i].partition("=")
+        if name == "--config":
+            chosen = True
+            i += 1 if eq else 2
+            continue
         if name == flag and (eq or i + 1 < len(argv)):
+            chosen = True
             if not eq:
                 value, i = argv[i + 1], i + 1
             if given:
@@ -240,7 +248,8 @@ def replaced_init_args(argv: list[str], flag: str) -> list[str]:
         elif name.startswith(flag + ".") and name != f"{flag}.class_path":
             if not eq and i + 1 < len(argv):
                 value, i = argv[i + 1], i + 1
-            given.append(f"{name}={value}")
+            if chosen:  # before any mechanism they replace nothing: the parser refuses them in one line
+                given.append(f"{name}={value}")
         i += 1
     return lines
 

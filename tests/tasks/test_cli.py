@@ -748,10 +748,11 @@ def test_any_config_off_the_card_is_one_line_naming_the_option(capsys, tmp_path,
     st.one_of(st.just("x"), st.integers(-5, 0), st.just(-0.5)),
     st.sampled_from(["stats", "vocab", "show"]),
 )
-def test_any_bad_params_field_names_the_option(capsys, field, value, command):
+def test_any_bad_params_field_names_the_option(capsys, tmp_path_factory, field, value, command):
     import json
 
-    extra = {"stats": ["--configs", "n32", "--num-examples", "1", "--no-compare"], "vocab": ["--out", "/nonexistent/v.json"],
+    out = tmp_path_factory.mktemp("vocab") / "v.json"  # an accepted value (drift_rate 0) writes it
+    extra = {"stats": ["--configs", "n32", "--num-examples", "1", "--no-compare"], "vocab": ["--out", str(out)],
              "show": ["--config", "n32"]}[command]
     code = main([command, "--params", json.dumps({field: value}), *extra])
     err = capsys.readouterr().err
