@@ -34,7 +34,10 @@ trains it again). The test N (``--test-configs``) is in the test command only: c
 the tests, not the fits.
 
 The defaults write into the committed ``docs/`` and ``results/<tag>`` (``--docs``,
-``--records``): a trial run with ``--steps`` is refused unless both are given.
+``--records``): a trial run, one with any setting that changes the config's protocol (``--steps``,
+``--eval-examples``, ``--test-configs``), is refused unless both are given. A record ``--resume``
+cannot use (empty, not JSON, or a field of the wrong type) is named in one warning line and its
+run is done again.
 
 Ctrl-C or SIGTERM (or a run that exits 130 / 143) stops the sweep at once: no run starts after it,
 the running ones get the signal, no table, figure or results.json is written from then on, the
@@ -45,7 +48,9 @@ records of the runs finished so far stay, and the script exits 130 / 143 with on
 ``docs/<prefix>_frontier.md`` (a table) and ``docs/figures/<prefix>_frontier.png``, one point per
 mechanism, x = passkey_exact, y = the forgetting score min(ar_valid, ar_expired_stale), with error
 bars across seeds (a Wilson interval with one seed). ``--frontier-only`` runs nothing and writes
-them from the ``<out>/results.json`` of a finished sweep. ``--mechanisms frontier`` names every
+them from the ``<out>/results.json`` of a finished sweep; into the committed ``docs/`` only when
+that results.json says it was written by a sweep of the same ``--config`` without trial settings
+(every results.json records its config and trial settings), else ``--docs`` must name another folder. ``--mechanisms frontier`` names every
 mechanism of the frontier (the fixed decays 0.5 ... 1.0 and the learned one of
 ScalarDecayLinearAttention, and the data-dependent baselines):
 
@@ -149,6 +154,50 @@ def parse_seeds(text: str | None) -> list[int | None]:
     if not seeds or any(s < 0 for s in seeds) or len(set(seeds)) != len(seeds):
         raise ValueError(f"--seeds={text!r} is invalid; expected distinct integers >= 0, e.g. 0,1,2")
     return seeds
+
+
+def check_list(flag: str, text: str, values: list) -> None:
+    """Refuse a comma-separated option that names nothing or one value twice (``1e-3,0.001`` too).
+
+    Raises:
+        ValueError: one line naming the option, its value and what was expected.
+    """
+    if not values:
+        raise ValueError(f"{flag}={text!r} names nothing; expected a comma-separated list")
+    twice = next((v for i, v in enumerate(values) if v in values[:i]), None)
+    if twice is not None:
+        raise ValueError(f"{flag}={text!r} names {twice!r} twice; expected distinct values")
+
+
+def load_config(path: Path, shown_as: str) -> dict:
+    """The shared config at ``path`` (``--config=shown_as``), checked for what the sweep reads:
+    ``data.train_configs``, ``data.val_configs`` and ``data.test_configs``, each a list of integers >= 1.
+
+    Raises:
+        ValueError: not readable YAML, not a mapping, or a list missing or malformed; one line.
+    """
+    import yaml
+
+    expected = "expected a YAML mapping with a data: section holding train_configs, val_configs and test_configs"
+    try:
+        cfg = yaml.safe_load(path.read_text())
+    except (OSError, UnicodeDecodeError) as err:
+        raise ValueError(f"--config={shown_as}: cannot be read ({err.__class__.__name__}); {expected}") from None
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        raise ValueError(f"--config={shown_as}: not valid YAML{where}; {expected}") from None
+    problem = ("is empty" if cfg is None else f"holds a {type(cfg).__name__}, not a mapping"
+               if not isinstance(cfg, dict) else "has no data: section" if not isinstance(cfg.get("data"), dict)
+               else None)
+    if problem is not None:  # a user's file, not a caller's type error: the ValueError every bad option raises
+        raise ValueError(f"--config={shown_as}: {problem}; {expected}")
+    for key in ("train_configs", "val_configs", "test_configs"):
+        value = cfg["data"].get(key)
+        if not (isinstance(value, list) and value and all(_is_count(n) and n >= 1 for n in value)):
+            raise ValueError(f"--config={shown_as}: data.{key} is {json.dumps(value)}; expected a list of "
+                             "integers >= 1 (N values)")
+    return cfg
 
 
 def base_args(mechanism: str, out: Path, name: str, steps: int | None, config: str = CONFIG) -> list[str]:
@@ -266,13 +315,63 @@ def shown(args: list[str]) -> str:
     return shlex.join(["swar-bench", *args])
 
 
+def _is_number(value: object) -> bool:
+    """A JSON number (NaN included: an unmeasured score or cell), not a bool."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _is_count(value: object) -> bool:
+    """A JSON integer >= 0, not a bool."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _record_problem(record: object, test: bool) -> str | None:
+    """Why ``record`` cannot be used as a fit record (``{"fit", "validate": str, "score": number,
+    "tokens": integer >= 0}``) or, ``test``, a test record (``{"test": str, "accuracy": [[n, kind,
+    accuracy, count, correct], ...]}`` with integers n >= 1 and 0 <= correct <= count, kind a str,
+    accuracy a number); None when it can."""
+    if not isinstance(record, dict):
+        return f"holds {type(record).__name__}; expected a JSON object"
+    fields = {"test": str, "accuracy": list} if test else {"fit": str, "validate": str, "score": "number",
+                                                            "tokens": "count"}
+    for key, kind in fields.items():
+        value = record.get(key)
+        ok = {"number": _is_number, "count": _is_count}[kind](value) if isinstance(kind, str) else isinstance(value, kind)
+        if not ok:
+            what = {"number": "a number", "count": "an integer >= 0", str: "a string", list: "a list"}[kind]
+            return f"{key!r} is {json.dumps(value)}; expected {what}"
+    for row in record.get("accuracy", []) if test else []:
+        if not (isinstance(row, list) and len(row) == 5 and _is_count(row[0]) and row[0] >= 1
+                and isinstance(row[1], str) and _is_number(row[2]) and _is_count(row[3])
+                and _is_count(row[4]) and row[4] <= row[3]):
+            return (f"'accuracy' row {json.dumps(row)}; expected [n, kind, accuracy, count, correct] with "
+                    "integers n >= 1 and 0 <= correct <= count")
+    return None
+
+
 def read_record(path: Path) -> dict | None:
-    """One run's record (``results/<tag>/<run>.json``, ``<run>.test.json``), or None when missing or unreadable."""
+    """One run's record (``results/<tag>/<run>.json``, or ``<run>.test.json`` for a test), or None
+    when there is none.
+
+    Raises:
+        ValueError: the file is there but cannot be used (empty, not JSON, or a field of the wrong
+            type or shape: :func:`_record_problem`); one line naming the file and why.
+    """
     try:
-        record = json.loads(path.read_text())
-    except (OSError, ValueError):
+        text = path.read_text()
+    except FileNotFoundError:
         return None
-    return record if isinstance(record, dict) else None
+    except (OSError, UnicodeDecodeError) as err:
+        raise ValueError(f"{path}: cannot be read ({err.__class__.__name__}); expected a JSON record") from None
+    try:
+        record = json.loads(text)
+    except ValueError as err:
+        why = "is empty" if not text.strip() else f"is not JSON ({err})"
+        raise ValueError(f"{path}: {why}; expected a JSON record") from None
+    problem = _record_problem(record, test=path.name.endswith(".test.json"))
+    if problem is not None:
+        raise ValueError(f"{path}: {problem}")
+    return record
 
 
 def write_record(path: Path, record: dict) -> None:
@@ -412,13 +511,17 @@ def markdown(results: dict, test_n: list[int], commands: list[str], meta: dict, 
     if meta.get("pending"):
         lines += [f"No row yet (not run, still running, or failed): {', '.join(meta['pending'])}.", ""]
     lines += ["## Test accuracy per N", ""]
-    if seeds == [None]:
-        lines += [FEW_NOTE + " Items are answer tokens; sequences for passkey_exact. The figures shade "
-                  "the Wilson interval.", ""]
-    else:
-        lines += [(f"Cells read `mean (min–max; CI low–high; seeds)` of the test accuracy over {len(seeds)} seeds "
-                   f"({', '.join(map(str, seeds))}), the CI the 95% Student-t interval of the mean; the figures "
-                   "shade that interval."), ""]
+    # the legend describes the formats the rows use (cell_text): Wilson for a row of one tested seed
+    # (one seed asked, or the others failed), the t interval for a row of several
+    counts = {len(r["seeds"]) for r in results.values()} or {len(seeds)}
+    one = (FEW_NOTE if counts == {1} else "Rows of one tested seed: " + FEW_NOTE[0].lower() + FEW_NOTE[1:]) + (
+        " Items are answer tokens; sequences for passkey_exact. The figures shade the Wilson interval.")
+    several = ("" if 1 not in counts else "Rows of several tested seeds: ") + (
+        f"cells read `mean (min–max; CI low–high; seeds)` of the test accuracy over the seeds "
+        f"({', '.join(map(str, seeds))}), the CI the 95% Student-t interval of the mean; the figures shade that "
+        "interval.")
+    several = several[0].upper() + several[1:]
+    lines += [*([one, ""] if 1 in counts else []), *([several, ""] if counts - {1} else [])]
     header = "| mechanism | " + " | ".join(f"n{n}" for n in test_n) + " |"
     for kind in REPORT_KINDS:
         lines += [f"### {kind}", "", header, "|---|" + "---:|" * len(test_n)]
@@ -608,9 +711,12 @@ def _main(argv: list[str] | None) -> int:
                         "--docs and --records outside the committed docs/ and results/")
     p.add_argument("--test-configs", default=None,
                    help="override the config's test N, e.g. 32,64 (default: the config's); the test command only, "
-                        "so --resume reruns the tests, not the fits")
+                        "so --resume reruns the tests, not the fits; a trial setting, so it needs --docs and --records "
+                        "outside the committed docs/ and results/")
     p.add_argument("--eval-examples", type=int, default=None,
-                   help="override the config's examples per evaluated N, in validation and test (default: the config's)")
+                   help="override the config's examples per evaluated N, in validation and test (default: the "
+                        "config's); a trial setting, so it needs --docs and --records outside the committed docs/ and "
+                        "results/")
     p.add_argument("--resume", action="store_true",
                    help="reuse every finished fit and test instead of running it again (default: off, everything runs): "
                         "a fit whose record in --records holds the same fit and validate command lines (no run folder "
@@ -637,7 +743,9 @@ def _main(argv: list[str] | None) -> int:
                    help="also write the decay frontier at N = 4x the longest training N: "
                         "<docs>/<prefix>_frontier.md and <docs>/figures/<prefix>_frontier.png")
     p.add_argument("--frontier-only", action="store_true",
-                   help="run nothing: write the frontier from the <out>/results.json of a finished sweep")
+                   help="run nothing: write the frontier from the <out>/results.json of a finished sweep; with the "
+                        "default --docs only when that results.json was written by a sweep of the same --config "
+                        "without --steps, --eval-examples or --test-configs (it records them), else --docs is needed")
     args = p.parse_args(argv)
     docs_given = args.docs is not None
     args.docs = args.docs if docs_given else Path("docs")
@@ -646,7 +754,7 @@ def _main(argv: list[str] | None) -> int:
     except ValueError as err:
         p.error(str(err))
     mechs = [m.strip() for m in args.mechanisms.split(",") if m.strip()]
-    mechs = list(dict.fromkeys(x for m in mechs for x in (FRONTIER if m == "frontier" else (m,))))
+    mechs = [x for m in mechs for x in (FRONTIER if m == "frontier" else (m,))]
     if not mechs:
         p.error(f"--mechanisms={args.mechanisms!r} names no mechanism; expected some of {', '.join(MECHANISM_CONFIGS)}")
     unknown = [m for m in mechs if m not in MECHANISM_CONFIGS]
@@ -662,20 +770,35 @@ def _main(argv: list[str] | None) -> int:
                         ("--eval-examples", args.eval_examples)):
         if value is not None and value < 1:
             p.error(f"{flag}={value} is invalid; expected an integer >= 1")
-    missing = [flag for flag, given in (("--docs", docs_given), ("--records", args.records is not None)) if not given]
-    if args.steps is not None and missing:
-        p.error(f"--steps={args.steps} is a trial budget: it would overwrite the committed tables, figures and records "
-                f"in docs/ and results/; expected {' and '.join(missing)} naming other folders")
-    if args.test_configs:
+    test_n_given = None
+    if args.test_configs is not None:
         from swar_bench.tasks.passkey_swar import ALLOWED_N
 
         try:
-            bad = [x for x in args.test_configs.split(",") if int(x) not in ALLOWED_N]
+            bad = [x for x in args.test_configs.split(",") if x.strip() and int(x) not in ALLOWED_N]
         except ValueError:
             bad = [args.test_configs]
         if bad:
             p.error(f"--test-configs={args.test_configs!r}: {bad[0]!r} is not an allowed N; expected some of "
                     f"{', '.join(map(str, ALLOWED_N))}")
+        test_n_given = [int(x) for x in args.test_configs.split(",") if x.strip()]
+    try:
+        check_list("--mechanisms", args.mechanisms, mechs)
+        check_list("--lrs", args.lrs, lrs)
+        if test_n_given is not None:
+            check_list("--test-configs", args.test_configs, test_n_given)
+    except ValueError as err:
+        p.error(str(err))
+    # every option that makes the runs differ from the config's committed protocol (a trial)
+    trial = [f"{flag}={value}" for flag, value in (("--steps", args.steps), ("--eval-examples", args.eval_examples),
+                                                   ("--test-configs", args.test_configs)) if value is not None]
+    needed = (("--docs", docs_given),) if args.frontier_only else (("--docs", docs_given),
+                                                                  ("--records", args.records is not None))
+    missing = [flag for flag, given in needed if not given]
+    if trial and missing:
+        p.error(f"{trial[0]} is a trial setting (it changes the config's protocol): it would overwrite the committed "
+                f"tables, figures and records in docs/ and results/; expected {' and '.join(missing)} naming other "
+                "folders")
     from swar_bench.lightning_cli import check_output_folder
 
     checked = [("--out", args.out), ("--docs", args.docs), ("--docs", args.docs / "figures")]
@@ -686,19 +809,20 @@ def _main(argv: list[str] | None) -> int:
             check_output_folder(folder if folder.is_absolute() else ROOT / folder, flag)
         except ValueError as err:
             p.error(str(err))
-    import yaml
-
     if not (ROOT / args.config).is_file():
         p.error(f"--config={args.config!r} does not exist; expected a YAML file such as {CONFIG}")
     if args.tag and not args.tag.replace("_", "").isalnum():
         p.error(f"--tag={args.tag!r} is invalid; expected letters, digits and underscores")
     prefix = f"results_{args.tag}" if args.tag else "results"
-    cfg = yaml.safe_load((ROOT / args.config).read_text())
+    try:
+        cfg = load_config(ROOT / args.config, args.config)
+    except ValueError as err:
+        p.error(str(err))
     val_n, test_n = list(cfg["data"]["val_configs"]), list(cfg["data"]["test_configs"])
     data_overrides = []  # fit, validate and test: validation reads --eval-examples too
     test_overrides = []  # the test command only: a new test N keeps every fit
-    if args.test_configs:
-        test_n = [int(x) for x in args.test_configs.split(",")]
+    if test_n_given is not None:
+        test_n = test_n_given
         test_overrides.append(f"--data.test_configs=[{','.join(map(str, test_n))}]")
     if args.eval_examples:
         data_overrides.append(f"--data.eval_examples={args.eval_examples}")
@@ -710,9 +834,27 @@ def _main(argv: list[str] | None) -> int:
         p.error(f"--frontier: the frontier is read at 4x the longest training N, n{n_frontier}, which is not among "
                 f"the test N {test_n}; expected a config or --test-configs that tests n{n_frontier}")
     if args.frontier_only:
-        if not (out / "results.json").is_file():
-            p.error(f"--frontier-only: no {out / 'results.json'}; expected the --out folder of a finished sweep")
-        table, figure = write_frontier(json.loads((out / "results.json").read_text()), n_frontier, n_train, docs, prefix)
+        path = out / "results.json"
+        if not path.is_file():
+            p.error(f"--frontier-only: no {path}; expected the --out folder of a finished sweep")
+        try:
+            raw = json.loads(path.read_text())
+        except (OSError, UnicodeDecodeError, ValueError) as err:
+            p.error(f"--frontier-only: {path} cannot be read as JSON ({err.__class__.__name__}); expected the "
+                    "results.json of a finished sweep")
+        if not isinstance(raw, dict) or not all(isinstance(r, dict) and isinstance(r.get("seeds"), dict)
+                                                for r in raw.values()):
+            p.error(f"--frontier-only: {path} is not a sweep's results.json; expected one object per mechanism "
+                    "with its seeds")
+        committed = {"config": args.config, "trial": []}
+        if not docs_given and not all(r.get("protocol") == committed for r in raw.values()):
+            p.error(f"--frontier-only: {path} was not written by a sweep of {args.config} without trial settings "
+                    "(--steps, --eval-examples, --test-configs), or by one that does not say so: it would overwrite the "
+                    "committed frontier in docs/; expected --docs naming another folder")
+        try:
+            table, figure = write_frontier(raw, n_frontier, n_train, docs, prefix)
+        except ValueError as err:
+            p.error(f"--frontier-only: {path}: {err}")
         print(f"results: wrote {table} and {figure}", flush=True)
         return 0
     records = args.records if args.records is not None else Path("results") / (args.tag or "main")
@@ -730,6 +872,15 @@ def _main(argv: list[str] | None) -> int:
             rc, _ = swar_bench(argv, log, args.threads)
             return rc, time.monotonic() - start
 
+    def saved_record(path: Path) -> dict | None:
+        """``--resume``'s record at ``path``: None when there is none, or when it cannot be used (one
+        warning line naming the file and why; the run is done again, as without a record)."""
+        try:
+            return read_record(path)
+        except ValueError as err:
+            print(f"results: warning: {err}; running it again", file=sys.stderr, flush=True)
+            return None
+
     def fit(mech: str, lr: float, seed: int | None, force: bool = False) -> dict | None:
         """Train and validate one configuration, or reuse it: its record (any machine) or its run folder.
 
@@ -745,8 +896,8 @@ def _main(argv: list[str] | None) -> int:
                     f"--ckpt_path={args.out / name / 'checkpoints' / 'last.ckpt'}", *seed_args(seed), *data_overrides]
         want = {"fit": command_line(fit_args), "validate": command_line(val_args)}
         show = {"shown": [shown(fit_args), shown(val_args)]}
-        saved = read_record(records / f"{name}.json")
-        if args.resume and not force and saved and all(saved.get(k) == v for k, v in want.items()):
+        saved = saved_record(records / f"{name}.json") if args.resume and not force else None
+        if saved and all(saved.get(k) == v for k, v in want.items()):
             return {**saved, **show}
         ckpt = out / name / "checkpoints" / "last.ckpt"
         command_record = out / name / "fit_command.txt"  # what the run in this folder was trained with
@@ -788,8 +939,8 @@ def _main(argv: list[str] | None) -> int:
                      *seed_args(seed), *data_overrides, *test_overrides]
         want = command_line(test_args)
         show = {"shown": [shown(test_args)]}
-        saved = read_record(records / f"{name}.test.json")
-        if args.resume and saved and saved.get("test") == want:
+        saved = saved_record(records / f"{name}.test.json") if args.resume else None
+        if saved and saved.get("test") == want:
             return {**saved, **show}
         csv_path = out / name / "test" / "answer_type_accuracy.csv"
         command_record = out / name / "test_command.txt"  # removed when the fit runs again
@@ -860,7 +1011,7 @@ def _main(argv: list[str] | None) -> int:
         plot(done, test_n, docs, prefix)
         atomic_write_text(docs / f"{prefix}_tables.md", markdown(done, test_n, [c for m in done for c in commands[m]],
                                                                    meta, prefix))
-        raw = {m: {**r, "scores": {f"{lr:g}": s for lr, s in r["scores"].items()},
+        raw = {m: {**r, "protocol": {"config": args.config, "trial": trial}, "scores": {f"{lr:g}": s for lr, s in r["scores"].items()},
                    "seeds": {"config" if seed is None else str(seed):
                              {**v, "accuracy": {f"{n}/{k}": list(a) for (n, k), a in v["accuracy"].items()}}
                              for seed, v in r["seeds"].items()},

@@ -328,25 +328,78 @@ def test_help_shows_every_default_and_the_danger(capsys):
     assert "a run there overwrites them" in text and "(default: )" not in text
 
 
-@settings(max_examples=20, deadline=None)
-@given(steps=st.integers(1, 10**6), given_flags=st.sampled_from([(), ("--docs",), ("--records",)]))
-def test_a_trial_budget_never_writes_into_the_committed_folders(steps, given_flags, tmp_path_factory):
-    """--steps without both --docs and --records is refused before anything runs (exit 2, one line
-    naming the missing options); --out alone does not count."""
+TRIAL = st.sampled_from([("--steps", st.integers(1, 10**6).map(str)),
+                          ("--eval-examples", st.integers(1, 10**6).map(str)),
+                          ("--test-configs", st.sampled_from(["32", "32,64", "256,1024"]))])
+
+
+@settings(max_examples=25, deadline=None)
+@given(data=st.data(), given_flags=st.sampled_from([(), ("--docs",), ("--records",)]))
+def test_a_trial_setting_never_writes_into_the_committed_folders(data, given_flags, tmp_path_factory):
+    """Every option that changes the config's protocol (--steps, --eval-examples, --test-configs)
+    without both --docs and --records is refused before anything runs (exit 2, one line naming the
+    option and the missing ones); --out alone does not count."""
     import contextlib
     import io
 
+    flag, values = data.draw(TRIAL)
+    value = data.draw(values)
     tmp = tmp_path_factory.mktemp("trial")
-    argv = ["--steps", str(steps), "--out", str(tmp / "runs"), *(x for f in given_flags for x in (f, str(tmp / f[2:])))]
+    argv = [flag, value, "--out", str(tmp / "runs"), *(x for f in given_flags for x in (f, str(tmp / f[2:])))]
     err = io.StringIO()
     with contextlib.redirect_stderr(err), pytest.raises(SystemExit) as stop:
         _results().main(argv)
     assert stop.value.code == 2
     line = err.getvalue().strip().splitlines()[-1]
     missing = [f for f in ("--docs", "--records") if f not in given_flags]
-    assert line.endswith(f"--steps={steps} is a trial budget: it would overwrite the committed tables, figures and "
-                         f"records in docs/ and results/; expected {' and '.join(missing)} naming other folders")
+    assert line.endswith(f"{flag}={value} is a trial setting (it changes the config's protocol): it would overwrite "
+                         "the committed tables, figures and records in docs/ and results/; expected "
+                         f"{' and '.join(missing)} naming other folders")
     assert list(tmp.iterdir()) == []
+
+
+def test_frontier_only_writes_the_committed_docs_only_from_a_committed_protocol_sweep(tmp_path, monkeypatch, capsys):
+    """--frontier-only with the default --docs reads a results.json that says it was written by a sweep
+    of the same config without trial settings; any other (a 5-step trial, an older file) is refused."""
+    results = _results()
+    committed = {"config": "configs/results_frontier.yaml", "trial": []}
+    keeper = _fake_results({"0": {"passkey_exact": (400, 400), "ar_valid": (100, 100), "ar_expired_stale": (95, 100)}})
+    out = tmp_path / "runs"
+    out.mkdir()
+    argv = ["--config", "configs/results_frontier.yaml", "--tag", "frontier", "--out", str(out), "--frontier-only"]
+    docs = tmp_path / "docs"
+    monkeypatch.setattr(results, "write_frontier", lambda raw, n, n_train, d, prefix: (d / "t.md", d / "f.png"))
+    for protocol in (None, {**committed, "trial": ["--steps=5"]}, {**committed, "config": "configs/results.yaml"}):
+        (out / "results.json").write_text(json.dumps({"Keeper": {**keeper, **({"protocol": protocol} if protocol else {})}}))
+        with pytest.raises(SystemExit) as stop:
+            results.main(argv)
+        assert stop.value.code == 2
+        assert capsys.readouterr().err.strip().splitlines()[-1].endswith(
+            f"--frontier-only: {out / 'results.json'} was not written by a sweep of configs/results_frontier.yaml "
+            "without trial settings (--steps, --eval-examples, --test-configs), or by one that does not say so: it "
+            "would overwrite the committed frontier in docs/; expected --docs naming another folder")
+        assert results.main([*argv, "--docs", str(docs)]) == 0  # another folder: any results.json
+        assert f"wrote {docs / 't.md'}" in capsys.readouterr().out
+    (out / "results.json").write_text(json.dumps({"Keeper": {**keeper, "protocol": committed}}))
+    assert results.main(argv) == 0
+    assert f"wrote {SCRIPT.parents[1] / 'docs' / 't.md'}" in capsys.readouterr().out  # the stub wrote nothing
+    for text, why in (("{", "cannot be read as JSON (JSONDecodeError)"), ("[1]", "is not a sweep's results.json")):
+        (out / "results.json").write_text(text)
+        with pytest.raises(SystemExit):
+            results.main([*argv, "--docs", str(docs)])
+        assert f"--frontier-only: {out / 'results.json'} {why}" in capsys.readouterr().err
+
+
+def test_a_sweep_marks_its_results_json_with_its_protocol(tmp_path, monkeypatch):
+    results = _results()
+    calls: list[list[str]] = []
+    _fake_sweep(results, monkeypatch, calls)
+    runs = tmp_path / "runs"
+    argv = ["--mechanisms", "GRU", "--lrs", "1e-3", "--seeds", "0", "--out", str(runs), "--docs", str(tmp_path / "docs"),
+            "--records", str(tmp_path / "records")]
+    assert results.main([*argv, "--test-configs", "32"]) == 0
+    assert json.loads((runs / "results.json").read_text())["GRU"]["protocol"] == {
+        "config": "configs/results.yaml", "trial": ["--test-configs=32"]}
 
 
 @settings(max_examples=50, deadline=None)
@@ -474,3 +527,184 @@ def test_a_stop_ends_the_sweep_at_once(how, tmp_path, monkeypatch, capsys):
     assert sorted(p.name for p in records.iterdir()) == [kept.name]  # no record of a stopped run (no NaN score)
     assert kept.read_text() == '{"fit": "swar-bench fit", "score": 0.5}\n'
     assert not docs.exists() and not (runs / "results.json").exists()
+
+
+BAD_CONFIGS = [
+    ("", "is empty"),
+    ("model:\n  lr: 1\n", "has no data: section"),
+    ("data: [\n", "not valid YAML at line 2"),
+    ("- 1\n", "holds a list, not a mapping"),
+    ("data:\n  train_configs: [32]\n  val_configs: [32]\n", "data.test_configs is null"),
+    ("data:\n  train_configs: [32, x]\n  val_configs: [32]\n  test_configs: [128]\n", 'data.train_configs is [32, "x"]'),
+]
+
+
+@pytest.mark.parametrize("text, why", BAD_CONFIGS)
+def test_a_bad_config_is_one_line(text, why, tmp_path, capsys):
+    """An empty file, one without data:, invalid YAML (the reported three), and lists of the wrong shape."""
+    config = tmp_path / "bad.yaml"
+    config.write_text(text)
+    with pytest.raises(SystemExit) as stop:
+        _results().main(["--config", str(config), "--out", str(tmp_path / "runs")])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].endswith(f"--config={config}: {why}; expected a YAML mapping with a data: section holding "
+                            "train_configs, val_configs and test_configs") or (
+        why.startswith("data.") and err[-1].endswith(f"--config={config}: {why}; expected a list of integers >= 1 (N values)"))
+    assert "Traceback" not in capsys.readouterr().err and not (tmp_path / "runs").exists()
+
+
+@settings(max_examples=30, deadline=None)
+@given(cfg=st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+                        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+                            st.sampled_from(["data", "train_configs", "val_configs", "test_configs", "x"]), inner,
+                            max_size=4), max_leaves=10))
+def test_any_config_is_read_or_refused_in_one_line(cfg, tmp_path_factory):
+    """Whatever YAML --config holds, load_config returns the three N lists or raises one ValueError line."""
+    import yaml
+
+    path = tmp_path_factory.mktemp("cfg") / "c.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    try:
+        loaded = _results().load_config(path, "c.yaml")
+    except ValueError as err:
+        assert str(err).startswith("--config=c.yaml: ") and "\n" not in str(err) and "; expected " in str(err)
+    else:
+        assert all(isinstance(n, int) and n >= 1 for k in ("train_configs", "val_configs", "test_configs")
+                   for n in loaded["data"][k])
+
+
+GOOD_FIT = {"fit": "swar-bench fit x", "validate": "swar-bench validate x", "score": 0.5, "tokens": 1000}
+GOOD_TEST = {"test": "swar-bench test x", "accuracy": [[32, "ar_valid", 0.7, 10, 7]]}
+
+
+@pytest.mark.parametrize("name, record, why", [
+    ("r.json", {**GOOD_FIT, "score": "high"}, "'score' is \"high\"; expected a number"),
+    ("r.json", {**GOOD_FIT, "tokens": None}, "'tokens' is null; expected an integer >= 0"),
+    ("r.test.json", {**GOOD_TEST, "accuracy": "oops"}, "'accuracy' is \"oops\"; expected a list"),
+    ("r.test.json", {**GOOD_TEST, "accuracy": [[32, "ar_valid", 0.7, 10]]}, "'accuracy' row [32, \"ar_valid\", 0.7, 10]"),
+    ("r.test.json", {**GOOD_TEST, "accuracy": [[32, "ar_valid", 0.7, 10, 11]]}, "0 <= correct <= count"),
+    ("r.json", [1], "holds list; expected a JSON object"),
+    ("r.json", "", "is empty; expected a JSON record"),
+    ("r.json", "{", "is not JSON (Expecting property name"),
+])
+def test_an_unusable_record_is_named(name, record, why, tmp_path):
+    path = tmp_path / name
+    path.write_text(record if isinstance(record, str) else json.dumps(record))
+    with pytest.raises(ValueError) as err:
+        _results().read_record(path)
+    assert str(err.value).startswith(f"{path}: ") and why in str(err.value) and "\n" not in str(err.value)
+    assert _results().read_record(tmp_path / "absent.json") is None
+
+
+@settings(max_examples=40, deadline=None)
+@given(test=st.booleans(), key=st.sampled_from(["fit", "validate", "score", "tokens", "test", "accuracy"]),
+       value=st.none() | st.booleans() | st.text(max_size=3) | st.lists(st.integers(), max_size=2) | st.integers(-2, -1))
+def test_a_record_field_of_the_wrong_type_is_refused(test, key, value, tmp_path_factory):
+    """Every field --resume reads: a value of the wrong type (or a negative count) makes the record unusable."""
+    good = GOOD_TEST if test else GOOD_FIT
+    if key not in good or (key in ("fit", "validate", "test") and isinstance(value, str)) or (
+            key == "accuracy" and value == []) or (key == "score" and isinstance(value, int) and not isinstance(value, bool)):
+        return  # a value of the right type
+    path = tmp_path_factory.mktemp("rec") / ("r.test.json" if test else "r.json")
+    path.write_text(json.dumps({**good, key: value}))
+    with pytest.raises(ValueError, match=f"'{key}'"):
+        _results().read_record(path)
+
+
+def test_every_committed_record_is_valid():
+    """The records committed under results/ (the sweeps' resume state) all pass read_record."""
+    files = sorted((SCRIPT.parents[1] / "results").rglob("*.json"))
+    assert any(f.name.endswith(".test.json") for f in files) and any(not f.name.endswith(".test.json") for f in files)
+    results = _results()
+    for path in files:
+        assert results.read_record(path) is not None, path
+
+
+@pytest.mark.parametrize("field, value, why", [
+    ("score", "high", "'score' is \"high\"; expected a number"),
+    ("tokens", None, "'tokens' is null; expected an integer >= 0"),
+    ("accuracy", "oops", "'accuracy' is \"oops\"; expected a list"),
+])
+def test_resume_redoes_a_run_whose_record_holds_wrong_types(field, value, why, tmp_path, monkeypatch, capsys):
+    results = _results()
+    calls: list[list[str]] = []
+    _fake_sweep(results, monkeypatch, calls)
+    records, runs = tmp_path / "records", tmp_path / "runs"
+    argv = ["--mechanisms", "GRU", "--lrs", "1e-3", "--seeds", "0", "--out", str(runs), "--docs", str(tmp_path / "docs"),
+            "--records", str(records), "--resume"]
+    assert results.main(argv) == 0
+    shutil.rmtree(runs)  # another machine: only the records
+    name = "GRU_lr0.001_seed0"
+    path = records / (f"{name}.test.json" if field == "accuracy" else f"{name}.json")
+    path.write_text(json.dumps({**json.loads(path.read_text()), field: value}))
+    calls.clear()
+    capsys.readouterr()
+    assert results.main(argv) == 0
+    assert [c[0] for c in calls] == ["fit", "validate", "test"]  # no checkpoint here: the test needs its fit
+    err = capsys.readouterr().err
+    assert f"results: warning: {path}: {why}; running it again" in err and "Traceback" not in err
+    assert results.read_record(path) is not None  # written again, valid
+
+
+@settings(max_examples=20, deadline=None)
+@given(per_mech=st.lists(st.integers(1, 3), min_size=1, max_size=3), asked=st.integers(1, 3))
+def test_the_legend_describes_the_cell_formats_used(per_mech, asked):
+    """One tested seed -> the Wilson format's legend; several -> the t interval's; both when rows mix."""
+    results = _results()
+    cell = {(32, "ar_valid"): (0.7, 10, 7)}
+    done = {f"M{i}": {"seeds": {s: {"accuracy": cell} for s in range(k)}, "n_params": 1, "state_bytes": 1, "tokens": 1,
+                      "scores": {1e-3: 0.5}, "lr": 1e-3} for i, k in enumerate(per_mech)}
+    text = results.markdown(done, [32], [], {"lrs": [1e-3], "seeds": list(range(asked))})
+    has_one, has_many = 1 in per_mech, any(k > 1 for k in per_mech)
+    assert ("accuracy [95% Wilson interval] (items)" in text) == has_one
+    assert ("mean (min–max; CI low–high; seeds)" in text) == has_many
+    assert "1 seeds" not in text
+
+
+def test_one_seed_legend_matches_its_wilson_cells():
+    """The reported input: --seeds 0 (one seed) printed the t-interval legend over Wilson cells."""
+    results = _results()
+    r = {"seeds": {0: {"accuracy": {(32, "ar_valid"): (2 / 29, 29, 2)}}}, "n_params": 1, "state_bytes": 1,
+         "tokens": 1, "scores": {1e-3: 0.5}, "lr": 1e-3}
+    text = results.markdown({"GRU": r}, [32], [], {"lrs": [1e-3], "seeds": [0]})
+    assert "| GRU | 0.069 [0.019, 0.220] (29)* |" in text
+    assert "Cells read `accuracy [95% Wilson interval] (items)`" in text and "Student-t" not in text
+
+
+@pytest.mark.parametrize("flag, value, message", [
+    ("--lrs", "1e-3,1e-3", "--lrs='1e-3,1e-3' names 0.001 twice; expected distinct values"),
+    ("--lrs", "1e-3,0.001", "--lrs='1e-3,0.001' names 0.001 twice"),
+    ("--mechanisms", "GRU,GRU", "--mechanisms='GRU,GRU' names 'GRU' twice; expected distinct values"),
+    ("--mechanisms", "frontier,GRU", "--mechanisms='frontier,GRU' names 'GRU' twice"),
+    ("--test-configs", "", "--test-configs='' names nothing; expected a comma-separated list"),
+    ("--test-configs", "32,32", "--test-configs='32,32' names 32 twice"),
+])
+def test_list_options_refuse_duplicates_and_nothing(flag, value, message, tmp_path, capsys):
+    with pytest.raises(SystemExit) as stop:
+        _results().main([flag, value, "--out", str(tmp_path / "runs"), "--docs", str(tmp_path / "d"),
+                         "--records", str(tmp_path / "r")])
+    assert stop.value.code == 2
+    assert message in capsys.readouterr().err.strip().splitlines()[-1]
+    assert list(tmp_path.iterdir()) == []
+
+
+@settings(max_examples=30, deadline=None)
+@given(data=st.data(), flag=st.sampled_from(["--lrs", "--mechanisms", "--test-configs", "--seeds"]))
+def test_any_list_option_with_a_repeat_is_refused(data, flag, tmp_path_factory):
+    import contextlib
+    import io
+
+    pool = {"--lrs": ["1e-3", "3e-3", "1e-2"], "--mechanisms": ["GRU", "LSTM", "Mamba2"],
+            "--test-configs": ["32", "64", "256"], "--seeds": ["0", "1", "2"]}[flag]
+    items = data.draw(st.lists(st.sampled_from(pool), min_size=1, max_size=3, unique=True))
+    items = data.draw(st.permutations([*items, data.draw(st.sampled_from(items))]))
+    tmp = tmp_path_factory.mktemp("dup")
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), pytest.raises(SystemExit) as stop:
+        _results().main([flag, ",".join(items), "--out", str(tmp / "runs"), "--docs", str(tmp / "d"),
+                         "--records", str(tmp / "r")])
+    assert stop.value.code == 2
+    line = err.getvalue().strip().splitlines()[-1]
+    assert f"{flag}={','.join(items)!r}" in line and ("twice" in line or "distinct" in line)
+    assert list(tmp.iterdir()) == []
