@@ -15,7 +15,7 @@ commands:
   fit | validate | test | predict   LightningCLI: train / evaluate any mechanism (--config configs/...yaml)
   data                              passkey_swar data: generate, stats, verify, check, show, vocab
   referee                           the long-context referee (--config configs/referee/...yaml)
-  demo                              the main job: train the quickstart model, test it per N
+  demo                              train the quickstart model on n32, test it per N (exit 3: target not reached)
   check-mechanism                   check a mechanism against the protocol before training it (CLASS_PATH)
 
 `swar-bench COMMAND --help` describes each command."""

@@ -1,4 +1,4 @@
-"""The main job (`make demo` = `swar-bench demo`): train the quickstart model, then test it per N.
+"""Train the quickstart model on n32, then test it per N (`make demo` = `swar-bench demo`).
 
 Trains ``configs/quickstart.yaml`` (a small Gated DeltaNet) on generated passkey_swar for at most
 ``--max-minutes`` (10) minutes on ``--threads`` (2) CPU threads, stopping early once validation
@@ -34,6 +34,14 @@ from swar_bench.argparsing import ArgumentParser
 
 TARGET_KINDS = ("ar_valid", "ar_expired", "passkey")
 TARGET_N = 32
+EXIT_CODES = """exit codes:
+  0    finished; n32 validation reached --target on ar_valid, ar_expired and passkey
+  3    finished (tested, tables written) without reaching --target
+       (prints "demo: target ... NOT reached ...")
+  2    bad arguments or config (one line on stderr)
+  1    training stopped on a non-finite loss
+  130  stopped by Ctrl-C
+  143  stopped by SIGTERM"""
 
 
 def default_config() -> Path:
@@ -76,7 +84,10 @@ class StopAtTarget(pl.Callback):
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:
-    p = ArgumentParser(prog="swar-bench demo", description=__doc__.splitlines()[0])
+    p = ArgumentParser(
+        prog="swar-bench demo", description=__doc__.splitlines()[0], epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--config", type=Path, default=None, help="LightningCLI config (default: configs/quickstart.yaml)")
     p.add_argument("--max-minutes", type=float, default=10.0, help="training wall-clock budget (minutes)")
     p.add_argument("--threads", type=int, default=2, help="torch CPU threads")

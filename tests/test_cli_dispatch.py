@@ -1,5 +1,7 @@
 """The `swar-bench` dispatcher: top-level help names every command."""
 
+from pathlib import Path
+
 from swar_bench.cli import main
 
 
@@ -32,3 +34,24 @@ def test_unknown_command_lists_every_command(capsys):
         "swar-bench: error: unknown command 'bogus'; expected one of fit, validate, test, predict, data, referee, demo, "
         "check-mechanism (swar-bench --help)\n"
     )
+
+
+def test_demo_help_lists_every_exit_code_the_demo_returns(capsys):
+    # `swar-bench demo --help` names each exit status demo.main can return, 3 (target not
+    # reached) included, and says what the demo does instead of an internal name for it.
+    import re
+
+    import pytest
+
+    from swar_bench import demo
+
+    with pytest.raises(SystemExit) as exc:
+        demo.main(["--help"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    listed = {int(code) for code in re.findall(r"^  (\d+) ", out.split("exit codes:")[1], re.MULTILINE)}
+    source = Path(demo.__file__).read_text(encoding="utf-8")
+    returned = {int(c) for c in re.findall(r"\breturn (\d+)$", source, re.MULTILINE)} | {130, 143}  # 128 + SIGINT, stop_status
+    assert listed == returned == {0, 1, 2, 3, 130, 143}
+    assert "NOT reached" in out and "main job" not in out
+    assert "train the quickstart model" in out.lower()

@@ -86,3 +86,25 @@ def test_no_message_or_docstring_says_the_card():
             for line, text in _text_of_code(path)
             if re.search(r"\bcard\b|card's", re.sub(r"dataset card", "", text), re.IGNORECASE)]
     assert hits == []
+
+
+def test_the_task_doc_gives_the_example_length_the_generator_makes():
+    # docs/TASK.md "Format": 12 + 3N + 3·n_queries tokens (6 around the stream, 3 per write and
+    # per query); the reported example: n32 seed 84 has 16 queries and 156 tokens.
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from swar_bench.tasks.passkey_swar.reference import make_example
+
+    assert "`12 + 3N + 3·n_queries`" in (ROOT / "docs" / "TASK.md").read_text(encoding="utf-8")
+    example = make_example(84, 32)
+    assert len(example["input_ids"]) == 156 and len(example["answer_type"]) - 4 == 16
+
+    @settings(max_examples=30, deadline=None)
+    @given(st.integers(0, 2**63 - 1), st.integers(1, 300))
+    def length_is_the_formula(seed, n):
+        example = make_example(seed, n)
+        n_queries = len(example["answer_type"]) - 4  # one answer per query, then the 4 passkey tokens
+        assert len(example["input_ids"]) == 12 + 3 * n + 3 * n_queries
+
+    length_is_the_formula()
