@@ -394,26 +394,35 @@ class SwarBenchCLI(LightningCLI):
         for flag, folder in _output_folders(cfg, subcommand):
             check_output_folder(folder, flag)
 
-    _run_dir: str | None = None
+    _ckpt_run_folder: str | None = None
+    """The run folder ``--ckpt_path`` lies in, when the run logs into it (``_configure_run_folder``)."""
 
     def _configure_run_folder(self, cfg: Any, subcommand: str | None) -> None:
         """Name the run folder after the config and the mechanism (``swar_bench.runs``): the
         TensorBoard/CSV logger's ``name`` becomes ``<name>/<Mechanism>``; ``--ckpt_path last``
         (without ``--checkpoint.dirpath``) becomes the newest ``last.ckpt`` of those runs and a
-        checkpoint inside one of them puts the logger's version on that run, so a resumed fit
-        and a test log and report into the run they continue."""
+        checkpoint inside a run folder anywhere (``swar_bench.runs.run_folder_of_checkpoint``: any
+        ``save_dir``, name, version or nesting) puts the logger on that folder unless a version is
+        forced, so a resumed fit and a validate / test log and report into the run they continue.
+        A logger version that is not one folder name, or a name with ``..`` (outside
+        ``save_dir``), raises ValueError (one line) before anything is created."""
         from swar_bench import runs
 
         logger = cfg.get("trainer.logger")
+        init_args = getattr(logger, "init_args", None)
+        if init_args is not None and str(getattr(logger, "class_path", "")).endswith(("TensorBoardLogger", "CSVLogger")):
+            # a name or version with '/' or '..' would put the run outside save_dir
+            runs.check_path_component(init_args.get("version"), "--trainer.logger.init_args.version")
+            runs.check_path_component(init_args.get("name"), "--trainer.logger.init_args.name", nested=True)
         mechanism = cfg.get("model.mechanism")
         class_path = getattr(mechanism, "class_path", None) or (mechanism.get("class_path") if isinstance(mechanism, dict) else None)
-        init_args = getattr(logger, "init_args", None)
         if not class_path or init_args is None or not str(getattr(logger, "class_path", "")).endswith(("TensorBoardLogger", "CSVLogger")):
             return
         init_args.name = runs.run_name(init_args.get("name") or "", runs.mechanism_name(class_path))
         root = Path(str(init_args.get("save_dir") or ".")) / init_args.name
         if init_args.get("version") is not None:
             init_args.version = runs.parse_version(str(init_args.version))
+        forced = init_args.get("version") is not None
         ckpt_path = cfg.get("ckpt_path") if subcommand else None
         if str(ckpt_path) == "last" and (cfg.get("checkpoint") or {}).get("dirpath") is None:
             found = runs.last_checkpoint(root, init_args.get("version"))
@@ -429,11 +438,20 @@ class SwarBenchCLI(LightningCLI):
                 )
             else:
                 cfg.ckpt_path, init_args.version = str(found[0]), found[1]
-        elif ckpt_path is not None and init_args.get("version") is None and str(ckpt_path) not in CKPT_PATH_KEYWORDS:
-            version = runs.run_of_checkpoint(root, str(ckpt_path))
-            if version is not None:
-                init_args.version = version
-        self._run_dir = str(root / runs.version_folder(init_args.version)) if init_args.get("version") is not None else None
+        elif ckpt_path is not None and not forced and str(ckpt_path) not in CKPT_PATH_KEYWORDS and "://" not in str(ckpt_path):
+            # a checkpoint inside a run folder, wherever it lies: log and report into that folder
+            run = runs.run_folder_of_checkpoint(str(ckpt_path))
+            if run is not None:
+                init_args.save_dir, init_args.name, init_args.version = runs.logger_location(run, init_args.name)
+                self._ckpt_run_folder = str(Path(init_args.save_dir, init_args.name, runs.version_folder(init_args.version)))
+
+    def _ckpt_checkpoint_dir(self) -> str | None:
+        """``<run folder>/checkpoints`` as Lightning's ``ModelCheckpoint`` spells it for a run into
+        the run folder of ``--ckpt_path`` (``os.path.join(save_dir, name, version,
+        "checkpoints")``), else None."""
+        if self._ckpt_run_folder is None:
+            return None
+        return os.path.join(self._ckpt_run_folder, "checkpoints")
 
     def _read_checkpoint(self, path: str) -> None:
         if not os.path.exists(path):
@@ -481,7 +499,7 @@ class SwarBenchCLI(LightningCLI):
             check_task_fits(self.model.mechanism, getattr(self.datamodule, "params", None))
             check_trainable(self.model, self.subcommand, cfg.get("ckpt_path"))
         self._check_checkpoint_fits()
-        silence_run_notices(resuming=cfg.get("ckpt_path") not in (None, ""))
+        silence_run_notices(resuming=cfg.get("ckpt_path") not in (None, ""), checkpoint_dir=self._ckpt_checkpoint_dir())
         global _RUN_TRAINER
         trainer = super().instantiate_trainer(**kwargs)
         trainer.callbacks.append(StopCheck())

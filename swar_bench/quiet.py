@@ -11,6 +11,9 @@ says is hidden:
   commands start, one process or DDP: the README's SLURM section says how to launch with srun;
 - "Checkpoint directory ... exists and is not empty" when a run resumes into its own run folder
   (``resuming=True``): writing there is the point of resuming;
+- "The dirpath has changed from ... to '<run folder>/checkpoints'" when a run goes into the run
+  folder of its ``--ckpt_path`` (``checkpoint_dir``) that the fit wrote under another spelling
+  (relative, moved or copied): the checkpoints are where the run writes;
 - Lightning's "Detected KeyboardInterrupt, attempting graceful shutdown ..." (``rank_zero_info``):
   the command's own line says it was interrupted and how to resume;
 - ``messages``: further INFO lines to drop (the demo's validation-only correlation notice).
@@ -28,6 +31,7 @@ TIP_RE = re.compile(r"💡 Tip: For seamless cloud (logging|uploads)")
 LEAFSPEC_RE = r"`isinstance\(treespec, LeafSpec\)` is deprecated"
 SRUN_RE = r"The `srun` command is available on your system but is not used"
 CKPT_DIR_RE = r"Checkpoint directory .* exists and is not empty"
+DIRPATH_CHANGED_RE = r"The dirpath has changed from .*"
 INTERRUPT_RE = re.compile(r"Detected KeyboardInterrupt, attempting graceful shutdown")
 RANK_ZERO_LOGGERS = ("lightning.pytorch.utilities.rank_zero", "lightning.fabric.utilities.rank_zero")
 """The loggers Lightning's ``rank_zero_info`` writes through."""
@@ -45,11 +49,14 @@ class DropMessages(logging.Filter):
         return not any(p.search(message) for p in self.patterns)
 
 
-def silence_run_notices(resuming: bool) -> None:
-    """Add the run-dependent warning filter (non-empty checkpoint folder on resume) to the
+def silence_run_notices(resuming: bool, checkpoint_dir: str | None = None) -> None:
+    """Add the run-dependent warning filters (non-empty checkpoint folder on resume; the changed
+    ``dirpath`` of a checkpoint whose run folder the run writes into, ``checkpoint_dir``) to the
     current ``warnings`` filters; call inside :func:`quiet_output` so it is undone."""
     if resuming:
         warnings.filterwarnings("ignore", message=CKPT_DIR_RE)
+    if checkpoint_dir is not None:
+        warnings.filterwarnings("ignore", message=DIRPATH_CHANGED_RE + re.escape(f" to {checkpoint_dir!r},"))
 
 
 @contextlib.contextmanager

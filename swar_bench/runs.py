@@ -15,7 +15,9 @@ class name of ``--model.mechanism`` (a ``name`` that already contains it is kept
 logs into the same folder). ``--ckpt_path last`` picks the newest ``checkpoints/last*.ckpt`` of
 the runs of this config and mechanism (of the forced version, when one is given) and continues
 that run's folder; ``test --ckpt_path <run>/checkpoints/last.ckpt`` writes its reports into
-``<run>``.
+``<run>`` wherever it lies (:func:`run_folder_of_checkpoint`). A version that is not one folder
+name, or a name with ``..``, is refused (:func:`check_path_component`): the run stays inside
+``save_dir``.
 
 A run stopped (Ctrl-C, SIGTERM, an exception) before it produced anything leaves no folder
 behind (:func:`discard_empty_run`): what set-up alone writes (:func:`holds_results`) is removed
@@ -95,13 +97,56 @@ def last_checkpoint(root: str | Path, version: int | str | None = None) -> tuple
     return ckpt, parse_version(ckpt.parent.parent.name)
 
 
-def run_of_checkpoint(root: str | Path, ckpt_path: str | Path) -> int | str | None:
-    """The version of the run under ``root`` that ``ckpt_path`` belongs to
-    (``<root>/<version>/checkpoints/<file>``), else None."""
-    path = Path(ckpt_path).absolute()
-    if path.parent.name != "checkpoints" or path.parent.parent.parent != Path(root).absolute():
+RUN_FILE_RE = re.compile(r"hparams\.yaml|metrics\.csv|events\.out\.tfevents\..*")
+"""Files a logger writes into its run folder (``TensorBoardLogger``: ``hparams.yaml`` and the
+event files; ``CSVLogger``: ``hparams.yaml`` and ``metrics.csv``): what marks a folder as a run
+folder (:func:`run_folder_of_checkpoint`)."""
+
+
+def run_folder_of_checkpoint(ckpt_path: str | Path) -> Path | None:
+    """The run folder ``ckpt_path`` lies in, recognised by its layout wherever it is (any
+    ``save_dir``, name, version or nesting): ``<run folder>/checkpoints/<file>.ckpt`` with a file a
+    logger writes (:data:`RUN_FILE_RE`) beside ``checkpoints/``. The folder as ``ckpt_path`` spells
+    it (relative stays relative); None for a checkpoint anywhere else (a ``--checkpoint.dirpath``
+    of its own, a copied file)."""
+    path = Path(ckpt_path)
+    if path.parent.name != "checkpoints" or not path.is_file():
         return None
-    return parse_version(path.parent.parent.name)
+    run = path.parent.parent
+    if not any(RUN_FILE_RE.fullmatch(p.name) and p.is_file() for p in (run.iterdir() if run.is_dir() else ())):
+        return None
+    return run
+
+
+def logger_location(run: str | Path, name: str) -> tuple[str, str, int | str]:
+    """The logger's ``(save_dir, name, version)`` whose ``log_dir`` (``<save_dir>/<name>/<version>``)
+    is the run folder ``run``: ``name`` kept when ``run`` lies in a folder ``.../<name>/`` (the
+    strings the fit that wrote it used, so its checkpoint's ``dirpath`` matches), else ``""`` with
+    ``save_dir`` the folder holding ``run``."""
+    run = Path(run)
+    parts = Path(name).parts if name else ()
+    holder = run.parent
+    if parts and len(holder.parts) > len(parts) and holder.parts[-len(parts):] == parts:
+        return str(Path(*holder.parts[: -len(parts)])), str(Path(*parts)), parse_version(run.name)
+    return str(holder), "", parse_version(run.name)
+
+
+def check_path_component(value: str | int | None, flag: str, nested: bool = False) -> None:
+    """Raise ValueError (one line naming ``flag``) unless ``value`` is one path component (a
+    logger ``version``: no separator, not ``.`` or ``..``, not empty), or with ``nested`` a
+    relative path of such components (a logger ``name`` such as ``quickstart/GRU``), so that
+    the run folder ``<save_dir>/<name>/<version>`` stays inside ``save_dir``. None and ints pass."""
+    if value is None or isinstance(value, int):
+        return
+    text = str(value)
+    parts = text.replace("\\", "/").rstrip("/").split("/") if nested else [text]
+    if nested and text == "":
+        return
+    bad = [p for p in parts if p in ("", ".", "..") or "/" in p or "\\" in p or "\0" in p]
+    if bad or (nested and text.startswith(("/", "\\"))):
+        kind = "a relative folder name whose parts are plain names (e.g. quickstart or quickstart/GRU)" if nested else (
+            "one folder name (e.g. version_3 or slurm_1234), without '/', '.' or '..'")
+        raise ValueError(f"{flag}={text}: not inside the logger's save_dir; expected {kind}")
 
 
 def _events_hold_data(path: Path) -> bool:

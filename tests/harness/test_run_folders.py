@@ -267,3 +267,112 @@ def test_a_fit_ended_by_an_error_keeps_its_folder_only_when_it_produced_somethin
     assert "quickstart/NaNAfter/version_0/config.yaml" in kept
     assert any(p.startswith("quickstart/NaNAfter/version_0/events.out.tfevents.") for p in kept)
     assert runs.holds_results(tmp_path / "b" / "quickstart" / "NaNAfter" / "version_0")
+
+
+# --- a checkpoint inside a run folder anywhere: test / validate report into that folder ---------
+
+
+def test_the_reported_test_of_a_run_under_another_save_dir_reports_into_that_run(tmp_path, capsys, monkeypatch, recwarn):
+    """The reported commands: fit with --trainer.logger.init_args.save_dir=/tmp/r (its run
+    version_1), then test its checkpoint with the config's own save_dir (runs): the reports go
+    into /tmp/r/quickstart/LSTM/version_1, nothing appears under runs, no Lightning warning. A
+    validate of the same checkpoint spelled relative (the fit stored an absolute dirpath) too."""
+    monkeypatch.chdir(tmp_path)  # the config's save_dir `runs` is relative to the working folder
+    config = ["--config", str(CONFIGS / "quickstart.yaml"), "--model.mechanism=LSTM"]
+    assert main(["fit", *config, f"--trainer.logger.init_args.save_dir={tmp_path / 'r'}",
+                 "--trainer.logger.init_args.version=version_1", "--trainer.max_steps=1", *SMALL]) == 0
+    run = tmp_path / "r" / "quickstart" / "LSTM" / "version_1"
+    capsys.readouterr()
+    for command, ckpt, shown in (("test", run / "checkpoints" / "last.ckpt", run),
+                                 ("validate", "r/quickstart/LSTM/version_1/checkpoints/last.ckpt", "r/quickstart/LSTM/version_1")):
+        assert main([command, *config, "--ckpt_path", str(ckpt), *SMALL]) == 0
+        out = capsys.readouterr().out
+        announced = [ln for ln in out.splitlines() if ln.startswith(f"swar-bench {command}: ")]
+        assert len(announced) == 1 and announced[0].endswith(f"; run folder {shown}")
+        assert (run / f"{command}_config.yaml").is_file()
+    assert not (tmp_path / "runs").exists()
+    assert [p.name for p in run.parent.iterdir()] == ["version_1"]
+    wrote = {p.name for p in run.iterdir()}
+    assert {"answer_type_accuracy.csv", "calibration.md", "config.yaml", "hparams.yaml"} <= wrote
+    assert [str(w.message) for w in recwarn if "dirpath has changed" in str(w.message)] == []
+
+
+SEGMENT = st.text(string.ascii_letters + string.digits + "_-.", min_size=1, max_size=8).filter(lambda s: s not in (".", ".."))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    above=st.lists(SEGMENT, max_size=3),
+    name=st.lists(SEGMENT, max_size=2),
+    version=st.one_of(st.integers(0, 99), SEGMENT),
+    marker=st.sampled_from(["hparams.yaml", "metrics.csv", "events.out.tfevents.1.host.0", None]),
+    ckpt=st.sampled_from(["last.ckpt", "epoch=0-step=5.ckpt", "hpc_ckpt_1.ckpt"]),
+    relative=st.booleans(),
+    configured=st.sampled_from(["same", "other", "none"]),
+)
+def test_a_checkpoint_in_a_run_folder_anywhere_names_that_folder(tmp_path, monkeypatch, above, name, version, marker, ckpt,
+                                                                 relative, configured):
+    """Any save_dir, name, version and nesting: a checkpoint in ``<run>/checkpoints/`` with a
+    logger's file beside it names ``<run>``, and the logger's (save_dir, name, version) give back
+    ``<run>`` as Lightning joins them (the configured name kept when the run lies under it); a
+    checkpoint without a logger's file beside it (a --checkpoint.dirpath of its own) names none."""
+    import os
+    import tempfile
+
+    with tempfile.TemporaryDirectory(dir=tmp_path) as base:
+        monkeypatch.chdir(base)
+        root = Path(*above, *name) if (above or name) else Path()
+        run = root / runs.version_folder(version)
+        (run / "checkpoints").mkdir(parents=True)
+        (run / "checkpoints" / ckpt).write_bytes(b"x")
+        (run / "config.yaml").write_text("x")  # LightningCLI's copy alone does not make a run folder
+        if marker:
+            (run / marker).write_text("x")
+        path = (run if relative else Path(base) / run) / "checkpoints" / ckpt
+        found = runs.run_folder_of_checkpoint(path)
+        if marker is None:
+            assert found is None
+            return
+        assert found == path.parent.parent
+        name_given = {"same": "/".join(name), "other": "elsewhere/GRU", "none": ""}[configured]
+        save_dir, logger_name, logger_version = runs.logger_location(found, name_given)
+        assert logger_version == version
+        assert Path(os.path.join(save_dir, logger_name, runs.version_folder(logger_version))) == found
+        if configured == "same" and name and above:
+            assert (save_dir, logger_name) == (str(path.parents[2 + len(name)]), "/".join(name))
+        runs.check_path_component(logger_version, "--trainer.logger.init_args.version")
+        runs.check_path_component(logger_name, "--trainer.logger.init_args.name", nested=True)
+
+
+@pytest.mark.parametrize(("option", "value"), [("version", "../../../escape"), ("version", "a/b"), ("version", ".."),
+                                                ("name", "../up"), ("name", "/abs/GRU"), ("name", "quickstart/../..")])
+def test_a_version_or_name_outside_save_dir_is_refused_in_one_line(tmp_path, capsys, option, value):
+    save_dir = tmp_path / "save"
+    argv = ["fit", "--config", str(CONFIGS / "quickstart.yaml"), "--model.mechanism=GRU",
+            f"--trainer.logger.init_args.save_dir={save_dir}", f"--trainer.logger.init_args.{option}={value}",
+            "--trainer.max_steps=1", *SMALL]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"swar-bench: error: --trainer.logger.init_args.{option}={value}: not inside ")
+    assert list(tmp_path.iterdir()) == []
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.sampled_from(["a", "GRU", "version_0", ".", "..", "", "x.y"]), min_size=1, max_size=4), st.booleans())
+def test_only_values_that_stay_inside_save_dir_pass(parts, nested):
+    """A version passes when it is one folder name, a name when each of its parts is one (a
+    trailing '/' aside): exactly the values that ``<save_dir>/<value>`` keeps as written inside
+    ``save_dir`` (no '..', '.', empty part or leading '/')."""
+    import os
+
+    value = "/".join(parts)
+    text = value.rstrip("/") if nested else value
+    spelled = "/save/" + text
+    keeps = text != "" and not text.startswith("/") and os.path.normpath(spelled) == spelled and (nested or "/" not in text)
+    try:
+        runs.check_path_component(value, "--x", nested=nested)
+    except ValueError as err:
+        assert str(err).startswith(f"--x={value}: not inside ")
+        assert not keeps and not (nested and value == "")
+    else:
+        assert keeps or (nested and value == "")
