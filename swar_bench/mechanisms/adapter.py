@@ -1,4 +1,4 @@
-"""Accept mechanisms written in the seed referee's style, which return a loss and no logits.
+"""Accept loss-only mechanisms (docs/REFEREE.md, "Loss-only mechanisms"), which return a loss and no logits.
 
 The seed's ContextMechanism (long_context_eval reference page) trains and is scored through
 ``step(state, (x, y)) -> (state, mean_loss)`` only, so exact accuracy is unavailable for it; the

@@ -1,4 +1,4 @@
-"""LossOnlyAdapter over a mechanism in the seed referee's style (loss only, no logits)."""
+"""LossOnlyAdapter over a loss-only mechanism (``step`` returns a loss, no logits)."""
 
 import pytest
 import torch
