@@ -14,7 +14,7 @@ passkey_swar: a referee for fixed-size-state sequence models.
 commands:
   fit | validate | test | predict   LightningCLI: train / evaluate any mechanism (--config configs/...yaml)
   data                              passkey_swar data: generate, stats, verify, check, show, vocab
-  referee                           the long-context referee (--config configs/referee/...yaml)
+  referee                           the long-context referee (--config configs/referee/...yaml); referee compare, referee verdict
   demo                              train the quickstart model on n32, test it per N (exit 3: target not reached)
   check-mechanism                   check a mechanism against the protocol before training it (CLASS_PATH)
 

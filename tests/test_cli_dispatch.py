@@ -55,3 +55,15 @@ def test_demo_help_lists_every_exit_code_the_demo_returns(capsys):
     assert listed == returned == {0, 1, 2, 3, 130, 143}
     assert "NOT reached" in out and "main job" not in out
     assert "train the quickstart model" in out.lower()
+
+
+def test_referee_help_names_its_subcommands(capsys):
+    from swar_bench.cli import main as swar_bench_main
+
+    try:
+        status = swar_bench_main(["referee", "--help"])
+    except SystemExit as exc:  # argparse's --help exits
+        status = exc.code
+    assert status in (0, None)
+    out = capsys.readouterr().out
+    assert "swar-bench referee compare" in out and "swar-bench referee verdict" in out

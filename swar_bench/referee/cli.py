@@ -56,6 +56,13 @@ def build_parser():
     parser = JsonArgumentParser(
         prog=PROG,
         description="Long-context referee: train-then-probe at every range.",
+        epilog=(
+            "subcommands: `swar-bench referee compare A.json B.json [--names a b] [--plot curve.png]` "
+            "puts saved results side by side (refused when run on different terms); "
+            "`swar-bench referee verdict --baseline A.json --challenger B.json [--alpha 0.05]` tests "
+            "whether the challenger beats the baseline (paired tests per cell). "
+            "Each has its own --help (docs/REFEREE.md)."
+        ),
         exit_on_error=False,
         parser_mode=config_parser_mode(("mechanism",)),  # config files read names as the command line does
     )
