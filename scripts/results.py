@@ -143,7 +143,7 @@ def parse_seeds(text: str | None) -> list[int | None]:
     """``"0,1,2"`` -> ``[0, 1, 2]``; None -> ``[None]`` (one run with the config's seed).
 
     Raises:
-        ValueError: not distinct integers >= 0 (one line naming the value).
+        ValueError: not integers >= 0, or one seed twice (one line naming the value).
     """
     if text is None:
         return [None]
@@ -151,8 +151,9 @@ def parse_seeds(text: str | None) -> list[int | None]:
         seeds = [int(x) for x in text.split(",")]
     except ValueError:
         seeds = []
-    if not seeds or any(s < 0 for s in seeds) or len(set(seeds)) != len(seeds):
+    if not seeds or any(s < 0 for s in seeds):
         raise ValueError(f"--seeds={text!r} is invalid; expected distinct integers >= 0, e.g. 0,1,2")
+    check_list("--seeds", text, seeds)
     return seeds
 
 

@@ -179,11 +179,17 @@ def test_one_seed_cells_carry_wilson_intervals():
     assert "fewer than 30 items" in text and "| GRU | 0.308 [0.255, 0.366] (263) |" in text
 
 
-@pytest.mark.parametrize("value", ["a", "0,0", "-1", ""])
-def test_bad_seeds_stop_before_any_run(value, tmp_path, capsys):
+@pytest.mark.parametrize(("value", "error"), [
+    ("a", "--seeds='a' is invalid; expected distinct integers >= 0"),
+    ("-1", "--seeds='-1' is invalid; expected distinct integers >= 0"),
+    ("", "--seeds='' is invalid; expected distinct integers >= 0"),
+    ("0,0", "--seeds='0,0' names 0 twice; expected distinct values"),
+    ("1,2,01", "--seeds='1,2,01' names 1 twice; expected distinct values"),
+])
+def test_bad_seeds_stop_before_any_run(value, error, tmp_path, capsys):
     with pytest.raises(SystemExit):
         _results().main(["--seeds", value, "--out", str(tmp_path / "runs")])
-    assert f"--seeds={value!r} is invalid; expected distinct integers >= 0" in capsys.readouterr().err
+    assert error in capsys.readouterr().err
     assert not (tmp_path / "runs").exists()
 
 
