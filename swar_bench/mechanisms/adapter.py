@@ -1,6 +1,6 @@
 """Accept loss-only mechanisms (docs/REFEREE.md, "Loss-only mechanisms"), which return a loss and no logits.
 
-The seed's ContextMechanism (long_context_eval reference page) trains and is scored through
+The original protocol's ContextMechanism (docs/REFEREE.md) trains and is scored through
 ``step(state, (x, y)) -> (state, mean_loss)`` only, so exact accuracy is unavailable for it; the
 referee then reports the loss-threshold proxy (``loss < 0.5 * ln(vocab)``) for such a mechanism
 and exact accuracy for everything that returns logits.
@@ -108,7 +108,7 @@ class LossOnlyAdapter(nn.Module):
         self, input_ids: torch.Tensor, labels: torch.Tensor, state: State
     ) -> tuple[torch.Tensor, State]:
         """``(mean_loss, state)`` for ``input_ids[B, T]`` and their targets ``labels[B, T]`` in the
-        seed's convention (what ``step`` expects as ``y``)."""
+        original protocol's convention (what ``step`` expects as ``y``)."""
         state, mean_loss = self.step(state, (input_ids, labels))
         return mean_loss, state
 
