@@ -465,7 +465,8 @@ def cmd_verify(args) -> int:
 
 def cmd_check(args) -> int:
     """``data check``: the release is complete and its splits are pairwise disjoint (by example
-    hash). Exit 0, 1 naming what is missing or shared, 2 on a bad source or option."""
+    hash). Exit 0, 1 naming what is missing, shared or unreadable (a split file that is not
+    parquet of the release's columns, as ``verify``), 2 on a bad source or option."""
     args.source = _check_source("source", args.source)
     try:
         _source_params(args.params, args.source)  # no use for them, but wrong ones are an error
@@ -481,7 +482,15 @@ def cmd_check(args) -> int:
                 f"none of the requested configs under {args.source!r} holds a split file: expected the Hub layout "
                 f"({args.source}/n{{N}}/{{split}}-00000-of-00001.parquet)"
             ))
-    report = check_disjoint(args.source, configs, _splits(args.splits))
+    try:
+        report = check_disjoint(args.source, configs, _splits(args.splits))
+    except DataSourceError as exc:
+        if not os.path.isdir(args.source):
+            raise  # the Hub or its cache cannot give it: not a fault of the release
+        # a split file of the release is unreadable: a fault of the data, as in `verify` (exit 1)
+        print(f"FAILED: {exc}", file=sys.stderr)
+        _release_incomplete(args.source)
+        return 1
     for config, pairs in report.items():
         for (a, b), n in pairs.items():
             print(f"{config}: {plural(n, 'example')} shared between {a} and {b}", file=sys.stderr)

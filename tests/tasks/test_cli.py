@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+from pathlib import Path
 
 import datasets
 import pyarrow.parquet as pq
@@ -259,10 +260,14 @@ def test_corrupted_parquet_is_named_in_one_line(tmp_path, capfd, caplog):
     assert (
         captured.out.splitlines()[-1].startswith("n32/test: ") and "pass the oracle" in captured.out
     )
+    # `check` finds a fault of the release, as `verify` does: exit 1 naming the file
+    assert main(["check", str(out)]) == 1
+    captured = capfd.readouterr()
+    assert captured.err.startswith(f"FAILED: {reason}") and captured.err.count("\n") == 1, captured.err
+    # `show` and `stats` cannot read what they were asked for: a data error (exit 2)
     for argv in (
         ["show", "--source", str(out), "--config", "n32"],
         ["stats", "--source", str(out)],
-        ["check", str(out)],
     ):
         assert main(argv) == 2
         captured = capfd.readouterr()
@@ -439,12 +444,11 @@ def test_a_split_without_examples_fails_verify_stats_and_check(tmp_path, capsys)
     assert main(["verify", str(out)]) == 1
     err = capsys.readouterr().err.splitlines()
     assert err[0].startswith(f"n32/validation: FAILED: {reason}") and len(err) == 2
-    for argv in (["stats", "--source", str(out)], ["check", str(out)]):
-        assert main(argv) == 2, argv
-        err = capsys.readouterr().err
-        assert err.count("\n") == 1 and err.startswith(
-            f"swar-bench data {argv[0]}: error: {reason}"
-        )
+    assert main(["check", str(out)]) == 1  # a fault of the release, as for `verify`
+    assert capsys.readouterr().err == f"FAILED: {reason} (write it again with `swar-bench data generate`)\n"
+    assert main(["stats", "--source", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"swar-bench data stats: error: {reason}")
 
 
 def test_a_reader_that_goes_away_is_not_an_error(tmp_path):
@@ -761,3 +765,50 @@ def test_any_bad_params_field_names_the_option(capsys, tmp_path_factory, field, 
     assert err.count("\n") == 1
     assert err.startswith(f"swar-bench data {command}: error: --params: {field}=")
     assert "PasskeySwarParams" not in err
+
+
+@pytest.fixture(scope="module")
+def _small_release(tmp_path_factory):
+    out = tmp_path_factory.mktemp("release") / "data"
+    assert _generate(out, "--configs", "n32", "--splits", "validation,test", "--num-examples", "8") == 0
+    return out
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    split=st.sampled_from(["validation", "test"]),
+    how=st.sampled_from(["garbage", "truncated", "empty", "pages", "no rows", "other columns"]),
+    junk=st.binary(min_size=1, max_size=64),
+    cut=st.floats(0.05, 0.95),
+)
+def test_any_unreadable_split_file_is_a_fault_of_the_release_for_verify_and_check(
+    _small_release, tmp_path_factory, capfd, split, how, junk, cut
+):
+    # The kind behind "`data verify` exits 1 but `data check` exits 2 on a corrupt parquet": a
+    # local release with a split file that cannot be read is a fault of the data, which both
+    # checks report with exit 1 naming the file (exit 2 is for wrong arguments).
+    import shutil
+
+    out = tmp_path_factory.mktemp("corrupt") / "data"
+    shutil.copytree(_small_release, out)
+    path = Path(split_path(out, "n32", split))
+    data = bytearray(path.read_bytes())
+    if how == "garbage":
+        data = bytearray(junk)
+    elif how == "truncated":
+        data = data[: int(len(data) * cut)]
+    elif how == "empty":
+        data = bytearray()
+    elif how == "pages":  # data pages overwritten, footer and magic bytes intact
+        data[200 : len(data) // 2] = (junk * len(data))[: len(data) // 2 - 200]
+    if how == "no rows":
+        pq.write_table(pq.read_table(path).schema.empty_table(), path)
+    elif how == "other columns":
+        pq.write_table(pq.read_table(path).rename_columns(["x" + c for c in pq.read_table(path).column_names]), path)
+    else:
+        path.write_bytes(bytes(data))
+    capfd.readouterr()
+    for command in ("verify", "check"):
+        assert main([command, str(out)]) == 1, (command, how)
+        err = capfd.readouterr().err
+        assert str(path) in err and "FAILED" in err, (command, how, err)
