@@ -33,7 +33,7 @@ from swar_bench import interrupts
 from swar_bench.argparsing import ArgumentParser
 from swar_bench.io import probe_write
 from swar_bench.referee.evaluate import evaluate
-from swar_bench.referee.report import plot_forgetting_curve, read_json, write_json
+from swar_bench.referee.report import plot_forgetting_curve, plot_format, read_json, write_json
 from swar_bench.referee.table import (
     FLOPS_TOLERANCE,
     check_flops_tolerance,
@@ -207,16 +207,18 @@ def prepare_out_dir(out: str, created: list[Path] | None = None) -> list[Path]:
 
 
 def prepare_plot_path(plot: str, created: list[Path] | None = None) -> list[Path]:
-    """``prepare_output`` for ``compare --plot``: a PNG file path (new or existing file).
+    """``prepare_output`` for ``compare --plot``: a figure file path (new or existing file) whose
+    suffix names its format (``report.PLOT_FORMATS``: .png, .pdf, .svg).
 
     Returns the folders created, in ``created`` when given (for ``remove_created``); raises
     ``ValueError`` (one line).
     """
-    expected = "a PNG file path (new or existing file) in a folder this user can write to"
+    expected = "a .png, .pdf or .svg file path (new or existing file) in a folder this user can write to"
     path = Path(plot)
     if not plot or plot.endswith(os.sep) or os.path.isdir(path):
         what = "is empty" if not plot else "is a folder"
         raise ValueError(f"--plot={plot!r} {what}; expected {expected}")
+    plot_format(path, shown=f"--plot={plot!r}")
     return prepare_output("--plot", plot, path.parent, (path.name,), expected, created)
 
 
@@ -409,7 +411,7 @@ def _compare(argv: list[str]) -> int:
         "--names", nargs="+", default=None, help="One name per result (default: file's folder)."
     )
     parser.add_argument(
-        "--plot", default=None, help="Also draw the forgetting curves into this PNG."
+        "--plot", default=None, help="Also draw the forgetting curves into this figure (.png, .pdf or .svg, by suffix)."
     )
     parser.add_argument(
         "--flops-tolerance",

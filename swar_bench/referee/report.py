@@ -48,6 +48,25 @@ def read_json(path: str | os.PathLike) -> dict[str, Any]:
         ) from None
 
 
+PLOT_FORMATS = ("png", "pdf", "svg")
+"""The figure formats ``plot_forgetting_curve`` writes, named by the file's suffix (matplotlib's backends)."""
+
+
+def plot_format(path: str | os.PathLike, shown: str | None = None) -> str:
+    """The figure format ``path``'s suffix names: ``"png"`` for ``curve.PNG``.
+
+    Raises:
+        ValueError: a suffix outside :data:`PLOT_FORMATS`, or none (one line naming ``shown``, by
+            default the path).
+    """
+    suffix = Path(path).suffix.lower().lstrip(".")
+    if suffix not in PLOT_FORMATS:
+        what = f"its suffix {Path(path).suffix!r} is not a figure format" if suffix else "it has no suffix"
+        raise ValueError(f"{shown or repr(os.fspath(path))}: {what}; expected a file ending "
+                         f"{', '.join('.' + f for f in PLOT_FORMATS[:-1])} or .{PLOT_FORMATS[-1]}")
+    return suffix
+
+
 def plot_forgetting_curve(
     results: Mapping[str, Mapping[str, Any]], path: str | os.PathLike
 ) -> Path:
@@ -56,8 +75,12 @@ def plot_forgetting_curve(
     Left axis: exact accuracy (solid; the loss-threshold proxy, dashed, for loss-only mechanisms),
     shaded with its 95% Wilson interval (the needle cells' ``accuracy_ci`` / ``proxy_ci``).
     Right axis: the mechanism's own mean probe loss (nats, dotted) with the solved threshold.
-    Written as PNG atomically.
+    Written atomically, in the format its suffix names (:data:`PLOT_FORMATS`).
+
+    Raises:
+        ValueError: ``path``'s suffix is not one of :data:`PLOT_FORMATS` (one line), before drawing.
     """
+    fmt = plot_format(path)
     fig, ax = plt.subplots(figsize=(7.5, 5.2), dpi=110)
     ax2 = ax.twinx()
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
@@ -109,7 +132,7 @@ def plot_forgetting_curve(
     fig.tight_layout(rect=(0, 0.02 + 0.035 * ((len(l1) + len(l2) + 1) // 2), 1, 1))
     path = Path(path)
     try:
-        atomic_write(path, lambda f: fig.savefig(f, format="png"), binary=True)
+        atomic_write(path, lambda f: fig.savefig(f, format=fmt), binary=True)
     finally:
         plt.close(fig)
     return path

@@ -251,6 +251,11 @@ def test_compare_saved_results(tmp_path, capsys, gru_result):
     assert main(["compare", str(a), str(b), "--plot", str(tmp_path / "cmp.png")]) == 0
     out = capsys.readouterr().out
     assert "  a " in out and "  b " in out and (tmp_path / "cmp.png").exists()
+    # the suffix names the format, in any case
+    for name, magic in (("cmp.png", b"\x89PNG"), ("cmp.PDF", b"%PDF"), ("cmp.svg", b"<?xml")):
+        assert main(["compare", str(a), str(b), "--plot", str(tmp_path / name)]) == 0, name
+        assert (tmp_path / name).read_bytes().startswith(magic), name
+    capsys.readouterr()
     assert main(["compare", str(a), str(c)]) == 2
     err = capsys.readouterr().err
     assert "cannot compare 'a' and 'c': seed=0 vs seed=5" in err
@@ -278,7 +283,7 @@ def test_compare_bad_plot_is_one_line_error_before_any_work(tmp_path, capsys):
     afile = tmp_path / "x.txt"
     afile.write_text("not a folder")
     missing = str(tmp_path / "missing.json")  # never read: the --plot check comes first
-    expected = "expected a PNG file path (new or existing file) in a folder this user can write to"
+    expected = "expected a .png, .pdf or .svg file path (new or existing file) in a folder this user can write to"
     for plot, why in [
         (afile / "p.png", f"cannot be created: {str(afile)!r} is not a folder;"),
         (afile / "d" / "p.png", f"cannot be created: {str(afile)!r} is not a folder;"),
@@ -292,6 +297,13 @@ def test_compare_bad_plot_is_one_line_error_before_any_work(tmp_path, capsys):
         assert rc == 2, err
         assert err.startswith(f"swar-bench referee: error: --plot={str(plot)!r} {why}"), err
         assert err.rstrip().endswith(expected) and len(err.strip().splitlines()) == 1
+    # the reported `--plot x.txt`, which wrote a PNG under that name: the suffix names the format
+    for plot, why in [(tmp_path / "x2.txt", "its suffix '.txt' is not a figure format"),
+                      (tmp_path / "curve", "it has no suffix")]:
+        assert main(["compare", missing, "--plot", str(plot)]) == 2
+        assert capsys.readouterr().err == (f"swar-bench referee: error: --plot={str(plot)!r}: {why}; "
+                                           "expected a file ending .png, .pdf or .svg\n")
+        assert not plot.exists()
     # a folder made for the plot of a compare that then fails is taken back
     rc = main(["compare", missing, "--plot", str(tmp_path / "n1" / "n2" / "c.png")])
     assert rc == 2 and "no such file" in capsys.readouterr().err
@@ -561,3 +573,23 @@ def test_a_stop_just_after_any_output_folder_or_probe_file_was_made_leaves_nothi
     assert not top.exists()
     assert interrupts.stopped() is (KeyboardInterrupt if signum == signal.SIGINT else interrupts.Terminated)
     interrupts.clear()
+
+
+@settings(max_examples=60, deadline=None)
+@given(stem=st.text(st.characters(codec="ascii", exclude_characters="/\x00."), min_size=1, max_size=8),
+       suffix=st.one_of(st.sampled_from([".png", ".PNG", ".pdf", ".Svg", ".txt", ".jpg", ".png.txt", ""]),
+                        st.text(st.characters(codec="ascii", exclude_characters="/\x00"), max_size=5)))
+def test_a_figure_path_names_its_format_or_is_refused_in_one_line(stem, suffix):
+    # The kind behind "`compare --plot x.txt` writes a PNG under that name": the format follows the
+    # suffix (case-insensitive) when matplotlib writes it as one of PLOT_FORMATS; anything else is
+    # refused before any drawing, in one line naming the value.
+    from swar_bench.referee.report import PLOT_FORMATS, plot_format
+
+    path = stem + suffix
+    want = Path(path).suffix.lower().lstrip(".")
+    if want in PLOT_FORMATS:
+        assert plot_format(path) == want
+    else:
+        with pytest.raises(ValueError) as err:
+            plot_format(path, shown=f"--plot={path!r}")
+        assert str(err.value).startswith(f"--plot={path!r}: ") and "\n" not in str(err.value)
