@@ -334,25 +334,34 @@ def write_split(
 ) -> str:
     """Generate examples ``0 .. num_examples - 1`` of a split and write them to one parquet file
     atomically (temporary file in the same folder, then rename). ``progress``: an object with
-    ``update(n_examples)`` (e.g. a tqdm bar). Returns the path."""
+    ``update(n_examples)`` (e.g. a tqdm bar). Returns the path. Interrupted or failed, it leaves
+    nothing: not the temporary file, nor the config folder when it created it and it is empty."""
     import pyarrow.parquet as pq
 
     params = params or PasskeySwarParams()
     path = os.fspath(path)
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    folder = os.path.dirname(os.path.abspath(path))
+    made = not os.path.isdir(folder)
+    os.makedirs(folder, exist_ok=True)
     seeds = split_seeds(split, n_writes, num_examples)
     per_batch = examples_per_chunk(int(n_writes))
-    # A Ctrl-C / SIGTERM (see cli) removes the temporary file.
-    with (
-        atomic_path(path) as tmp,
-        pq.ParquetWriter(tmp, arrow_schema(), compression="zstd") as writer,
-    ):
-        for start in range(0, len(seeds), per_batch):
-            interrupts.raise_if_stopped()  # a Ctrl-C / SIGTERM whose first delivery was lost
-            batch = seeds[start : start + per_batch]
-            writer.write_table(flat_to_table(generate_flat(batch, n_writes, params)))
-            if progress is not None:
-                progress.update(len(batch))
+    try:
+        # A Ctrl-C / SIGTERM (see cli) removes the temporary file.
+        with (
+            atomic_path(path) as tmp,
+            pq.ParquetWriter(tmp, arrow_schema(), compression="zstd") as writer,
+        ):
+            for start in range(0, len(seeds), per_batch):
+                interrupts.raise_if_stopped()  # a Ctrl-C / SIGTERM whose first delivery was lost
+                batch = seeds[start : start + per_batch]
+                writer.write_table(flat_to_table(generate_flat(batch, n_writes, params)))
+                if progress is not None:
+                    progress.update(len(batch))
+    except BaseException:
+        if made:
+            with contextlib.suppress(OSError):  # not empty (another writer), or gone: leave it
+                os.rmdir(folder)
+        raise
     return path
 
 

@@ -402,10 +402,11 @@ def test_sigterm_removes_the_temporary_file_and_a_rerun_removes_stale_ones(
     assert _generate(out, "--configs", "n32", "--splits", "test") == 143
     captured = capsys.readouterr()
     assert captured.err == "swar-bench data generate: terminated (SIGTERM)\n"
-    assert calls["n"] == 2 and os.listdir(out / "n32") == []  # temporary file removed
+    assert calls["n"] == 2 and not (out / "n32").exists()  # temporary file removed, and the folder made for it
     assert signal.getsignal(signal.SIGTERM) == handler  # restored
     monkeypatch.setattr(hub_io, "generate_flat", real)
     stale = out / "n32" / ".tmp-w8k1q2x0.parquet"  # e.g. left by a SIGKILL
+    stale.parent.mkdir()
     stale.write_bytes(b"PAR1")
     assert _generate(out, "--configs", "n32", "--splits", "test") == 0
     assert capsys.readouterr().err == f"removed {stale}, left by an interrupted run\n"
@@ -680,6 +681,8 @@ def test_generate_says_interrupted_exactly_when_the_signal_came_before_it_comple
             assert err == f"swar-bench data generate: {what}\n"
             leftovers = [n for _, _, files in os.walk(out) for n in files if n.startswith(".tmp-")]
             assert leftovers == []
+            # nor a config folder it made and left empty (the reported leftover)
+            assert [d for d, dirs, files in os.walk(out) if not dirs and not files] == []
         else:
             assert code == 0 and err == ""
             assert release_report(out) is None  # the folder is a complete release

@@ -173,7 +173,13 @@ def test_writes_are_atomic(tmp_path, monkeypatch):
     monkeypatch.setattr(hub_io, "generate_flat", failing)
     with pytest.raises(RuntimeError, match="disk full"):
         write_dataset(tmp_path, ["n32"], ["validation"], num_examples=10, progress=False)
-    assert os.listdir(tmp_path / "n32") == []  # no partial file, no temporary left behind
+    # no partial file, no temporary, not the config folder made for them
+    assert not (tmp_path / "n32").exists()
+    (tmp_path / "n32").mkdir()  # a folder that was there before is kept
+    with pytest.raises(RuntimeError, match="disk full"):
+        calls["n"] = 0
+        write_dataset(tmp_path, ["n32"], ["validation"], num_examples=10, progress=False)
+    assert os.listdir(tmp_path / "n32") == []
 
 
 def test_row_groups_concatenate_identically(tmp_path, monkeypatch):
@@ -470,4 +476,4 @@ def test_write_errors_name_the_users_path_not_the_temporary_file(tmp_path, monke
         with pytest.raises(OSError) as err:
             write(path)
         assert str(err.value) == f"[Errno {errno.ENOSPC}] No space left on device: '{path}'"
-        assert [f for f in os.listdir(path.parent) if f.startswith(".tmp-")] == []
+        assert not path.parent.exists() or [f for f in os.listdir(path.parent) if f.startswith(".tmp-")] == []
