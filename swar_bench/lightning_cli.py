@@ -361,7 +361,11 @@ class SwarBenchCLI(LightningCLI):
         kwargs.setdefault("parser_mode", config_parser_mode(("model", "mechanism")))
         return super().init_parser(**kwargs)
 
+    _argv: list[str] = []  # noqa: RUF012 - replaced per instance by parse_arguments
+    """The (resolved) command line, for naming where a refused value came from."""
+
     def parse_arguments(self, parser, args) -> None:
+        self._argv = list(args or [])
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=ARGS_WARNING)
             super().parse_arguments(parser, args)
@@ -489,6 +493,41 @@ class SwarBenchCLI(LightningCLI):
         else:
             self.config["seed_everything"] = seed
         self._seed = seed
+
+    def instantiate_classes(self) -> None:
+        """LightningCLI's, with a constructor's one-line ValueError that names an argument by its
+        short name (``d_model must be a positive integer, got -4``, ``lr=-1.0 is invalid; ...``)
+        led by the option that set it (``--model.mechanism.init_args.d_model=-4: ...``, or the
+        ``--config`` file it came from)."""
+        try:
+            self.config_init = self.parser.instantiate_classes(self.config)
+        except ValueError as err:
+            raise ValueError(self._naming_the_option(_one_line(str(err)))) from None
+        self.datamodule = self._get(self.config_init, "data")
+        self.model = self._get(self.config_init, "model")
+        self._add_configure_optimizers_method_to_model(self.subcommand)
+        self.trainer = self.instantiate_trainer()
+
+    def _naming_the_option(self, message: str) -> str:
+        """``message`` led by the option of the argument it starts with (the mechanism's init args
+        first, then the model's and the data module's), or unchanged when it starts with none."""
+        import re
+
+        first = re.match(r"(\w+)(=| )", message)
+        if first is None:
+            return message
+        cfg = self.config[self.subcommand] if self.subcommand else self.config
+        for group in ("model.mechanism.init_args", "model", "data"):
+            values = cfg.get(group)
+            if values is None or not hasattr(values, "keys") or first.group(1) not in values:
+                continue
+            option, value = f"{group}.{first.group(1)}", values.get(first.group(1))
+            source = _option_source(self._argv, option, str(value))
+            lead = f"{source}: {option}" if source is not None else f"--{option}"
+            if first.group(2) == "=":  # "lr=-1.0 is invalid; ...": the option in place of the name
+                return lead + message[len(first.group(1)):] if source is None else f"{lead}: {message}"
+            return f"{lead}={value}: {message}" if source is None else f"{lead}: {message}"
+        return message
 
     def instantiate_trainer(self, **kwargs: Any):
         from swar_bench.module import check_task_fits
@@ -677,6 +716,8 @@ def parse_error_line(message: str, argv: list[str] | None = None) -> str:
     if union and value is not None:  # "Subtypes: [...] Errors: - ... Given value type: ... Given value: abc"
         types = re.sub(r"<class '([^']+)'>", r"\1", union.group(1)).replace("NoneType", "None")
         reason = f"Expected one of {types}. Got value: {value}"
+    # "Expected a <class 'int'>" reads "Expected int"; other type reprs lose their "<class ...>" too
+    reason = re.sub(r"<class '([^']+)'>", r"\1", re.sub(r"Expected an? <class '([^']+)'>", r"Expected \1", reason))
     rejected = re.fullmatch(r"Option '([^']+)' is not accepted", reason)
     if rejected and class_path == "torch.nn.Module":  # init args given while no mechanism was chosen yet
         keys.append(rejected.group(1))

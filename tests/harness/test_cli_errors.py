@@ -42,7 +42,7 @@ def _mechanism_yaml(name: str, arg: str, value) -> str:
 
 def test_wrong_typed_init_arg_on_the_command_line_is_one_whole_line(capsys):
     _one_error(capsys, ["fit", "--config", QUICKSTART, "--model.mechanism=GRU", "--model.mechanism.init_args.d_model=abc"],
-               "swar-bench: error: --model.mechanism.init_args.d_model: Expected a <class 'int'>. Got value: abc "
+               "swar-bench: error: --model.mechanism.init_args.d_model: Expected int. Got value: abc "
                "(an argument of swar_bench.mechanisms.GRU)")
 
 
@@ -54,7 +54,7 @@ def test_unknown_init_arg_lists_the_accepted_ones(capsys):
 
 def test_bad_init_args_in_a_config_file_name_the_file(tmp_path, capsys):
     typed = _config(tmp_path / "typed.yaml", _mechanism_yaml("GRU", "d_model", "abc"))
-    typed_line = (f"swar-bench: error: --config={typed}: model.mechanism.init_args.d_model: Expected a <class 'int'>. "
+    typed_line = (f"swar-bench: error: --config={typed}: model.mechanism.init_args.d_model: Expected int. "
                   "Got value: abc (an argument of swar_bench.mechanisms.GRU)")
     _one_error(capsys, ["fit", "--config", QUICKSTART, "--config", typed], typed_line)
     misspelt = _config(tmp_path / "misspelt.yaml", _mechanism_yaml("GRU", "n_layerz", 2))
@@ -67,7 +67,7 @@ def test_bad_init_args_in_a_config_file_name_the_file(tmp_path, capsys):
     # a bad value on the command line after a good file names the option
     good = _config(tmp_path / "good.yaml", _mechanism_yaml("GRU", "d_model", 16))
     _one_error(capsys, ["fit", "--config", QUICKSTART, "--config", good, "--model.mechanism.init_args.d_model=x"],
-               "swar-bench: error: --model.mechanism.init_args.d_model: Expected a <class 'int'>. Got value: x "
+               "swar-bench: error: --model.mechanism.init_args.d_model: Expected int. Got value: x "
                "(an argument of swar_bench.mechanisms.GRU)")
 
 
@@ -93,7 +93,7 @@ def test_any_wrong_typed_int_init_arg_is_one_line_naming_option_value_and_type(c
     else:
         argv, where = ["fit", f"--model.mechanism={name}", f"--model.mechanism.init_args.{arg}={value}"], f"--model.mechanism.init_args.{arg}"
     _one_error(capsys, argv,
-               f"swar-bench: error: {where}: Expected a <class 'int'>. Got value: {value} (an argument of swar_bench.mechanisms.{name})")
+               f"swar-bench: error: {where}: Expected int. Got value: {value} (an argument of swar_bench.mechanisms.{name})")
 
 
 def test_a_later_mechanism_warns_about_the_init_args_it_drops(capsys):
@@ -170,7 +170,7 @@ def test_any_gpu_accelerator_without_a_gpu_is_one_line(monkeypatch, capsys, tmp_
 def test_an_inline_mapping_and_a_union_typed_arg_are_whole_lines(capsys):
     inline = '{"class_path": "GRU", "init_args": {"d_model": "abc"}}'
     _one_error(capsys, ["fit", "--config", QUICKSTART, f"--model.mechanism={inline}"],
-               "swar-bench: error: --model.mechanism.init_args.d_model: Expected a <class 'int'>. Got value: abc "
+               "swar-bench: error: --model.mechanism.init_args.d_model: Expected int. Got value: abc "
                "(an argument of swar_bench.mechanisms.GRU)")
     _one_error(capsys, ["fit", "--model.mechanism=MultiScaleRetention", "--model.mechanism.init_args.decays=abc"],
                "swar-bench: error: --model.mechanism.init_args.decays: Expected one of list[float], None. Got value: abc "
@@ -190,7 +190,7 @@ def test_any_wrong_typed_option_is_one_line_naming_the_option_or_file(capsys, tm
         argv, where = ["fit", "--config", QUICKSTART, "--config", path], f"--config={path}: {option}"
     else:
         argv, where = ["fit", "--config", QUICKSTART, f"--{option}={value}"], f"--{option}"
-    _one_error(capsys, argv, f"swar-bench: error: {where}: Expected a <class '{kind}'>. Got value: {value}")
+    _one_error(capsys, argv, f"swar-bench: error: {where}: Expected {kind}. Got value: {value}")
 
 
 def test_init_args_before_any_mechanism_are_one_line_saying_so(capsys):
@@ -230,3 +230,36 @@ def test_any_init_arg_before_any_mechanism_is_one_line_naming_it(capsys, mechani
         (f"swar-bench{' referee' if command == 'referee' else ''}: error: {flag}.init_args.{arg}: given before any "
         f"mechanism was chosen; expected {flag}=NAME (or a --config naming one) before the mechanism's init args")
     ]
+
+
+# arguments whose range a constructor checks (not their type, which the parser checks)
+RANGE_CHECKED = [("model.lr", "-1"), ("model.lr", "0"), ("model.tbptt_steps", "0"), ("model.grad_clip", "-1"),
+                 ("data.batch_size", "0"), ("data.eval_batch_size", "-3"),
+                 ("model.mechanism.init_args.d_model", "-4"), ("model.mechanism.init_args.n_layers", "0")]
+
+
+def test_the_reported_init_arg_out_of_range_names_its_option(capsys):
+    # reported: "swar-bench: error: d_model must be a positive integer, got -4" named no option
+    _one_error(capsys, ["fit", "--config", QUICKSTART, "--model.mechanism.init_args.d_model=-4"],
+               "swar-bench: error: --model.mechanism.init_args.d_model=-4: d_model must be a positive integer, got -4")
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.sampled_from(RANGE_CHECKED), st.booleans())
+def test_any_value_a_constructor_refuses_is_one_line_led_by_its_option_or_file(capsys, tmp_path, case, in_file):
+    option, value = case
+    if in_file:
+        *sections, name = option.split(".")
+        text, indent = "", ""
+        for section in sections:
+            text += f"{indent}{section}:\n"
+            indent += "  "
+            if section == "mechanism":
+                text += f"{indent}class_path: GatedDeltaNet\n"
+        text += f"{indent}{name}: {value}\n"
+        path = _config(tmp_path / "run.yaml", text)
+        argv, lead = ["fit", "--config", QUICKSTART, "--config", path], f"swar-bench: error: --config={path}: {option}: "
+    else:
+        argv, lead = ["fit", "--config", QUICKSTART, f"--{option}={value}"], f"swar-bench: error: --{option}="
+    code, err = _lines(capsys, argv)
+    assert code == 2 and len(err) == 1 and err[0].startswith(lead), (option, value, err)
