@@ -7,7 +7,11 @@ import argparse
 
 
 class ArgumentParser(argparse.ArgumentParser):
-    """:class:`argparse.ArgumentParser` that refuses ``--option=--`` in one line.
+    """:class:`argparse.ArgumentParser` whose usage errors are one line, and that refuses
+    ``--option=--`` in one line.
+
+    A usage error is ``PROG: error: MESSAGE`` on stderr, exit 2: argparse's usage block before
+    it, often longer than the screen for these commands, is left to ``--help``.
 
     Python 3.11's argparse drops a ``--`` given as an option's value and hands the command an
     empty list instead of a string (or of the ``type=`` it asked for), so ``--config=--`` would
@@ -20,3 +24,7 @@ class ArgumentParser(argparse.ArgumentParser):
         if action.option_strings and action.nargs is None and arg_strings == ["--"]:
             self.error(f"argument {'/'.join(action.option_strings)}: expected one value; got '--'")
         return super()._get_values(action, arg_strings)
+
+    def error(self, message: str):
+        """Exit 2 with ``PROG: error: MESSAGE``: one line, no usage block."""
+        self.exit(2, f"{self.prog}: error: {message}\n")

@@ -2,6 +2,9 @@
 
 from pathlib import Path
 
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from swar_bench.cli import main
 
 
@@ -67,3 +70,22 @@ def test_referee_help_names_its_subcommands(capsys):
     assert status in (0, None)
     out = capsys.readouterr().out
     assert "swar-bench referee compare" in out and "swar-bench referee verdict" in out
+
+
+ARGPARSE_COMMANDS = [["data"], ["data", "stats"], ["data", "verify"], ["data", "show"], ["data", "generate"],
+                     ["referee", "compare"], ["referee", "verdict"], ["check-mechanism"], ["demo"]]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(command=st.sampled_from(ARGPARSE_COMMANDS),
+       flag=st.text(alphabet="abcxyz-_", min_size=1, max_size=8).map(lambda s: "--zz" + s))
+def test_any_usage_error_is_one_line_without_the_usage_block(capsys, command, flag):
+    # reported: `swar-bench data stats DIR` printed argparse's usage block before its error line
+    try:
+        code = main([*command, flag])
+    except SystemExit as exc:  # argparse's exit, as the console script ends
+        code = exc.code
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert err.count("\n") == 1 and "usage:" not in err and " error: " in err, err
+    assert err.startswith("swar-bench " + command[0]), err
