@@ -127,6 +127,7 @@ FRONTIER = (  # ``--mechanisms frontier``: every point of the decay frontier (do
 )
 SCORE_KINDS = ("ar_valid", "ar_expired", "passkey")
 REPORT_KINDS = ("ar_valid", "ar_expired_stale", "ar_expired_never", "passkey_exact")
+UNIT = (0.0, 1.0)  # accuracies and the forgetting score: their t intervals across seeds are clipped to it
 
 
 def run_name(mechanism: str, lr: float, seed: int | None = None) -> str:
@@ -437,7 +438,7 @@ def cell_text(r: dict, n: int, kind: str) -> str:
         (per_seed,) = r["seeds"].values()
         _, count, correct = per_seed["accuracy"].get((n, kind), (math.nan, 0, 0))
         return format_accuracy(correct, count)
-    return format_spread(seed_spread(seed_values(r, n, kind)))
+    return format_spread(seed_spread(seed_values(r, n, kind), bounds=UNIT))
 
 
 def band(r: dict, n: int, kind: str) -> tuple[float, float, float]:
@@ -448,7 +449,7 @@ def band(r: dict, n: int, kind: str) -> tuple[float, float, float]:
         _, count, correct = per_seed["accuracy"].get((n, kind), (math.nan, 0, 0))
         p = wilson(correct, count)
         return p.accuracy, p.low, p.high
-    spread = seed_spread(seed_values(r, n, kind))
+    spread = seed_spread(seed_values(r, n, kind), bounds=UNIT)
     return spread.mean, spread.low, spread.high
 
 
@@ -519,8 +520,8 @@ def markdown(results: dict, test_n: list[int], commands: list[str], meta: dict, 
         " Items are answer tokens; sequences for passkey_exact. The figures shade the Wilson interval.")
     several = ("" if 1 not in counts else "Rows of several tested seeds: ") + (
         f"cells read `mean (min–max; CI low–high; seeds)` of the test accuracy over the seeds "
-        f"({', '.join(map(str, seeds))}), the CI the 95% Student-t interval of the mean; the figures shade that "
-        "interval.")
+        f"({', '.join(map(str, seeds))}), the CI the 95% Student-t interval of the mean, clipped to [0, 1]; the "
+        "figures shade that interval.")
     several = several[0].upper() + several[1:]
     lines += [*([one, ""] if 1 in counts else []), *([several, ""] if counts - {1} else [])]
     header = "| mechanism | " + " | ".join(f"n{n}" for n in test_n) + " |"
@@ -584,7 +585,7 @@ def frontier_points(raw: dict, n: int) -> dict[str, dict[str, tuple[float, float
             x = (xs[0], bounds[FRONTIER_X].low, bounds[FRONTIER_X].high)
             y = (ys[0], forgetting_score(valid.low, stale.low), forgetting_score(valid.high, stale.high))
         else:
-            sx, sy = seed_spread(xs), seed_spread(ys)
+            sx, sy = seed_spread(xs, bounds=UNIT), seed_spread(ys, bounds=UNIT)
             x, y = (sx.mean, sx.low, sx.high), (sy.mean, sy.low, sy.high)
         points[mech] = {"x": x, "y": y, "seeds": len(cells)}
     return points
@@ -594,7 +595,7 @@ def frontier_markdown(points: dict, n: int, n_train: int, prefix: str) -> str:
     """The frontier table: one row per mechanism, x and y with their intervals."""
     seeds = sorted({p["seeds"] for p in points.values()})
     how = ("95% Wilson interval of one seed (the forgetting score's: the min of the two Wilson bounds)"
-           if seeds == [1] else "mean over seeds with its 95% Student-t interval")
+           if seeds == [1] else "mean over seeds with its 95% Student-t interval, clipped to [0, 1]")
 
     def cell(v: tuple[float, float, float]) -> str:
         return MISSING if math.isnan(v[0]) else f"{v[0]:.3f} [{v[1]:.3f}, {v[2]:.3f}]".replace("nan", MISSING)
@@ -1016,7 +1017,7 @@ def _main(argv: list[str] | None) -> int:
                    "seeds": {"config" if seed is None else str(seed):
                              {**v, "accuracy": {f"{n}/{k}": list(a) for (n, k), a in v["accuracy"].items()}}
                              for seed, v in r["seeds"].items()},
-                   "spread": {f"{n}/{k}": seed_spread(seed_values(r, n, k)).as_dict()
+                   "spread": {f"{n}/{k}": seed_spread(seed_values(r, n, k), bounds=UNIT).as_dict()
                               for n in test_n for k in REPORT_KINDS}}
                for m, r in done.items()}
         atomic_write_text(out / "results.json", json.dumps(raw, indent=1))

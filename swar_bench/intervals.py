@@ -11,7 +11,8 @@ Every interval comes from scipy; nothing here is computed by hand.
 - A cell with fewer than ``FEW_ITEMS`` (30) items is marked with ``FEW_MARK`` in every table: its
   interval is wide and the accuracy should not be read alone.
 - A mean across seeds gets the Student-t 95% interval ``mean +- t_{0.975, s-1} * sd / sqrt(s)``
-  (``scipy.stats.t.interval``) beside the min-max spread.
+  (``scipy.stats.t.interval``) beside the min-max spread, clipped to the quantity's range when
+  it has one (``[0, 1]`` for an accuracy).
 """
 
 from __future__ import annotations
@@ -168,16 +169,25 @@ class SeedSpread:
         }
 
 
-def seed_spread(values: Sequence[float], confidence: float = CONFIDENCE) -> SeedSpread:
+def seed_spread(
+    values: Sequence[float], confidence: float = CONFIDENCE, bounds: tuple[float, float] | None = None
+) -> SeedSpread:
     """Mean across seeds with its min-max and Student-t interval (``scipy.stats.t.interval`` with
     ``s - 1`` degrees of freedom and scale ``sem``); NaN values (a missing run) are left out.
 
+    ``bounds``: the range the quantity cannot leave (``(0.0, 1.0)`` for an accuracy); the t
+    interval, symmetric by construction, is clipped to it (a mean of 0.95 over three seeds must not
+    read "CI 0.80-1.10").
+
     Raises:
-        ValueError: ``values`` is not a 1-D sequence of numbers.
+        ValueError: ``values`` is not a 1-D sequence of numbers, or ``bounds`` is not
+            ``(low, high)`` with ``low <= high``.
     """
     arr = np.asarray(values, dtype=np.float64)
     if arr.ndim != 1:
         raise ValueError(f"values={values!r}: expected one number per seed")
+    if bounds is not None and not (len(bounds) == 2 and bounds[0] <= bounds[1]):
+        raise ValueError(f"bounds={bounds!r}: expected (low, high) with low <= high")
     finite = arr[np.isfinite(arr)]
     if finite.size == 0:
         nan = math.nan
@@ -192,6 +202,8 @@ def seed_spread(values: Sequence[float], confidence: float = CONFIDENCE) -> Seed
             low, high = (
                 float(v) for v in stats.t.interval(confidence, finite.size - 1, loc=mean, scale=sem)
             )
+            if bounds is not None:
+                low, high = max(low, bounds[0]), min(high, bounds[1])
     return SeedSpread(
         tuple(arr.tolist()), mean, float(finite.min()), float(finite.max()), low, high
     )

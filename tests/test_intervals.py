@@ -88,3 +88,22 @@ def test_seed_spread_degenerate_inputs():
     missing = seed_spread([float("nan"), 0.4, 0.6])
     assert missing.mean == pytest.approx(0.5) and missing.as_dict()["values"][0] is None
     assert format_spread(seed_spread([float("nan")])) == "none"
+
+
+def test_seed_spread_clips_the_t_interval_to_the_quantitys_range():
+    # reported: HGRN2's forgetting score read "0.001 [-0.005, 0.007]", an accuracy below 0
+    s = seed_spread([0.0, 0.0, 0.003], bounds=(0.0, 1.0))
+    assert s.low == 0.0 and s.high == pytest.approx(0.001 + 4.302653 * 0.0017320508 / math.sqrt(3), abs=1e-6)
+    assert format_spread(seed_spread([0.7, 0.8, 0.9], bounds=(0.0, 1.0))) == "0.800 (0.700–0.900; CI 0.552–1.000; 3 seeds)"
+    with pytest.raises(ValueError, match=r"bounds=\(1\.0, 0\.0\): expected \(low, high\) with low <= high"):
+        seed_spread([0.5, 0.6], bounds=(1.0, 0.0))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.floats(0.0, 1.0), st.just(float("nan"))), min_size=1, max_size=6))
+def test_a_clipped_seed_interval_stays_in_range_and_holds_the_mean(values):
+    s = seed_spread(values, bounds=(0.0, 1.0))
+    unclipped = seed_spread(values)
+    if math.isfinite(s.low):
+        assert 0.0 <= s.low <= s.mean + 1e-12 and s.mean - 1e-12 <= s.high <= 1.0
+        assert (s.low, s.high) == (max(unclipped.low, 0.0), min(unclipped.high, 1.0))
