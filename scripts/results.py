@@ -556,7 +556,8 @@ def forgetting_score(ar_valid: float, ar_expired_stale: float) -> float:
 
 
 def frontier_points(raw: dict, n: int) -> dict[str, dict[str, tuple[float, float, float]]]:
-    """One point per mechanism of a ``results.json``: ``{mech: {"x": (centre, low, high), "y": ..., "seeds": k}}``.
+    """One point per mechanism of a ``results.json``: ``{mech: {"x": (centre, low, high), "y": ...,
+    "seeds": k, "per_seed": [(x, y), ...]}}``, ``per_seed`` holding each seed's own coordinates.
 
     ``x`` is passkey_exact and ``y`` the ``forgetting_score`` at N = ``n``. With one seed the
     interval of x is the 95% Wilson interval of passkey_exact; that of y is ``[min(low_valid,
@@ -587,7 +588,7 @@ def frontier_points(raw: dict, n: int) -> dict[str, dict[str, tuple[float, float
         else:
             sx, sy = seed_spread(xs, bounds=UNIT), seed_spread(ys, bounds=UNIT)
             x, y = (sx.mean, sx.low, sx.high), (sy.mean, sy.low, sy.high)
-        points[mech] = {"x": x, "y": y, "seeds": len(cells)}
+        points[mech] = {"x": x, "y": y, "seeds": len(cells), "per_seed": list(zip(xs, ys))}
     return points
 
 
@@ -614,31 +615,80 @@ def frontier_markdown(points: dict, n: int, n_train: int, prefix: str) -> str:
     return "\n".join(lines)
 
 
+def spread_labels(ys: list[float], gap: float) -> list[float]:
+    """Label heights for points at heights ``ys`` (any order), each at or above its own point and
+    at least ``gap`` above the next lower label, as low as that allows: a greedy sweep from the
+    lowest point up. Same length and order as ``ys``; raises ValueError for a negative ``gap``."""
+    if gap < 0:
+        raise ValueError(f"gap={gap!r} is invalid; expected a number >= 0")
+    placed = [0.0] * len(ys)
+    previous = -math.inf
+    for i in sorted(range(len(ys)), key=lambda i: ys[i]):
+        placed[i] = max(ys[i], previous + gap)
+        previous = placed[i]
+    return placed
+
+
+def _short_name(mech: str) -> str:
+    return mech.replace("ScalarDecayLinearAttention_", "scalar ").replace("decay", "decay ")
+
+
 def plot_frontier(points: dict, n: int, path: Path) -> Path:
-    """The frontier figure: one point per mechanism with its x and y error bars, labelled."""
+    """The frontier figure: one point per mechanism (the mean over seeds) with its x and y error
+    bars, each seed's own point as a small hollow marker, the fixed scalar decays joined in order of
+    decay, the corner that both keeps and forgets (x and y >= 0.9) shaded, and labels spread apart
+    where points crowd (:func:`spread_labels`, per column of nearby x)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(9, 5.5))
+    fig, ax = plt.subplots(figsize=(10, 6))
+    ax.fill_between([0.9, 1.03], 0.9, 1.03, color="tab:green", alpha=0.08, lw=0)
+    ax.text(0.985, 0.905, "keeps and forgets", fontsize=7, ha="right", va="bottom", color="tab:green")
     colours = plt.get_cmap("tab20")  # 20 distinct colours: the frontier has 19 mechanisms
+    drawn = {}
     for i, (mech, p) in enumerate(points.items()):
         (x, xlo, xhi), (y, ylo, yhi) = p["x"], p["y"]
         if math.isnan(x) or math.isnan(y):
             continue
+        colour = colours(i % colours.N)
         xerr = [[x - xlo], [xhi - x]] if math.isfinite(xlo) and math.isfinite(xhi) else None
         yerr = [[y - ylo], [yhi - y]] if math.isfinite(ylo) and math.isfinite(yhi) else None
         marker = "s" if mech.startswith("ScalarDecayLinearAttention") else "o"
-        ax.errorbar([x], [y], xerr=xerr, yerr=yerr, fmt=marker, capsize=3, markersize=5, label=mech,
-                    color=colours(i % colours.N))
-        ax.annotate(mech.replace("ScalarDecayLinearAttention_", "scalar "), (x, y), fontsize=6,
-                    xytext=(4, 3), textcoords="offset points")
+        ax.errorbar([x], [y], xerr=xerr, yerr=yerr, fmt=marker, capsize=3, markersize=6, label=mech,
+                    color=colour, zorder=3)
+        seeds = [(sx, sy) for sx, sy in p.get("per_seed", []) if not (math.isnan(sx) or math.isnan(sy))]
+        if len(seeds) > 1:
+            ax.scatter([sx for sx, _ in seeds], [sy for _, sy in seeds], s=18, facecolors="none",
+                       edgecolors=[colour], linewidths=0.8, alpha=0.8, zorder=2)
+        drawn[mech] = (x, y)
+    fixed = sorted((float(m.rsplit("decay", 1)[1]), xy) for m, xy in drawn.items()
+                   if m.startswith("ScalarDecayLinearAttention_decay"))
+    if len(fixed) > 1:
+        ax.plot([xy[0] for _, xy in fixed], [xy[1] for _, xy in fixed], ls="--", lw=0.8, color="grey",
+                zorder=1, label="fixed scalar decays, in order of decay")
+    # labels: points within 0.12 in x share a column, and a column's labels stay 0.03 apart in y
+    columns: list[list[str]] = []
+    for mech in sorted(drawn, key=lambda m: drawn[m][0]):
+        if columns and drawn[mech][0] - drawn[columns[-1][0]][0] < 0.12:
+            columns[-1].append(mech)
+        else:
+            columns.append([mech])
+    for column in columns:
+        heights = spread_labels([drawn[m][1] for m in column], 0.03)
+        for mech, h in zip(column, heights):
+            x, y = drawn[mech]
+            ax.annotate(_short_name(mech), (x, y), xytext=(x + 0.02, h + 0.01), fontsize=6.5,
+                        textcoords="data", va="bottom",
+                        arrowprops={"arrowstyle": "-", "lw": 0.4, "color": "grey"} if h - y > 0.02 else None)
     ax.set_xlim(-0.03, 1.03)
     ax.set_ylim(-0.03, 1.03)
     ax.set_xlabel(f"passkey_exact at n{n} (keeps)")
     ax.set_ylabel(f"min(ar_valid, ar_expired_stale) at n{n} (forgets selectively)")
-    ax.set_title(f"passkey_swar: the decay frontier at n{n}")
+    seeds = max((p["seeds"] for p in points.values()), default=1)
+    how = "mean of seeds, 95% t interval; hollow: each seed" if seeds > 1 else "95% Wilson intervals"
+    ax.set_title(f"passkey_swar: the decay frontier at n{n} ({how})", fontsize=10)
     ax.grid(alpha=0.3)
     if ax.get_legend_handles_labels()[0]:  # points that coincide stay apart in the legend
         ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0))

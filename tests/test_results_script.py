@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import json
 import math
 import shlex
@@ -251,12 +252,39 @@ def test_frontier_points_by_hand():
     assert points["AllNull"]["y"] == (0.0, 0.0, 0.0) and points["AllNull"]["x"] == (0.0, 0.0, 0.0)
     x, y = points["Good"]["x"], points["Good"]["y"]
     assert x[0] == pytest.approx(0.8) and y[0] == pytest.approx(17 / 30)
+    assert points["Good"]["per_seed"] == [(0.9, 0.5), (0.8, 0.6), (0.7, 0.6)]  # the figure's hollow markers
     # t_{0.975,2} = 4.302653; sd of (0.9, 0.8, 0.7) = 0.1: half-width 0.248414
     assert (x[1], x[2]) == (pytest.approx(0.8 - 0.248414, abs=1e-6), 1.0)  # 0.8 + 0.248414, clipped to [0, 1]
     # one seed: Wilson 200/400 = [0.4512, 0.5488]; y = min(81/263 [0.2553, 0.3662], 29/29 [0.8830, 1])
     x, y = points["One"]["x"], points["One"]["y"]
     assert (round(x[1], 4), round(x[2], 4)) == (0.4512, 0.5488)
     assert (round(y[0], 4), round(y[1], 4), round(y[2], 4)) == (0.308, 0.2553, 0.3662)
+
+
+def test_spread_labels_by_hand():
+    spread = _results().spread_labels
+    # three crowded points near 0 and one apart: 0.0 stays, 0.05 is already 0.03 above it and stays,
+    # 0.06 climbs to 0.05 + 0.03; 0.9 is far from all and stays
+    assert spread([0.05, 0.0, 0.06, 0.9], 0.03) == pytest.approx([0.05, 0.0, 0.08, 0.9])
+    assert spread([], 0.03) == []
+    with pytest.raises(ValueError, match=r"gap=-0.1 is invalid; expected a number >= 0"):
+        spread([0.0], -0.1)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(0, 1), max_size=25), st.floats(0, 0.2))
+def test_spread_labels_keep_order_gap_and_stay_at_or_above_their_points(ys, gap):
+    placed = _results().spread_labels(ys, gap)
+    assert len(placed) == len(ys)
+    assert all(h >= y for h, y in zip(placed, ys))  # never below its own point
+    order = sorted(range(len(ys)), key=lambda i: (ys[i], i))
+    heights = [placed[i] for i in order]
+    assert all(b - a >= gap - 1e-12 for a, b in itertools.pairwise(heights))  # the gap, in the points' order
+    # as low as that allows: each label sits on its own point or exactly one gap above the one below
+    assert all(math.isclose(h, ys[i]) or math.isclose(h, prev + gap)
+               for i, h, prev in zip(order[1:], heights[1:], heights))
+    if ys:
+        assert math.isclose(heights[0], ys[order[0]])
 
 
 def test_frontier_writer_on_a_fake_results_json(tmp_path, capsys):
