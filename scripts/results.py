@@ -460,22 +460,39 @@ def training_tokens(ckpt: Path) -> int:
     return int(state.get("tokens_seen", 0))
 
 
+def line_styles(mechanisms: list[str], plt) -> dict[str, tuple[object, str, str]]:
+    """``{mechanism: (colour, marker, line style)}``, one distinct style per mechanism: the
+    ScalarDecayLinearAttention variants (fixed decays, learned) dashed with square markers in shades
+    of one colour map, from short memory to long; every other mechanism solid with circles in its
+    own colour of tab20 (20 colours; beyond 20 they repeat with another marker)."""
+    scalar = [m for m in mechanisms if m.startswith("ScalarDecayLinearAttention")]
+    others = [m for m in mechanisms if m not in scalar]
+    shades = plt.get_cmap("viridis")
+    styles = {m: (shades(0.9 * i / max(len(scalar) - 1, 1)), "s", "--") for i, m in enumerate(scalar)}
+    palette = plt.get_cmap("tab20")
+    for i, m in enumerate(others):
+        styles[m] = (palette(i % palette.N), "o" if i < palette.N else "^", "-")
+    return styles
+
+
 def plot(results: dict, test_n: list[int], docs: Path, prefix: str = "results") -> list[Path]:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    styles = line_styles(list(results), plt)
     paths = []
     for kind in REPORT_KINDS:
-        fig, ax = plt.subplots(figsize=(6, 4))
+        fig, ax = plt.subplots(figsize=(6, 4) if len(results) <= 7 else (9, 4.5))
         for mech, r in results.items():
             centre, low, high = zip(*(band(r, n, kind) for n in test_n))
-            (line,) = ax.plot(test_n, centre, marker="o", label=mech)
+            colour, marker, ls = styles[mech]
+            ax.plot(test_n, centre, marker=marker, ls=ls, color=colour, markersize=4, label=mech)
             shown = [i for i, (lo, hi) in enumerate(zip(low, high)) if math.isfinite(lo) and math.isfinite(hi)]
             if shown:  # an all-NaN band would break the log-scaled axis
                 ax.fill_between([test_n[i] for i in shown], [low[i] for i in shown], [high[i] for i in shown],
-                                color=line.get_color(), alpha=0.2, linewidth=0)
+                                color=colour, alpha=0.2 if len(results) <= 7 else 0.1, linewidth=0)
         ax.set_xscale("log", base=2)
         ax.set_xticks(test_n, [str(n) for n in test_n])
         ax.set_ylim(-0.02, 1.02)
@@ -483,7 +500,10 @@ def plot(results: dict, test_n: list[int], docs: Path, prefix: str = "results") 
         ax.set_ylabel(f"{kind} accuracy")
         ax.set_title(f"passkey_swar test: {kind}")
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7, loc="lower left")
+        if len(results) <= 7:
+            ax.legend(fontsize=7, loc="lower left")
+        else:  # many lines: the legend beside the axes, where it hides no data
+            ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0))
         fig.tight_layout()
         path = docs / "figures" / f"{prefix}_{kind}.png"
         try:
@@ -646,16 +666,15 @@ def plot_frontier(points: dict, n: int, path: Path) -> Path:
     fig, ax = plt.subplots(figsize=(10, 6))
     ax.fill_between([0.9, 1.03], 0.9, 1.03, color="tab:green", alpha=0.08, lw=0)
     ax.text(0.985, 0.905, "keeps and forgets", fontsize=7, ha="right", va="bottom", color="tab:green")
-    colours = plt.get_cmap("tab20")  # 20 distinct colours: the frontier has 19 mechanisms
+    styles = line_styles(list(points), plt)  # the same colour per mechanism as the per-kind figures
     drawn = {}
-    for i, (mech, p) in enumerate(points.items()):
+    for mech, p in points.items():
         (x, xlo, xhi), (y, ylo, yhi) = p["x"], p["y"]
         if math.isnan(x) or math.isnan(y):
             continue
-        colour = colours(i % colours.N)
+        colour, marker, _ = styles[mech]
         xerr = [[x - xlo], [xhi - x]] if math.isfinite(xlo) and math.isfinite(xhi) else None
         yerr = [[y - ylo], [yhi - y]] if math.isfinite(ylo) and math.isfinite(yhi) else None
-        marker = "s" if mech.startswith("ScalarDecayLinearAttention") else "o"
         ax.errorbar([x], [y], xerr=xerr, yerr=yerr, fmt=marker, capsize=3, markersize=6, label=mech,
                     color=colour, zorder=3)
         seeds = [(sx, sy) for sx, sy in p.get("per_seed", []) if not (math.isnan(sx) or math.isnan(sy))]
