@@ -122,13 +122,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seq-len", type=int, default=64, help="tokens of the streaming and state checks (default 64)")
     parser.add_argument("--long-len", type=int, default=2048, help="tokens of the long input (default 2048)")
     parser.add_argument("--atol", type=float, default=1e-4, help="max |difference| one forward vs chunked stream (default 1e-4)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--seed", type=int, default=0, help="seed of the builds, splits and data: an integer >= 0, up to 2**63 - 3 (default 0)"
+    )
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command on ``argv``; returns 0 (all checks pass), 1 (a check fails) or 2 (bad input)."""
-    from swar_bench.mechanisms.conformance import check_mechanism, format_report, passed
+    from swar_bench.mechanisms.conformance import check_mechanism, check_seed, format_report, passed
     from swar_bench.mechanisms.registry import resolve_class, resolve_class_path
 
     args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
@@ -152,6 +154,7 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError(f"--long-len={args.long_len}: expected >= --seq-len ({args.seq_len})")
         if not args.atol >= 0:
             raise ValueError(f"--atol={args.atol}: expected a number >= 0")
+        check_seed(args.seed, name="--seed")
         what = "CLASS_PATH" if args.class_path else where
         cls = resolve_class(class_path, what)
         full_path = resolve_class_path(class_path, what)

@@ -50,6 +50,28 @@ from swar_bench.text import plural
 EVAL_CHUNK = 256
 """Tokens per call when streaming the long input (the harness's default ``tbptt_steps``)."""
 
+LONG_STREAM_OFFSETS = (1, 2)
+"""Offsets from ``seed`` of the example seeds of the long inputs (fixed size, finite long input);
+the test batch takes ``seed .. seed + batch_size - 1``."""
+
+
+def max_seed(batch_size: int = 2) -> int:
+    """The largest ``seed`` the checks accept: every example seed they derive from it
+    (``seed + b`` for the batch rows, ``seed + 1`` and ``seed + 2`` for the long inputs) must stay
+    an example seed, below ``2**63``."""
+    return 2**63 - 1 - max(batch_size - 1, *LONG_STREAM_OFFSETS)
+
+
+def check_seed(seed: Any, batch_size: int = 2, name: str = "seed") -> int:
+    """``seed`` as an int when it is an integer in ``[0, max_seed(batch_size)]``.
+
+    Raises:
+        ValueError: one line naming ``name=seed`` and the accepted range.
+    """
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= max_seed(batch_size):
+        raise ValueError(f"{name}={seed!r}: expected an integer in [0, {max_seed(batch_size)}]")
+    return seed
+
 
 @dataclasses.dataclass
 class CheckResult:
@@ -127,7 +149,10 @@ class Conformance:
         long_len: tokens of the long input (fixed-size and finiteness checks).
         n_splits: random splittings tried.
         atol: max abs difference allowed between one forward and a chunked stream (float32).
-        seed: the seed of the builds, splits and data.
+        seed: the seed of the builds, splits and data, in ``[0, max_seed(batch_size)]``.
+
+    Raises:
+        ValueError: ``seed`` outside that range (one line), before anything is built.
     """
 
     def __init__(
@@ -148,7 +173,7 @@ class Conformance:
         self.long_len = max(long_len, seq_len + 1)
         self.n_splits = n_splits
         self.atol = atol
-        self.seed = seed
+        self.seed = check_seed(seed, batch_size)
         torch.manual_seed(seed)
         self.model = build()
         if isinstance(self.model, torch.nn.Module):
@@ -251,7 +276,7 @@ class Conformance:
 
     def check_fixed_size(self) -> str:
         short = measure_state_bytes(self._state_after(self.x[:1]))
-        long_x = task_stream(1, self.long_len, self.task_params, self.seed + 1)
+        long_x = task_stream(1, self.long_len, self.task_params, self.seed + LONG_STREAM_OFFSETS[0])
         long = measure_state_bytes(self._state_after(long_x))
         if not is_fixed_size(self.model):
             return f"declares fixed_size_state=False: {short:,} bytes at T={self.seq_len}, {long:,} at T={self.long_len}"
@@ -326,7 +351,7 @@ class Conformance:
             raise CheckFailed(f"non-finite gradients of {len(bad)} parameter tensor(s) on {label}")
 
     def check_finite_long(self) -> str:
-        long_x = task_stream(1, self.long_len, self.task_params, self.seed + 2)
+        long_x = task_stream(1, self.long_len, self.task_params, self.seed + LONG_STREAM_OFFSETS[1])
         head, tail = long_x[:, :-EVAL_CHUNK], long_x[:, -EVAL_CHUNK:]
         state = self.model.detach_state(self._state_after(head)) if head.shape[1] else self.model.init_state(1)
         self._finite_with_grad(tail, state, f"the last {tail.shape[1]} of T={self.long_len} tokens")

@@ -32,7 +32,7 @@ import torch
 from swar_bench import interrupts
 from swar_bench.argparsing import ArgumentParser
 from swar_bench.io import probe_write
-from swar_bench.referee.evaluate import evaluate
+from swar_bench.referee.evaluate import check_init_seed, check_seed, evaluate
 from swar_bench.referee.report import plot_forgetting_curve, plot_format, read_json, write_json
 from swar_bench.referee.table import (
     FLOPS_TOLERANCE,
@@ -365,8 +365,12 @@ def _evaluate_and_write(parser, cfg) -> int:
         return _error(f"--threads={threads}: expected a number of CPU threads >= 1")
     torch.set_num_threads(threads)
     logging.basicConfig(level=logging.INFO, format="referee: %(message)s", stream=sys.stderr)
-    seed = cfg.seed
-    torch.manual_seed(cfg.init_seed if cfg.init_seed is not None else seed)
+    try:
+        seed = check_seed(cfg.seed)
+        init_seed = seed if cfg.init_seed is None else check_init_seed(cfg.init_seed)
+    except ValueError as e:
+        return _error(e)
+    torch.manual_seed(init_seed)
     try:
         instantiate = getattr(parser, "instantiate", None) or parser.instantiate_classes
         mechanism = instantiate(cfg).mechanism

@@ -136,13 +136,44 @@ def _shown(value: Any) -> str:
     return repr(value)
 
 
-def _as_int(name: str, value: Any, minimum: int) -> int:
+def _as_int(name: str, value: Any, minimum: int, maximum: int | None = None) -> int:
     # Bad user input is a ValueError throughout the project, whatever its type.
+    expected = f"an integer >= {minimum}" if maximum is None else f"an integer in [{minimum}, {maximum}]"
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise ValueError(f"{name}={_shown(value)}: expected an integer >= {minimum}")  # noqa: TRY004
-    if not math.isfinite(float(value)) or int(value) != value or int(value) < minimum:
-        raise ValueError(f"{name}={_shown(value)}: expected an integer >= {minimum}")
+        raise ValueError(f"{name}={_shown(value)}: expected {expected}")  # noqa: TRY004
+    if (
+        not math.isfinite(float(value))
+        or int(value) != value
+        or int(value) < minimum
+        or (maximum is not None and int(value) > maximum)
+    ):
+        raise ValueError(f"{name}={_shown(value)}: expected {expected}")
     return int(value)
+
+
+MAX_SEED = 2**64 - 1
+"""The largest ``seed`` (and ``init_seed``): ``torch.manual_seed`` takes at most ``2**64 - 1``."""
+
+MIN_INIT_SEED = -(2**63)
+"""The smallest ``init_seed``: ``torch.manual_seed`` maps a negative seed to ``2**64 - 1 + seed``."""
+
+
+def check_seed(seed: Any, name: str = "seed") -> int:
+    """``seed`` as an int in ``[0, MAX_SEED]``, the seeds every part of the referee accepts.
+
+    Raises:
+        ValueError: one line naming ``name=seed`` and that range.
+    """
+    return _as_int(name, seed, 0, MAX_SEED)
+
+
+def check_init_seed(init_seed: Any) -> int:
+    """``init_seed`` as an int in ``[MIN_INIT_SEED, MAX_SEED]`` (what ``torch.manual_seed`` takes).
+
+    Raises:
+        ValueError: one line naming ``init_seed=value`` and that range.
+    """
+    return _as_int("init_seed", init_seed, MIN_INIT_SEED, MAX_SEED)
 
 
 def check_ranges(ranges: Sequence[float], hops: int) -> tuple[int, ...]:
@@ -559,7 +590,7 @@ def evaluate(
     mechanism = as_mechanism(mechanism)
     hops = _as_int("hops", hops, 1)
     lengths = check_ranges(ranges, hops)
-    seed = _as_int("seed", seed, 0)
+    seed = check_seed(seed)
     vocab = resolve_vocab(mechanism, vocab)
     try:
         budget_bytes = float(state_budget_bytes)

@@ -123,3 +123,33 @@ def test_a_config_and_the_same_class_path_still_check(capsys, tmp_path, name):
     code, err, out = _err(capsys, [name, "--config", str(config), "--seq-len", "16", "--long-len", "64"])
     assert code == 0 and err == []
     assert out.splitlines()[0] == "check-mechanism swar_bench.mechanisms.GRU(d_model=8, n_layers=1)"
+
+
+MAX_SEED = 2**63 - 3  # the checks use example seeds seed .. seed + 2
+
+
+@pytest.mark.parametrize("seed", ["-1", "9223372036854775808", "9223372036854775807"])
+def test_the_reported_seeds_are_one_line_naming_the_range_that_works(capsys, seed):
+    code, err, out = _err(capsys, ["GRU", "--seed", seed])
+    assert code == 2 and out == ""
+    assert err == [f"swar-bench check-mechanism: error: --seed={seed}: expected an integer in [0, {MAX_SEED}]"]
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.one_of(st.integers(max_value=-1), st.integers(min_value=MAX_SEED + 1)))
+def test_any_seed_outside_the_range_is_refused_before_any_check(capsys, seed):
+    code, err, out = _err(capsys, ["GRU", "--seed", str(seed)])
+    assert (code, out) == (2, "")
+    assert err == [f"swar-bench check-mechanism: error: --seed={seed}: expected an integer in [0, {MAX_SEED}]"]
+
+
+@settings(max_examples=8, deadline=None)
+@given(st.one_of(st.integers(0, 3), st.integers(MAX_SEED - 3, MAX_SEED)))
+def test_every_seed_the_range_names_runs_every_check(seed):
+    """The range is the one that works: at both of its ends every check runs, none raises."""
+    from swar_bench.mechanisms import GRU
+    from swar_bench.mechanisms.conformance import check_mechanism, max_seed
+
+    assert max_seed() == MAX_SEED
+    results = check_mechanism(lambda: GRU(d_model=8, n_layers=1), seq_len=4, long_len=300, seed=seed)
+    assert [r.detail for r in results if "raised" in r.detail] == []

@@ -593,3 +593,41 @@ def test_a_figure_path_names_its_format_or_is_refused_in_one_line(stem, suffix):
         with pytest.raises(ValueError) as err:
             plot_format(path, shown=f"--plot={path!r}")
         assert str(err.value).startswith(f"--plot={path!r}: ") and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "option, value, expected",
+    [
+        ("--seed", "-1", "seed=-1: expected an integer in [0, 18446744073709551615]"),
+        ("--seed", str(2**64), f"seed={2**64}: expected an integer in [0, 18446744073709551615]"),
+        (
+            "--init_seed",
+            str(-(2**63) - 1),
+            f"init_seed={-(2**63) - 1}: expected an integer in [-9223372036854775808, 18446744073709551615]",
+        ),
+    ],
+)
+def test_a_seed_torch_cannot_take_is_one_line_before_any_work(tmp_path, capsys, no_evaluate, option, value, expected):
+    out = tmp_path / "run"
+    rc = main(["--config", str(QUICK), "--out", str(out), *SMALL, option, value])
+    assert (rc, capsys.readouterr().err) == (2, f"swar-bench referee: error: {expected}\n")
+    assert list(tmp_path.iterdir()) == []  # the --out made for the run is taken back
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.one_of(st.integers(max_value=-1), st.integers(min_value=2**64), st.integers(0, 2**64 - 1)))
+def test_check_seed_takes_exactly_what_every_seeded_part_takes(seed):
+    """A seed check_seed accepts seeds torch, numpy and the bandit alike; any other is one line."""
+    import numpy as np
+
+    from swar_bench.referee.bandit import ThompsonBernoulli
+    from swar_bench.referee.evaluate import MAX_SEED, check_seed
+
+    if 0 <= seed <= MAX_SEED:
+        assert check_seed(seed) == seed
+        torch.Generator().manual_seed(seed)
+        np.random.default_rng([seed, 7])
+        ThompsonBernoulli(2, seed=seed)
+    else:
+        with pytest.raises(ValueError, match=r"^seed=-?\d+: expected an integer in \[0, 18446744073709551615\]$"):
+            check_seed(seed)
