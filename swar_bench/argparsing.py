@@ -4,11 +4,41 @@
 from __future__ import annotations
 
 import argparse
+import os
+from collections.abc import Callable
+from typing import Any
+
+
+def empty_path_message(option: str, expected: str) -> str:
+    """``--out='': expected a folder path``: the one-line refusal of an empty path, shared by every
+    command (an empty path would silently mean the current folder)."""
+    return f"{option}='': expected {expected}"
+
+
+def check_path_given(option: str, value: str | os.PathLike | None, expected: str) -> None:
+    """Raise ValueError (:func:`empty_path_message`) when a path option's ``value`` is the empty
+    string; None (not given) and any other value pass."""
+    if value is not None and os.fspath(value) == "":
+        raise ValueError(empty_path_message(option, expected))
+
+
+class PathArg:
+    """The ``type=`` of a path-valued argument: :class:`ArgumentParser` refuses an empty value in
+    one line naming the argument and ``expected`` (``--out='': expected a folder path``); any
+    other value is ``convert(value)`` (``str`` by default, e.g. ``pathlib.Path``)."""
+
+    def __init__(self, expected: str, convert: Callable[[str], Any] = str) -> None:
+        self.expected = expected
+        self.convert = convert
+        self.__name__ = "path"  # argparse names the type in its own messages
+
+    def __call__(self, value: str) -> Any:
+        return self.convert(value)
 
 
 class ArgumentParser(argparse.ArgumentParser):
     """:class:`argparse.ArgumentParser` whose usage errors are one line, and that refuses
-    ``--option=--`` in one line.
+    ``--option=--`` and an empty value of a path argument (``type=PathArg(...)``) in one line.
 
     A usage error is ``PROG: error: MESSAGE`` on stderr, exit 2: argparse's usage block before
     it, often longer than the screen for these commands, is left to ``--help``.
@@ -24,6 +54,12 @@ class ArgumentParser(argparse.ArgumentParser):
         if action.option_strings and action.nargs is None and arg_strings == ["--"]:
             self.error(f"argument {'/'.join(action.option_strings)}: expected one value; got '--'")
         return super()._get_values(action, arg_strings)
+
+    def _get_value(self, action: argparse.Action, arg_string: str):
+        if isinstance(action.type, PathArg) and arg_string == "":
+            name = "/".join(action.option_strings) or (action.metavar or action.dest).upper()
+            self.error(empty_path_message(name, action.type.expected))
+        return super()._get_value(action, arg_string)
 
     def error(self, message: str):
         """Exit 2 with ``PROG: error: MESSAGE``: one line, no usage block."""

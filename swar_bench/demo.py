@@ -30,7 +30,7 @@ from pathlib import Path
 import lightning.pytorch as pl
 import torch
 
-from swar_bench.argparsing import ArgumentParser
+from swar_bench.argparsing import ArgumentParser, PathArg
 
 TARGET_KINDS = ("ar_valid", "ar_expired", "passkey")
 TARGET_N = 32
@@ -88,7 +88,7 @@ def _parse(argv: list[str]) -> argparse.Namespace:
         prog="swar-bench demo", description=__doc__.splitlines()[0], epilog=EXIT_CODES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--config", type=Path, default=None, help="LightningCLI config (default: configs/quickstart.yaml)")
+    p.add_argument("--config", type=PathArg("the path of a LightningCLI config file", Path), default=None, help="LightningCLI config (default: configs/quickstart.yaml)")
     p.add_argument("--max-minutes", type=float, default=10.0, help="training wall-clock budget (minutes)")
     p.add_argument("--threads", type=int, default=2, help="torch CPU threads")
     p.add_argument("--target", type=float, default=0.9, help="n32 validation accuracy that ends training early")

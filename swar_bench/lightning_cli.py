@@ -54,6 +54,7 @@ from lightning.pytorch.callbacks import (
 from lightning.pytorch.cli import LightningCLI
 
 from swar_bench import interrupts, mechanisms
+from swar_bench.argparsing import check_path_given
 from swar_bench.callbacks.slurm_requeue import SlurmRequeue
 from swar_bench.datamodules.passkey_swar import PasskeySwarDataModule
 from swar_bench.io import PROBE_PREFIX, atomic_path, name_limits, nearest_existing, probe_write
@@ -153,6 +154,7 @@ def check_output_folder(path: str | os.PathLike, flag: str) -> None:
     and is writable or can be created; leaves nothing behind (it rehearses an atomic write,
     ``swar_bench.io.probe_write``, in ``path`` or in its nearest existing parent). Remote paths (``scheme://``) are not checked."""
     text = os.fspath(path)
+    check_path_given(flag, text, "a folder path")  # "" would be the current folder
     if "://" in text:
         return
     target = Path(os.path.abspath(text))
@@ -458,6 +460,7 @@ class SwarBenchCLI(LightningCLI):
         return os.path.join(self._ckpt_run_folder, "checkpoints")
 
     def _read_checkpoint(self, path: str) -> None:
+        check_path_given("--ckpt_path", path, f"a checkpoint file or one of {', '.join(CKPT_PATH_KEYWORDS)}")
         if not os.path.exists(path):
             raise ValueError(f"--ckpt_path={path}: no such file")
         self._checkpoint_path = path
@@ -751,6 +754,7 @@ def _check_config_files(argv: list[str]) -> None:
             path = arg.split("=", 1)[1]
         else:
             continue
+        check_path_given("--config", path, "the path of a YAML file of options such as configs/quickstart.yaml")
         if not os.path.isfile(path):
             continue  # jsonargparse names a missing file itself; an inline YAML string is allowed
         try:

@@ -21,7 +21,7 @@ import json
 import sys
 from typing import Any
 
-from swar_bench.argparsing import ArgumentParser
+from swar_bench.argparsing import ArgumentParser, PathArg
 from swar_bench.text import yaml_problem
 
 
@@ -118,7 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("class_path", nargs="?", help="a zoo name (GRU) or module.Class (my_layer.MyModel, with PYTHONPATH)")
     parser.add_argument("--init_args", help='constructor arguments as JSON, e.g. \'{"d_model": 32}\'')
-    parser.add_argument("--config", action="append", default=[], help="a run config (model.mechanism) or class_path/init_args YAML; repeatable")
+    parser.add_argument("--config", action="append", default=[], type=PathArg("the path of a YAML file"), help="a run config (model.mechanism) or class_path/init_args YAML; repeatable")
     parser.add_argument("--seq-len", type=int, default=64, help="tokens of the streaming and state checks (default 64)")
     parser.add_argument("--long-len", type=int, default=2048, help="tokens of the long input (default 2048)")
     parser.add_argument("--atol", type=float, default=1e-4, help="max |difference| one forward vs chunked stream (default 1e-4)")

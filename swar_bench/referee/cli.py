@@ -30,7 +30,7 @@ from pathlib import Path
 import torch
 
 from swar_bench import interrupts
-from swar_bench.argparsing import ArgumentParser
+from swar_bench.argparsing import ArgumentParser, PathArg
 from swar_bench.io import probe_write
 from swar_bench.referee.evaluate import check_init_seed, check_seed, evaluate
 from swar_bench.referee.report import plot_forgetting_curve, plot_format, read_json, write_json
@@ -103,6 +103,9 @@ def build_parser():
     return parser
 
 
+RESULT_FILE = PathArg("the path of a referee result JSON (result.json)")
+"""The ``type=`` of the result files ``compare`` and ``verdict`` read."""
+
 RESULT_FILES = ("result.json", "forgetting_curve.png")
 """The files ``swar-bench referee`` writes into ``--out``."""
 
@@ -139,6 +142,8 @@ def prepare_output(
             whatever this call created is removed again.
     """
     shown = f"{option}={value!r}"
+    if value == "":  # Path("") is the current folder
+        raise ValueError(f"{shown} is empty; expected {expected}")
     given = Path(value)
     created = [] if created is None else created
     try:
@@ -409,7 +414,7 @@ def _compare(argv: list[str]) -> int:
         prog=f"{PROG} compare", description="Compare saved referee results."
     )
     parser.add_argument(
-        "results", nargs="+", help="result.json files written by `swar-bench referee`."
+        "results", nargs="+", type=RESULT_FILE, help="result.json files written by `swar-bench referee`."
     )
     parser.add_argument(
         "--names", nargs="+", default=None, help="One name per result (default: file's folder)."
@@ -477,8 +482,8 @@ def _verdict(argv: list[str]) -> int:
         prog=f"{PROG} verdict",
         description="Does the challenger beat the baseline? A paired test per suite and range.",
     )
-    parser.add_argument("--baseline", required=True, help="result.json of the baseline.")
-    parser.add_argument("--challenger", required=True, help="result.json of the challenger.")
+    parser.add_argument("--baseline", required=True, type=RESULT_FILE, help="result.json of the baseline.")
+    parser.add_argument("--challenger", required=True, type=RESULT_FILE, help="result.json of the challenger.")
     parser.add_argument(
         "--names", nargs=2, default=None, help="Names of baseline and challenger (default: folders)."
     )
@@ -490,7 +495,9 @@ def _verdict(argv: list[str]) -> int:
         default=str(FLOPS_TOLERANCE),
         help=f"Largest relative difference of training FLOPs per cell (default {FLOPS_TOLERANCE}).",
     )
-    parser.add_argument("--json", default=None, help="Also write the verdict as JSON here.")
+    parser.add_argument(
+        "--json", default=None, type=PathArg("a JSON file path"), help="Also write the verdict as JSON here."
+    )
     try:
         args = parser.parse_args(argv)
     except SystemExit as e:
