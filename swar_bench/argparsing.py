@@ -22,6 +22,16 @@ def check_path_given(option: str, value: str | os.PathLike | None, expected: str
         raise ValueError(empty_path_message(option, expected))
 
 
+def check_no_dashes_value(argv: list[str]) -> None:
+    """Raise ValueError (one line, as :class:`ArgumentParser` says it) for an ``--option=--`` in
+    ``argv``: jsonargparse, like Python 3.11's argparse, drops a ``--`` after ``=`` and hands the
+    option an empty list (``--out: Expected str. Got value: []``)."""
+    for arg in argv:
+        name, eq, value = arg.partition("=")
+        if eq and value == "--" and name.startswith("--") and len(name) > 2:
+            raise ValueError(f"argument {name}: expected one value; got '--'")
+
+
 class PathArg:
     """The ``type=`` of a path-valued argument: :class:`ArgumentParser` refuses an empty value in
     one line naming the argument and ``expected`` (``--out='': expected a folder path``); any

@@ -35,6 +35,7 @@ from __future__ import annotations
 import contextlib
 import glob
 import logging
+import math
 import os
 import signal
 import sys
@@ -54,7 +55,7 @@ from lightning.pytorch.callbacks import (
 from lightning.pytorch.cli import LightningCLI
 
 from swar_bench import interrupts, mechanisms
-from swar_bench.argparsing import check_path_given
+from swar_bench.argparsing import check_no_dashes_value, check_path_given
 from swar_bench.callbacks.slurm_requeue import SlurmRequeue
 from swar_bench.datamodules.passkey_swar import PasskeySwarDataModule
 from swar_bench.io import PROBE_PREFIX, atomic_path, name_limits, nearest_existing, probe_write
@@ -739,7 +740,24 @@ def parse_error_line(message: str, argv: list[str] | None = None) -> str:
         reason += f" (an argument of {class_path})"
     option = ".".join(keys)
     source = _option_source(argv or [], option, value)
+    if reason.startswith("Expected float.") and value is not None and _non_finite(value):
+        # "nan" / "inf" are floats to the user, not to jsonargparse: say what is wrong with them
+        expected = FINITE_FLOAT_EXPECTED.get(option, "a finite number")
+        return (f"{source}: {option}={value} is invalid; expected {expected}" if source is not None
+                else f"--{option}={value} is invalid; expected {expected}")
     return f"{source}: {option}: {reason}" if source is not None else f"--{option}: {reason}"
+
+
+FINITE_FLOAT_EXPECTED = {"model.lr": "a positive finite learning rate", "lr": "a positive finite learning rate"}
+"""What a float option given ``nan`` or ``inf`` expects, by option (default: a finite number)."""
+
+
+def _non_finite(text: str) -> bool:
+    """True when ``text`` reads as a float that is not finite (``nan``, ``-inf``, ``Infinity``)."""
+    try:
+        return not math.isfinite(float(text))
+    except ValueError:
+        return False
 
 
 def _check_config_files(argv: list[str]) -> None:
@@ -790,6 +808,7 @@ def main(argv: list[str] | None = None) -> int:
     given = list(argv)  # as typed, before mechanism names are resolved: errors name what the user wrote
     previous_sigint = flag_sigint()
     try:
+        check_no_dashes_value(argv)
         argv = resolve_mechanism_names(argv)
         _check_config_files(argv)
         with quiet_output():

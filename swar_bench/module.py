@@ -141,8 +141,8 @@ class TBPTTModule(pl.LightningModule):
         super().__init__()
         if int(tbptt_steps) < 1:
             raise ValueError(f"tbptt_steps={tbptt_steps} is invalid; expected an integer >= 1 (tokens per chunk)")
-        if not lr > 0:
-            raise ValueError(f"lr={lr} is invalid; expected a positive learning rate")
+        if not (math.isfinite(lr) and lr > 0):
+            raise ValueError(f"lr={lr} is invalid; expected a positive finite learning rate")
         if warmup_steps < 0:
             raise ValueError(f"warmup_steps={warmup_steps} is invalid; expected >= 0")
         if grad_clip is not None and not grad_clip >= 0:

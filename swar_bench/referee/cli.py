@@ -30,7 +30,7 @@ from pathlib import Path
 import torch
 
 from swar_bench import interrupts
-from swar_bench.argparsing import ArgumentParser, PathArg
+from swar_bench.argparsing import ArgumentParser, PathArg, check_no_dashes_value
 from swar_bench.io import probe_write
 from swar_bench.referee.evaluate import check_init_seed, check_seed, evaluate
 from swar_bench.referee.report import plot_forgetting_curve, plot_format, read_json, write_json
@@ -334,6 +334,10 @@ def _run(argv: list[str]) -> int:
     for line in replaced_init_args(argv, "--mechanism"):
         print(f"{PROG}: warning: {line}", file=sys.stderr)
     argv = resolved
+    try:
+        check_no_dashes_value(argv)
+    except ValueError as e:
+        return _error(e, limit=None)
     for value in _config_values(argv):
         problem = config_problem(value)
         if problem:

@@ -619,7 +619,7 @@ def evaluate(
     if not 0.0 <= cfg["resample_prob"] <= 1.0:
         raise ValueError(f"resample_prob={resample_prob!r}: expected a probability in [0, 1]")
     if not (math.isfinite(cfg["lr"]) and cfg["lr"] > 0):
-        raise ValueError(f"lr={lr!r}: expected a learning rate > 0")
+        raise ValueError(f"lr={lr!r} is invalid; expected a positive finite learning rate")
     n_params = count_params(mechanism)
     runner = Runner(mechanism, vocab)  # validates vocab against the mechanism
     if compute_budget_flops is None:

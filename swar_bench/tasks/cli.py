@@ -115,7 +115,7 @@ def _check_card_config(config: str, option: str = "--configs") -> str:
     digits = config.strip().lstrip("nN")
     guess = config_name(int(digits)) if digits.isdigit() and int(digits) in ALLOWED_N else None
     raise _UsageError(
-        f"{option}: {config} is not a passkey_swar config (N in 32..16384, powers of 2; {CONFIGS_SECTION}); "
+        f"{option}: {config!r} is not a passkey_swar config (N in 32..16384, powers of 2; {CONFIGS_SECTION}); "
         f"expected some of {card_configs_text()}" + (f"; did you mean {guess}?" if guess and guess != config else "")
     )
 

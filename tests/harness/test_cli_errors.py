@@ -263,3 +263,32 @@ def test_any_value_a_constructor_refuses_is_one_line_led_by_its_option_or_file(c
         argv, lead = ["fit", "--config", QUICKSTART, f"--{option}={value}"], f"swar-bench: error: --{option}="
     code, err = _lines(capsys, argv)
     assert code == 2 and len(err) == 1 and err[0].startswith(lead), (option, value, err)
+
+
+NON_FINITE = st.sampled_from(["nan", "NaN", "inf", "-inf", "+inf", "Infinity", "-Infinity"])
+
+
+def test_the_reported_nan_learning_rate_names_the_option_and_what_it_expects(capsys):
+    _one_error(capsys, ["fit", "--config", QUICKSTART, "--trainer.max_steps=2", "--model.lr=nan"],
+               "swar-bench: error: --model.lr=nan is invalid; expected a positive finite learning rate")
+
+
+@settings(max_examples=14, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(NON_FINITE, st.sampled_from(["fit", "referee"]))
+def test_any_non_finite_learning_rate_is_one_line_naming_the_option(capsys, value, command):
+    from swar_bench.cli import main as swar_main
+
+    referee = str(Path(QUICKSTART).parent / "referee" / "quick.yaml")
+    argv = (["fit", "--config", QUICKSTART, "--trainer.max_steps=2", f"--model.lr={value}"] if command == "fit"
+            else ["referee", "--config", referee, "--out", "/nonexistent-never-written", f"--lr={value}"])
+    assert swar_main(argv) == 2
+    err = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("swar-bench")]
+    option, prog = ("--model.lr", "swar-bench") if command == "fit" else ("--lr", "swar-bench referee")
+    assert err == [f"{prog}: error: {option}={value} is invalid; expected a positive finite learning rate"]
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.sampled_from(["--trainer.logger.init_args.save_dir", "--model.lr", "--data.source", "--ckpt_path"]))
+def test_any_option_given_dashes_is_one_line_naming_it(capsys, option):
+    _one_error(capsys, ["fit", "--config", QUICKSTART, f"{option}=--"],
+               f"swar-bench: error: argument {option}: expected one value; got '--'")

@@ -631,3 +631,8 @@ def test_check_seed_takes_exactly_what_every_seeded_part_takes(seed):
     else:
         with pytest.raises(ValueError, match=r"^seed=-?\d+: expected an integer in \[0, 18446744073709551615\]$"):
             check_seed(seed)
+
+
+def test_the_reported_out_dashes_is_one_line(capsys, no_evaluate):
+    assert main(["--config", str(QUICK), "--out=--"]) == 2
+    assert capsys.readouterr().err == "swar-bench referee: error: argument --out: expected one value; got '--'\n"

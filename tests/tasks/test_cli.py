@@ -123,7 +123,7 @@ def test_verify_reports_a_corrupted_example(tmp_path, capsys):
     [
         (
             ["stats", "--configs", "n33x"],
-            "--configs: n33x is not a passkey_swar config (N in 32..16384, powers of 2;",
+            "--configs: 'n33x' is not a passkey_swar config (N in 32..16384, powers of 2;",
         ),
         (["stats", "--splits", "dev"], "--splits: 'dev' is not a split"),
         (["stats", "--num-examples", "0"], "--num-examples=0: expected an integer in [1, 10**6)"),
@@ -162,12 +162,13 @@ def _generate(out, *extra):
         (
             ["--configs", "n7"],
             (
-                '--configs: n7 is not a passkey_swar config (N in 32..16384, powers of 2; docs/TASK.md, "Configs and '
+                "--configs: 'n7' is not a passkey_swar config (N in 32..16384, powers of 2; docs/TASK.md, "
+                '"Configs and '
                 'splits"); '
                 "expected some of n32, n64, n128, n256, n512, n1024, n2048, n4096, n8192, n16384"
             ),
         ),
-        (["--configs", "n32,n33"], "--configs: n33 is not a passkey_swar config"),
+        (["--configs", "n32,n33"], "--configs: 'n33' is not a passkey_swar config"),
         (
             ["--configs", "n4096", "--splits", "train"],
             ('--splits=train: config n4096 has no train split; train splits exist only for n32, n64, n128, n256 '
@@ -701,7 +702,7 @@ def test_a_config_or_train_split_off_the_task_is_named_with_its_docs_section(cap
     if n not in ALLOWED_N:
         assert code == 2
         assert captured.err == (
-            f"swar-bench data stats: error: --configs: n{n} is not a passkey_swar config (N in 32..16384, powers of 2; "
+            f"swar-bench data stats: error: --configs: 'n{n}' is not a passkey_swar config (N in 32..16384, powers of 2; "
             f"{section}); expected some of n32, n64, n128, n256, n512, n1024, n2048, n4096, n8192, n16384\n"
         )
     elif n not in TRAIN_N:
@@ -721,13 +722,13 @@ CARD = "n32, n64, n128, n256, n512, n1024, n2048, n4096, n8192, n16384"
 def test_a_bare_number_as_config_names_the_option_and_suggests_the_name(capsys, tmp_path):
     assert main(["generate", "--out", str(tmp_path / "o"), "--configs", "32"]) == 2
     assert capsys.readouterr().err == (
-        'swar-bench data generate: error: --configs: 32 is not a passkey_swar config (N in 32..16384, powers of 2; '
+        "swar-bench data generate: error: --configs: '32' is not a passkey_swar config (N in 32..16384, powers of 2; "
         f'docs/TASK.md, "Configs and splits"); expected some of {CARD}; did you mean n32?\n'
     )
     assert not (tmp_path / "o").exists()
     assert main(["show", "--config", "N64"]) == 2
     assert capsys.readouterr().err == (
-        'swar-bench data show: error: --config: N64 is not a passkey_swar config (N in 32..16384, powers of 2; '
+        "swar-bench data show: error: --config: 'N64' is not a passkey_swar config (N in 32..16384, powers of 2; "
         f'docs/TASK.md, "Configs and splits"); expected some of {CARD}; did you mean n64?\n'
     )
 
@@ -745,7 +746,7 @@ def test_any_config_off_the_card_is_one_line_naming_the_option(capsys, tmp_path,
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1
-    assert err.startswith(f"swar-bench data {command}: error: {option}: {value} is not a passkey_swar config (")
+    assert err.startswith(f"swar-bench data {command}: error: {option}: {value!r} is not a passkey_swar config (")
     assert f"expected some of {CARD}" in err
 
 
@@ -815,3 +816,11 @@ def test_any_unreadable_split_file_is_a_fault_of_the_release_for_verify_and_chec
         assert main([command, str(out)]) == 1, (command, how)
         err = capfd.readouterr().err
         assert str(path) in err and "FAILED" in err, (command, how, err)
+
+
+def test_the_reported_empty_config_of_data_show_is_quoted(capsys):
+    assert main(["show", "--config", ""]) == 2
+    assert capsys.readouterr().err == (
+        "swar-bench data show: error: --config: '' is not a passkey_swar config (N in 32..16384, powers of 2; "
+        f'docs/TASK.md, "Configs and splits"); expected some of {CARD}\n'
+    )
