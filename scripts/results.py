@@ -35,7 +35,9 @@ the tests, not the fits.
 
 The defaults write into the committed ``docs/`` and ``results/<tag>`` (``--docs``,
 ``--records``): a trial run, one with any setting that changes the config's protocol (``--steps``,
-``--eval-examples``, ``--test-configs``), is refused unless both are given. A record ``--resume``
+``--eval-examples``, ``--test-configs``), is refused unless both name folders outside them
+(resolved: ``--docs docs`` or ``--records results/x`` is refused too). An empty folder option is
+refused; ``--steps`` and ``--eval-examples`` with ``--frontier-only``, which runs nothing, too. A record ``--resume``
 cannot use (empty, not JSON, or a field of the wrong type) is named in one warning line and its
 run is done again.
 
@@ -156,6 +158,12 @@ def parse_seeds(text: str | None) -> list[int | None]:
         raise ValueError(f"--seeds={text!r} is invalid; expected distinct integers >= 0, e.g. 0,1,2")
     check_list("--seeds", text, seeds)
     return seeds
+
+
+def inside(path: Path, folder: Path) -> bool:
+    """Whether ``path`` is ``folder`` or lies inside it, both resolved (symbolic links, ``..``)."""
+    path, folder = path.resolve(), folder.resolve()
+    return path == folder or folder in path.parents
 
 
 def check_list(flag: str, text: str, values: list) -> None:
@@ -514,21 +522,32 @@ def plot(results: dict, test_n: list[int], docs: Path, prefix: str = "results") 
     return paths
 
 
+def token_cells(r: dict) -> tuple[str, str]:
+    """The runs table's training tokens and FLOPs (6 x params x tokens) of one mechanism: one number
+    when every seed trained on as many tokens, else ``min–max`` over the seeds (each seed's stream
+    of generated examples has its own lengths)."""
+    tokens = sorted({int(v["tokens"]) for v in r.get("seeds", {}).values() if "tokens" in v} or {int(r["tokens"])})
+    lo, hi = tokens[0], tokens[-1]
+    flop = lambda t: f"{6 * r['n_params'] * t:.3g}"
+    if lo == hi:
+        return f"{lo:,}", flop(lo)
+    return f"{lo:,}–{hi:,}", f"{flop(lo)}–{flop(hi)}"
+
+
 def markdown(results: dict, test_n: list[int], commands: list[str], meta: dict, prefix: str = "results") -> str:
     lines = ["## Runs", "", "| mechanism | params | state bytes / sequence | training tokens | training FLOPs | "
              + " | ".join(f"val score lr={lr:g}" for lr in meta["lrs"]) + " | chosen lr |", "|---|---:|---:|---:|---:|"
              + "---:|" * len(meta["lrs"]) + "---:|"]
     for mech, r in results.items():
         scores = " | ".join(f"{r['scores'].get(lr, float('nan')):.3f}" for lr in meta["lrs"])
-        lines.append(
-            f"| {mech} | {r['n_params']:,} | {r['state_bytes']:,} | {r['tokens']:,} | {6 * r['n_params'] * r['tokens']:.3g} "
-            f"| {scores} | {r['lr']:g} |"
-        )
+        tokens, flops = token_cells(r)
+        lines.append(f"| {mech} | {r['n_params']:,} | {r['state_bytes']:,} | {tokens} | {flops} | {scores} | {r['lr']:g} |")
     seeds = meta.get("seeds", [None])
     over = ("" if len(seeds) == 1 else
             f" of the first seed ({seeds[0]}), which chooses the learning rate; the other seeds "
             f"({', '.join(map(str, seeds[1:]))}) are trained at the chosen rate only")
-    lines += ["", ("Training FLOPs = 6 x params x training tokens (Kaplan et al. 2020). The validation score is the "
+    lines += ["", ("Training FLOPs = 6 x params x training tokens (Kaplan et al. 2020); where the seeds' training "
+                   "streams differ in length, both columns read `min–max` over the seeds. The validation score is the "
                    f"mean of ar_valid, ar_expired and passkey accuracy over the validation N at the end of training{over}."), ""]
     if meta.get("pending"):
         lines += [f"No row yet (not run, still running, or failed): {', '.join(meta['pending'])}.", ""]
@@ -795,13 +814,13 @@ def _main(argv: list[str] | None) -> int:
                         "command; a test whose record, or whose run folder's accuracy CSV, has the same test command")
     p.add_argument("--jobs", type=int, default=2, help="runs in parallel")
     p.add_argument("--threads", type=int, default=1, help="torch threads per run")
-    p.add_argument("--out", type=Path, default=Path("runs/results"), help="run folder (checkpoints, logs, results.json)")
-    p.add_argument("--records", type=Path, default=None,
+    p.add_argument("--out", type=str, default="runs/results", help="run folder (checkpoints, logs, results.json)")
+    p.add_argument("--records", type=str, default=None,
                    help="folder of the per-run records (validation score, training tokens, test accuracy and the "
                         "command lines) that --resume reuses on any machine, without the run folders (default: "
                         "results/<tag>, or results/main with no tag: the committed records, which a run there "
                         "overwrites); commit it to carry a sweep across machines")
-    p.add_argument("--docs", type=Path, default=None,
+    p.add_argument("--docs", type=str, default=None,
                    help="where <prefix>_tables.md and figures/ go (default: docs, where the committed tables and "
                         "figures are: a run there overwrites them)")
     p.add_argument("--config", default=CONFIG, help="the equal-budget trainer/model/data config every run shares")
@@ -818,8 +837,13 @@ def _main(argv: list[str] | None) -> int:
                         "default --docs only when that results.json was written by a sweep of the same --config "
                         "without --steps, --eval-examples or --test-configs (it records them), else --docs is needed")
     args = p.parse_args(argv)
-    docs_given = args.docs is not None
-    args.docs = args.docs if docs_given else Path("docs")
+    for flag in ("--out", "--records", "--docs"):  # Path("") would be the current folder
+        value = getattr(args, flag[2:])
+        if value is not None and not value.strip():
+            p.error(f"{flag}={value!r} is empty; expected a folder path")
+    args.out = Path(args.out)
+    args.records = Path(args.records) if args.records is not None else None
+    args.docs = Path(args.docs) if args.docs is not None else Path("docs")
     try:
         seeds = parse_seeds(args.seeds)
     except ValueError as err:
@@ -863,9 +887,18 @@ def _main(argv: list[str] | None) -> int:
     # every option that makes the runs differ from the config's committed protocol (a trial)
     trial = [f"{flag}={value}" for flag, value in (("--steps", args.steps), ("--eval-examples", args.eval_examples),
                                                    ("--test-configs", args.test_configs)) if value is not None]
-    needed = (("--docs", docs_given),) if args.frontier_only else (("--docs", docs_given),
-                                                                  ("--records", args.records is not None))
-    missing = [flag for flag, given in needed if not given]
+    if args.frontier_only:
+        ignored = [t for t in trial if not t.startswith("--test-configs")]
+        if ignored:
+            p.error(f"{ignored[0]} has no effect with --frontier-only, which runs nothing; expected it without "
+                    f"{ignored[0].split('=')[0]}")
+    committed_docs, committed_records = ROOT / "docs", ROOT / "results"
+    records_path = args.records if args.records is not None else Path("results") / (args.tag or "main")
+    into = [("--docs", args.docs, committed_docs)]
+    if not args.frontier_only:
+        into.append(("--records", records_path, committed_records))
+    missing = [flag for flag, folder, committed in into
+               if inside(folder if folder.is_absolute() else ROOT / folder, committed)]
     if trial and missing:
         p.error(f"{trial[0]} is a trial setting (it changes the config's protocol): it would overwrite the committed "
                 f"tables, figures and records in docs/ and results/; expected {' and '.join(missing)} naming other "
@@ -918,7 +951,7 @@ def _main(argv: list[str] | None) -> int:
             p.error(f"--frontier-only: {path} is not a sweep's results.json; expected one object per mechanism "
                     "with its seeds")
         committed = {"config": args.config, "trial": []}
-        if not docs_given and not all(r.get("protocol") == committed for r in raw.values()):
+        if inside(docs, committed_docs) and not all(r.get("protocol") == committed for r in raw.values()):
             p.error(f"--frontier-only: {path} was not written by a sweep of {args.config} without trial settings "
                     "(--steps, --eval-examples, --test-configs), or by one that does not say so: it would overwrite the "
                     "committed frontier in docs/; expected --docs naming another folder")

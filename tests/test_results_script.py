@@ -11,7 +11,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "results.py"
@@ -367,29 +367,79 @@ TRIAL = st.sampled_from([("--steps", st.integers(1, 10**6).map(str)),
                           ("--test-configs", st.sampled_from(["32", "32,64", "256,1024"]))])
 
 
-@settings(max_examples=25, deadline=None)
-@given(data=st.data(), given_flags=st.sampled_from([(), ("--docs",), ("--records",)]))
-def test_a_trial_setting_never_writes_into_the_committed_folders(data, given_flags, tmp_path_factory):
+ROOT = SCRIPT.parents[1]
+COMMITTED_SPELLINGS = {  # the committed folders, spelled as a user might: relative, absolute, with '..', inside
+    "--docs": ["docs", "./docs", "docs/../docs", str(ROOT / "docs"), "docs/figures", "scripts/../docs/x"],
+    "--records": ["results", "results/frontier", "./results/x", str(ROOT / "results" / "y"), "docs/../results/main"],
+}
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data(), docs=st.sampled_from(["absent", "other", "committed"]),
+       records=st.sampled_from(["absent", "other", "committed"]))
+def test_a_trial_setting_never_writes_into_the_committed_folders(data, docs, records, tmp_path_factory):
     """Every option that changes the config's protocol (--steps, --eval-examples, --test-configs)
-    without both --docs and --records is refused before anything runs (exit 2, one line naming the
-    option and the missing ones); --out alone does not count."""
+    without both --docs and --records naming folders outside the committed docs/ and results/ (however
+    spelled: ./docs, an absolute path, '..', a folder inside them) is refused before anything runs
+    (exit 2, one line naming the option and the folders that are missing or committed); --out alone
+    does not count."""
     import contextlib
     import io
 
     flag, values = data.draw(TRIAL)
     value = data.draw(values)
     tmp = tmp_path_factory.mktemp("trial")
-    argv = [flag, value, "--out", str(tmp / "runs"), *(x for f in given_flags for x in (f, str(tmp / f[2:])))]
+    argv = [flag, value, "--out", str(tmp / "runs")]
+    for option, how in (("--docs", docs), ("--records", records)):
+        if how == "other":
+            argv += [option, str(tmp / option[2:])]
+        elif how == "committed":
+            argv += [option, data.draw(st.sampled_from(COMMITTED_SPELLINGS[option]))]
+    missing = [option for option, how in (("--docs", docs), ("--records", records)) if how != "other"]
+    assume(missing)  # both elsewhere: an allowed trial, which would run
     err = io.StringIO()
     with contextlib.redirect_stderr(err), pytest.raises(SystemExit) as stop:
         _results().main(argv)
     assert stop.value.code == 2
     line = err.getvalue().strip().splitlines()[-1]
-    missing = [f for f in ("--docs", "--records") if f not in given_flags]
     assert line.endswith(f"{flag}={value} is a trial setting (it changes the config's protocol): it would overwrite "
                          "the committed tables, figures and records in docs/ and results/; expected "
                          f"{' and '.join(missing)} naming other folders")
     assert list(tmp.iterdir()) == []
+
+
+def test_the_reported_trial_into_explicit_committed_folders_is_refused(tmp_path, capsys):
+    """The reported inputs: --docs docs and --records results/frontier, given explicitly with --steps."""
+    for extra, missing in ((["--docs", "docs", "--records", str(tmp_path / "r")], "--docs"),
+                           (["--docs", str(tmp_path / "d"), "--records", "results/frontier"], "--records")):
+        with pytest.raises(SystemExit) as stop:
+            _results().main(["--steps", "1", "--out", str(tmp_path / "o"), "--mechanisms", "GRU", *extra])
+        assert stop.value.code == 2
+        assert capsys.readouterr().err.strip().endswith(f"expected {missing} naming other folders")
+    assert list(tmp_path.iterdir()) == []
+
+
+@settings(max_examples=30, deadline=None)
+@given(flag=st.sampled_from(["--out", "--records", "--docs"]), value=st.sampled_from(["", " ", "  ", "\t"]))
+def test_an_empty_folder_option_is_refused(flag, value):
+    """An empty (or blank) folder option would be the current folder: refused in one line, exit 2."""
+    import contextlib
+    import io
+
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), pytest.raises(SystemExit) as stop:
+        _results().main([f"{flag}={value}"])
+    assert stop.value.code == 2
+    assert err.getvalue().strip().splitlines()[-1].endswith(f"{flag}={value!r} is empty; expected a folder path")
+
+
+@pytest.mark.parametrize("trial", [["--steps", "3"], ["--eval-examples", "8"]])
+def test_frontier_only_refuses_settings_it_would_ignore(trial, tmp_path, capsys):
+    with pytest.raises(SystemExit) as stop:
+        _results().main(["--config", "configs/results_frontier.yaml", "--out", str(tmp_path), "--frontier-only", *trial])
+    assert stop.value.code == 2
+    assert capsys.readouterr().err.strip().endswith(
+        f"{trial[0]}={trial[1]} has no effect with --frontier-only, which runs nothing; expected it without {trial[0]}")
 
 
 def test_frontier_only_writes_the_committed_docs_only_from_a_committed_protocol_sweep(tmp_path, monkeypatch, capsys):
@@ -742,3 +792,14 @@ def test_any_list_option_with_a_repeat_is_refused(data, flag, tmp_path_factory):
     line = err.getvalue().strip().splitlines()[-1]
     assert f"{flag}={','.join(items)!r}" in line and ("twice" in line or "distinct" in line)
     assert list(tmp.iterdir()) == []
+
+
+def test_the_runs_table_shows_each_seeds_training_tokens():
+    """Seeds train on streams of different lengths (6,815,568 / 6,876,672 / 6,774,480 tokens for
+    every frontier mechanism): the runs table reads their min–max, and FLOPs likewise."""
+    cells = _results().token_cells
+    r = {"n_params": 100, "tokens": 6_876_672,
+         "seeds": {"0": {"tokens": 6_815_568}, "1": {"tokens": 6_876_672}, "2": {"tokens": 6_774_480}}}
+    assert cells(r) == ("6,774,480–6,876,672", "4.06e+09–4.13e+09")
+    assert cells({**r, "seeds": {"0": {"tokens": 10}, "1": {"tokens": 10}}}) == ("10", "6e+03")
+    assert cells({"n_params": 1, "tokens": 7, "seeds": {}}) == ("7", "42")
