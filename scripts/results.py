@@ -596,7 +596,9 @@ def forgetting_score(ar_valid: float, ar_expired_stale: float) -> float:
 
 def frontier_points(raw: dict, n: int) -> dict[str, dict[str, tuple[float, float, float]]]:
     """One point per mechanism of a ``results.json``: ``{mech: {"x": (centre, low, high), "y": ...,
-    "seeds": k, "per_seed": [(x, y), ...]}}``, ``per_seed`` holding each seed's own coordinates.
+    "seeds": k, "per_seed": [(x, y), ...], "ar_valid": mean, "ar_expired_stale": mean, "n_params":
+    int | None, "state_bytes": int | None}}``, ``per_seed`` holding each seed's own coordinates and the
+    two accuracies the forgetting score is the minimum of (their mean over seeds).
 
     ``x`` is passkey_exact and ``y`` the ``forgetting_score`` at N = ``n``. With one seed the
     interval of x is the 95% Wilson interval of passkey_exact; that of y is ``[min(low_valid,
@@ -627,7 +629,11 @@ def frontier_points(raw: dict, n: int) -> dict[str, dict[str, tuple[float, float
         else:
             sx, sy = seed_spread(xs, bounds=UNIT), seed_spread(ys, bounds=UNIT)
             x, y = (sx.mean, sx.low, sx.high), (sy.mean, sy.low, sy.high)
-        points[mech] = {"x": x, "y": y, "seeds": len(cells), "per_seed": list(zip(xs, ys))}
+        valid = [acc(c, "ar_valid") for c in cells]
+        stale = [acc(c, "ar_expired_stale") for c in cells]
+        points[mech] = {"x": x, "y": y, "seeds": len(cells), "per_seed": list(zip(xs, ys)),
+                        "ar_valid": seed_spread(valid).mean, "ar_expired_stale": seed_spread(stale).mean,
+                        "n_params": r.get("n_params"), "state_bytes": r.get("state_bytes")}
     return points
 
 
@@ -642,14 +648,25 @@ def frontier_markdown(points: dict, n: int, n_train: int, prefix: str) -> str:
 
     lines = [f"## The decay frontier at n{n} (4x the longest training N, n{n_train})", "",
              (f"x = passkey_exact, y = forgetting score = min(ar_valid, ar_expired_stale), both at n{n}; "
-              f"cells read `value [low, high]`, the {how}."), "",
-             "| mechanism | seeds | passkey_exact | forgetting score |", "|---|---:|---:|---:|"]
+              f"interval cells read `value [low, high]`, the {how}; ar_valid and ar_expired_stale are the means "
+              "whose minimum, per seed, is the forgetting score."), "",
+             ("| mechanism | seeds | passkey_exact | passkey_exact per seed | ar_valid | ar_expired_stale "
+              "| forgetting score | state bytes / sequence | params |"), "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     def order(kv: tuple[str, dict]) -> tuple[float, str]:  # best passkey first, unmeasured last
         x = kv[1]["x"][0]
         return (1.0 if math.isnan(x) else -x, kv[0])
 
+    def number(v: float | None) -> str:
+        return MISSING if v is None or math.isnan(v) else f"{v:.3f}"
+
+    def count(v: int | None) -> str:
+        return MISSING if v is None else f"{int(v):,}"
+
     for mech, p in sorted(points.items(), key=order):
-        lines.append(f"| {mech} | {p['seeds']} | {cell(p['x'])} | {cell(p['y'])} |")
+        per_seed = " / ".join(number(x) for x, _ in p.get("per_seed", []))
+        lines.append(f"| {mech} | {p['seeds']} | {cell(p['x'])} | {per_seed} | {number(p.get('ar_valid'))} "
+                     f"| {number(p.get('ar_expired_stale'))} | {cell(p['y'])} | {count(p.get('state_bytes'))} "
+                     f"| {count(p.get('n_params'))} |")
     lines += ["", f"![frontier](figures/{prefix}_frontier.png)", ""]
     return "\n".join(lines)
 

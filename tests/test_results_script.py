@@ -253,6 +253,7 @@ def test_frontier_points_by_hand():
     x, y = points["Good"]["x"], points["Good"]["y"]
     assert x[0] == pytest.approx(0.8) and y[0] == pytest.approx(17 / 30)
     assert points["Good"]["per_seed"] == [(0.9, 0.5), (0.8, 0.6), (0.7, 0.6)]  # the figure's hollow markers
+    assert points["Good"]["ar_valid"] == pytest.approx(2 / 3) and points["Good"]["ar_expired_stale"] == pytest.approx(0.7)
     # t_{0.975,2} = 4.302653; sd of (0.9, 0.8, 0.7) = 0.1: half-width 0.248414
     assert (x[1], x[2]) == (pytest.approx(0.8 - 0.248414, abs=1e-6), 1.0)  # 0.8 + 0.248414, clipped to [0, 1]
     # one seed: Wilson 200/400 = [0.4512, 0.5488]; y = min(81/263 [0.2553, 0.3662], 29/29 [0.8830, 1])
@@ -290,7 +291,8 @@ def test_spread_labels_keep_order_gap_and_stay_at_or_above_their_points(ys, gap)
 def test_frontier_writer_on_a_fake_results_json(tmp_path, capsys):
     results = _results()
     raw = {"AllNull": _fake_results({"0": ALL_NULL}),
-           "Keeper": _fake_results({"0": {"passkey_exact": (400, 400), "ar_valid": (100, 100), "ar_expired_stale": (95, 100)}})}
+           "Keeper": {**_fake_results({"0": {"passkey_exact": (400, 400), "ar_valid": (100, 100),
+                                              "ar_expired_stale": (95, 100)}}), "n_params": 114056, "state_bytes": 20992}}
     out = tmp_path / "runs"
     out.mkdir()
     (out / "results.json").write_text(json.dumps(raw))
@@ -299,8 +301,8 @@ def test_frontier_writer_on_a_fake_results_json(tmp_path, capsys):
     assert results.main(argv) == 0
     table = (tmp_path / "docs" / "results_frontier_frontier.md").read_text()
     rows = [line for line in table.splitlines() if line.startswith("| ") and "seeds" not in line]
-    assert rows == ["| Keeper | 1 | 1.000 [0.990, 1.000] | 0.950 [0.888, 0.978] |",
-                    "| AllNull | 1 | 0.000 [0.000, 0.010] | 0.000 [0.000, 0.001] |"]
+    assert rows == ["| Keeper | 1 | 1.000 [0.990, 1.000] | 1.000 | 1.000 | 0.950 | 0.950 [0.888, 0.978] | 20,992 | 114,056 |",
+                    "| AllNull | 1 | 0.000 [0.000, 0.010] | 0.000 | 0.000 | 1.000 | 0.000 [0.000, 0.001] | none | none |"]
     assert "at n256 (4x the longest training N, n64)" in table
     png = (tmp_path / "docs" / "figures" / "results_frontier_frontier.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
