@@ -529,9 +529,8 @@ def token_cells(r: dict) -> tuple[str, str]:
     tokens = sorted({int(v["tokens"]) for v in r.get("seeds", {}).values() if "tokens" in v} or {int(r["tokens"])})
     lo, hi = tokens[0], tokens[-1]
     flop = lambda t: f"{6 * r['n_params'] * t:.3g}"
-    if lo == hi:
-        return f"{lo:,}", flop(lo)
-    return f"{lo:,}–{hi:,}", f"{flop(lo)}–{flop(hi)}"
+    flops = flop(lo) if flop(lo) == flop(hi) else f"{flop(lo)}–{flop(hi)}"  # equal to 3 digits: one number
+    return (f"{lo:,}" if lo == hi else f"{lo:,}–{hi:,}"), flops
 
 
 def markdown(results: dict, test_n: list[int], commands: list[str], meta: dict, prefix: str = "results") -> str:

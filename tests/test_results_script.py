@@ -805,3 +805,6 @@ def test_the_runs_table_shows_each_seeds_training_tokens():
     assert cells(r) == ("6,774,480–6,876,672", "4.06e+09–4.13e+09")
     assert cells({**r, "seeds": {"0": {"tokens": 10}, "1": {"tokens": 10}}}) == ("10", "6e+03")
     assert cells({"n_params": 1, "tokens": 7, "seeds": {}}) == ("7", "42")
+    # the free bandit's seeds: 6,722,544-6,727,920 tokens, 4.60e12 FLOPs to three digits in each
+    assert cells({"n_params": 114_056, "tokens": 0, "seeds": {"0": {"tokens": 6_722_544}, "1": {"tokens": 6_727_920}}}) == (
+        "6,722,544–6,727,920", "4.6e+12")
