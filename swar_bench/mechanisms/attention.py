@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from swar_bench.mechanisms.base import Mixer, MixerLM, check_positive_int, dtype_bytes
+from swar_bench.mechanisms.base import Mixer, MixerLM, check_positive_int, check_sizes, dtype_bytes
 from swar_bench.mechanisms.delta_net import check_heads
 
 QUERY_BLOCK = 256  # queries per scaled_dot_product_attention call (bounds the score matrix)
@@ -145,8 +145,11 @@ class SlidingWindowAttention(MixerLM):
         window: int = 64,
         mlp_ratio: int = 4,
     ):
-        check_heads(check_positive_int("d_model", d_model), n_heads)
-        check_positive_int("window", window)
+        check_sizes(
+            vocab_size=vocab_size, d_model=d_model, n_layers=n_layers, n_heads=n_heads,
+            window=window, mlp_ratio=mlp_ratio,
+        )
+        check_heads(d_model, n_heads)
         super().__init__(
             lambda i: AttentionMixer(d_model, n_heads, window),
             vocab_size,
@@ -183,7 +186,11 @@ class CausalAttention(MixerLM):
         flops_seq_len: int = 1024,
         mlp_ratio: int = 4,
     ):
-        check_heads(check_positive_int("d_model", d_model), n_heads)
+        check_sizes(
+            vocab_size=vocab_size, d_model=d_model, n_layers=n_layers, n_heads=n_heads,
+            flops_seq_len=flops_seq_len, mlp_ratio=mlp_ratio,
+        )
+        check_heads(d_model, n_heads)
         super().__init__(
             lambda i: AttentionMixer(d_model, n_heads, None, flops_seq_len),
             vocab_size,

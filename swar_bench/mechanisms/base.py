@@ -28,6 +28,14 @@ def check_positive_int(name: str, value: object) -> int:
     return value
 
 
+def check_sizes(**sizes: object) -> None:
+    """``check_positive_int`` on each ``name=value`` in the order given: a mechanism calls it on
+    all its size arguments first, so a non-positive size is refused by its own name before any
+    check between sizes (``n_heads`` divides ``d_model``) could blame another one."""
+    for name, value in sizes.items():
+        check_positive_int(name, value)
+
+
 def dtype_bytes(dtype: torch.dtype | None) -> int:
     """Bytes per element of ``dtype`` (float32 when None)."""
     return torch.empty((), dtype=dtype or DEFAULT_STATE_DTYPE).element_size()

@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 from swar_bench.mechanisms.attention import AttentionMixer
-from swar_bench.mechanisms.base import Mixer, MixerLM, check_positive_int, dtype_bytes
+from swar_bench.mechanisms.base import Mixer, MixerLM, check_positive_int, check_sizes, dtype_bytes
 from swar_bench.mechanisms.delta_net import check_heads
 from swar_bench.mechanisms.ops.backend import check_mode
 from swar_bench.mechanisms.ops.based import based, feature_dim
@@ -104,8 +104,11 @@ class Based(MixerLM):
         mode: str = "auto",
         mlp_ratio: int = 4,
     ):
-        check_heads(check_positive_int("d_model", d_model), n_heads)
-        check_positive_int("window", window)
+        check_sizes(
+            vocab_size=vocab_size, d_model=d_model, n_layers=n_layers, n_heads=n_heads,
+            feature_dim=feature_dim, window=window, chunk_size=chunk_size, mlp_ratio=mlp_ratio,
+        )
+        check_heads(d_model, n_heads)
 
         def mixer(i: int) -> Mixer:
             if i % 2:

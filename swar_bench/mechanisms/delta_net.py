@@ -20,6 +20,7 @@ from swar_bench.mechanisms.base import (
     MixerLM,
     ShortConvolution,
     check_positive_int,
+    check_sizes,
     dtype_bytes,
 )
 from swar_bench.mechanisms.ops.backend import check_backend, check_mode
@@ -29,8 +30,9 @@ from swar_bench.mechanisms.ops.kda import kda
 
 
 def check_heads(d_model: int, n_heads: int) -> int:
-    """Head width ``d_model // n_heads``; ValueError unless ``n_heads`` divides ``d_model``."""
-    check_positive_int("n_heads", n_heads)
+    """Head width ``d_model // n_heads``; ValueError unless both are positive integers (each
+    refused by its own name first) and ``n_heads`` divides ``d_model``."""
+    check_sizes(d_model=d_model, n_heads=n_heads)
     if d_model % n_heads:
         raise ValueError(f"n_heads={n_heads} must divide d_model={d_model}")
     return d_model // n_heads
@@ -158,6 +160,10 @@ class DeltaNet(MixerLM):
         backend: str = "auto",
         mlp_ratio: int = 4,
     ):
+        check_sizes(
+            vocab_size=vocab_size, d_model=d_model, n_layers=n_layers, n_heads=n_heads,
+            conv_size=conv_size, chunk_size=chunk_size, mlp_ratio=mlp_ratio,
+        )
         check_heads(d_model, n_heads)
         super().__init__(
             lambda i: DeltaRuleMixer(d_model, n_heads, False, conv_size, chunk_size, mode, backend),
@@ -191,6 +197,10 @@ class GatedDeltaNet(MixerLM):
         backend: str = "auto",
         mlp_ratio: int = 4,
     ):
+        check_sizes(
+            vocab_size=vocab_size, d_model=d_model, n_layers=n_layers, n_heads=n_heads,
+            conv_size=conv_size, chunk_size=chunk_size, mlp_ratio=mlp_ratio,
+        )
         check_heads(d_model, n_heads)
         super().__init__(
             lambda i: DeltaRuleMixer(d_model, n_heads, True, conv_size, chunk_size, mode, backend),
@@ -227,8 +237,12 @@ class GatedDeltaProduct(MixerLM):
         backend: str = "auto",
         mlp_ratio: int = 4,
     ):
-        check_heads(check_positive_int("d_model", d_model), n_heads)
-        check_positive_int("n_householder", n_householder)
+        check_sizes(
+            vocab_size=vocab_size, d_model=d_model, n_layers=n_layers, n_heads=n_heads,
+            n_householder=n_householder, conv_size=conv_size, chunk_size=chunk_size,
+            mlp_ratio=mlp_ratio,
+        )
+        check_heads(d_model, n_heads)
         super().__init__(
             lambda i: DeltaRuleMixer(
                 d_model, n_heads, True, conv_size, chunk_size, mode, backend, n_householder
@@ -348,7 +362,11 @@ class KimiDeltaAttention(MixerLM):
         backend: str = "auto",
         mlp_ratio: int = 4,
     ):
-        check_heads(check_positive_int("d_model", d_model), n_heads)
+        check_sizes(
+            vocab_size=vocab_size, d_model=d_model, n_layers=n_layers, n_heads=n_heads,
+            conv_size=conv_size, chunk_size=chunk_size, mlp_ratio=mlp_ratio,
+        )
+        check_heads(d_model, n_heads)
         super().__init__(
             lambda i: KimiDeltaAttentionMixer(d_model, n_heads, conv_size, chunk_size, mode, backend),
             vocab_size,

@@ -21,7 +21,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from swar_bench.mechanisms.base import Mixer, MixerLM, check_positive_int, dtype_bytes
+from swar_bench.mechanisms.base import Mixer, MixerLM, check_sizes, dtype_bytes
 from swar_bench.mechanisms.protocol import iter_state_tensors, map_state
 
 CACHE_KEYS = ("recurrent_state", "attn_state", "conv_state", "ffn_state")
@@ -238,7 +238,7 @@ class FlaLM(MixerLM):
         n_layers: int = 2,
         mlp_ratio: int = 4,
     ):
-        check_positive_int("d_model", d_model)
+        check_sizes(vocab_size=vocab_size, d_model=d_model, n_layers=n_layers, mlp_ratio=mlp_ratio)
         super().__init__(
             lambda i: FlaLayer(d_model, layer, layer_args, layer_idx=i),
             vocab_size,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from swar_bench.mechanisms.base import Mixer, MixerLM, check_positive_int, dtype_bytes
+from swar_bench.mechanisms.base import Mixer, MixerLM, check_positive_int, check_sizes, dtype_bytes
 from swar_bench.mechanisms.delta_net import check_heads
 from swar_bench.mechanisms.ops.backend import check_backend, check_mode
 from swar_bench.mechanisms.ops.gla import gla
@@ -203,7 +203,10 @@ class GatedLinearAttention(MixerLM):
         backend: str = "auto",
         mlp_ratio: int = 4,
     ):
-        check_positive_int("d_model", d_model)
+        check_sizes(
+            vocab_size=vocab_size, d_model=d_model, n_layers=n_layers, n_heads=n_heads,
+            gate_low_rank_dim=gate_low_rank_dim, chunk_size=chunk_size, mlp_ratio=mlp_ratio,
+        )
         super().__init__(
             lambda i: GatedLinearAttentionMixer(
                 d_model,
@@ -247,8 +250,11 @@ class HGRN2(MixerLM):
         backend: str = "auto",
         mlp_ratio: int = 4,
     ):
-        check_heads(check_positive_int("d_model", d_model), n_heads)
-        check_positive_int("n_layers", n_layers)
+        check_sizes(
+            vocab_size=vocab_size, d_model=d_model, n_layers=n_layers, n_heads=n_heads,
+            chunk_size=chunk_size, mlp_ratio=mlp_ratio,
+        )
+        check_heads(d_model, n_heads)
         super().__init__(
             lambda i: HGRN2Mixer(d_model, n_heads, chunk_size, mode, backend),
             vocab_size,

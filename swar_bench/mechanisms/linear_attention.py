@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from swar_bench.mechanisms.base import Mixer, MixerLM, check_positive_int, dtype_bytes
+from swar_bench.mechanisms.base import Mixer, MixerLM, check_positive_int, check_sizes, dtype_bytes
 from swar_bench.mechanisms.delta_net import check_heads
 from swar_bench.mechanisms.ops.backend import check_backend, check_mode
 from swar_bench.mechanisms.ops.simple_gla import simple_gla
@@ -139,7 +139,10 @@ class ScalarDecayLinearAttention(MixerLM):
         backend: str = "auto",
         mlp_ratio: int = 4,
     ):
-        check_positive_int("d_model", d_model)
+        check_sizes(
+            vocab_size=vocab_size, d_model=d_model, n_layers=n_layers, chunk_size=chunk_size,
+            mlp_ratio=mlp_ratio,
+        )
         super().__init__(
             lambda i: DecayLinearAttentionMixer(
                 d_model, [decay], learn_decay, False, chunk_size, mode, backend
@@ -181,7 +184,11 @@ class MultiScaleRetention(MixerLM):
         backend: str = "auto",
         mlp_ratio: int = 4,
     ):
-        check_heads(check_positive_int("d_model", d_model), n_heads)
+        check_sizes(
+            vocab_size=vocab_size, d_model=d_model, n_layers=n_layers, n_heads=n_heads,
+            chunk_size=chunk_size, mlp_ratio=mlp_ratio,
+        )
+        check_heads(d_model, n_heads)
         decays = retnet_decays(n_heads) if decays is None else list(decays)
         if len(decays) != n_heads:
             raise ValueError(f"decays must have n_heads={n_heads} entries, got {len(decays)}")

@@ -21,6 +21,7 @@ from swar_bench.mechanisms.base import (
     MixerLM,
     ShortConvolution,
     check_positive_int,
+    check_sizes,
     dtype_bytes,
 )
 from swar_bench.mechanisms.delta_net import check_heads
@@ -160,7 +161,12 @@ class LogLinearAttention(MixerLM):
         flops_seq_len: int = 1024,
         mlp_ratio: int = 4,
     ):
-        check_heads(check_positive_int("d_model", d_model), n_heads)
+        check_sizes(
+            vocab_size=vocab_size, d_model=d_model, n_layers=n_layers, n_heads=n_heads,
+            n_levels=n_levels, conv_size=conv_size, chunk_size=chunk_size,
+            flops_seq_len=flops_seq_len, mlp_ratio=mlp_ratio,
+        )
+        check_heads(d_model, n_heads)
         super().__init__(
             lambda i: LogLinearAttentionMixer(
                 d_model, n_heads, n_levels, conv_size, chunk_size, mode, flops_seq_len

@@ -24,6 +24,7 @@ from swar_bench.mechanisms.base import (
     MixerLM,
     ShortConvolution,
     check_positive_int,
+    check_sizes,
     dtype_bytes,
 )
 from swar_bench.mechanisms.ops.backend import check_mode
@@ -140,7 +141,12 @@ class Mamba(MixerLM):
         mode: str = "auto",
         mlp_ratio: int = 4,
     ):
-        check_positive_int("d_model", d_model)
+        check_sizes(
+            vocab_size=vocab_size, d_model=d_model, n_layers=n_layers, d_state=d_state,
+            expand=expand, conv_size=conv_size, chunk_size=chunk_size, mlp_ratio=mlp_ratio,
+        )
+        if dt_rank is not None:
+            check_positive_int("dt_rank", dt_rank)
         super().__init__(
             lambda i: MambaMixer(d_model, d_state, expand, dt_rank, conv_size, chunk_size, mode),
             vocab_size,

@@ -24,6 +24,7 @@ from swar_bench.mechanisms.base import (
     MixerLM,
     ShortConvolution,
     check_positive_int,
+    check_sizes,
     dtype_bytes,
 )
 from swar_bench.mechanisms.ops.backend import check_backend, check_mode
@@ -194,10 +195,12 @@ class Mamba2(MixerLM):
         backend: str = "auto",
         mlp_ratio: int = 4,
     ):
-        check_positive_int("d_model", d_model)
-        if (check_positive_int("expand", expand) * d_model) % check_positive_int(
-            "head_dim", head_dim
-        ):
+        check_sizes(
+            vocab_size=vocab_size, d_model=d_model, n_layers=n_layers, d_state=d_state,
+            head_dim=head_dim, expand=expand, conv_size=conv_size, chunk_size=chunk_size,
+            mlp_ratio=mlp_ratio,
+        )
+        if (expand * d_model) % head_dim:
             raise ValueError(
                 f"head_dim={head_dim} must divide expand * d_model = {expand * d_model}"
             )

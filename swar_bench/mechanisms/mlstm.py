@@ -20,6 +20,7 @@ from swar_bench.mechanisms.base import (
     MixerLM,
     ShortConvolution,
     check_positive_int,
+    check_sizes,
     dtype_bytes,
 )
 from swar_bench.mechanisms.delta_net import check_heads
@@ -131,7 +132,11 @@ class mLSTM(MixerLM):
         mode: str = "auto",
         mlp_ratio: int = 4,
     ):
-        check_heads(check_positive_int("d_model", d_model), n_heads)
+        check_sizes(
+            vocab_size=vocab_size, d_model=d_model, n_layers=n_layers, n_heads=n_heads,
+            conv_size=conv_size, chunk_size=chunk_size, mlp_ratio=mlp_ratio,
+        )
+        check_heads(d_model, n_heads)
         super().__init__(
             lambda i: mLSTMMixer(d_model, n_heads, conv_size, chunk_size, mode),
             vocab_size,

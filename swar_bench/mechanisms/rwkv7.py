@@ -20,7 +20,7 @@ import math
 import torch
 from torch import nn
 
-from swar_bench.mechanisms.base import Mixer, MixerLM, check_positive_int, dtype_bytes
+from swar_bench.mechanisms.base import Mixer, MixerLM, check_positive_int, check_sizes, dtype_bytes
 from swar_bench.mechanisms.delta_net import check_heads
 from swar_bench.mechanisms.ops.backend import check_backend, check_mode
 from swar_bench.mechanisms.ops.dplr_delta_rule import dplr_delta_rule
@@ -164,7 +164,12 @@ class RWKV7(MixerLM):
         backend: str = "auto",
         mlp_ratio: int = 4,
     ):
-        check_heads(check_positive_int("d_model", d_model), n_heads)
+        check_sizes(
+            vocab_size=vocab_size, d_model=d_model, n_layers=n_layers, n_heads=n_heads,
+            decay_rank=decay_rank, a_rank=a_rank, gate_rank=gate_rank, chunk_size=chunk_size,
+            mlp_ratio=mlp_ratio,
+        )
+        check_heads(d_model, n_heads)
         super().__init__(
             lambda i: RWKV7Mixer(
                 d_model, n_heads, decay_rank, a_rank, gate_rank, chunk_size, mode, backend

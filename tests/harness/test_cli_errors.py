@@ -244,6 +244,38 @@ def test_the_reported_init_arg_out_of_range_names_its_option(capsys):
                "swar-bench: error: --model.mechanism.init_args.d_model=-4: d_model must be a positive integer, got -4")
 
 
+def test_the_reported_width_that_heads_do_not_divide_names_the_width_not_the_heads(capsys):
+    # reported: d_model=-3 gave "--config=.../quickstart.yaml: model.mechanism.init_args.n_heads:
+    # n_heads=2 must divide d_model=-3", blaming the config file and n_heads
+    _one_error(capsys, ["fit", "--config", QUICKSTART, "--model.mechanism.init_args.d_model=-3"],
+               "swar-bench: error: --model.mechanism.init_args.d_model=-3: d_model must be a positive integer, got -3")
+
+
+def _size_args(name: str) -> list[str]:
+    """The mechanism's size arguments: its int (or optional int) init args."""
+    hints = typing.get_type_hints(getattr(mechanisms, name).__init__)
+    return [arg for arg, hint in hints.items() if hint is int or hint == int | None]
+
+
+SIZE_ARGS = [(name, arg) for name in mechanisms.MECHANISMS for arg in _size_args(name)]
+
+
+@settings(max_examples=16, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.sampled_from(SIZE_ARGS), st.integers(max_value=0), st.booleans())
+def test_any_non_positive_size_is_one_line_naming_its_own_option(capsys, tmp_path, mechanism_arg, value, in_file):
+    # checked before any relation between sizes (n_heads divides d_model, head_dim divides
+    # expand * d_model), so the message never names another argument or where that one was set
+    name, arg = mechanism_arg
+    what = f"{arg} must be a positive integer, got {value}"
+    if in_file:
+        path = _config(tmp_path / "run.yaml", _mechanism_yaml(name, arg, value))
+        argv, line = ["fit", "--config", path], f"--config={path}: model.mechanism.init_args.{arg}: {what}"
+    else:
+        argv = ["fit", f"--model.mechanism={name}", f"--model.mechanism.init_args.{arg}={value}"]
+        line = f"--model.mechanism.init_args.{arg}={value}: {what}"
+    _one_error(capsys, argv, f"swar-bench: error: {line}")
+
+
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.sampled_from(RANGE_CHECKED), st.booleans())
 def test_any_value_a_constructor_refuses_is_one_line_led_by_its_option_or_file(capsys, tmp_path, case, in_file):

@@ -1,7 +1,9 @@
 """Every mechanism: the protocol, streaming-exact chunking, and state bytes."""
 
+import inspect
 import itertools
 import random
+import typing
 
 import pytest
 import torch
@@ -184,6 +186,42 @@ def test_bad_sizes_raise_one_line_value_errors(name):
 def test_heads_must_divide_width():
     with pytest.raises(ValueError, match="n_heads=3 must divide d_model=16"):
         mech.GatedDeltaNet(d_model=16, n_heads=3)
+
+
+def test_the_reported_width_heads_do_not_divide_is_refused_as_a_width():
+    # reported: d_model=-3 was refused as "n_heads=2 must divide d_model=-3"
+    with pytest.raises(ValueError) as err:
+        mech.GatedDeltaNet(d_model=-3, n_heads=2)
+    assert str(err.value) == "d_model must be a positive integer, got -3"
+
+
+def _size_args(name):
+    """(argument, default) of the mechanism's size arguments: its int (or optional int) init args."""
+    cls = getattr(mech, name)
+    hints = typing.get_type_hints(cls.__init__)
+    params = inspect.signature(cls.__init__).parameters
+    return [(arg, params[arg].default) for arg, hint in hints.items() if hint is int or hint == int | None]
+
+
+SIZE_ARGS = [(name, arg) for name in mech.MECHANISMS for arg, _ in _size_args(name)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(SIZE_ARGS), st.integers(max_value=0), st.data())
+def test_a_non_positive_size_is_refused_by_its_own_name_before_any_relation(case, value, data):
+    # the other sizes positive but drawn small, so heads need not divide the width (n_heads=3,
+    # d_model=4) nor head_dim expand * d_model: the positive-integer checks come first
+    name, arg = case
+    others = {
+        other: data.draw(st.integers(1, 9), label=other)
+        for other, default in _size_args(name)
+        if other != arg and default is not None
+    }
+    if "decays" in inspect.signature(getattr(mech, name).__init__).parameters:
+        others["decays"] = [0.9] * max(1, others.get("n_heads", 1))
+    with pytest.raises(ValueError) as err:
+        getattr(mech, name)(**others, **{arg: value})
+    assert str(err.value) == f"{arg} must be a positive integer, got {value}"
 
 
 def test_outputs_and_states_are_not_views():
