@@ -379,13 +379,43 @@ def card_files(out_dir: str | os.PathLike) -> dict[int, list[str]]:
     return found
 
 
+README_HEADER_WANT = (
+    "expected a YAML header (between `---` lines at its top) with `configs:` entries of "
+    "config_name and data_files, as `swar-bench data generate` writes"
+)
+
+
+def _yaml_kind(value: object) -> str:
+    """``value`` (parsed YAML) as a phrase: ``"a mapping"``, ``"a list"``, ``"the string 'x'"``."""
+    if value is None:
+        return "empty"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, str):
+        return f"the string {value if len(value) <= 40 else value[:40] + '...'!r}"
+    return f"the {type(value).__name__} {value!r}"
+
+
+def _readme_header(text: str) -> str | None:
+    """The YAML block at the top of a README, split as ``datasets`` splits it
+    (``datasets.utils.metadata._split_yaml_from_readme``: a first line ``---`` and a later line
+    ``---``), or ``None`` when it has none."""
+    lines = text.splitlines()
+    if lines and lines[0] == "---" and "---" in lines[1:]:
+        return "\n".join(lines[1 : lines[1:].index("---") + 1])
+    return None
+
+
 def _readme_data_files(folder: str) -> dict[str, dict[str, list[str]]] | None:
     """``{config: {split: [path pattern, ...]}}`` from the YAML header of ``DIR/README.md`` (the
-    list ``datasets.load_dataset(DIR, config)`` reads); ``None`` without a README or header.
+    list ``datasets.load_dataset(DIR, config)`` reads); ``None`` without a README.
 
     Raises:
-        DataSourceError: a header that is not YAML or not a list of ``config_name`` /
-            ``data_files`` entries (names the file).
+        DataSourceError: a README that is empty, has no YAML header, or whose header is not YAML,
+            has no ``configs:`` list, or is not a list of ``config_name`` / ``data_files``
+            entries (one line naming the file).
     """
     import yaml
 
@@ -394,13 +424,42 @@ def _readme_data_files(folder: str) -> dict[str, dict[str, list[str]]] | None:
         return None
     with open(path, encoding="utf-8", errors="replace") as f:
         text = f.read()
-    m = re.match(r"---\n(.*?)\n---", text, re.DOTALL)
-    if not m:
-        return None
+    block = _readme_header(text)
+    if block is None:
+        if not text.strip():
+            what = "the file is empty" if not text else "the file holds only blank space"
+        elif text.splitlines()[0] != "---":
+            what = "its first line is not `---`"
+        else:
+            what = "no `---` line closes the header"
+        raise DataSourceError(f"{path}: no YAML header with a `configs:` list ({what}); {README_HEADER_WANT}")
     try:
-        header = yaml.safe_load(m.group(1)) or {}
+        header = yaml.safe_load(block)
+    except yaml.YAMLError as exc:
+        raise DataSourceError(
+            f"{path}: its YAML header is not valid YAML ({_first_line(exc)}); {README_HEADER_WANT}"
+        ) from None
+    if not isinstance(header, dict):
+        raise DataSourceError(
+            f"{path}: its YAML header is {_yaml_kind(header)}, not a mapping with a `configs:` list; "
+            + README_HEADER_WANT
+        )
+    configs = header.get("configs")
+    if configs is None:
+        raise DataSourceError(f"{path}: its YAML header has no `configs:` list; {README_HEADER_WANT}")
+    if not isinstance(configs, list):
+        raise DataSourceError(
+            f"{path}: its YAML header's `configs:` is {_yaml_kind(configs)}, not a list; {README_HEADER_WANT}"
+        )
+    for i, entry in enumerate(configs, 1):
+        if not isinstance(entry, dict) or "config_name" not in entry:
+            raise DataSourceError(
+                f"{path}: entry {i} of its YAML header's `configs:` is {_yaml_kind(entry)}, not a mapping "
+                f"with a config_name; {README_HEADER_WANT}"
+            )
+    try:
         listed: dict[str, dict[str, list[str]]] = {}
-        for entry in header.get("configs", []) or []:
+        for entry in configs:
             files = entry.get("data_files", [])
             if isinstance(files, str):
                 files = [{"split": "train", "path": files}]
@@ -410,7 +469,7 @@ def _readme_data_files(folder: str) -> dict[str, dict[str, list[str]]] | None:
             for item in files:
                 paths = item["path"] if isinstance(item["path"], list) else [item["path"]]
                 by_split.setdefault(str(item["split"]), []).extend(str(p) for p in paths)
-    except (yaml.YAMLError, AttributeError, KeyError, TypeError) as exc:
+    except (AttributeError, KeyError, TypeError) as exc:
         raise DataSourceError(
             f"{path}: its YAML header is not a configs list ({_first_line(exc)}); expected "
             "`configs:` entries with config_name and data_files, as `swar-bench data generate` writes"
@@ -545,7 +604,8 @@ def release_problems(folder: str | os.PathLike) -> list[str]:
     files ``datasets.load_dataset(DIR, "n{N}", split=...)`` needs, and the content of its
     metadata files.
 
-    - ``README.md`` with a ``configs:`` header (without it ``load_dataset`` knows no config);
+    - ``README.md`` with a ``configs:`` header (without it ``load_dataset`` knows no config; a
+      README.md that is empty or has no such header is named as a wrong content);
     - every split file that header lists (a run cut short lists what it did not write);
     - every split file of the release on disk listed in that header (else it cannot be loaded);
     - ``vocab.json``; ``params.json`` for a folder written by ``swar-bench data generate`` (its

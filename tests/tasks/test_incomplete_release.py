@@ -293,3 +293,90 @@ def test_any_set_of_missing_split_files_exits_1_naming_them(release, tmp_path, c
     assert main([command, str(folder)]) == 1
     named = [p for p in SPLIT_FILES if p in removed]
     assert _missing_line(capsys.readouterr().err) == "the split files README.md lists: " + ", ".join(named)
+
+
+# A README.md that is there but gives datasets.load_dataset no configs list is a wrong content of
+# that file (exit 1, as a corrupt vocab.json), never "missing: README.md".
+
+README_WANT = ("expected a YAML header (between `---` lines at its top) with `configs:` entries of "
+               "config_name and data_files, as `swar-bench data generate` writes")
+
+
+@pytest.mark.parametrize(("text", "why"), [
+    ("", "the file is empty"),  # reported
+    ("hello world\n", "its first line is not `---`"),  # reported
+])
+def test_the_reported_readme_without_header_is_named_not_missing(release, tmp_path, capsys, text, why):
+    folder = tmp_path / "case"
+    shutil.copytree(release, folder)
+    (folder / "README.md").write_text(text)
+    for command in ("verify", "check"):
+        assert main([command, str(folder)]) == 1, command
+        err = capsys.readouterr().err
+        assert "Traceback" not in err and "missing: README.md" not in err
+        assert _release_line(err) == f"README.md: no YAML header with a `configs:` list ({why}); {README_WANT}"
+
+
+def _yaml_block(value) -> str:
+    import yaml
+
+    return yaml.safe_dump(value, default_flow_style=False).rstrip("\n")
+
+
+_NOT_LIST = _JSON.filter(lambda v: v is not None and not isinstance(v, list))
+
+
+@st.composite
+def _broken_readmes(draw):
+    """``(README.md text, the fault named after "README.md: ")`` for each kind of README that
+    lists no configs: empty or blank, no front matter, a header never closed, invalid YAML, a
+    header that is no mapping, one without `configs:`, `configs:` that is not a list, an entry
+    that is not a mapping with a config_name."""
+    kind = draw(st.sampled_from(["empty", "blank", "no header", "unclosed", "invalid", "not mapping",
+                                 "no configs", "configs not list", "bad entry"]))
+    body = draw(st.text(alphabet="ab #\n-:", max_size=20))
+    no_header = "no YAML header with a `configs:` list"
+    if kind == "empty":
+        return "", f"{no_header} (the file is empty)"
+    if kind == "blank":
+        return draw(st.text(alphabet=" \n\t", min_size=1, max_size=5)), f"{no_header} (the file holds only blank space)"
+    if kind == "no header":
+        first = draw(st.text(alphabet="ab #-:", min_size=1, max_size=8).filter(lambda t: t.strip() and t != "---"))
+        return f"{first}\n{body}", f"{no_header} (its first line is not `---`)"
+    if kind == "unclosed":
+        return "---\n" + body.replace("---", "").replace("-", "") + "\n", f"{no_header} (no `---` line closes the header)"
+    if kind == "invalid":
+        block = draw(st.sampled_from([": [", "a: b: c", "[1, 2", "configs: [", "key: 'open", "{a: 1"]))
+        return f"---\n{block}\n---\n{body}", "its YAML header is not valid YAML ("
+    if kind == "not mapping":
+        value = draw(st.one_of(st.just(None), st.lists(_JSON, max_size=3), st.integers(), st.text(alphabet="ab", min_size=1, max_size=4)))
+        return f"---\n{_yaml_block(value) if value is not None else ''}\n---\n{body}", "its YAML header is "
+    if kind == "no configs":
+        header = draw(st.dictionaries(st.text(alphabet="abc_", min_size=1, max_size=6), _JSON, max_size=3))
+        if draw(st.booleans()):
+            header["configs"] = None
+        return f"---\n{_yaml_block(header)}\n---\n{body}", "its YAML header has no `configs:` list; "
+    if kind == "configs not list":
+        return f"---\n{_yaml_block({'configs': draw(_NOT_LIST)})}\n---\n{body}", "its YAML header's `configs:` is "
+    entry = draw(st.one_of(_JSON.filter(lambda v: not isinstance(v, dict)),
+                           st.dictionaries(st.sampled_from(["data_files", "name"]), _JSON, max_size=2)))
+    return f"---\n{_yaml_block({'configs': [entry]})}\n---\n{body}", "entry 1 of its YAML header's `configs:` is "
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(readme=_broken_readmes(), command=st.sampled_from(["verify", "check"]))
+def test_any_readme_without_a_configs_list_is_named_with_exit_1(release, tmp_path, capsys, readme, command):
+    text, fault = readme
+    folder = tmp_path / "case"
+    shutil.rmtree(folder, ignore_errors=True)
+    shutil.copytree(release, folder)
+    (folder / "README.md").write_text(text)
+    before = sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
+    capsys.readouterr()
+    assert main([command, str(folder)]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "missing: README.md" not in err
+    line = _release_line(err)
+    assert line.startswith(f"README.md: {fault}") and line.endswith(README_WANT), (text, line)
+    assert sorted(str(p.relative_to(folder)) for p in folder.rglob("*")) == before  # nothing written
+    assert (folder / "README.md").read_text() == text
