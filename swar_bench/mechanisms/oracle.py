@@ -66,6 +66,7 @@ class Oracle(nn.Module):
 
     def __init__(self, vocab_size: int = 40, params: Any = None, answer_logit: float = 20.0):
         super().__init__()
+        check_positive_int("vocab_size", vocab_size)  # a size first, as every mechanism: then the task's rule
         if isinstance(params, Mapping):  # e.g. --model.mechanism.init_args.params='{"w": 32}'
             from swar_bench.tasks.passkey_swar import PasskeySwarParams
 
