@@ -257,3 +257,15 @@ def test_fully_shard_per_block_keeps_the_logits(tmp_path):
             assert model.n_params == reference.n_params
     finally:
         dist.destroy_process_group()
+
+
+@pytest.mark.parametrize("value", [0, -5])
+def test_the_oracle_refuses_a_non_positive_vocab_size_as_a_size(value):
+    """The size property test's draw: Oracle(vocab_size=0) is a size fault first, then the task's rule."""
+    from swar_bench.mechanisms.oracle import Oracle
+
+    with pytest.raises(ValueError) as err:
+        Oracle(vocab_size=value)
+    assert str(err.value) == f"vocab_size must be a positive integer, got {value}"
+    with pytest.raises(ValueError, match=r"vocab_size=41 does not match the task's vocabulary of 40 tokens"):
+        Oracle(vocab_size=41)
