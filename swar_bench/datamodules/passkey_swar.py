@@ -11,8 +11,9 @@ Which example goes where (docs/TASK.md, "Columns": seed = split_seed * 10**12 + 
 - Training: a stream of global steps s = 0, 1, 2, ...; at each step every data-parallel rank
   gets one batch of the same N (``set_train_n``'s choice, else a seeded draw from
   ``train_configs``). The c-th training batch of N on rank r holds the indices
-  ``(c * world_size + r) * batch_size + [0, batch_size)``: ranks and steps never share an
-  index and no index is skipped. Indices are chosen in the main process (a sampler), so the
+  ``train_index_start + (c * world_size + r) * batch_size + [0, batch_size)``: ranks and steps
+  never share an index and no index is skipped. ``train_index_start`` (default 0) gives each
+  training seed of a study its own block of indices, so seeds do not share examples. Indices are chosen in the main process (a sampler), so the
   dataloader workers only build what they are told; every (rank, worker) pair therefore builds
   disjoint examples.
 - Evaluation: for each N, indices ``0 .. eval_examples - 1``; rank r takes ``r, r + W, ...``
@@ -173,11 +174,14 @@ class TrainStream:
     state saved by rank 0 resumes every rank.
     """
 
-    def __init__(self, train_configs: tuple[int, ...], batch_size: int, batches_per_epoch: int, seed: int) -> None:
+    def __init__(
+        self, train_configs: tuple[int, ...], batch_size: int, batches_per_epoch: int, seed: int, index_start: int = 0
+    ) -> None:
         self.train_configs = train_configs
         self.batch_size = batch_size
         self.batches_per_epoch = batches_per_epoch
         self.seed = seed
+        self.index_start = index_start  # first index of the seed formula this stream reads
         self.train_n: int | None = None
         self.issued = 0  # steps handed to the loader
         self.consumed = 0  # steps that reached training_step
@@ -240,6 +244,7 @@ class TrainStream:
             "train_n": self.train_n,
             "batch_size": self.batch_size,
             "seed": self.seed,
+            "index_start": self.index_start,
             "world_size": self.world_size,
         }
 
@@ -248,6 +253,12 @@ class TrainStream:
             raise ValueError(
                 f"checkpoint's data stream used batch_size={state['batch_size']}, seed={state['seed']}; "
                 f"this run has batch_size={self.batch_size}, seed={self.seed}: resume with the same data settings"
+            )
+        start = int(state.get("index_start", 0))  # checkpoints written before the option read from 0
+        if start != self.index_start:
+            raise ValueError(
+                f"checkpoint's data stream read training indices from {start}; this run has "
+                f"train_index_start={self.index_start}: resume with the same data settings"
             )
         self.issued = int(state["issued"])
         self.consumed = int(state["consumed"])
@@ -272,13 +283,13 @@ class TrainBatchSampler(DistributedSampler):
         self.epoch = 0
 
     def _indices(self, n: int, counter: int) -> tuple[int, ...]:
-        start = (counter * self.num_replicas + self.rank) * self.stream.batch_size
+        start = self.stream.index_start + (counter * self.num_replicas + self.rank) * self.stream.batch_size
         stop = start + self.stream.batch_size
         if self.limit is None and stop > 10**6:
             raise RuntimeError(
                 f"the training stream for N={n} used all 1,000,000 indices of the task's seed formula "
-                '(split_seed * 10**12 + N * 10**6 + index; docs/TASK.md, "Columns"); '
-                "lower examples_per_epoch x max_epochs or add train_configs"
+                '(split_seed * 10**12 + N * 10**6 + index; docs/TASK.md, "Columns") from train_index_start='
+                f"{self.stream.index_start}; lower examples_per_epoch x max_epochs or train_index_start, or add train_configs"
             )
         return tuple(range(start, stop))
 
@@ -364,12 +375,16 @@ class PasskeySwarDataModule(pl.LightningDataModule):
             naming the split, the number asked and the number available.
         seed: seeds the per-step draw of N from ``train_configs`` (the examples themselves
             come from the task's seed formula, docs/TASK.md "Columns").
+        train_index_start: the first index of the seed formula the training stream reads (default
+            0): runs with different starts train on disjoint examples as long as each reads fewer
+            than the gap between the starts (a study gives seed s the block starting at
+            ``s * 100,000``). For a stored split the index wraps around its size.
         task_params: ``PasskeySwarParams`` fields as a dict (default: the release's parameters).
 
     Raises:
         ValueError: an N outside the task's N set (32..16384), a non-positive size (``batch_size``,
             ``eval_batch_size``, ``examples_per_epoch``, ``eval_examples``), a negative
-            ``num_workers``.
+            ``num_workers``, a ``train_index_start`` outside ``[0, 10**6)``.
     """
 
     def __init__(
@@ -385,6 +400,7 @@ class PasskeySwarDataModule(pl.LightningDataModule):
         eval_examples: int = 1000,
         seed: int = 0,
         task_params: dict[str, Any] | None = None,
+        train_index_start: int = 0,
     ) -> None:
         super().__init__()
         self.source = source
@@ -398,6 +414,11 @@ class PasskeySwarDataModule(pl.LightningDataModule):
             raise ValueError(f"eval_batch_size={eval_batch_size} is invalid; expected a positive integer")
         if num_workers < 0:
             raise ValueError(f"num_workers={num_workers} is invalid; expected >= 0")
+        if isinstance(train_index_start, bool) or not isinstance(train_index_start, int) or not 0 <= train_index_start < 10**6:
+            raise ValueError(
+                f"train_index_start={train_index_start!r} is invalid; expected an integer in [0, 1000000) "
+                '(an index of the task\'s seed formula, docs/TASK.md "Columns")'
+            )
         self.batch_size = int(batch_size)
         self.eval_batch_size = int(batch_size if eval_batch_size is None else eval_batch_size)
         self.num_workers = int(num_workers)
@@ -431,7 +452,8 @@ class PasskeySwarDataModule(pl.LightningDataModule):
             # task_params that differ from that record are a one-line error
             self.params = folder_params(source, self.params, option="--data.task_params")
         self.dataset = PasskeySwarBatches(source, self.params)
-        self.stream = TrainStream(self.train_configs, self.batch_size, 1, self.seed)
+        self.train_index_start = train_index_start
+        self.stream = TrainStream(self.train_configs, self.batch_size, 1, self.seed, train_index_start)
         self._pending_state: dict[str, Any] | None = None
         self._capped: set[tuple[str, int]] = set()  # (split, N) already warned of
 

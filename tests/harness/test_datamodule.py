@@ -267,3 +267,73 @@ def test_eval_examples_beyond_a_stored_split_warn_once_with_both_counts(tmp_path
 def test_unknown_task_params_are_one_line():
     with pytest.raises(ValueError, match=r"^task_params has unknown field\(s\) zz; expected some of active_max, "):
         PasskeySwarDataModule(task_params={"zz": 1})
+
+
+def _train_indices(start: int, seed: int, steps: int = 10, batch_size: int = 4) -> dict[int, list[int]]:
+    stream = TrainStream((32, 64), batch_size, steps, seed, index_start=start)
+    by_n: dict[int, list[int]] = {32: [], 64: []}
+    for _, n, idx in TrainBatchSampler(stream, 0, 1, limit=None):
+        by_n[n].extend(idx)
+        stream.consume(n)
+    return by_n
+
+
+def test_train_index_start_gives_each_seed_its_own_examples():
+    """Seeds 0 and 1 of a study (starts 0 and 100,000) read disjoint index blocks of the seed formula."""
+    a, b = _train_indices(0, seed=0), _train_indices(100_000, seed=1)
+    for n in (32, 64):
+        assert a[n] == list(range(len(a[n])))  # gapless from the start
+        assert b[n] == list(range(100_000, 100_000 + len(b[n])))
+        assert not set(a[n]) & set(b[n])
+    dm = PasskeySwarDataModule(train_configs=[32], batch_size=2, train_index_start=500)
+    key = next(iter(TrainBatchSampler(dm.stream, 0, 1, None)))
+    assert key == ("train", 32, (500, 501))
+    assert int(dm.dataset[key]["seed"][0]) == example_seed("train", 32, 500)
+
+
+@pytest.mark.parametrize("value", [-1, 10**6, 2.5, True, "3"])
+def test_train_index_start_out_of_range_is_one_line(value):
+    with pytest.raises(ValueError, match=r"train_index_start=.*expected an integer in \[0, 1000000\)"):
+        PasskeySwarDataModule(train_index_start=value)
+
+
+def test_resume_with_another_train_index_start_is_refused():
+    state = TrainStream((32,), 2, 4, 0, index_start=0).state_dict()
+    with pytest.raises(ValueError, match="train_index_start=100000"):
+        TrainStream((32,), 2, 4, 0, index_start=100_000).load_state_dict(state)
+    del state["index_start"]  # a checkpoint written before the option: it read from 0
+    TrainStream((32,), 2, 4, 0).load_state_dict(state)
+
+
+def test_index_block_past_the_seed_formula_is_refused():
+    stream = TrainStream((32,), 4, 4, 0, index_start=10**6 - 6)
+    it = iter(TrainBatchSampler(stream, 0, 1, None))
+    assert next(it)[2] == tuple(range(10**6 - 6, 10**6 - 2))
+    with pytest.raises(RuntimeError, match="train_index_start=999994"):
+        next(it)
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    starts=st.lists(st.integers(0, 10_000), min_size=2, max_size=3, unique=True),
+    seeds=st.lists(st.integers(0, 5), min_size=3, max_size=3),
+    batch_size=st.integers(1, 5),
+    steps=st.integers(1, 8),
+)
+def test_streams_whose_blocks_do_not_overlap_share_no_example(starts, seeds, batch_size, steps):
+    """The kind: runs whose index blocks [start, start + steps * batch_size) are disjoint never read
+    the same example, whatever their N draws."""
+    starts = sorted(starts)
+    if any(b - a < steps * batch_size for a, b in zip(starts, starts[1:])):
+        return
+    seen: set[tuple[int, int]] = set()
+    for start, seed in zip(starts, seeds):
+        for n, idx in _train_indices(start, seed, steps, batch_size).items():
+            assert all(start <= i < start + steps * batch_size for i in idx)
+            mine = {(n, i) for i in idx}
+            assert not mine & seen
+            seen |= mine
