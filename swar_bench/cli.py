@@ -17,6 +17,7 @@ commands:
   referee                           the long-context referee (--config configs/referee/...yaml); referee compare, referee verdict
   demo                              train the quickstart model on n32, test it per N (exit 3: target not reached)
   check-mechanism                   check a mechanism against the protocol before training it (CLASS_PATH)
+  study                             a fair comparison from a study file: study run | status STUDY.yaml
 
 `swar-bench COMMAND --help` describes each command."""
 
@@ -61,7 +62,7 @@ def _usage(argv: list[str]) -> int:
 def _unknown(argv: list[str]) -> int:
     print(
         f"swar-bench: error: unknown command {argv[0]!r}; expected one of "
-        f"{', '.join((*LIGHTNING_COMMANDS, 'data', 'referee', 'demo', 'check-mechanism'))} (swar-bench --help)",
+        f"{', '.join((*LIGHTNING_COMMANDS, 'data', 'referee', 'demo', 'check-mechanism', 'study'))} (swar-bench --help)",
         file=sys.stderr,
     )
     return 2
@@ -86,6 +87,10 @@ def _command(argv: list[str]) -> tuple[Callable[[list[str]], int], list[str]]:
         from swar_bench.demo import main as demo_main
 
         return demo_main, argv[1:]
+    if argv[0] == "study":
+        from swar_bench.study.cli import main as study_main
+
+        return study_main, argv[1:]
     if argv[0] == "check-mechanism":
         from swar_bench.mechanisms.check_cli import main as check_main
 

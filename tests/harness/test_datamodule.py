@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 import torch
 
@@ -209,14 +211,14 @@ def test_resume_on_more_ranks_keeps_examples_disjoint():
     assert state["world_size"] == 2
     resumed = [TrainStream((32,), 2, 100, seed=0) for _ in range(3)]
     new = set()
-    for rank, st in enumerate(resumed):
-        st.load_state_dict(state)
-        it3 = iter(TrainBatchSampler(st, rank, 3, None))
+    for rank, other in enumerate(resumed):
+        other.load_state_dict(state)
+        it3 = iter(TrainBatchSampler(other, rank, 3, None))
         with pytest.warns(UserWarning, match="on 3 ranks"):  # when the first batch is drawn
             first = next(it3)
         keys = [first, *(next(it3) for _ in range(3))]
         new |= {i for k in keys for i in k[2]}
-        assert st.world_size == 3 and keys[0][2][0] >= 8
+        assert other.world_size == 3 and keys[0][2][0] >= 8
     assert not new & used and len(new) == 3 * 4 * 2
 
 
@@ -313,8 +315,8 @@ def test_index_block_past_the_seed_formula_is_refused():
         next(it)
 
 
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 
 @settings(max_examples=40, deadline=None)
@@ -328,7 +330,7 @@ def test_streams_whose_blocks_do_not_overlap_share_no_example(starts, seeds, bat
     """The kind: runs whose index blocks [start, start + steps * batch_size) are disjoint never read
     the same example, whatever their N draws."""
     starts = sorted(starts)
-    if any(b - a < steps * batch_size for a, b in zip(starts, starts[1:])):
+    if any(b - a < steps * batch_size for a, b in itertools.pairwise(starts)):
         return
     seen: set[tuple[int, int]] = set()
     for start, seed in zip(starts, seeds):

@@ -1,0 +1,101 @@
+"""What produced a record: the code version, package versions, the device.
+
+``code_version()`` gives the git commit and whether the tree was dirty, and a *fingerprint*: the
+SHA-256 of the source files that decide what a fit or test computes (``FINGERPRINTED``: the
+mechanisms, the module and its TBPTT loop, the data path from the task to the batch, the
+accuracy callback), not of the command-line glue, file checks or reports around them. Two records
+with the same fingerprint were made by the same training code, whatever their commits; a study may
+also declare other commits compatible (``compatible_code``), saying why in the study file.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import platform
+import subprocess
+from pathlib import Path
+from typing import Any
+
+PACKAGE = Path(__file__).resolve().parent.parent
+FINGERPRINTED = (
+    "mechanisms/",
+    "module.py",
+    "tbptt.py",
+    "datamodules/",
+    "tasks/passkey_swar/",
+    "tasks/oracle.py",
+    "callbacks/answer_type_accuracy.py",
+    "callbacks/eval_hooks.py",
+)
+"""Package paths (files, or folders ending in ``/``) whose code decides what a fit or test computes."""
+
+
+@functools.lru_cache(maxsize=1)
+def fingerprint() -> str:
+    """SHA-256 (hex, first 16 digits) over the path and bytes of every ``swar_bench/**/*.py`` under
+    ``FINGERPRINTED``, in sorted path order."""
+    digest = hashlib.sha256()
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).as_posix()
+        if not any(rel == p or (p.endswith("/") and rel.startswith(p)) for p in FINGERPRINTED):
+            continue
+        digest.update(rel.encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+def _git(*args: str) -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", *args],
+            cwd=PACKAGE.parent,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip()
+
+
+def code_version() -> dict[str, Any]:
+    """``{"commit": hex or None (not a git checkout), "dirty": bool or None, "fingerprint": hex}``;
+    dirty means a tracked file under ``swar_bench/`` or ``configs/`` differs from the commit."""
+    commit = _git("rev-parse", "HEAD")
+    status = _git("status", "--porcelain", "--untracked-files=no", "--", "swar_bench", "configs")
+    return {
+        "commit": commit,
+        "dirty": None if status is None else bool(status),
+        "fingerprint": fingerprint(),
+    }
+
+
+def environment() -> dict[str, Any]:
+    """Package versions and the device the runs of this process start on."""
+    import lightning
+    import torch
+
+    if torch.cuda.is_available():
+        device = torch.cuda.get_device_name(0)
+    else:
+        device = platform.processor() or platform.machine() or "cpu"
+    return {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "lightning": lightning.__version__,
+        "device": device,
+    }
+
+
+def compatible(record_code: dict[str, Any] | None, accepted: tuple[str, ...] = ()) -> bool:
+    """True when a record's ``code`` is this checkout's training code: the same fingerprint, or a
+    commit the study declares compatible (a prefix of at least 7 hex digits matches)."""
+    if not isinstance(record_code, dict):
+        return False
+    if record_code.get("fingerprint") == fingerprint():
+        return True
+    commit = record_code.get("commit") or ""
+    return any(
+        len(c) >= 7 and commit.startswith(c) and not record_code.get("dirty") for c in accepted
+    )

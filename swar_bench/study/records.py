@@ -1,0 +1,128 @@
+"""A study's records: one JSON file per finished fit and test, a CSV validation curve per fit.
+
+    <records>/<run>.fit.json    command, code, environment, wall time, tokens, FLOPs, final
+                                validation accuracies, selection score, gate
+    <records>/<run>.curve.csv   step,n_writes,answer_type,accuracy (every validation of the fit)
+    <records>/<run>.test.json   command, code, environment, wall time, accuracy per N and answer
+                                type (count, correct), accuracy per key-age bin
+    <records>/<run>.failed.json a fit or test that exited non-zero (exit status, log tail)
+
+Records are the study's only state: tables, figures and the site are functions of them, and
+``swar-bench study run`` continues from them on any machine. Every file is written atomically.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from swar_bench.io import atomic_write_text
+
+RECORD_VERSION = 1
+
+
+def _nan_safe(value: Any) -> Any:
+    """JSON has no NaN: unobserved accuracies are stored as null."""
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _nan_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_nan_safe(v) for v in value]
+    return value
+
+
+def write_json(path: Path, record: dict[str, Any]) -> None:
+    """Write ``record`` atomically, keys sorted (a rewrite of the same record changes no byte)."""
+    atomic_write_text(
+        path,
+        json.dumps(
+            _nan_safe({"record_version": RECORD_VERSION, **record}), indent=1, sort_keys=True
+        )
+        + "\n",
+    )
+
+
+def read_json(path: Path) -> dict[str, Any] | None:
+    """The record at ``path``; None when there is none.
+
+    Raises:
+        ValueError: the file is there but is not a JSON object (one line naming it).
+    """
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return None
+    try:
+        record = json.loads(text)
+    except ValueError:
+        raise ValueError(
+            f"record {path} is not JSON; delete it or restore it from version control"
+        ) from None
+    if not isinstance(record, dict):
+        msg = f"record {path} is not a JSON object; delete it or restore it from version control"
+        raise ValueError(msg)  # noqa: TRY004 -- a bad record is a value fault, caught with the others
+    return record
+
+
+def scalar_history(log_dir: Path, prefix: str = "val/acc/") -> list[tuple[int, str, float]]:
+    """``(step, tag, value)`` of every scalar whose tag starts with ``prefix`` in the TensorBoard
+    event files under ``log_dir``, sorted by step and tag."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    rows: dict[tuple[int, str], float] = {}
+    for events in sorted(log_dir.rglob("events.out.tfevents.*")):
+        acc = EventAccumulator(str(events), size_guidance={"scalars": 0})
+        acc.Reload()
+        for tag in acc.Tags()["scalars"]:
+            if tag.startswith(prefix):
+                for event in acc.Scalars(tag):
+                    rows[(event.step, tag)] = float(event.value)
+    return [(step, tag, value) for (step, tag), value in sorted(rows.items())]
+
+
+def curve_rows(history: list[tuple[int, str, float]]) -> list[tuple[int, int, str, float]]:
+    """``val/acc/<kind>/n<N>`` scalars as ``(step, N, kind, accuracy)`` rows."""
+    out = []
+    for step, tag, value in history:
+        parts = tag.split("/")
+        if len(parts) == 4 and parts[3].startswith("n") and parts[3][1:].isdigit():
+            out.append((step, int(parts[3][1:]), parts[2], value))
+    return out
+
+
+def curve_csv(rows: list[tuple[int, int, str, float]]) -> str:
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(["step", "n_writes", "answer_type", "accuracy"])
+    for step, n, kind, value in rows:
+        writer.writerow([step, n, kind, "nan" if math.isnan(value) else f"{value:.6g}"])
+    return buf.getvalue()
+
+
+def read_curve(path: Path) -> list[tuple[int, int, str, float]]:
+    """The rows of a ``<run>.curve.csv`` (empty when there is none)."""
+    if not path.is_file():
+        return []
+    with open(path) as handle:
+        return [
+            (int(r["step"]), int(r["n_writes"]), r["answer_type"], float(r["accuracy"]))
+            for r in csv.DictReader(handle)
+        ]
+
+
+def final_validation(rows: list[tuple[int, int, str, float]]) -> tuple[int, dict[str, float]]:
+    """The last validation of a curve: ``(step, {"<kind>/n<N>": accuracy})``."""
+    if not rows:
+        return -1, {}
+    last = max(step for step, *_ in rows)
+    return last, {f"{kind}/n{n}": value for step, n, kind, value in rows if step == last}
+
+
+def read_csv_rows(path: Path) -> list[dict[str, str]]:
+    with open(path) as handle:
+        return list(csv.DictReader(handle))

@@ -1,0 +1,543 @@
+"""``swar-bench study run``: the protocol of a study file, executed with the product's commands.
+
+For each mechanism (in the study's order, ``jobs`` processes at once):
+
+1. **Choose the learning rate**: fit every grid value on the selection seeds (0 .. k - 1), score each
+   fit on its final validation (``protocol.selection_score``), take the best mean, and extend the
+   grid by one value when the pick is at an edge (``protocol.choose_rate``).
+2. **Train the other seeds** at the chosen rate. Seed ``s`` sets ``--seed_everything``,
+   ``--data.seed`` and ``--data.train_index_start = s * seed_index_stride``: every seed has its
+   own initialisation and its own training examples.
+3. **Gate and test**: a seed whose final validation at the shortest training N passes the gate is
+   tested at every test N; one that does not is recorded as "did not learn at this budget".
+4. **Retry a non-learner**: when no selection fit passes the gate at any rate, one more fit at the
+   chosen rate with ``retry_steps_factor`` x the steps (seed 0), tested if it passes.
+
+Every fit validates ``curve_points`` times (``--trainer.val_check_interval``) and its curve is kept.
+A record is reused when its command is the same and its code is compatible
+(``provenance.compatible``); a record of other code stops the run in one line unless
+``rerun_stale`` is set.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shlex
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+from concurrent import futures
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from swar_bench.study import protocol, provenance
+from swar_bench.study.records import (
+    curve_csv,
+    curve_rows,
+    final_validation,
+    read_csv_rows,
+    read_json,
+    scalar_history,
+    write_json,
+)
+from swar_bench.study.spec import MechanismSpec, StudyError, StudySpec
+
+SWAR_BENCH = [sys.executable, "-m", "swar_bench.cli"]
+
+
+def lr_text(lr: float) -> str:
+    return f"{lr:g}"
+
+
+def run_name(m: MechanismSpec, lr: float, seed: int, retry: bool = False) -> str:
+    """``GatedDeltaNet_lr0.003_seed1`` (``_retry`` for the longer fit of a non-learner)."""
+    return f"{m.name}_lr{lr_text(lr)}_seed{seed}" + ("_retry" if retry else "")
+
+
+@dataclass
+class Budget:
+    """What the shared config says: steps, the N of training, validation and test."""
+
+    max_steps: int
+    train_n: list[int]
+    val_n: list[int]
+    test_n: list[int]
+
+    @property
+    def gate_n(self) -> int:
+        return min(self.train_n)
+
+
+def read_budget(spec: StudySpec) -> Budget:
+    """The steps and N lists of the study's shared config.
+
+    Raises:
+        StudyError: the config lacks ``trainer.max_steps`` or a data N list (one line)."""
+    import yaml
+
+    cfg = yaml.safe_load(Path(spec.config).read_text()) or {}
+    try:
+        budget = Budget(
+            max_steps=int(cfg["trainer"]["max_steps"]),
+            train_n=[int(n) for n in cfg["data"]["train_configs"]],
+            val_n=[int(n) for n in cfg["data"]["val_configs"]],
+            test_n=[int(n) for n in cfg["data"]["test_configs"]],
+        )
+    except (KeyError, TypeError, ValueError):
+        raise StudyError(
+            f"{spec.path}: config {spec.config} needs trainer.max_steps and data.train_configs, val_configs, "
+            "test_configs (integers)"
+        ) from None
+    if budget.gate_n not in budget.val_n:
+        raise StudyError(
+            f"{spec.path}: the gate reads validation at the shortest training N, n{budget.gate_n}, which is not "
+            f"among data.val_configs {budget.val_n} of {spec.config}; expected it there"
+        )
+    return budget
+
+
+def mechanism_args(m: MechanismSpec) -> list[str]:
+    args = ["--config", m.config] if m.config else []
+    if m.class_path:
+        args.append(f"--model.mechanism.class_path={m.class_path}")
+    for key, value in sorted(m.init_args.items()):
+        args.append(f"--model.mechanism.init_args.{key}={value}")
+    return args
+
+
+def fit_args(
+    spec: StudySpec, budget: Budget, m: MechanismSpec, lr: float, seed: int, retry: bool = False
+) -> list[str]:
+    name = run_name(m, lr, seed, retry)
+    out = Path(spec.out)
+    steps = budget.max_steps * (spec.retry_steps_factor if retry else 1)
+    args = [
+        "fit",
+        "--config",
+        spec.config,
+        *mechanism_args(m),
+        f"--model.lr={lr_text(lr)}",
+        f"--seed_everything={seed}",
+        f"--data.seed={seed}",
+        f"--data.train_index_start={seed * spec.seed_index_stride}",
+        f"--trainer.logger.init_args.save_dir={out}",
+        f"--trainer.logger.init_args.name={name}",
+        f"--checkpoint.dirpath={out / name / 'checkpoints'}",
+        f"--trainer.val_check_interval={max(1, steps // spec.curve_points)}",
+    ]
+    if retry:
+        args += [f"--trainer.max_steps={steps}", f"--model.max_steps={steps}"]
+    return args
+
+
+def test_args(
+    spec: StudySpec, m: MechanismSpec, lr: float, seed: int, retry: bool = False
+) -> list[str]:
+    name = run_name(m, lr, seed, retry)
+    out = Path(spec.out)
+    return [
+        "test",
+        "--config",
+        spec.config,
+        *mechanism_args(m),
+        f"--seed_everything={seed}",
+        f"--data.seed={seed}",
+        f"--data.train_index_start={seed * spec.seed_index_stride}",
+        f"--trainer.logger.init_args.save_dir={out}",
+        f"--trainer.logger.init_args.name={name}_test",
+        f"--checkpoint.dirpath={out / name / 'test_checkpoints'}",
+        f"--ckpt_path={out / name / 'checkpoints' / 'last.ckpt'}",
+        f"--accuracy.out_dir={out / name / 'test'}",
+        f"--calibration.out_dir={out / name / 'test'}",
+    ]
+
+
+def command_text(args: list[str]) -> str:
+    return shlex.join(["swar-bench", *args])
+
+
+def mechanism_facts(m: MechanismSpec) -> dict[str, float]:
+    """Parameters, state bytes per sequence (float32) and forward FLOPs per token of the configured
+    mechanism (built once, on the CPU)."""
+    import yaml
+
+    from swar_bench.mechanisms.registry import resolve_class
+
+    class_path, init_args = m.class_path, {}
+    if m.config:
+        spec = (
+            (yaml.safe_load(Path(m.config).read_text()) or {}).get("model", {}).get("mechanism", {})
+        )
+        class_path = class_path or spec.get("class_path")
+        init_args = dict(spec.get("init_args") or {})
+    init_args.update(m.init_args)
+    mech = resolve_class(class_path)(**init_args)
+    return {
+        "n_params": int(mech.n_params),
+        "state_bytes": int(mech.state_bytes(1)),
+        "flops_per_token": float(mech.flops_per_token),
+    }
+
+
+class Stopped(Exception):
+    """The study was stopped (Ctrl-C, SIGTERM, or a run that exited 130 / 143)."""
+
+    def __init__(self, status: int):
+        super().__init__(status)
+        self.status = status
+
+
+class Runner:
+    """Runs one study's missing fits and tests, ``jobs`` processes at once."""
+
+    def __init__(
+        self,
+        spec: StudySpec,
+        jobs: int = 2,
+        threads: int = 1,
+        rerun_stale: bool = False,
+        only: list[str] | None = None,
+        dry_run: bool = False,
+        log=print,
+    ):
+        self.spec = spec
+        self.budget = read_budget(spec)
+        self.records = Path(spec.records)
+        self.out = Path(spec.out)
+        self.jobs, self.threads = jobs, threads
+        self.rerun_stale = rerun_stale
+        self.only = only
+        self.dry_run = dry_run
+        self.log = log
+        self.slots = threading.Semaphore(jobs)
+        self.lock = threading.Lock()
+        self.failed: list[str] = []
+        self.children: set[subprocess.Popen] = set()
+        self.stopped: int | None = None
+        self.code = provenance.code_version()
+        self.env = provenance.environment()
+        self.planned: list[str] = []
+
+    # ----------------------------------------------------------------- records
+
+    def _record(self, name: str, kind: str, command: str) -> dict[str, Any] | None:
+        """The reusable ``<name>.<kind>.json``: same command, compatible code; None when it must run.
+
+        Raises:
+            StudyError: the record is of other code and ``rerun_stale`` is not set."""
+        record = read_json(self.records / f"{name}.{kind}.json")
+        if record is None or record.get("command") != command:
+            return None
+        if provenance.compatible(record.get("code"), self.spec.compatible_code):
+            return record
+        if self.rerun_stale:
+            return None
+        code = record.get("code") or {}
+        raise StudyError(
+            f"record {self.records / f'{name}.{kind}.json'} was made by other code (commit "
+            f"{str(code.get('commit'))[:10]}, fingerprint {code.get('fingerprint')}; this checkout has "
+            f"{self.code['fingerprint']}); expected --rerun-stale to run it again, or its commit in the "
+            "study's compatible_code"
+        )
+
+    # ----------------------------------------------------------------- processes
+
+    def _execute(self, args: list[str], log_path: Path) -> tuple[int, float]:
+        with self.slots:
+            with self.lock:
+                if self.stopped is not None:
+                    raise Stopped(self.stopped)
+            log_path.parent.mkdir(parents=True, exist_ok=True)
+            env = {
+                **os.environ,
+                "OMP_NUM_THREADS": str(self.threads),
+                "MKL_NUM_THREADS": str(self.threads),
+                "OMP_WAIT_POLICY": "PASSIVE",
+            }
+            marker = log_path.parent / ".running"
+            marker.write_text(f"{socket.gethostname()} {os.getpid()}\n")
+            start = time.monotonic()
+            with open(log_path, "w") as handle:
+                proc = subprocess.Popen(
+                    [*SWAR_BENCH, *args], stdout=handle, stderr=subprocess.STDOUT, env=env
+                )
+                with self.lock:
+                    self.children.add(proc)
+                try:
+                    rc = proc.wait()
+                finally:
+                    with self.lock:
+                        self.children.discard(proc)
+                    marker.unlink(missing_ok=True)
+            if rc in (130, 143) or rc in (-2, -15):
+                self.stop(rc if rc > 0 else 128 - rc)
+                raise Stopped(self.stopped)
+            return rc, time.monotonic() - start
+
+    def stop(self, status: int) -> None:
+        """No run starts from now on; the running ones get SIGINT (130) or SIGTERM (143)."""
+        import signal
+
+        with self.lock:
+            if self.stopped is None:
+                self.stopped = status
+            running = list(self.children)
+        for proc in running:
+            try:
+                proc.send_signal(signal.SIGTERM if status == 143 else signal.SIGINT)
+            except ProcessLookupError:
+                pass
+
+    def _failed(self, name: str, kind: str, command: str, rc: int, log_path: Path) -> None:
+        tail = (
+            log_path.read_text(errors="replace").strip().splitlines()[-15:]
+            if log_path.is_file()
+            else []
+        )
+        write_json(
+            self.records / f"{name}.failed.json",
+            {
+                "kind": kind,
+                "command": command,
+                "exit_status": rc,
+                "log_tail": tail,
+                "code": self.code,
+                "environment": self.env,
+            },
+        )
+        with self.lock:
+            self.failed.append(f"{kind} {name}")
+        self.log(f"study: {kind} {name} failed (exit {rc}); see {log_path}")
+
+    # ----------------------------------------------------------------- fits and tests
+
+    def fit(
+        self, m: MechanismSpec, lr: float, seed: int, retry: bool = False
+    ) -> dict[str, Any] | None:
+        """The fit record of one run (reused or made); None when it failed or in a dry run."""
+        name = run_name(m, lr, seed, retry)
+        args = fit_args(self.spec, self.budget, m, lr, seed, retry)
+        command = command_text(args)
+        with self.lock:
+            self.planned.append(f"fit {name}")
+        saved = self._record(name, "fit", command)
+        if saved is not None or self.dry_run:
+            return saved
+        run_dir = self.out / name
+        shutil.rmtree(
+            run_dir, ignore_errors=True
+        )  # a fresh fit: nothing of an earlier attempt is reused
+        (self.records / f"{name}.test.json").unlink(
+            missing_ok=True
+        )  # a new checkpoint needs a new test
+        rc, secs = self._execute(args, self.out / f"{name}.fit.log")
+        if rc != 0:
+            self._failed(name, "fit", command, rc, self.out / f"{name}.fit.log")
+            return None
+        rows = curve_rows(scalar_history(run_dir))
+        (self.records / f"{name}.curve.csv").parent.mkdir(parents=True, exist_ok=True)
+        from swar_bench.io import atomic_write_text
+
+        atomic_write_text(self.records / f"{name}.curve.csv", curve_csv(rows))
+        step, val = final_validation(rows)
+        gate_n = self.budget.gate_n
+        ar_valid = val.get(f"ar_valid/n{gate_n}", math.nan)
+        passkey_exact = val.get(f"passkey_exact/n{gate_n}", math.nan)
+        tokens = _tokens_seen(run_dir / "checkpoints" / "last.ckpt")
+        facts = mechanism_facts(m)
+        record = {
+            "kind": "fit",
+            "mechanism": m.name,
+            "lr": lr,
+            "seed": seed,
+            "retry": retry,
+            "command": command,
+            "code": self.code,
+            "environment": self.env,
+            "wall_s": round(secs, 1),
+            "tokens": tokens,
+            "train_flops": 3.0 * facts["flops_per_token"] * tokens,
+            **facts,
+            "final_step": step,
+            "validation": val,
+            "score": protocol.selection_score(val, self.budget.val_n),
+            "gate": {
+                "n_writes": gate_n,
+                "ar_valid": ar_valid,
+                "passkey_exact": passkey_exact,
+                "passed": self.spec.gate.passes(ar_valid, passkey_exact),
+            },
+            "curve": f"{name}.curve.csv",
+        }
+        (self.records / f"{name}.failed.json").unlink(missing_ok=True)
+        write_json(self.records / f"{name}.fit.json", record)
+        self.log(
+            f"study: fit {name}: {secs / 60:.1f} min, score {record['score']:.3f}, "
+            f"gate {'passed' if record['gate']['passed'] else 'not passed'}"
+        )
+        return read_json(self.records / f"{name}.fit.json")
+
+    def test(
+        self, m: MechanismSpec, lr: float, seed: int, retry: bool = False
+    ) -> dict[str, Any] | None:
+        name = run_name(m, lr, seed, retry)
+        args = test_args(self.spec, m, lr, seed, retry)
+        command = command_text(args)
+        with self.lock:
+            self.planned.append(f"test {name}")
+        saved = self._record(name, "test", command)
+        if saved is not None or self.dry_run:
+            return saved
+        if not (self.out / name / "checkpoints" / "last.ckpt").is_file():
+            # the fit's record came from another machine without its checkpoint: train it again here
+            (self.records / f"{name}.fit.json").unlink(missing_ok=True)
+            if self.fit(m, lr, seed, retry) is None:
+                return None
+        shutil.rmtree(self.out / name / "test", ignore_errors=True)
+        rc, secs = self._execute(args, self.out / f"{name}.test.log")
+        if rc != 0:
+            self._failed(name, "test", command, rc, self.out / f"{name}.test.log")
+            return None
+        test_dir = self.out / name / "test"
+        accuracy = [
+            [int(r["n_writes"]), r["answer_type"], int(r["count"]), int(r["correct"])]
+            for r in read_csv_rows(test_dir / "answer_type_accuracy.csv")
+        ]
+        ages = [
+            [
+                int(r["n_writes"]),
+                r["key_age_bin"],
+                int(r["age_lo"]),
+                int(r["age_hi"]),
+                int(r["count"]),
+                int(r["correct"]),
+            ]
+            for r in read_csv_rows(test_dir / "accuracy_by_key_age.csv")
+        ]
+        record = {
+            "kind": "test",
+            "mechanism": m.name,
+            "lr": lr,
+            "seed": seed,
+            "retry": retry,
+            "command": command,
+            "code": self.code,
+            "environment": self.env,
+            "wall_s": round(secs, 1),
+            "accuracy": accuracy,
+            "accuracy_by_key_age": ages,
+        }
+        (self.records / f"{name}.failed.json").unlink(missing_ok=True)
+        write_json(self.records / f"{name}.test.json", record)
+        self.log(f"study: test {name}: {secs / 60:.1f} min")
+        return record
+
+    # ----------------------------------------------------------------- the protocol
+
+    def _parallel(self, calls: list) -> list:
+        if not calls:
+            return []
+        with futures.ThreadPoolExecutor(len(calls)) as pool:
+            return list(pool.map(lambda c: c[0](*c[1:]), calls))
+
+    def passed(self, record: dict[str, Any] | None) -> bool:
+        """Whether a fit record passes the study's gate now (the thresholds may have changed since
+        it was written; its validation at the gate N has not)."""
+        gate = (record or {}).get("gate") or {}
+        return self.spec.gate.passes(_num(gate.get("ar_valid")), _num(gate.get("passkey_exact")))
+
+    def mechanism(self, m: MechanismSpec) -> None:
+        seeds = self.spec.seeds_of(m)
+        chosen_seeds = seeds[: self.spec.selection_seeds]
+        fits: dict[tuple[float, int], dict | None] = {}
+
+        def score_of(lr: float) -> float | None:
+            if any((lr, s) not in fits for s in chosen_seeds):
+                return None
+            return protocol.mean_score(
+                [
+                    math.nan if fits[(lr, s)] is None else _num(fits[(lr, s)]["score"])
+                    for s in chosen_seeds
+                ]
+            )
+
+        grid = list(self.spec.grid_of(m))
+        while True:
+            chosen, used, complete = protocol.choose_rate(
+                grid, self.spec.extra_below, self.spec.extra_above, score_of
+            )
+            if complete:
+                break
+            todo = [(lr, s) for lr in used for s in chosen_seeds if (lr, s) not in fits]
+            results = self._parallel([(self.fit, m, lr, s) for lr, s in todo])
+            fits.update(zip(todo, results))  # a failed (or, in a dry run, missing) fit scores 0
+        rest = [s for s in seeds if (chosen, s) not in fits]
+        fits.update(
+            zip(
+                [(chosen, s) for s in rest],
+                self._parallel([(self.fit, m, chosen, s) for s in rest]),
+            )
+        )
+        passed = [s for s in seeds if self.passed(fits.get((chosen, s)))]
+        self._parallel([(self.test, m, chosen, s) for s in passed])
+        learned_any = any(self.passed(r) for r in fits.values())
+        if not learned_any and not self.dry_run:
+            retry = self.fit(m, chosen, 0, retry=True)
+            if self.passed(retry):
+                self.test(m, chosen, 0, retry=True)
+
+    def run(self) -> int:
+        """Run every mechanism (or those in ``only``); 0 when all finished, 1 when any failed."""
+        mechs = [m for m in self.spec.mechanisms if not self.only or m.name in self.only]
+        # check for stale records before anything runs: one line, nothing started
+        for m in mechs:
+            for lr in self.spec.grid_of(m) + self.spec.extra_below + self.spec.extra_above:
+                for s in self.spec.seeds_of(m):
+                    for retry in (False, True):
+                        name = run_name(m, lr, s, retry)
+                        self._record(
+                            name,
+                            "fit",
+                            command_text(fit_args(self.spec, self.budget, m, lr, s, retry)),
+                        )
+                        self._record(
+                            name, "test", command_text(test_args(self.spec, m, lr, s, retry))
+                        )
+        pool = futures.ThreadPoolExecutor(max(1, self.jobs))
+        try:
+            for job in [pool.submit(self.mechanism, m) for m in mechs]:
+                job.result()
+        except Stopped as stop:
+            pool.shutdown(wait=True, cancel_futures=True)
+            self.log(
+                f"study: stopped (exit {stop.status}); `swar-bench study run {self.spec.path}` continues from the records"
+            )
+            return stop.status
+        except KeyboardInterrupt:
+            self.stop(130)
+            pool.shutdown(wait=True, cancel_futures=True)
+            self.log(
+                f"study: interrupted; `swar-bench study run {self.spec.path}` continues from the records"
+            )
+            return 130
+        pool.shutdown(wait=True)
+        if self.failed:
+            self.log(f"study: {len(self.failed)} run(s) failed: {', '.join(self.failed)}")
+            return 1
+        return 0
+
+
+def _num(value: Any) -> float:
+    return math.nan if value is None else float(value)
+
+
+def _tokens_seen(ckpt: Path) -> int:
+    import torch
+
+    state = torch.load(ckpt, map_location="cpu", weights_only=True)
+    return int(state.get("tokens_seen", 0))

@@ -1,0 +1,323 @@
+"""A study file: the protocol of one comparison, as data (``configs/studies/*.yaml``).
+
+A study names the shared budget config, the mechanisms (a mechanism config file and/or a class
+path with init args), the learning-rate grid and how it is extended when a pick lands on its
+edge, the seeds, the learned-the-task gate, the read-out N and where the records go. ``swar-bench
+study run`` turns it into ``swar-bench fit`` / ``test`` commands; the records it writes are the
+study's only state.
+
+    name: frontier
+    config: configs/results_frontier.yaml
+    records: results/frontier_v2
+    learning_rates: [3.0e-4, 1.0e-3, 3.0e-3, 1.0e-2]
+    extra_learning_rates: {below: [1.0e-4], above: [3.0e-2]}
+    selection_seeds: 2
+    seeds: 3
+    gate: {ar_valid: 0.5, passkey_exact: 0.9}
+    readout_n: 256
+    mechanisms:
+      - name: GatedDeltaNet
+        config: configs/mechanisms/gated_delta_net.yaml
+        seeds: 5
+      - name: ScalarDecayLinearAttention_decay0.9_conv4
+        config: configs/mechanisms/scalar_decay_linear_attention_decay0.9.yaml
+        init_args: {conv_size: 4}
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
+
+
+class StudyError(ValueError):
+    """A study file, or a request on it, that cannot be run: the message is one line."""
+
+
+@dataclass(frozen=True)
+class Gate:
+    """The learned-the-task gate: a run is judged at length only if, on validation at the gate N
+    (the shortest training N), ``ar_valid >= ar_valid`` **or** ``passkey_exact >= passkey_exact``.
+
+    Either condition alone passes: a mechanism must not be excluded for the very limitation the
+    task measures (a short decay loses the passkey within n32 yet recalls live keys; no decay keeps
+    the passkey yet blurs overwritten keys). 0.5 is 8x the 1/16 chance of guessing a value;
+    0.9 passkey_exact is far above what the all-NULL solution reaches (0)."""
+
+    ar_valid: float = 0.5
+    passkey_exact: float = 0.9
+
+    def passes(self, ar_valid: float, passkey_exact: float) -> bool:
+        """True when either threshold is reached (NaN reaches none)."""
+        return bool(ar_valid >= self.ar_valid or passkey_exact >= self.passkey_exact)
+
+
+@dataclass(frozen=True)
+class MechanismSpec:
+    """One point of a study.
+
+    Attributes:
+        name: the run-name prefix and table label (letters, digits, ``_ . -``).
+        config: a mechanism config file (``configs/mechanisms/*.yaml``), or None with ``class_path``.
+        class_path: a mechanism class (``GatedDeltaNet``, ``mypkg.MyLayer``) instead of a config.
+        init_args: constructor arguments set on top of the config's (``conv_size: 4``).
+        seeds: independent training seeds (0 .. seeds - 1); the study's default when None.
+        learning_rates: this mechanism's grid; the study's when None.
+    """
+
+    name: str
+    config: str | None = None
+    class_path: str | None = None
+    init_args: dict[str, Any] = field(default_factory=dict)
+    seeds: int | None = None
+    learning_rates: tuple[float, ...] | None = None
+
+
+@dataclass(frozen=True)
+class StudySpec:
+    """A parsed study file (see the module docstring); every field has been checked."""
+
+    name: str
+    config: str
+    records: str
+    out: str
+    mechanisms: tuple[MechanismSpec, ...]
+    learning_rates: tuple[float, ...] = (3e-4, 1e-3, 3e-3, 1e-2)
+    extra_below: tuple[float, ...] = (1e-4,)
+    extra_above: tuple[float, ...] = (3e-2,)
+    selection_seeds: int = 2
+    seeds: int = 3
+    seed_index_stride: int = 100_000
+    curve_points: int = 10
+    gate: Gate = Gate()
+    readout_n: int = 256
+    retry_steps_factor: int = 3
+    compatible_code: tuple[str, ...] = ()
+    path: str = ""
+
+    def mechanism(self, name: str) -> MechanismSpec:
+        for m in self.mechanisms:
+            if m.name == name:
+                return m
+        raise StudyError(
+            f"no mechanism {name!r} in {self.path}; expected one of {', '.join(m.name for m in self.mechanisms)}"
+        )
+
+    def seeds_of(self, m: MechanismSpec) -> tuple[int, ...]:
+        return tuple(range(m.seeds if m.seeds is not None else self.seeds))
+
+    def grid_of(self, m: MechanismSpec) -> tuple[float, ...]:
+        return tuple(
+            sorted(m.learning_rates if m.learning_rates is not None else self.learning_rates)
+        )
+
+
+TOP_KEYS = {
+    "name",
+    "config",
+    "records",
+    "out",
+    "mechanisms",
+    "learning_rates",
+    "extra_learning_rates",
+    "selection_seeds",
+    "seeds",
+    "seed_index_stride",
+    "curve_points",
+    "gate",
+    "readout_n",
+    "retry_steps_factor",
+    "compatible_code",
+}
+MECHANISM_KEYS = {"name", "config", "class_path", "init_args", "seeds", "learning_rates"}
+
+
+def _unknown(keys: set[str], allowed: set[str], where: str) -> None:
+    for key in sorted(keys - allowed):
+        close = difflib.get_close_matches(key, sorted(allowed), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise StudyError(
+            f"{where}: unknown key {key!r}{hint}; expected some of {', '.join(sorted(allowed))}"
+        )
+
+
+def _count(value: Any, what: str, low: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise StudyError(f"{what}={value!r} is invalid; expected an integer >= {low}")
+    return value
+
+
+def _rates(value: Any, what: str, allow_empty: bool = False) -> tuple[float, ...]:
+    ok = (
+        isinstance(value, list)
+        and (value or allow_empty)
+        and all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < float("inf")
+            for v in value
+        )
+    )
+    if not ok or len(set(value)) != len(value):
+        raise StudyError(
+            f"{what}={value!r} is invalid; expected a list of distinct positive learning rates"
+        )
+    return tuple(float(v) for v in value)
+
+
+def _fraction(value: Any, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        raise StudyError(f"{what}={value!r} is invalid; expected a number in [0, 1]")
+    return float(value)
+
+
+def load_study(path: str | Path) -> StudySpec:
+    """Read and check a study file.
+
+    Raises:
+        StudyError: the file is missing or not YAML, a key is unknown (named, with the closest
+            known key), a value has the wrong type or range, a mechanism names neither or a
+            missing config, two mechanisms share a name; one line each.
+    """
+    import yaml
+
+    path = Path(path)
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise StudyError(
+            f"study file {str(path)!r} does not exist; expected a YAML file such as configs/studies/frontier.yaml"
+        ) from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise StudyError(
+            f"study file {str(path)!r} cannot be read ({err.__class__.__name__})"
+        ) from None
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        raise StudyError(f"study file {str(path)!r} is not valid YAML{where}") from None
+    where = str(path)
+    if not isinstance(raw, dict):
+        raise StudyError(
+            f"{where}: expected a YAML mapping with name, config, records and mechanisms"
+        )
+    _unknown(set(raw), TOP_KEYS, where)
+    for key in ("name", "config", "records", "mechanisms"):
+        if key not in raw:
+            raise StudyError(
+                f"{where}: {key!r} is missing; expected name, config, records and mechanisms"
+            )
+    name = raw["name"]
+    if not isinstance(name, str) or not NAME.match(name):
+        raise StudyError(
+            f"{where}: name={name!r} is invalid; expected letters, digits, '_', '.', '-'"
+        )
+    for key in ("config", "records", "out"):
+        if key in raw and (not isinstance(raw[key], str) or not raw[key].strip()):
+            raise StudyError(f"{where}: {key}={raw[key]!r} is invalid; expected a path")
+    if not Path(raw["config"]).is_file():
+        raise StudyError(
+            f"{where}: config={raw['config']!r} does not exist; expected the shared budget config (YAML)"
+        )
+    extra = raw.get("extra_learning_rates", {"below": [1e-4], "above": [3e-2]})
+    if not isinstance(extra, dict):
+        raise StudyError(
+            f"{where}: extra_learning_rates={extra!r} is invalid; expected {{below: [...], above: [...]}}"
+        )
+    _unknown(set(extra), {"below", "above"}, f"{where}: extra_learning_rates")
+    gate_raw = raw.get("gate", {})
+    if not isinstance(gate_raw, dict):
+        raise StudyError(
+            f"{where}: gate={gate_raw!r} is invalid; expected {{ar_valid: 0.5, passkey_exact: 0.9}}"
+        )
+    _unknown(set(gate_raw), {"ar_valid", "passkey_exact"}, f"{where}: gate")
+    gate = Gate(**{k: _fraction(v, f"{where}: gate.{k}") for k, v in gate_raw.items()})
+    mechs_raw = raw["mechanisms"]
+    if not isinstance(mechs_raw, list) or not mechs_raw:
+        raise StudyError(f"{where}: mechanisms={mechs_raw!r} is invalid; expected a non-empty list")
+    mechs = []
+    for i, m in enumerate(mechs_raw):
+        at = f"{where}: mechanisms[{i}]"
+        if not isinstance(m, dict):
+            raise StudyError(
+                f"{at}={m!r} is invalid; expected a mapping with name and config or class_path"
+            )
+        _unknown(set(m), MECHANISM_KEYS, at)
+        mname = m.get("name")
+        if not isinstance(mname, str) or not NAME.match(mname):
+            raise StudyError(
+                f"{at}: name={mname!r} is invalid; expected letters, digits, '_', '.', '-'"
+            )
+        if not (m.get("config") or m.get("class_path")):
+            raise StudyError(
+                f"{at} ({mname}): names no config and no class_path; expected one of them"
+            )
+        if m.get("config") is not None and not Path(m["config"]).is_file():
+            raise StudyError(
+                f"{at} ({mname}): config={m['config']!r} does not exist; expected a mechanism config (YAML)"
+            )
+        init_args = m.get("init_args") or {}
+        if not isinstance(init_args, dict):
+            raise StudyError(
+                f"{at} ({mname}): init_args={init_args!r} is invalid; expected a mapping"
+            )
+        mechs.append(
+            MechanismSpec(
+                name=mname,
+                config=m.get("config"),
+                class_path=m.get("class_path"),
+                init_args=dict(init_args),
+                seeds=None if m.get("seeds") is None else _count(m["seeds"], f"{at}: seeds"),
+                learning_rates=None
+                if m.get("learning_rates") is None
+                else _rates(m["learning_rates"], f"{at}: learning_rates"),
+            )
+        )
+    names = [m.name for m in mechs]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise StudyError(
+            f"{where}: mechanism name {dupes[0]!r} appears twice; expected distinct names"
+        )
+    spec = StudySpec(
+        name=name,
+        config=raw["config"],
+        records=raw["records"],
+        out=raw.get("out", f"runs/study_{name}"),
+        mechanisms=tuple(mechs),
+        learning_rates=_rates(
+            raw.get("learning_rates", [3e-4, 1e-3, 3e-3, 1e-2]), f"{where}: learning_rates"
+        ),
+        extra_below=_rates(
+            extra.get("below", []), f"{where}: extra_learning_rates.below", allow_empty=True
+        ),
+        extra_above=_rates(
+            extra.get("above", []), f"{where}: extra_learning_rates.above", allow_empty=True
+        ),
+        selection_seeds=_count(raw.get("selection_seeds", 2), f"{where}: selection_seeds"),
+        seeds=_count(raw.get("seeds", 3), f"{where}: seeds"),
+        seed_index_stride=_count(
+            raw.get("seed_index_stride", 100_000), f"{where}: seed_index_stride"
+        ),
+        curve_points=_count(raw.get("curve_points", 10), f"{where}: curve_points"),
+        gate=gate,
+        readout_n=_count(raw.get("readout_n", 256), f"{where}: readout_n"),
+        retry_steps_factor=_count(raw.get("retry_steps_factor", 3), f"{where}: retry_steps_factor"),
+        compatible_code=tuple(str(c) for c in (raw.get("compatible_code") or [])),
+        path=where,
+    )
+    for m in spec.mechanisms:
+        if spec.selection_seeds > len(spec.seeds_of(m)):
+            raise StudyError(
+                f"{where}: {m.name} has {len(spec.seeds_of(m))} seed(s) but selection_seeds={spec.selection_seeds}; "
+                "expected at least as many seeds as the learning-rate choice uses"
+            )
+        if len(spec.seeds_of(m)) * spec.seed_index_stride > 10**6:
+            raise StudyError(
+                f"{where}: {m.name}: {len(spec.seeds_of(m))} seeds x seed_index_stride={spec.seed_index_stride} "
+                "exceed the 1,000,000 indices of the task's seed formula; expected fewer seeds or a smaller stride"
+            )
+    return spec

@@ -1,0 +1,74 @@
+"""``swar-bench study status``: every run the protocol needs now, and where it stands.
+
+The plan is the one ``run`` follows, computed from the records alone (a learning rate whose
+selection fits are missing counts as unscored, so the plan shows the grid as it stands). A run
+is *done* (its record is there, of compatible code), *stale* (a record of other code), *running*
+(its run folder holds a live process marker on this host), *failed* (a failure record) or *to do*.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+from swar_bench.study import provenance
+from swar_bench.study.records import read_json
+from swar_bench.study.runner import Runner
+from swar_bench.study.spec import StudySpec
+
+
+def _running(out: Path, name: str) -> bool:
+    marker = out / name / ".running"
+    try:
+        host, pid = marker.read_text().split()
+    except (OSError, ValueError):
+        return False
+    if host != socket.gethostname():
+        return True  # another machine's run: trust its marker
+    try:
+        os.kill(int(pid), 0)
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def run_states(spec: StudySpec) -> list[tuple[str, str, str]]:
+    """``(mechanism, "fit NAME" / "test NAME", state)`` for every planned run, in plan order."""
+    runner = Runner(spec, jobs=1, rerun_stale=True, dry_run=True, log=lambda line: None)
+    rows = []
+    for m in spec.mechanisms:
+        runner.planned = []
+        runner.mechanism(m)
+        for entry in runner.planned:
+            kind, name = entry.split(" ", 1)
+            record = read_json(runner.records / f"{name}.{kind}.json")
+            if record is not None and provenance.compatible(
+                record.get("code"), spec.compatible_code
+            ):
+                state = "done"
+            elif record is not None:
+                state = "stale"
+            elif _running(runner.out, name):
+                state = "running"
+            elif (runner.records / f"{name}.failed.json").is_file():
+                state = "failed"
+            else:
+                state = "to do"
+            rows.append((m.name, entry, state))
+    return rows
+
+
+def print_status(spec: StudySpec) -> int:
+    rows = run_states(spec)
+    width = max((len(e) for _, e, _ in rows), default=10)
+    counts: dict[str, int] = {}
+    for _, entry, state in rows:
+        counts[state] = counts.get(state, 0) + 1
+        print(f"{entry:<{width}}  {state}")
+    print(
+        "study: "
+        + ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
+        + f" ({len(rows)} runs planned now)"
+    )
+    return 0

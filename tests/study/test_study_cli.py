@@ -1,0 +1,172 @@
+"""`swar-bench study`: the study file's refusals, and a real tiny study run end to end."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from swar_bench.study import provenance
+from swar_bench.study.spec import MECHANISM_KEYS, TOP_KEYS, StudyError, load_study
+
+ROOT = Path(__file__).resolve().parents[2]
+
+BASE = """seed_everything: 0
+trainer:
+  accelerator: cpu
+  devices: 1
+  max_steps: 8
+  check_val_every_n_epoch: null
+  num_sanity_val_steps: 0
+  log_every_n_steps: 4
+  enable_progress_bar: false
+  logger:
+    class_path: lightning.pytorch.loggers.TensorBoardLogger
+    init_args: {save_dir: runs, name: tiny}
+model:
+  lr: 3.0e-3
+  warmup_steps: 1
+  max_steps: 8
+  tbptt_steps: 512
+data:
+  source: generate
+  train_configs: [32]
+  val_configs: [32]
+  test_configs: [32, 64]
+  batch_size: 2
+  eval_batch_size: 8
+  examples_per_epoch: 1000
+  eval_examples: 8
+"""
+
+
+def _study(tmp_path: Path, extra: str = "", mechanisms: str | None = None) -> Path:
+    (tmp_path / "base.yaml").write_text(BASE)
+    mechanisms = mechanisms or (
+        "  - name: GRU_tiny\n    class_path: GRU\n    init_args: {d_model: 8, n_layers: 1}\n"
+    )
+    path = tmp_path / "study.yaml"
+    path.write_text(
+        f"name: tiny\nconfig: {tmp_path / 'base.yaml'}\nrecords: {tmp_path / 'records'}\nout: {tmp_path / 'runs'}\n"
+        f"{extra}mechanisms:\n{mechanisms}"
+    )
+    return path
+
+
+def test_unknown_key_is_named_with_a_suggestion(tmp_path):
+    with pytest.raises(
+        StudyError, match=r"unknown key 'learning_rate' \(did you mean 'learning_rates'\?\)"
+    ):
+        load_study(_study(tmp_path, "learning_rate: [1.0e-3]\n"))
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    key=st.from_regex(r"[a-z_]{3,16}", fullmatch=True).filter(
+        lambda k: k not in TOP_KEYS | MECHANISM_KEYS
+    )
+)
+def test_every_unknown_key_is_one_line_naming_it(tmp_path_factory, key):
+    tmp = tmp_path_factory.mktemp("s")
+    for extra, mechs in (
+        (f"{key}: 1\n", None),
+        ("", f"  - name: A\n    class_path: GRU\n    {key}: 1\n"),
+    ):
+        with pytest.raises(StudyError) as err:
+            load_study(_study(tmp, extra, mechs))
+        assert f"unknown key {key!r}" in str(err.value) and "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ("learning_rates: []\n", r"learning_rates=\[\] is invalid"),
+        ("learning_rates: [0.001, -1]\n", "expected a list of distinct positive learning rates"),
+        ("seeds: 0\n", "seeds=0 is invalid"),
+        ("selection_seeds: 3\nseeds: 2\n", "selection_seeds=3"),
+        ("gate: {ar_valid: 2}\n", r"gate.ar_valid=2 is invalid; expected a number in \[0, 1\]"),
+        ("seeds: 11\n", "exceed the 1,000,000 indices"),
+    ],
+)
+def test_bad_values_are_one_line(tmp_path, extra, message):
+    with pytest.raises(StudyError, match=message):
+        load_study(_study(tmp_path, extra))
+
+
+def test_missing_mechanism_config_is_named(tmp_path):
+    with pytest.raises(StudyError, match=r"\(A\): config='nope.yaml' does not exist"):
+        load_study(_study(tmp_path, "", "  - name: A\n    config: nope.yaml\n"))
+
+
+def _swar_bench(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "swar_bench.cli", *args],
+        check=False,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+
+
+def test_a_tiny_study_runs_records_and_resumes(tmp_path):
+    """Two learning rates on one selection seed, two seeds, gate 0 (everything is tested): every fit and
+    test leaves a record with provenance and a curve; a second run trains nothing; a record of other
+    code stops the run in one line."""
+    study = _study(
+        tmp_path,
+        "learning_rates: [1.0e-3, 3.0e-3]\nextra_learning_rates: {below: [], above: []}\n"
+        "selection_seeds: 1\nseeds: 2\ncurve_points: 2\ngate: {ar_valid: 0.0}\n",
+    )
+    first = _swar_bench("study", "run", str(study))
+    assert first.returncode == 0, first.stdout + first.stderr
+    records = tmp_path / "records"
+    fit_score = {
+        lr: json.loads((records / f"GRU_tiny_lr{lr:g}_seed0.fit.json").read_text())["score"]
+        for lr in (1e-3, 3e-3)
+    }
+    chosen = max(fit_score, key=lambda lr: (fit_score[lr], -lr))  # ties go to the smaller rate
+    fits = {p.name for p in records.glob("*.fit.json")}
+    assert fits == {
+        "GRU_tiny_lr0.001_seed0.fit.json",
+        "GRU_tiny_lr0.003_seed0.fit.json",
+        f"GRU_tiny_lr{chosen:g}_seed1.fit.json",
+    }
+    seed1 = json.loads((records / f"GRU_tiny_lr{chosen:g}_seed1.fit.json").read_text())
+    assert seed1["code"] == provenance.code_version()
+    assert {"torch", "lightning", "device", "python"} <= set(seed1["environment"])
+    assert "--data.train_index_start=100000" in seed1["command"] and seed1["tokens"] > 0
+    assert seed1["gate"]["n_writes"] == 32 and seed1["final_step"] == 7
+    curve = (records / seed1["curve"]).read_text().splitlines()
+    assert curve[0] == "step,n_writes,answer_type,accuracy" and {
+        r.split(",")[0] for r in curve[1:]
+    } == {"3", "7"}
+    tests = sorted(p.name for p in records.glob("*.test.json"))
+    assert tests == sorted(
+        [f"GRU_tiny_lr{chosen:g}_seed0.test.json", f"GRU_tiny_lr{chosen:g}_seed1.test.json"]
+    )
+    test = json.loads((records / tests[0]).read_text())
+    assert {row[0] for row in test["accuracy"]} == {32, 64}
+    assert any(row[1] == ">16384" or row[0] == 64 for row in test["accuracy_by_key_age"])
+
+    again = _swar_bench("study", "run", str(study))
+    assert (
+        again.returncode == 0
+        and "study: fit" not in again.stdout
+        and "study: test" not in again.stdout
+    )
+    status = _swar_bench("study", "status", str(study))
+    assert status.returncode == 0 and "study: 5 done (5 runs planned now)" in status.stdout
+
+    path = records / tests[0]
+    record = json.loads(path.read_text())
+    record["code"] = {"commit": "0" * 40, "dirty": False, "fingerprint": "other"}
+    path.write_text(json.dumps(record))
+    stale = _swar_bench("study", "run", str(study))
+    assert stale.returncode == 2 and stale.stderr.count("\n") == 1
+    assert "was made by other code" in stale.stderr and "--rerun-stale" in stale.stderr
