@@ -99,6 +99,24 @@ def wilson(correct: int, count: int, confidence: float = CONFIDENCE) -> Proporti
     return Proportion(k, n, k / n, float(ci.low), float(ci.high))
 
 
+def clopper_pearson(successes: int, trials: int, confidence: float = CONFIDENCE) -> Proportion:
+    """``successes`` / ``trials`` with its exact (Clopper-Pearson) binomial interval (scipy's
+    ``binomtest(...).proportion_ci(method="exact")``): the interval for outcomes that are
+    all-or-nothing per seed ("3 of 5 seeds learned"), where a t interval over 0/1 values means
+    nothing.
+
+    Raises:
+        ValueError: a negative or non-integer count, or ``successes > trials`` (one line).
+    """
+    k, n = _count("successes", successes), _count("trials", trials)
+    if k > n:
+        raise ValueError(f"successes={k} > trials={n}: expected at most trials successes")
+    if n == 0:
+        return Proportion(0, 0, math.nan, math.nan, math.nan)
+    ci = stats.binomtest(k, n).proportion_ci(confidence_level=confidence, method="exact")
+    return Proportion(k, n, k / n, float(ci.low), float(ci.high))
+
+
 def wilson_arrays(
     correct: np.ndarray, count: np.ndarray, confidence: float = CONFIDENCE
 ) -> tuple[np.ndarray, np.ndarray]:

@@ -1,8 +1,9 @@
-"""``swar-bench study run|status STUDY.yaml``: a fair comparison as a product command.
+"""``swar-bench study run|status|report STUDY.yaml``: a fair comparison as a product command.
 
     swar-bench study run configs/studies/frontier.yaml --jobs 2        # train and test what is missing
     swar-bench study run configs/studies/frontier.yaml --only GatedDeltaNet
     swar-bench study status configs/studies/frontier.yaml              # done / running / failed / to do
+    swar-bench study report configs/studies/frontier.yaml --out docs   # tables and figures from the records
 
 Exit status: 0 done, 1 a run failed, 2 a bad study file or option (one line), 130 / 143 stopped.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from pathlib import Path
 
 from swar_bench.study.spec import StudyError, load_study
 
@@ -33,6 +35,10 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="run again the runs whose records were made by other (incompatible) code",
     )
+    report = sub.add_parser("report", help="tables and figures from the records")
+    report.add_argument("study")
+    report.add_argument("--out", default=None,
+                        help="folder of the tables and figures (default: the study's records folder)")
     status = sub.add_parser("status", help="one line per run: done / running / failed / to do")
     status.add_argument("study")
     return p
@@ -63,6 +69,12 @@ def main(argv: list[str] | None = None) -> int:
                 log=lambda line: print(line, flush=True),
             )
             return runner.run()
+        if args.command == "report":
+            from swar_bench.study.report import write_report
+
+            for path in write_report(spec, Path(args.out) if args.out else Path(spec.records)):
+                print(f"study: wrote {path}")
+            return 0
         from swar_bench.study.status import print_status
 
         return print_status(spec)

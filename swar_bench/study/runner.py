@@ -157,6 +157,11 @@ def test_args(
     ]
 
 
+def running_marker(out: Path, name: str) -> Path:
+    """``<out>/<name>.running``: the host and pid of the process running a fit or test of ``name``."""
+    return out / f"{name}.running"
+
+
 def command_text(args: list[str]) -> str:
     return shlex.join(["swar-bench", *args])
 
@@ -259,7 +264,7 @@ class Runner:
                 "MKL_NUM_THREADS": str(self.threads),
                 "OMP_WAIT_POLICY": "PASSIVE",
             }
-            marker = log_path.parent / ".running"
+            marker = running_marker(log_path.parent, log_path.with_suffix("").stem)
             marker.write_text(f"{socket.gethostname()} {os.getpid()}\n")
             start = time.monotonic()
             with open(log_path, "w") as handle:

@@ -14,12 +14,12 @@ from pathlib import Path
 
 from swar_bench.study import provenance
 from swar_bench.study.records import read_json
-from swar_bench.study.runner import Runner
+from swar_bench.study.runner import Runner, running_marker
 from swar_bench.study.spec import StudySpec
 
 
 def _running(out: Path, name: str) -> bool:
-    marker = out / name / ".running"
+    marker = running_marker(out, name)
     try:
         host, pid = marker.read_text().split()
     except (OSError, ValueError):

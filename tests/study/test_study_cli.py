@@ -163,6 +163,11 @@ def test_a_tiny_study_runs_records_and_resumes(tmp_path):
     status = _swar_bench("study", "status", str(study))
     assert status.returncode == 0 and "study: 5 done (5 runs planned now)" in status.stdout
 
+    report = _swar_bench("study", "report", str(study), "--out", str(tmp_path / "report"))
+    assert report.returncode == 0, report.stderr
+    page = (tmp_path / "report" / "tiny.md").read_text()
+    assert "| GRU_tiny | 2 |" in page and (tmp_path / "report" / "figures" / "tiny_curves.png").stat().st_size > 0
+
     path = records / tests[0]
     record = json.loads(path.read_text())
     record["code"] = {"commit": "0" * 40, "dirty": False, "fingerprint": "other"}
@@ -170,3 +175,24 @@ def test_a_tiny_study_runs_records_and_resumes(tmp_path):
     stale = _swar_bench("study", "run", str(study))
     assert stale.returncode == 2 and stale.stderr.count("\n") == 1
     assert "was made by other code" in stale.stderr and "--rerun-stale" in stale.stderr
+
+
+def test_status_says_running_while_a_process_holds_the_marker(tmp_path):
+    """The runner leaves ``<out>/<run>.running`` (host, pid) while a fit runs; status reads it, and
+    a marker whose process is gone is not "running"."""
+    import os
+    import socket
+
+    from swar_bench.study.runner import running_marker
+    from swar_bench.study.status import run_states
+
+    spec = load_study(_study(tmp_path, "learning_rates: [1.0e-3]\nextra_learning_rates: {below: [], above: []}\n"
+                                       "selection_seeds: 1\nseeds: 1\n"))
+    (tmp_path / "runs").mkdir()
+    marker = running_marker(tmp_path / "runs", "GRU_tiny_lr0.001_seed0")
+    marker.write_text(f"{socket.gethostname()} {os.getpid()}\n")
+    assert ("GRU_tiny", "fit GRU_tiny_lr0.001_seed0", "running") in run_states(spec)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], check=True, capture_output=True,
+                          text=True).stdout.strip()
+    marker.write_text(f"{socket.gethostname()} {dead}\n")
+    assert ("GRU_tiny", "fit GRU_tiny_lr0.001_seed0", "to do") in run_states(spec)
