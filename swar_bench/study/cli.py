@@ -35,6 +35,12 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="run again the runs whose records were made by other (incompatible) code",
     )
+    run.add_argument("--add", default=None, metavar="CLASS_PATH",
+                     help="put an outside layer (module.Class, importable) on the study: check it, then train and "
+                          "test only it, beside the baselines' committed records")
+    run.add_argument("--init-args", default=None, metavar="JSON",
+                     help='constructor arguments of the --add layer, e.g. \'{"vocab_size": 40, "d_model": 64}\'')
+    run.add_argument("--name", default=None, help="the --add layer's name in tables (default: its class name)")
     report = sub.add_parser("report", help="tables and figures from the records")
     report.add_argument("study")
     report.add_argument("--out", default=None,
@@ -42,6 +48,72 @@ def _parser() -> argparse.ArgumentParser:
     status = sub.add_parser("status", help="one line per run: done / running / failed / to do")
     status.add_argument("study")
     return p
+
+
+def add_layer(spec, class_path: str, init_args_text: str | None, name: str | None):
+    """Check an outside layer and add it to the study: ``(spec with the layer, [its name])``.
+
+    The layer must pass ``swar-bench check-mechanism`` (refused before any training, naming the
+    first failed check) and every baseline record must be of compatible code (else one line names
+    the stale baselines and what to run). The entry is kept in ``<records>/added/<name>.json`` so
+    ``status`` and ``report`` place the layer beside the baselines.
+
+    Raises:
+        StudyError: one line, for each refusal above or a bad class path / init args / name.
+    """
+    import dataclasses
+    import json
+
+    from swar_bench.io import atomic_write_text
+    from swar_bench.mechanisms.check_cli import device_problem, parse_init_args
+    from swar_bench.mechanisms.conformance import check_mechanism, passed
+    from swar_bench.mechanisms.registry import resolve_class, resolve_class_path
+    from swar_bench.study.spec import ADDED, NAME, MechanismSpec
+    from swar_bench.study.status import stale_runs
+
+    try:
+        init_args = parse_init_args(init_args_text)
+        cls = resolve_class(class_path, "--add")
+        full_path = resolve_class_path(class_path, "--add")
+    except ValueError as err:
+        raise StudyError(str(err)) from None
+    name = name or full_path.rsplit(".", 1)[-1]
+    if not NAME.match(name):
+        raise StudyError(f"--name={name!r} is invalid; expected letters, digits, '_', '.', '-'")
+    layer = MechanismSpec(name=name, class_path=full_path, init_args=init_args, added=True)
+    for m in spec.mechanisms:
+        if m.name == name and not (m.added and m.class_path == full_path and m.init_args == init_args):
+            raise StudyError(f"--add: the name {name!r} is taken by another mechanism of the study; expected --name")
+    try:
+        model = cls(**init_args)
+    except (TypeError, ValueError) as err:
+        raise StudyError(f"--add {full_path}(**{init_args}) failed: {err}") from None
+    problem = device_problem(model)
+    if problem is not None:
+        raise StudyError(f"--add {full_path}: {problem}; the study's checks run on the CPU")
+    results = check_mechanism(lambda: cls(**init_args))
+    if not passed(results):
+        bad = next((r for r in results if not r.passed), None)
+        row = f"{bad.name}: {bad.detail}" if bad else f"only {len(results)} checks ran"
+        raise StudyError(
+            f"--add {full_path} fails check-mechanism ({row}); expected every check to pass "
+            f"(swar-bench check-mechanism {full_path} shows the table)"
+        )
+    baselines = dataclasses.replace(spec, mechanisms=tuple(m for m in spec.mechanisms if not m.added))
+    stale = stale_runs(baselines)
+    if stale:
+        names = sorted({m for m, _ in stale})
+        raise StudyError(
+            f"baseline records of other code: {', '.join(names)} ({len(stale)} runs); expected "
+            f"`swar-bench study run {spec.path} --only {','.join(names)} --rerun-stale` first, or their commit "
+            "in the study's compatible_code"
+        )
+    entry = {"name": name, "class_path": full_path, "init_args": init_args}
+    path = Path(spec.records) / ADDED / f"{name}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, json.dumps(entry, indent=1, sort_keys=True) + "\n")
+    mechanisms = tuple(m for m in spec.mechanisms if m.name != name) + (layer,)
+    return dataclasses.replace(spec, mechanisms=mechanisms), [name]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -54,6 +126,12 @@ def main(argv: list[str] | None = None) -> int:
                 if value < 1:
                     raise StudyError(f"{flag}={value} is invalid; expected an integer >= 1")
             only = None
+            if args.only is not None and args.add is not None:
+                raise StudyError("--only and --add both choose what runs; expected one of them")
+            if args.add is not None:
+                spec, only = add_layer(spec, args.add, args.init_args, args.name)
+            elif args.init_args is not None or args.name is not None:
+                raise StudyError("--init-args and --name describe an --add layer; expected --add CLASS_PATH with them")
             if args.only is not None:
                 only = [x.strip() for x in args.only.split(",") if x.strip()]
                 for name in only:

@@ -26,12 +26,16 @@ study's only state.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+ADDED = "added"
+"""The folder of ``records`` that holds the layers added with ``--add``, one JSON entry each."""
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
 
 
@@ -68,6 +72,8 @@ class MechanismSpec:
         init_args: constructor arguments set on top of the config's (``conv_size: 4``).
         seeds: independent training seeds (0 .. seeds - 1); the study's default when None.
         learning_rates: this mechanism's grid; the study's when None.
+        added: an outside layer added with ``swar-bench study run --add`` (kept in
+            ``<records>/added/<name>.json``), not a mechanism of the study file.
     """
 
     name: str
@@ -76,6 +82,7 @@ class MechanismSpec:
     init_args: dict[str, Any] = field(default_factory=dict)
     seeds: int | None = None
     learning_rates: tuple[float, ...] | None = None
+    added: bool = False
 
 
 @dataclass(frozen=True)
@@ -174,6 +181,35 @@ def _fraction(value: Any, what: str) -> float:
     return float(value)
 
 
+def _mechanism(m: Any, at: str) -> MechanismSpec:
+    """One checked mechanism entry (of the study file, or of a layer added with ``--add``)."""
+    if not isinstance(m, dict):
+        raise StudyError(f"{at}={m!r} is invalid; expected a mapping with name and config or class_path")
+    _unknown(set(m), MECHANISM_KEYS, at)
+    mname = m.get("name")
+    if not isinstance(mname, str) or not NAME.match(mname):
+        raise StudyError(f"{at}: name={mname!r} is invalid; expected letters, digits, '_', '.', '-'")
+    if not (m.get("config") or m.get("class_path")):
+        raise StudyError(f"{at} ({mname}): names no config and no class_path; expected one of them")
+    if m.get("config") is not None and not Path(m["config"]).is_file():
+        raise StudyError(
+            f"{at} ({mname}): config={m['config']!r} does not exist; expected a mechanism config (YAML)"
+        )
+    init_args = m.get("init_args") or {}
+    if not isinstance(init_args, dict):
+        raise StudyError(f"{at} ({mname}): init_args={init_args!r} is invalid; expected a mapping")
+    return MechanismSpec(
+        name=mname,
+        config=m.get("config"),
+        class_path=m.get("class_path"),
+        init_args=dict(init_args),
+        seeds=None if m.get("seeds") is None else _count(m["seeds"], f"{at}: seeds"),
+        learning_rates=None
+        if m.get("learning_rates") is None
+        else _rates(m["learning_rates"], f"{at}: learning_rates"),
+    )
+
+
 def load_study(path: str | Path) -> StudySpec:
     """Read and check a study file.
 
@@ -238,44 +274,14 @@ def load_study(path: str | Path) -> StudySpec:
     mechs_raw = raw["mechanisms"]
     if not isinstance(mechs_raw, list) or not mechs_raw:
         raise StudyError(f"{where}: mechanisms={mechs_raw!r} is invalid; expected a non-empty list")
-    mechs = []
-    for i, m in enumerate(mechs_raw):
-        at = f"{where}: mechanisms[{i}]"
-        if not isinstance(m, dict):
-            raise StudyError(
-                f"{at}={m!r} is invalid; expected a mapping with name and config or class_path"
-            )
-        _unknown(set(m), MECHANISM_KEYS, at)
-        mname = m.get("name")
-        if not isinstance(mname, str) or not NAME.match(mname):
-            raise StudyError(
-                f"{at}: name={mname!r} is invalid; expected letters, digits, '_', '.', '-'"
-            )
-        if not (m.get("config") or m.get("class_path")):
-            raise StudyError(
-                f"{at} ({mname}): names no config and no class_path; expected one of them"
-            )
-        if m.get("config") is not None and not Path(m["config"]).is_file():
-            raise StudyError(
-                f"{at} ({mname}): config={m['config']!r} does not exist; expected a mechanism config (YAML)"
-            )
-        init_args = m.get("init_args") or {}
-        if not isinstance(init_args, dict):
-            raise StudyError(
-                f"{at} ({mname}): init_args={init_args!r} is invalid; expected a mapping"
-            )
-        mechs.append(
-            MechanismSpec(
-                name=mname,
-                config=m.get("config"),
-                class_path=m.get("class_path"),
-                init_args=dict(init_args),
-                seeds=None if m.get("seeds") is None else _count(m["seeds"], f"{at}: seeds"),
-                learning_rates=None
-                if m.get("learning_rates") is None
-                else _rates(m["learning_rates"], f"{at}: learning_rates"),
-            )
-        )
+    mechs = [_mechanism(m, f"{where}: mechanisms[{i}]") for i, m in enumerate(mechs_raw)]
+    added = Path(raw["records"]) / ADDED
+    for file in sorted(added.glob("*.json")) if added.is_dir() else []:
+        try:
+            entry = json.loads(file.read_text())
+        except (OSError, json.JSONDecodeError):
+            raise StudyError(f"{file}: not a JSON mechanism entry; delete it or add the layer again") from None
+        mechs.append(dataclasses.replace(_mechanism(entry, str(file)), added=True))
     names = [m.name for m in mechs]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:

@@ -59,6 +59,11 @@ def run_states(spec: StudySpec) -> list[tuple[str, str, str]]:
     return rows
 
 
+def stale_runs(spec: StudySpec) -> list[tuple[str, str]]:
+    """``(mechanism, run)`` for every planned run whose record is of other (incompatible) code."""
+    return [(m, entry) for m, entry, state in run_states(spec) if state == "stale"]
+
+
 def print_status(spec: StudySpec) -> int:
     rows = run_states(spec)
     width = max((len(e) for _, e, _ in rows), default=10)

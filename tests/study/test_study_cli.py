@@ -196,3 +196,67 @@ def test_status_says_running_while_a_process_holds_the_marker(tmp_path):
                           text=True).stdout.strip()
     marker.write_text(f"{socket.gethostname()} {dead}\n")
     assert ("GRU_tiny", "fit GRU_tiny_lr0.001_seed0", "to do") in run_states(spec)
+
+
+LAYERS = '''from swar_bench.mechanisms import GRU
+
+
+class Forgetful(GRU):
+    """Resets its state at every call: streaming differs from one forward."""
+
+    def forward(self, input_ids, state):
+        return super().forward(input_ids, self.init_state(input_ids.shape[0]))
+
+
+class MyGRU(GRU):
+    """A conforming outside layer."""
+'''
+
+
+def _swar_bench_with(path: Path, *args: str) -> subprocess.CompletedProcess:
+    import os
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(path), os.environ.get("PYTHONPATH", "")])}
+    return subprocess.run([sys.executable, "-m", "swar_bench.cli", *args], check=False, cwd=ROOT, capture_output=True,
+                          text=True, timeout=900, env=env)
+
+
+def test_add_puts_an_outside_layer_beside_the_committed_baselines(tmp_path):
+    """`run --add` refuses a layer that fails check-mechanism (naming the check, nothing trained or
+    written), trains and tests only a conforming layer, and `report` places it beside the baseline;
+    a baseline record of other code stops `--add` in one line naming it."""
+    (tmp_path / "mylayers.py").write_text(LAYERS)
+    study = _study(tmp_path, "learning_rates: [3.0e-3]\nextra_learning_rates: {below: [], above: []}\n"
+                             "selection_seeds: 1\nseeds: 1\ngate: {ar_valid: 0.0}\n")
+    assert _swar_bench("study", "run", str(study)).returncode == 0
+    records = tmp_path / "records"
+    baseline = {p.name: p.stat().st_mtime_ns for p in records.glob("*.json")}
+    assert set(baseline) == {"GRU_tiny_lr0.003_seed0.fit.json", "GRU_tiny_lr0.003_seed0.test.json"}
+
+    bad = _swar_bench_with(tmp_path, "study", "run", str(study), "--add", "mylayers.Forgetful",
+                           "--init-args", '{"vocab_size": 40, "d_model": 8, "n_layers": 1}')
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1, bad.stderr
+    assert "fails check-mechanism (streaming, random splits:" in bad.stderr
+    assert not (records / "added").exists() and "study: fit" not in bad.stdout
+
+    good = _swar_bench_with(tmp_path, "study", "run", str(study), "--add", "mylayers.MyGRU",
+                            "--init-args", '{"vocab_size": 40, "d_model": 8, "n_layers": 1}')
+    assert good.returncode == 0, good.stdout + good.stderr
+    assert {p.name for p in records.glob("MyGRU_*.json")} == {"MyGRU_lr0.003_seed0.fit.json",
+                                                              "MyGRU_lr0.003_seed0.test.json"}
+    assert {p.name: p.stat().st_mtime_ns for p in records.glob("GRU_tiny*.json")} == baseline  # not retrained
+    assert json.loads((records / "added" / "MyGRU.json").read_text())["class_path"] == "mylayers.MyGRU"
+    assert _swar_bench_with(tmp_path, "study", "report", str(study)).returncode == 0
+    frontier = (records / "tiny.md").read_text().split("## The frontier at n256")[1].split("##")[0]
+    assert "| GRU_tiny | 1 |" in frontier and "| MyGRU | 1 |" in frontier
+    status = _swar_bench_with(tmp_path, "study", "status", str(study))
+    assert "study: 4 done (4 runs planned now)" in status.stdout
+
+    path = records / "GRU_tiny_lr0.003_seed0.fit.json"
+    record = json.loads(path.read_text())
+    record["code"] = {"commit": "0" * 40, "dirty": False, "fingerprint": "other"}
+    path.write_text(json.dumps(record))
+    stale = _swar_bench_with(tmp_path, "study", "run", str(study), "--add", "mylayers.MyGRU",
+                             "--init-args", '{"vocab_size": 40, "d_model": 8, "n_layers": 1}')
+    assert stale.returncode == 2 and stale.stderr.count("\n") == 1
+    assert "baseline records of other code: GRU_tiny" in stale.stderr and "--rerun-stale" in stale.stderr
