@@ -217,7 +217,9 @@ class TBPTTModule(pl.LightningModule):
                 groups[-1]["params"].append(p)
             else:
                 groups.append({"params": [p], "weight_decay": wd})
-        optimizer = torch.optim.AdamW(groups, lr=self.lr, betas=self.betas)
+        optimizer = torch.optim.AdamW(
+            groups, lr=self.lr, betas=self.betas, fused=self._fused_adamw_supported(params)
+        )
         horizon = self.max_steps
         if horizon is None and self._trainer is not None and self.trainer.max_steps > 0:
             horizon = self.trainer.max_steps
@@ -228,6 +230,29 @@ class TBPTTModule(pl.LightningModule):
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
 
     # ------------------------------------------------------------------ internals
+
+    def _fused_adamw_supported(self, params: list[torch.Tensor]) -> bool:
+        """True when ``AdamW(fused=True)`` (one kernel for the whole update; the same arithmetic as
+        the for-each form, torch.optim.adamw) serves these parameters: plain floating-point tensors
+        (not a sharded DTensor) on a device with fused optimizer kernels
+        (``torch.utils._foreach_utils._get_fused_kernels_supported_devices``: cpu and cuda in torch
+        2.13), and a precision plugin that can still clip their gradients. Lightning's mixed
+        precision plugin refuses to clip for an optimizer that unscales in its own step, which a
+        fused one declares (lightning.pytorch.plugins.precision.amp); there the for-each form stays."""
+        from torch.utils._foreach_utils import _get_fused_kernels_supported_devices
+
+        devices = _get_fused_kernels_supported_devices()
+        if not all(
+            type(p) in (torch.Tensor, torch.nn.Parameter) and p.is_floating_point() and p.device.type in devices
+            for p in params
+        ):
+            return False
+        if self.grad_clip and self._trainer is not None:
+            from lightning.pytorch.plugins.precision import MixedPrecision
+
+            if isinstance(self.trainer.precision_plugin, MixedPrecision):
+                return False
+        return True
 
     def _distributed(self) -> bool:
         return (
