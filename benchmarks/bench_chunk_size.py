@@ -130,9 +130,10 @@ def main(argv: list[str] | None = None) -> int:
             c[3]()
     times: list[list[float]] = [[] for _ in configs]
     losses = [0.0] * len(configs)
-    for _ in range(args.rounds):
+    for r in range(args.rounds):
         for i, c in enumerate(configs):
             times[i].append(c[3]()[0])
+        print(f"round {r + 1}/{args.rounds} done", file=sys.stderr, flush=True)
     for i, c in enumerate(configs):
         losses[i] = c[3]()[1]
     medians = [statistics.median(t) for t in times]

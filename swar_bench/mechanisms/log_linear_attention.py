@@ -51,7 +51,7 @@ class LogLinearAttentionMixer(Mixer):
         n_heads: int = 2,
         n_levels: int = 20,
         conv_size: int = 4,
-        chunk_size: int = 64,
+        chunk_size: int = 16,
         mode: str = "auto",
         flops_seq_len: int = 1024,
     ):
@@ -156,7 +156,7 @@ class LogLinearAttention(MixerLM):
         n_heads: int = 2,
         n_levels: int = 20,
         conv_size: int = 4,
-        chunk_size: int = 64,
+        chunk_size: int = 16,
         mode: str = "auto",
         flops_seq_len: int = 1024,
         mlp_ratio: int = 4,

@@ -103,7 +103,7 @@ class Mamba2Mixer(Mixer):
         head_dim: int = 32,
         expand: int = 2,
         conv_size: int = 4,
-        chunk_size: int = 64,
+        chunk_size: int = 16,
         mode: str = "auto",
         backend: str = "auto",
     ):
@@ -190,7 +190,7 @@ class Mamba2(MixerLM):
         head_dim: int = 32,
         expand: int = 2,
         conv_size: int = 4,
-        chunk_size: int = 64,
+        chunk_size: int = 16,
         mode: str = "auto",
         backend: str = "auto",
         mlp_ratio: int = 4,

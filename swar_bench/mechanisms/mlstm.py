@@ -45,7 +45,7 @@ class mLSTMMixer(Mixer):
         d_model: int,
         n_heads: int = 2,
         conv_size: int = 4,
-        chunk_size: int = 64,
+        chunk_size: int = 32,
         mode: str = "auto",
     ):
         super().__init__()
@@ -128,7 +128,7 @@ class mLSTM(MixerLM):
         n_layers: int = 2,
         n_heads: int = 2,
         conv_size: int = 4,
-        chunk_size: int = 64,
+        chunk_size: int = 32,
         mode: str = "auto",
         mlp_ratio: int = 4,
     ):
