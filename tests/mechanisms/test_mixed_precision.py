@@ -101,3 +101,27 @@ def test_every_mechanism_fits_under_bf16_mixed_with_a_finite_loss(name):
     with torch.autocast("cpu", dtype=torch.bfloat16):
         _, state = model.mechanism(torch.randint(0, 40, (2, 20)))
     assert all(t.dtype == torch.float32 for t in iter_state_tensors(state) if t.is_floating_point())
+
+
+def _cell_forms():
+    """Every public ``chunk_*`` / ``recurrent_*`` function defined in swar_bench.mechanisms.ops."""
+    import pkgutil
+
+    from swar_bench.mechanisms import ops
+
+    forms = {}
+    for info in pkgutil.walk_packages(ops.__path__, ops.__name__ + "."):
+        module = importlib.import_module(info.name)
+        for name, fn in vars(module).items():
+            if name.startswith(("chunk_", "recurrent_")) and callable(fn) and name != "chunk_decays":
+                target = getattr(fn, "__wrapped__", fn)
+                if target.__module__ == info.name:
+                    forms[f"{info.name}.{name}"] = fn
+    return forms
+
+
+def test_every_cell_form_runs_in_float32_under_autocast():
+    forms = _cell_forms()
+    assert len(forms) >= 20  # based, dplr, gated delta rule / product, gla, kda, log-linear, mlstm, scan, simple gla
+    missing = [name for name, fn in forms.items() if not getattr(fn, "float32_op", False)]
+    assert missing == []

@@ -55,4 +55,5 @@ def float32_op(fn: F) -> F:
         with torch.autocast(device_type=device, enabled=False):
             return fn(*_to_float32(args), **{k: _to_float32(v) for k, v in kwargs.items()})
 
+    wrapper.float32_op = True  # type: ignore[attr-defined]  (tests find the wrapped forms by it)
     return wrapper  # type: ignore[return-value]
