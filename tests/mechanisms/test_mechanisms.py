@@ -119,7 +119,9 @@ def test_one_call_equals_any_chunking(name, cuts, seed):
         full, full_state = model(x, model.init_state(2))
         chunked, chunked_state = run_chunked(model, x, cuts)
     assert full.shape == (2, T_TEST, 40)
-    assert (full - chunked).abs().max().item() <= 1e-5
+    # float32 rounding, relative to the logits' scale (LogLinearAttention without its conv: 1.2e-5
+    # at logits of ~4)
+    assert (full - chunked).abs().max().item() <= 1e-5 * max(1.0, full.abs().max().item())
     for a, b in zip(mech.iter_state_tensors(full_state), mech.iter_state_tensors(chunked_state)):
         assert a.shape == b.shape
         # relative for states that are unnormalised sums (Based's sum phi(k) v^T grows with T)
@@ -183,7 +185,8 @@ def test_gradients_flow_through_carried_state_and_detach_cuts_them(name):
     model = build(name).train()
     x = stream_tokens(2, 12, seed=1)
     _, state = model(x[:, :6], model.init_state(2))
-    leaves = [t for t in mech.iter_state_tensors(state) if t.is_floating_point()]
+    # (an empty conv state, conv_size=0, carries nothing to differentiate)
+    leaves = [t for t in mech.iter_state_tensors(state) if t.is_floating_point() and t.numel()]
     assert leaves and all(t.requires_grad for t in leaves)
     detached = model.detach_state(state)
     assert not any(t.requires_grad for t in mech.iter_state_tensors(detached))
@@ -261,6 +264,9 @@ def test_outputs_and_states_are_not_views():
     for name in LEARNED_CASES:
         model = build(name)
         x = stream_tokens(2, 20, seed=0)
+        if getattr(model, "tie_decay", False):  # what the model's forward sets before the blocks
+            for block in model.blocks:
+                block.mixer.tied_log_decay = torch.nn.functional.logsigmoid(model.decay_logit)
         for block, state in zip(model.blocks, model.init_state(2)):
             y, new_state = block(model.embedding(x), state)
             assert all(t._base is None for t in [y, *mech.iter_state_tensors(new_state)]), name
