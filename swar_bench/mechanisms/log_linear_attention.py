@@ -38,8 +38,9 @@ class LogLinearAttentionMixer(Mixer):
     Args:
         d_model: width; n_heads: heads (must divide d_model); n_levels: level weights per head,
         enough for ``2^(n_levels - 1)`` tokens per stream; conv_size: tokens (0 = no
-        convolution, q/k/v SiLU'd); chunk_size (a power of two), mode: see ``ops.log_linear_attention.log_linear_attention``; flops_seq_len:
-        tokens at which ``state_flops_per_token`` is reported.
+        convolution, q/k/v SiLU'd); chunk_size (a power of two), mode: see
+        ``ops.log_linear_attention.log_linear_attention``; flops_seq_len: tokens at which
+        ``state_flops_per_token`` is reported.
 
     Raises:
         ValueError: on bad sizes or mode; in ``forward``, when a stream passes
