@@ -167,8 +167,8 @@ class ScalarDecayLinearAttention(MixerLM):
     Args:
         vocab_size, d_model, n_layers, mlp_ratio: as in ``MixerLM``.
         decay: the decay alpha in (0, 1]; learn_decay: learn it (then alpha < 1 is required).
-        tie_decay: with ``learn_decay``, ONE learned decay shared by every layer (the card's
-            claim is about one decay; two layers with two decays hold two timescales): the
+        tie_decay: with ``learn_decay``, ONE learned decay shared by every layer (the impossible
+            case of docs/TASK.md is one decay; two layers with two decays hold two timescales): the
             parameter ``decay_logit [1]`` on the model, ``decay = sigmoid(decay_logit)``.
         conv_size: a short causal convolution + SiLU on the q/k/v projections (tokens; fla's
             ``use_short_conv`` placement, ``fla/layers/simple_gla.py``); 0 = none (the default).
