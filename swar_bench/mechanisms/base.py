@@ -247,3 +247,48 @@ class ShortConvolution(nn.Module):
 
     def flops_per_token(self) -> float:
         return 2.0 * self.channels * self.kernel_size
+
+
+def check_conv_size(conv_size: object) -> int:
+    """``conv_size`` as an int >= 0 (0 = no short convolution); ValueError (one line) otherwise."""
+    if isinstance(conv_size, bool) or not isinstance(conv_size, int) or conv_size < 0:
+        raise ValueError(
+            f"conv_size must be an integer >= 0 (0 = no short convolution), got {conv_size!r}"
+        )
+    return conv_size
+
+
+class NoConvolution(nn.Module):
+    """``ShortConvolution``'s stand-in when the convolution is off (``conv_size=0``): the same
+    interface, the input passed through (SiLU'd when ``activation``, as fla's layers do with
+    ``use_short_conv=False``, e.g. ``fla/layers/gated_deltanet.py``) and an empty state
+    ``[B, channels, 0]`` that costs no bytes."""
+
+    def __init__(self, channels: int, activation: bool = True):
+        super().__init__()
+        self.channels = check_positive_int("channels", channels)
+        self.kernel_size = 0
+        self.activation = activation
+
+    def init_state(self, batch_size: int, device=None, dtype=None) -> torch.Tensor:
+        return torch.zeros(batch_size, self.channels, 0, device=device, dtype=dtype)
+
+    def state_bytes(self, batch_size: int, dtype: torch.dtype | None = None) -> int:
+        return 0
+
+    def forward(self, x: torch.Tensor, state: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return (nn.functional.silu(x) if self.activation else x), state
+
+    def flops_per_token(self) -> float:
+        return 0.0
+
+
+def short_convolution(
+    channels: int, conv_size: int, activation: bool = True
+) -> ShortConvolution | NoConvolution:
+    """A ``ShortConvolution(channels, conv_size, activation)``, or a ``NoConvolution`` (same
+    interface, empty state) when ``conv_size`` is 0. Raises ValueError on a negative or
+    non-integer ``conv_size``."""
+    if check_conv_size(conv_size) == 0:
+        return NoConvolution(channels, activation)
+    return ShortConvolution(channels, conv_size, activation)

@@ -18,10 +18,11 @@ from torch import nn
 from swar_bench.mechanisms.base import (
     Mixer,
     MixerLM,
-    ShortConvolution,
+    check_conv_size,
     check_positive_int,
     check_sizes,
     dtype_bytes,
+    short_convolution,
 )
 from swar_bench.mechanisms.ops.backend import check_backend, check_mode
 from swar_bench.mechanisms.ops.gated_delta_product import gated_delta_product
@@ -54,7 +55,8 @@ class DeltaRuleMixer(Mixer):
         d_model: width; n_heads: heads (must divide d_model).
         gated: Gated DeltaNet (data-dependent decay ``g = -exp(A_log) * softplus(W_a x + dt_bias)``,
             output gate) when True, plain DeltaNet (no decay, ungated output norm) when False.
-        conv_size: short-convolution kernel (tokens).
+        conv_size: short-convolution kernel (tokens); 0 = no convolution, the q/k/v projections
+            SiLU'd instead (fla's ``use_short_conv=False``); the conv state is then ``[B, C, 0]``.
         chunk_size: chunk length of the chunk-parallel training form (tokens; delta-rule steps
             when ``n_householder > 1``).
         mode: "auto" / "chunk" / "recurrent", see ``ops.gated_delta_rule.gated_delta_rule``.
@@ -82,7 +84,7 @@ class DeltaRuleMixer(Mixer):
         self.mode, self.backend = check_mode(mode), check_backend(backend)
         width = (1 + 2 * n_householder) * d_model  # q, then each step's k, then each step's v
         self.qkv_proj = nn.Linear(d_model, width, bias=False)
-        self.conv = ShortConvolution(width, conv_size, activation=True)
+        self.conv = short_convolution(width, conv_size, activation=True)
         self.beta_proj = nn.Linear(d_model, n_heads * n_householder, bias=False)
         self.o_norm = nn.RMSNorm(self.head_dim)
         self.o_proj = nn.Linear(d_model, d_model, bias=False)
@@ -162,8 +164,9 @@ class DeltaNet(MixerLM):
     ):
         check_sizes(
             vocab_size=vocab_size, d_model=d_model, n_layers=n_layers, n_heads=n_heads,
-            conv_size=conv_size, chunk_size=chunk_size, mlp_ratio=mlp_ratio,
+            chunk_size=chunk_size, mlp_ratio=mlp_ratio,
         )
+        check_conv_size(conv_size)
         check_heads(d_model, n_heads)
         super().__init__(
             lambda i: DeltaRuleMixer(d_model, n_heads, False, conv_size, chunk_size, mode, backend),
@@ -199,8 +202,9 @@ class GatedDeltaNet(MixerLM):
     ):
         check_sizes(
             vocab_size=vocab_size, d_model=d_model, n_layers=n_layers, n_heads=n_heads,
-            conv_size=conv_size, chunk_size=chunk_size, mlp_ratio=mlp_ratio,
+            chunk_size=chunk_size, mlp_ratio=mlp_ratio,
         )
+        check_conv_size(conv_size)
         check_heads(d_model, n_heads)
         super().__init__(
             lambda i: DeltaRuleMixer(d_model, n_heads, True, conv_size, chunk_size, mode, backend),
@@ -239,9 +243,9 @@ class GatedDeltaProduct(MixerLM):
     ):
         check_sizes(
             vocab_size=vocab_size, d_model=d_model, n_layers=n_layers, n_heads=n_heads,
-            n_householder=n_householder, conv_size=conv_size, chunk_size=chunk_size,
-            mlp_ratio=mlp_ratio,
+            n_householder=n_householder, chunk_size=chunk_size, mlp_ratio=mlp_ratio,
         )
+        check_conv_size(conv_size)
         check_heads(d_model, n_heads)
         super().__init__(
             lambda i: DeltaRuleMixer(
@@ -263,7 +267,8 @@ class KimiDeltaAttentionMixer(Mixer):
     State: ``(conv [B, 3 * d_model, conv_size - 1], memory [B, n_heads, head_dim, head_dim])``.
 
     Args:
-        d_model: width; n_heads: heads (must divide d_model); conv_size: tokens;
+        d_model: width; n_heads: heads (must divide d_model); conv_size: tokens (0 = no
+            convolution, q/k/v SiLU'd, fla's ``use_short_conv=False``);
         chunk_size: tokens per chunk of the WY form (32, as for ``GatedLinearAttention``);
         mode, backend: see ``ops.kda.kda``.
 
@@ -286,7 +291,7 @@ class KimiDeltaAttentionMixer(Mixer):
         self.mode, self.backend = check_mode(mode), check_backend(backend)
         D = self.head_dim
         self.qkv_proj = nn.Linear(d_model, 3 * d_model, bias=False)
-        self.conv = ShortConvolution(3 * d_model, conv_size, activation=True)
+        self.conv = short_convolution(3 * d_model, conv_size, activation=True)
         self.f_proj = nn.Sequential(
             nn.Linear(d_model, D, bias=False), nn.Linear(D, d_model, bias=False)
         )
@@ -364,8 +369,9 @@ class KimiDeltaAttention(MixerLM):
     ):
         check_sizes(
             vocab_size=vocab_size, d_model=d_model, n_layers=n_layers, n_heads=n_heads,
-            conv_size=conv_size, chunk_size=chunk_size, mlp_ratio=mlp_ratio,
+            chunk_size=chunk_size, mlp_ratio=mlp_ratio,
         )
+        check_conv_size(conv_size)
         check_heads(d_model, n_heads)
         super().__init__(
             lambda i: KimiDeltaAttentionMixer(d_model, n_heads, conv_size, chunk_size, mode, backend),

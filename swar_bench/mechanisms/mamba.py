@@ -22,10 +22,11 @@ from torch import nn
 from swar_bench.mechanisms.base import (
     Mixer,
     MixerLM,
-    ShortConvolution,
+    check_conv_size,
     check_positive_int,
     check_sizes,
     dtype_bytes,
+    short_convolution,
 )
 from swar_bench.mechanisms.ops.backend import check_mode
 from swar_bench.mechanisms.ops.selective_scan import selective_scan
@@ -42,7 +43,8 @@ class MambaMixer(Mixer):
 
     Args:
         d_model: width; d_state: states per channel N; expand: d_inner / d_model;
-        dt_rank: rank of the step projection (default ``ceil(d_model / 16)``); conv_size: tokens;
+        dt_rank: rank of the step projection (default ``ceil(d_model / 16)``); conv_size: tokens
+            (0 = no convolution and no conv bias; the SiLU on x stays);
         chunk_size, mode: see ``ops.selective_scan.selective_scan``.
 
     Raises:
@@ -68,8 +70,12 @@ class MambaMixer(Mixer):
         self.mode = check_mode(mode)
         D_in, N, R = self.d_inner, d_state, self.dt_rank
         self.in_proj = nn.Linear(d_model, 2 * D_in, bias=False)
-        self.conv = ShortConvolution(D_in, conv_size, activation=False)
-        self.conv_bias = nn.Parameter(torch.empty(D_in).uniform_(-(conv_size**-0.5), conv_size**-0.5))
+        self.conv = short_convolution(D_in, conv_size, activation=False)
+        self.conv_bias = (
+            nn.Parameter(torch.empty(D_in).uniform_(-(conv_size**-0.5), conv_size**-0.5))
+            if conv_size
+            else None
+        )
         self.x_proj = nn.Linear(D_in, R + 2 * N, bias=False)
         self.dt_proj_weight = nn.Parameter(torch.empty(D_in, R).uniform_(-(R**-0.5), R**-0.5))
         dt = torch.exp(torch.rand(D_in) * (math.log(0.1) - math.log(1e-3)) + math.log(1e-3))
@@ -95,7 +101,9 @@ class MambaMixer(Mixer):
         conv_state, ssm = state
         xs, z = self.in_proj(x).chunk(2, dim=-1)
         xs, conv_state = self.conv(xs, conv_state)
-        xs = nn.functional.silu(xs + self.conv_bias.to(xs.dtype))
+        if self.conv_bias is not None:
+            xs = xs + self.conv_bias.to(xs.dtype)
+        xs = nn.functional.silu(xs)  # with or without the conv, as mamba_ssm and fla
         dt, b, c = self.x_proj(xs).split([self.dt_rank, self.d_state, self.d_state], dim=-1)
         delta = nn.functional.softplus(dt.float() @ self.dt_proj_weight.t() + self.dt_bias)
         y, new_ssm = selective_scan(
@@ -143,8 +151,9 @@ class Mamba(MixerLM):
     ):
         check_sizes(
             vocab_size=vocab_size, d_model=d_model, n_layers=n_layers, d_state=d_state,
-            expand=expand, conv_size=conv_size, chunk_size=chunk_size, mlp_ratio=mlp_ratio,
+            expand=expand, chunk_size=chunk_size, mlp_ratio=mlp_ratio,
         )
+        check_conv_size(conv_size)
         if dt_rank is not None:
             check_positive_int("dt_rank", dt_rank)
         super().__init__(

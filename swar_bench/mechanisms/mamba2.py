@@ -22,10 +22,11 @@ from torch import nn
 from swar_bench.mechanisms.base import (
     Mixer,
     MixerLM,
-    ShortConvolution,
+    check_conv_size,
     check_positive_int,
     check_sizes,
     dtype_bytes,
+    short_convolution,
 )
 from swar_bench.mechanisms.ops.backend import check_backend, check_mode
 from swar_bench.mechanisms.ops.simple_gla import simple_gla
@@ -117,7 +118,7 @@ class Mamba2Mixer(Mixer):
         self.chunk_size = check_positive_int("chunk_size", chunk_size)
         self.mode, self.backend = check_mode(mode), check_backend(backend)
         self.in_proj = nn.Linear(d_model, 2 * self.d_inner + 2 * d_state + self.n_heads, bias=False)
-        self.conv = ShortConvolution(self.d_inner + 2 * d_state, conv_size, activation=True)
+        self.conv = short_convolution(self.d_inner + 2 * d_state, conv_size, activation=True)
         # mamba_ssm initialisation: A ~ U(1, 16), dt ~ logU(1e-3, 1e-1), D = 1.
         self.A_log = nn.Parameter(torch.log(torch.empty(self.n_heads).uniform_(1.0, 16.0)))
         dt = torch.exp(torch.rand(self.n_heads) * (math.log(0.1) - math.log(1e-3)) + math.log(1e-3))
@@ -174,7 +175,8 @@ class Mamba2(MixerLM):
 
     Args:
         vocab_size, d_model, n_layers, mlp_ratio: as in ``MixerLM``.
-        d_state: state expansion N; head_dim: P; expand: d_inner / d_model; conv_size: tokens;
+        d_state: state expansion N; head_dim: P; expand: d_inner / d_model; conv_size: tokens
+            (0 = no convolution, x/B/C SiLU'd);
         chunk_size, mode, backend: see ``ops.simple_gla.simple_gla``.
 
     Raises:
@@ -197,9 +199,9 @@ class Mamba2(MixerLM):
     ):
         check_sizes(
             vocab_size=vocab_size, d_model=d_model, n_layers=n_layers, d_state=d_state,
-            head_dim=head_dim, expand=expand, conv_size=conv_size, chunk_size=chunk_size,
-            mlp_ratio=mlp_ratio,
+            head_dim=head_dim, expand=expand, chunk_size=chunk_size, mlp_ratio=mlp_ratio,
         )
+        check_conv_size(conv_size)
         if (expand * d_model) % head_dim:
             raise ValueError(
                 f"head_dim={head_dim} must divide expand * d_model = {expand * d_model}"

@@ -18,10 +18,11 @@ from torch import nn
 from swar_bench.mechanisms.base import (
     Mixer,
     MixerLM,
-    ShortConvolution,
+    check_conv_size,
     check_positive_int,
     check_sizes,
     dtype_bytes,
+    short_convolution,
 )
 from swar_bench.mechanisms.delta_net import check_heads
 from swar_bench.mechanisms.ops.backend import check_mode
@@ -33,7 +34,8 @@ class mLSTMMixer(Mixer):
     head_dim], n [B, n_heads, head_dim], m [B, n_heads])``.
 
     Args:
-        d_model: width; n_heads: heads (must divide d_model); conv_size: tokens;
+        d_model: width; n_heads: heads (must divide d_model); conv_size: tokens (0 = no
+            convolution, its input SiLU'd);
         chunk_size, mode: see ``ops.mlstm.mlstm``.
 
     Raises:
@@ -53,7 +55,7 @@ class mLSTMMixer(Mixer):
         self.head_dim = check_heads(d_model, n_heads)
         self.chunk_size = check_positive_int("chunk_size", chunk_size)
         self.mode = check_mode(mode)
-        self.conv = ShortConvolution(d_model, conv_size, activation=True)
+        self.conv = short_convolution(d_model, conv_size, activation=True)
         self.qk_proj = nn.Linear(d_model, 2 * d_model, bias=False)
         self.v_proj = nn.Linear(d_model, d_model, bias=False)
         self.gate_proj = nn.Linear(d_model, 2 * n_heads, bias=False)  # ĩ and f̃ per head
@@ -134,8 +136,9 @@ class mLSTM(MixerLM):
     ):
         check_sizes(
             vocab_size=vocab_size, d_model=d_model, n_layers=n_layers, n_heads=n_heads,
-            conv_size=conv_size, chunk_size=chunk_size, mlp_ratio=mlp_ratio,
+            chunk_size=chunk_size, mlp_ratio=mlp_ratio,
         )
+        check_conv_size(conv_size)
         check_heads(d_model, n_heads)
         super().__init__(
             lambda i: mLSTMMixer(d_model, n_heads, conv_size, chunk_size, mode),
