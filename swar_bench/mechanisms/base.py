@@ -139,17 +139,39 @@ class MixerLM(nn.Module):
         )
         self.norm = nn.RMSNorm(d_model)
         self.head = nn.Linear(d_model, vocab_size, bias=False)
+        # Generic initialisation first, then each mixer's own (``reset_parameters``), so the mixers'
+        # special inits (A_log, dt_bias, decays, rescaled output projections) survive: the order of
+        # fla's ``PreTrainedModel._init_weights`` and mamba_ssm's ``MixerModel`` + ``Mamba.__init__``.
         self.apply(self._init_weights)
+        for block in self.blocks:
+            reset = getattr(block.mixer, "reset_parameters", None)
+            if callable(reset):
+                reset()
+        # Names of the parameters AdamW must not decay (flag ``_no_weight_decay``, set by mamba_ssm
+        # and fla on A_log, D, dt_bias and decays); kept by name because sharding replaces the
+        # Parameter objects that carry the flag.
+        self.no_weight_decay_names = frozenset(
+            n for n, p in self.named_parameters() if getattr(p, "_no_weight_decay", False)
+        )
         # Counted once, before any sharding replaces parameters by local shards.
         self._n_params = sum(p.numel() for p in self.parameters() if p.requires_grad)
         self._n_embedding_params = self.embedding.weight.numel()
 
     @staticmethod
     def _init_weights(module: nn.Module) -> None:
-        if isinstance(module, (nn.Linear, nn.Embedding)):
-            nn.init.normal_(module.weight, std=0.02)
-            if getattr(module, "bias", None) is not None:
-                nn.init.zeros_(module.bias)
+        """The generic initialisation of fla's ``PreTrainedModel._init_weights``
+        (fla/models/*/modeling_*.py): ``normal(0, 0.02)`` weights of ``nn.Linear``, ``nn.Embedding``,
+        ``nn.Conv1d`` and ``ShortConvolution`` (fla's is an ``nn.Conv1d``), zero biases. A module
+        flagged ``_is_hf_initialized`` and a parameter flagged ``_no_reinit`` (the HF / mamba_ssm
+        conventions) are left alone."""
+        if getattr(module, "_is_hf_initialized", False):
+            return
+        if isinstance(module, (nn.Linear, nn.Embedding, nn.Conv1d, ShortConvolution)):
+            if not getattr(module.weight, "_no_reinit", False):
+                nn.init.normal_(module.weight, std=0.02)
+            bias = getattr(module, "bias", None)
+            if bias is not None and not getattr(bias, "_no_reinit", False):
+                nn.init.zeros_(bias)
 
     @property
     def n_params(self) -> int:

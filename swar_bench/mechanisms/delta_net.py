@@ -39,12 +39,24 @@ def check_heads(d_model: int, n_heads: int) -> int:
     return d_model // n_heads
 
 
-def mamba_dt_init(n: int) -> tuple[nn.Parameter, nn.Parameter]:
-    """Mamba-2 / Gated DeltaNet initialisation of a decay ``-exp(A_log) * softplus(. + dt_bias)``:
-    ``A_log [n] = log U(1, 16)``, ``dt_bias [n]`` the inverse softplus of ``dt ~ logU(1e-3, 1e-1)``."""
-    A_log = nn.Parameter(torch.log(torch.empty(n).uniform_(1.0, 16.0)))
-    dt = torch.exp(torch.rand(n) * (math.log(0.1) - math.log(1e-3)) + math.log(1e-3))
-    return A_log, nn.Parameter(dt + torch.log(-torch.expm1(-dt)))
+def mamba_dt_init(
+    n: int, a_low: float = 1.0, n_dt: int | None = None
+) -> tuple[nn.Parameter, nn.Parameter]:
+    """Mamba-2 style initialisation of a decay ``-exp(A_log) * softplus(. + dt_bias)``:
+    ``A_log [n] = log U(a_low, 16)``, ``dt_bias [n_dt]`` (``n_dt = n`` when None) the inverse
+    softplus of ``dt ~ logU(1e-3, 1e-1)`` floored at 1e-4; both flagged ``_no_weight_decay``.
+
+    ``a_low`` is 0 for fla's ``GatedDeltaNet`` / ``GatedDeltaProduct`` layers
+    (fla/layers/gated_deltanet.py, gated_deltaproduct.py: ``A.uniform_(0, 16)``) and 1 for
+    Mamba-2 and fla's ``KimiDeltaAttention`` (fla/layers/kda.py: ``uniform_(1, 16)``)."""
+    A_log = nn.Parameter(torch.log(torch.empty(n).uniform_(a_low, 16.0)))
+    n_dt = n if n_dt is None else n_dt
+    dt = torch.exp(torch.rand(n_dt) * (math.log(0.1) - math.log(1e-3)) + math.log(1e-3))
+    dt = dt.clamp(min=1e-4)
+    dt_bias = nn.Parameter(dt + torch.log(-torch.expm1(-dt)))  # inverse softplus
+    for p in (A_log, dt_bias):
+        p._no_weight_decay = True
+    return A_log, dt_bias
 
 
 class DeltaRuleMixer(Mixer):
@@ -91,7 +103,7 @@ class DeltaRuleMixer(Mixer):
         if gated:
             self.a_proj = nn.Linear(d_model, n_heads, bias=False)
             self.gate_proj = nn.Linear(d_model, d_model, bias=False)
-            self.A_log, self.dt_bias = mamba_dt_init(n_heads)
+            self.A_log, self.dt_bias = mamba_dt_init(n_heads, a_low=0.0)
 
     def init_state(self, batch_size, device=None, dtype=None):
         memory = torch.zeros(
@@ -296,8 +308,7 @@ class KimiDeltaAttentionMixer(Mixer):
             nn.Linear(d_model, D, bias=False), nn.Linear(D, d_model, bias=False)
         )
         self.beta_proj = nn.Linear(d_model, n_heads, bias=False)
-        self.A_log = mamba_dt_init(n_heads)[0]
-        self.dt_bias = mamba_dt_init(d_model)[1]
+        self.A_log, self.dt_bias = mamba_dt_init(n_heads, a_low=1.0, n_dt=d_model)
         self.gate_proj = nn.Sequential(
             nn.Linear(d_model, D, bias=False), nn.Linear(D, d_model, bias=True)
         )

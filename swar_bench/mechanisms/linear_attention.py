@@ -87,6 +87,7 @@ class DecayLinearAttentionMixer(Mixer):
             pass
         elif learn_decay:
             self.decay_logit = nn.Parameter(torch.logit(decays_t.double()).float())
+            self.decay_logit._no_weight_decay = True  # a decay, as mamba_ssm / fla flag A_log
         else:
             self.register_buffer("log_decay", decays_t.log(), persistent=True)
         self.qkv_proj = nn.Linear(d_model, 3 * d_model, bias=False)

@@ -77,6 +77,8 @@ class LogLinearAttentionMixer(Mixer):
         self.A_log = nn.Parameter(torch.log(torch.empty(n_heads).uniform_(1.0, 16.0)))
         dt = torch.exp(torch.rand(n_heads) * (math.log(0.1) - math.log(1e-3)) + math.log(1e-3))
         self.dt_bias = nn.Parameter(dt + torch.log(-torch.expm1(-dt)))  # inverse softplus
+        for p in (self.A_log, self.dt_bias):  # mamba_ssm / fla: no weight decay on the decay
+            p._no_weight_decay = True
 
     @property
     def max_tokens(self) -> int:

@@ -60,8 +60,10 @@ class MambaMixer(Mixer):
         conv_size: int = 4,
         chunk_size: int = 64,
         mode: str = "auto",
+        n_layers: int = 1,
     ):
         super().__init__()
+        self.n_layers = check_positive_int("n_layers", n_layers)
         self.d_inner = check_positive_int("expand", expand) * d_model
         self.d_state = check_positive_int("d_state", d_state)
         self.dt_rank = math.ceil(d_model / 16) if dt_rank is None else dt_rank
@@ -84,6 +86,38 @@ class MambaMixer(Mixer):
         self.A_log = nn.Parameter(torch.log(torch.arange(1, N + 1, dtype=torch.float32)).repeat(D_in, 1))
         self.D = nn.Parameter(torch.ones(D_in))
         self.out_proj = nn.Linear(D_in, d_model, bias=False)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """The authors' initialisation (state-spaces/mamba: ``mamba_ssm/modules/mamba_simple.py``
+        ``Mamba.__init__``, ``mamba_ssm/models/mixer_seq_simple.py`` ``_init_weights``):
+        ``in_proj`` / ``x_proj`` keep PyTorch's ``nn.Linear`` default (kaiming-uniform,
+        ``a = sqrt(5)``), the depthwise conv and its bias PyTorch's ``nn.Conv1d`` default,
+        ``W_dt ~ U(+-dt_rank^-1/2)``, ``dt_bias = softplus^-1(dt)`` with ``dt ~ logU(1e-3, 1e-1)``
+        floored at 1e-4, ``A_log = log([1, ..., d_state])`` per channel, ``D = 1``, and ``out_proj``
+        kaiming-uniform divided by ``sqrt(2 * n_layers)`` (``rescale_prenorm_residual`` with two
+        residual branches per block, mixer and MLP). ``A_log``, ``D`` and ``dt_bias`` are flagged
+        ``_no_weight_decay`` and ``_no_reinit``, as mamba_ssm flags them."""
+        D_in, N, R = self.d_inner, self.d_state, self.dt_rank
+        k = self.conv.kernel_size
+        with torch.no_grad():
+            self.in_proj.reset_parameters()
+            self.x_proj.reset_parameters()
+            nn.init.kaiming_uniform_(self.conv.weight, a=5**0.5)
+            self.conv_bias.uniform_(-(k**-0.5), k**-0.5)
+            self.dt_proj_weight.uniform_(-(R**-0.5), R**-0.5)
+            dt = torch.exp(torch.rand(D_in) * (math.log(0.1) - math.log(1e-3)) + math.log(1e-3))
+            dt = dt.clamp(min=1e-4)
+            self.dt_bias.copy_(dt + torch.log(-torch.expm1(-dt)))  # inverse softplus
+            self.A_log.copy_(torch.log(torch.arange(1, N + 1, dtype=torch.float32)).repeat(D_in, 1))
+            self.D.fill_(1.0)
+            nn.init.kaiming_uniform_(self.out_proj.weight, a=5**0.5)
+            self.out_proj.weight /= math.sqrt(2 * self.n_layers)
+        for p in (self.A_log, self.D, self.dt_bias):
+            p._no_weight_decay = True
+            p._no_reinit = True
+        for p in (self.in_proj.weight, self.x_proj.weight, self.conv.weight, self.out_proj.weight):
+            p._no_reinit = True
 
     def init_state(self, batch_size, device=None, dtype=None):
         ssm = torch.zeros(batch_size, self.d_inner, self.d_state, device=device, dtype=dtype)
@@ -157,7 +191,9 @@ class Mamba(MixerLM):
         if dt_rank is not None:
             check_positive_int("dt_rank", dt_rank)
         super().__init__(
-            lambda i: MambaMixer(d_model, d_state, expand, dt_rank, conv_size, chunk_size, mode),
+            lambda i: MambaMixer(
+                d_model, d_state, expand, dt_rank, conv_size, chunk_size, mode, n_layers=n_layers
+            ),
             vocab_size,
             d_model,
             n_layers,

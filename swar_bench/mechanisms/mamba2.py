@@ -107,8 +107,10 @@ class Mamba2Mixer(Mixer):
         chunk_size: int = 64,
         mode: str = "auto",
         backend: str = "auto",
+        n_layers: int = 1,
     ):
         super().__init__()
+        self.n_layers = check_positive_int("n_layers", n_layers)
         self.d_inner = check_positive_int("expand", expand) * d_model
         self.d_state = check_positive_int("d_state", d_state)
         self.head_dim = check_positive_int("head_dim", head_dim)
@@ -126,6 +128,34 @@ class Mamba2Mixer(Mixer):
         self.D = nn.Parameter(torch.ones(self.n_heads))
         self.norm = nn.RMSNorm(self.d_inner)
         self.out_proj = nn.Linear(self.d_inner, d_model, bias=False)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """The authors' initialisation (state-spaces/mamba: ``mamba_ssm/modules/mamba2.py``
+        ``Mamba2.__init__``, ``mamba_ssm/models/mixer_seq_simple.py`` ``_init_weights``):
+        ``in_proj`` keeps PyTorch's ``nn.Linear`` default and the depthwise conv PyTorch's
+        ``nn.Conv1d`` default (kaiming-uniform, ``a = sqrt(5)``), ``A ~ U(1, 16)`` per head
+        (``A_log = log A``), ``dt_bias = softplus^-1(dt)`` with ``dt ~ logU(1e-3, 1e-1)`` floored at
+        1e-4, ``D = 1``, the gated RMSNorm's weight 1, and ``out_proj`` kaiming-uniform divided by
+        ``sqrt(2 * n_layers)`` (``rescale_prenorm_residual``, two residual branches per block).
+        ``A_log``, ``D`` and ``dt_bias`` are flagged ``_no_weight_decay`` and ``_no_reinit``."""
+        with torch.no_grad():
+            self.in_proj.reset_parameters()
+            nn.init.kaiming_uniform_(self.conv.weight, a=5**0.5)
+            self.A_log.copy_(torch.log(torch.empty(self.n_heads).uniform_(1.0, 16.0)))
+            dt = torch.exp(
+                torch.rand(self.n_heads) * (math.log(0.1) - math.log(1e-3)) + math.log(1e-3)
+            ).clamp(min=1e-4)
+            self.dt_bias.copy_(dt + torch.log(-torch.expm1(-dt)))  # inverse softplus
+            self.D.fill_(1.0)
+            self.norm.reset_parameters()
+            nn.init.kaiming_uniform_(self.out_proj.weight, a=5**0.5)
+            self.out_proj.weight /= math.sqrt(2 * self.n_layers)
+        for p in (self.A_log, self.D, self.dt_bias):
+            p._no_weight_decay = True
+            p._no_reinit = True
+        for p in (self.in_proj.weight, self.conv.weight, self.out_proj.weight):
+            p._no_reinit = True
 
     def init_state(self, batch_size, device=None, dtype=None):
         ssm = torch.zeros(
@@ -208,7 +238,8 @@ class Mamba2(MixerLM):
             )
         super().__init__(
             lambda i: Mamba2Mixer(
-                d_model, d_state, head_dim, expand, conv_size, chunk_size, mode, backend
+                d_model, d_state, head_dim, expand, conv_size, chunk_size, mode, backend,
+                n_layers=n_layers,
             ),
             vocab_size,
             d_model,

@@ -49,8 +49,10 @@ class mLSTMMixer(Mixer):
         conv_size: int = 4,
         chunk_size: int = 64,
         mode: str = "auto",
+        n_layers: int = 1,
     ):
         super().__init__()
+        self.n_layers = check_positive_int("n_layers", n_layers)
         self.n_heads = n_heads
         self.head_dim = check_heads(d_model, n_heads)
         self.chunk_size = check_positive_int("chunk_size", chunk_size)
@@ -64,6 +66,27 @@ class mLSTMMixer(Mixer):
         self.o_gate = nn.Linear(d_model, d_model, bias=False)
         self.o_norm = nn.RMSNorm(self.head_dim)
         self.o_proj = nn.Linear(d_model, d_model, bias=False)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """The authors' initialisation (NX-AI/xlstm ``xlstm/blocks/mlstm/layer.py``
+        ``mLSTMLayer.reset_parameters``, ``xlstm/blocks/mlstm/cell.py``
+        ``mLSTMCell.reset_parameters``, ``xlstm/components/init.py``): q, k, v and the output-gate
+        projection ``small_init`` (``normal(0, sqrt(2 / (5 d_model)))``), the output projection
+        ``wang_init`` (``normal(0, 2 / n_layers / sqrt(d_model))``), the gate weights 0, the
+        forget-gate bias ``linspace(3, 6)`` over heads, the input-gate bias ``normal(0, 0.1)``,
+        the conv PyTorch's ``nn.Conv1d`` default, the head norm's weight 1."""
+        d_model = self.o_proj.in_features
+        small = (2.0 / (5.0 * d_model)) ** 0.5
+        with torch.no_grad():
+            for lin in (self.qk_proj, self.v_proj, self.o_gate):
+                nn.init.normal_(lin.weight, std=small)
+            nn.init.normal_(self.o_proj.weight, std=2.0 / self.n_layers / d_model**0.5)
+            nn.init.zeros_(self.gate_proj.weight)
+            self.f_bias.copy_(torch.linspace(3.0, 6.0, self.n_heads))
+            nn.init.normal_(self.i_bias, std=0.1)
+            nn.init.kaiming_uniform_(self.conv.weight, a=5**0.5)
+            self.o_norm.reset_parameters()
 
     def init_state(self, batch_size, device=None, dtype=None):
         H, D = self.n_heads, self.head_dim
@@ -141,7 +164,7 @@ class mLSTM(MixerLM):
         check_conv_size(conv_size)
         check_heads(d_model, n_heads)
         super().__init__(
-            lambda i: mLSTMMixer(d_model, n_heads, conv_size, chunk_size, mode),
+            lambda i: mLSTMMixer(d_model, n_heads, conv_size, chunk_size, mode, n_layers=n_layers),
             vocab_size,
             d_model,
             n_layers,
