@@ -142,7 +142,7 @@ class MixerLM(nn.Module):
         # Generic initialisation first, then each mixer's own (``reset_parameters``), so the mixers'
         # special inits (A_log, dt_bias, decays, rescaled output projections) survive: the order of
         # fla's ``PreTrainedModel._init_weights`` and mamba_ssm's ``MixerModel`` + ``Mamba.__init__``.
-        self.apply(self._init_weights)
+        self._generic_init()
         for block in self.blocks:
             reset = getattr(block.mixer, "reset_parameters", None)
             if callable(reset):
@@ -156,6 +156,18 @@ class MixerLM(nn.Module):
         # Counted once, before any sharding replaces parameters by local shards.
         self._n_params = sum(p.numel() for p in self.parameters() if p.requires_grad)
         self._n_embedding_params = self.embedding.weight.numel()
+
+    def _generic_init(self) -> None:
+        """``_init_weights`` on every submodule except those inside a module flagged
+        ``_is_hf_initialized`` (an fla layer that ran its own ``_initialize_weights``)."""
+        done: list[str] = []
+        for name, module in self.named_modules():
+            if any(name == d or name.startswith(d + ".") for d in done):
+                continue
+            if getattr(module, "_is_hf_initialized", False):
+                done.append(name)
+                continue
+            self._init_weights(module)
 
     @staticmethod
     def _init_weights(module: nn.Module) -> None:
