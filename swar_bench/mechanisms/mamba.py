@@ -36,16 +36,18 @@ class MambaMixer(Mixer):
     """One Mamba (S6) layer; state ``(conv [B, d_inner, conv_size - 1], ssm [B, d_inner, d_state])``
     with ``d_inner = expand * d_model``.
 
-    Initialisation as the authors': ``A = -[1, ..., d_state]`` per channel (S4D-real),
-    ``D = 1``, ``dt_bias`` the inverse softplus of ``dt ~ logU(1e-3, 1e-1)`` (floor 1e-4), ``W_dt``
-    uniform in ``+-dt_rank^-1/2``; ``A_log``, ``D``, ``W_dt`` and ``dt_bias`` are plain parameters
-    so the backbone's 0.02-std initialisation of ``nn.Linear`` leaves them alone.
+    Initialisation as the authors' (``reset_parameters``, which the backbone calls after its
+    generic initialisation): ``A = -[1, ..., d_state]`` per channel (S4D-real), ``D = 1``,
+    ``dt_bias`` the inverse softplus of ``dt ~ logU(1e-3, 1e-1)`` (floor 1e-4), ``W_dt`` uniform
+    in ``+-dt_rank^-1/2``, PyTorch-default projections, ``out_proj`` rescaled by
+    ``1 / sqrt(2 * n_layers)``; ``A_log``, ``D`` and ``dt_bias`` are not weight-decayed.
 
     Args:
         d_model: width; d_state: states per channel N; expand: d_inner / d_model;
         dt_rank: rank of the step projection (default ``ceil(d_model / 16)``); conv_size: tokens
             (0 = no convolution and no conv bias; the SiLU on x stays);
-        chunk_size, mode: see ``ops.selective_scan.selective_scan``.
+        chunk_size, mode: see ``ops.selective_scan.selective_scan``; n_layers: blocks of the
+        model (the ``out_proj`` rescaling).
 
     Raises:
         ValueError: on a non-positive size or a bad mode.
@@ -99,12 +101,14 @@ class MambaMixer(Mixer):
         residual branches per block, mixer and MLP). ``A_log``, ``D`` and ``dt_bias`` are flagged
         ``_no_weight_decay`` and ``_no_reinit``, as mamba_ssm flags them."""
         D_in, N, R = self.d_inner, self.d_state, self.dt_rank
-        k = self.conv.kernel_size
+        conv_weight = getattr(self.conv, "weight", None)  # None when conv_size is 0
         with torch.no_grad():
             self.in_proj.reset_parameters()
             self.x_proj.reset_parameters()
-            nn.init.kaiming_uniform_(self.conv.weight, a=5**0.5)
-            self.conv_bias.uniform_(-(k**-0.5), k**-0.5)
+            if conv_weight is not None:
+                k = self.conv.kernel_size
+                nn.init.kaiming_uniform_(conv_weight, a=5**0.5)
+                self.conv_bias.uniform_(-(k**-0.5), k**-0.5)
             self.dt_proj_weight.uniform_(-(R**-0.5), R**-0.5)
             dt = torch.exp(torch.rand(D_in) * (math.log(0.1) - math.log(1e-3)) + math.log(1e-3))
             dt = dt.clamp(min=1e-4)
@@ -116,8 +120,9 @@ class MambaMixer(Mixer):
         for p in (self.A_log, self.D, self.dt_bias):
             p._no_weight_decay = True
             p._no_reinit = True
-        for p in (self.in_proj.weight, self.x_proj.weight, self.conv.weight, self.out_proj.weight):
-            p._no_reinit = True
+        for p in (self.in_proj.weight, self.x_proj.weight, conv_weight, self.out_proj.weight):
+            if p is not None:
+                p._no_reinit = True
 
     def init_state(self, batch_size, device=None, dtype=None):
         ssm = torch.zeros(batch_size, self.d_inner, self.d_state, device=device, dtype=dtype)

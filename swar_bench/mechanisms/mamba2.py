@@ -91,7 +91,8 @@ def ssd(
 class Mamba2Mixer(Mixer):
     """One SSD layer; state ``(conv [B, d_inner + 2 * d_state, conv_size - 1],
     ssm [B, n_heads, d_state, head_dim])`` with ``d_inner = expand * d_model``,
-    ``n_heads = d_inner / head_dim``.
+    ``n_heads = d_inner / head_dim``. ``n_layers`` (the model's blocks) sets the ``out_proj``
+    rescaling of ``reset_parameters``.
 
     Raises:
         ValueError: when ``head_dim`` does not divide ``expand * d_model``, or on a bad mode / backend.
@@ -141,7 +142,9 @@ class Mamba2Mixer(Mixer):
         ``A_log``, ``D`` and ``dt_bias`` are flagged ``_no_weight_decay`` and ``_no_reinit``."""
         with torch.no_grad():
             self.in_proj.reset_parameters()
-            nn.init.kaiming_uniform_(self.conv.weight, a=5**0.5)
+            conv_weight = getattr(self.conv, "weight", None)  # None when conv_size is 0
+            if conv_weight is not None:
+                nn.init.kaiming_uniform_(conv_weight, a=5**0.5)
             self.A_log.copy_(torch.log(torch.empty(self.n_heads).uniform_(1.0, 16.0)))
             dt = torch.exp(
                 torch.rand(self.n_heads) * (math.log(0.1) - math.log(1e-3)) + math.log(1e-3)
@@ -154,8 +157,9 @@ class Mamba2Mixer(Mixer):
         for p in (self.A_log, self.D, self.dt_bias):
             p._no_weight_decay = True
             p._no_reinit = True
-        for p in (self.in_proj.weight, self.conv.weight, self.out_proj.weight):
-            p._no_reinit = True
+        for p in (self.in_proj.weight, conv_weight, self.out_proj.weight):
+            if p is not None:
+                p._no_reinit = True
 
     def init_state(self, batch_size, device=None, dtype=None):
         ssm = torch.zeros(

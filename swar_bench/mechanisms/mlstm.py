@@ -36,7 +36,8 @@ class mLSTMMixer(Mixer):
     Args:
         d_model: width; n_heads: heads (must divide d_model); conv_size: tokens (0 = no
             convolution, its input SiLU'd);
-        chunk_size, mode: see ``ops.mlstm.mlstm``.
+        chunk_size, mode: see ``ops.mlstm.mlstm``; n_layers: blocks of the model (the output
+        projection's ``wang_init``).
 
     Raises:
         ValueError: on bad sizes or mode.
@@ -85,7 +86,8 @@ class mLSTMMixer(Mixer):
             nn.init.zeros_(self.gate_proj.weight)
             self.f_bias.copy_(torch.linspace(3.0, 6.0, self.n_heads))
             nn.init.normal_(self.i_bias, std=0.1)
-            nn.init.kaiming_uniform_(self.conv.weight, a=5**0.5)
+            if getattr(self.conv, "weight", None) is not None:  # None when conv_size is 0
+                nn.init.kaiming_uniform_(self.conv.weight, a=5**0.5)
             self.o_norm.reset_parameters()
 
     def init_state(self, batch_size, device=None, dtype=None):

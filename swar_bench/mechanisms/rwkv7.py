@@ -49,7 +49,8 @@ class RWKV7Mixer(Mixer):
     Args:
         d_model: width; n_heads: heads (must divide d_model); decay_rank, a_rank, gate_rank:
         LoRA ranks of w, a and the output gate; chunk_size, mode, backend: see
-        ``ops.dplr_delta_rule.dplr_delta_rule``.
+        ``ops.dplr_delta_rule.dplr_delta_rule``; layer_idx, n_layers: this layer's index and the
+        model's blocks (the official per-layer initialisation, ``reset_parameters``).
 
     Raises:
         ValueError: on bad sizes, mode or backend.
