@@ -380,3 +380,18 @@ def test_short_convolution_generic_init_is_fla():
     conv = ShortConvolution(256, 4)
     MixerLM._init_weights(conv)
     assert conv.weight.std().item() == pytest.approx(0.02, rel=0.1)
+
+
+@pytest.mark.parametrize("cls", [Mamba, Mamba2, mLSTM])
+def test_special_init_without_convolution(cls):
+    """``conv_size=0`` (no convolution): the mixers' own initialisation still runs (mamba_ssm /
+    xlstm as above) and skips the absent conv."""
+    torch.manual_seed(0)
+    model = cls(d_model=64, n_layers=2, conv_size=0)
+    mixer = _mixers(model)[0]
+    assert getattr(mixer.conv, "weight", None) is None
+    if cls is mLSTM:
+        assert torch.equal(mixer.f_bias.detach(), torch.linspace(3.0, 6.0, mixer.n_heads))
+    else:
+        assert torch.all(mixer.D == 1.0)
+        assert model.no_weight_decay_names == _no_decay_names(model, "A_log", "D", "dt_bias")
