@@ -15,11 +15,12 @@ import os
 import sys
 from pathlib import Path
 
+from swar_bench.argparsing import ArgumentParser
 from swar_bench.study.spec import StudyError, load_study
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="swar-bench study", description=__doc__.splitlines()[0])
+    p = ArgumentParser(prog="swar-bench study", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
     run = sub.add_parser(
         "run", help="train and test every missing run of the study (resumable from its records)"

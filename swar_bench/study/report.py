@@ -266,6 +266,8 @@ def markdown(spec: StudySpec, results: list[MechanismResult], test_n: Sequence[i
             what = (
                 f"waits for the learning rate of {r.spec.learning_rate_from}"
                 if r.spec.learning_rate_from and not r.grid
+                else f"not started ({len(r.grid) * spec.selection_seeds} selection fits to do)"
+                if not r.scores and not any((Path(spec.records)).glob(f"{r.name}_lr*.fit.json"))
                 else f"choosing its learning rate ({done} of {len(r.grid)} rates scored)"
                 if not r.complete
                 else f"{len(r.missing)} run(s) to do: {', '.join(r.missing[:4])}{' …' if len(r.missing) > 4 else ''}"

@@ -502,12 +502,15 @@ class Runner:
                 break
             todo = [(lr, s) for lr in used for s in chosen_seeds if (lr, s) not in fits]
             results = self._parallel([(self.fit, m, lr, s) for lr, s in todo])
-            fits.update(zip(todo, results))  # a failed (or, in a dry run, missing) fit scores 0
-        undecided = self.dry_run and any(
-            fits.get((lr, s)) is None for lr in used for s in chosen_seeds
-        )  # a dry run guesses nothing: a missing selection fit leaves the rate open
+            fits.update(zip(todo, results))  # a failed fit scores 0
+            if self.dry_run and any(r is None for r in results):
+                # a dry run guesses nothing: a missing selection fit leaves the rate open, and the
+                # plan ends with the fits that would decide it
+                with self.lock:
+                    self.chosen[m.name] = None
+                return
         with self.lock:
-            self.chosen[m.name] = None if undecided else chosen
+            self.chosen[m.name] = chosen
         rest = [s for s in seeds if (chosen, s) not in fits]
         fits.update(
             zip(
