@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: demo test test-slurm install clean
+.PHONY: demo test test-slurm browser install clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +37,11 @@ test: $(TEST_STAMP)
 # missing; needs root) runs scripts/slurm/fit.sbatch: DDP, a USR1 requeue and a plain requeue.
 test-slurm: $(STAMP)
 	VENV="$(abspath $(VENV))" bash scripts/slurm/integration_test.sh
+
+# Headless Chromium and chromedriver (Debian packages; installed when missing, needs root) for the
+# results-site browser test in `make test` (skipped, saying so, where no chromium is installed).
+browser:
+	bash scripts/install_browser.sh
 
 clean:
 	rm -rf $(VENV) build *.egg-info
