@@ -12,6 +12,7 @@ the browser is always closed at the end.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -54,10 +55,8 @@ def browser(tmp_path):
     def kill_group() -> None:
         if service.process is not None:
             killed.set()
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(service.process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
 
     watchdog = threading.Timer(LIMIT, kill_group)
     watchdog.daemon = True
@@ -72,15 +71,11 @@ def browser(tmp_path):
         watchdog.cancel()
         pgid = service.process.pid if service.process is not None else None
         if driver is not None:
-            try:
+            with contextlib.suppress(Exception):  # the group is killed below whatever happened
                 driver.quit()
-            except Exception:  # noqa: BLE001 -- the group is killed below whatever happened
-                pass
         if pgid is not None:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(pgid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
             # wait (bounded) for the group to be gone: nothing of the browser outlives the test
             deadline = time.monotonic() + 10
             while time.monotonic() < deadline:
