@@ -287,17 +287,7 @@ def markdown(spec: StudySpec, results: list[MechanismResult], test_n: Sequence[i
     if unfinished:
         lines += ["## Still running", ""]
         for r in unfinished:
-            done = sum(1 for lr in r.grid if lr in r.scores)
-            what = (
-                f"waits for the learning rate of {r.spec.learning_rate_from}"
-                if r.spec.learning_rate_from and not r.grid
-                else f"not started ({len(r.grid) * spec.selection_seeds} selection fits to do)"
-                if not r.scores and not any((Path(spec.records)).glob(f"{r.name}_lr*.fit.json"))
-                else f"choosing its learning rate ({done} of {len(r.grid)} rates scored)"
-                if not r.complete
-                else f"{len(r.missing)} run(s) to do: {', '.join(r.missing[:4])}{' …' if len(r.missing) > 4 else ''}"
-            )
-            lines.append(f"- {r.name}: {what}")
+            lines.append(f"- {r.name}: {progress_text(spec, r)}")
         lines.append("")
 
     lines += [
@@ -413,6 +403,21 @@ def markdown(spec: StudySpec, results: list[MechanismResult], test_n: Sequence[i
         "",
     ]
     return "\n".join(lines)
+
+
+def progress_text(spec: StudySpec, r: MechanismResult) -> str:
+    """What an unfinished mechanism still needs, in words: ``"waits for the learning rate of
+    GatedDeltaNet"``, ``"not started (8 selection fits to do)"`` (no fit record of it at any
+    rate), ``"choosing its learning rate (1 of 4 rates scored)"`` or ``"2 run(s) to do: fit X,
+    test Y"`` (at most four runs named)."""
+    done = sum(1 for lr in r.grid if lr in r.scores)
+    if r.spec.learning_rate_from and not r.grid:
+        return f"waits for the learning rate of {r.spec.learning_rate_from}"
+    if not r.scores and not any((Path(spec.records)).glob(f"{r.name}_lr*.fit.json")):
+        return f"not started ({len(r.grid) * spec.selection_seeds} selection fits to do)"
+    if not r.complete:
+        return f"choosing its learning rate ({done} of {len(r.grid)} rates scored)"
+    return f"{len(r.missing)} run(s) to do: {', '.join(r.missing[:4])}{' …' if len(r.missing) > 4 else ''}"
 
 
 def _band(band: tuple[int, int | None]) -> str:

@@ -45,6 +45,7 @@ from swar_bench.study.report import (
     draw_curves,
     forgetting_across_seeds,
     plot_frontier,
+    progress_text,
     summary,
 )
 from swar_bench.study.runner import Budget, mechanism_class, read_budget, run_name
@@ -221,13 +222,17 @@ def _per_n(spec: StudySpec, seeds: list[SeedResult], test_n: list[int]) -> list[
 
 
 def mechanism_context(spec: StudySpec, r: MechanismResult, budget: Budget) -> dict[str, Any]:
-    """What the page of one mechanism shows (see the module docstring)."""
+    """What the page of one mechanism shows (see the module docstring); ``budget`` is the one of
+    its own budget config (``read_budget(spec, r.spec)``)."""
     class_path, init_args = mechanism_class(r.spec)
     best = best_gate(r) if r.finished and not r.learned else None
     return {
         "name": r.name,
         "status": _status(r),
         "config": r.spec.config,
+        "base": spec.base_of(r.spec),
+        "learning_rate_from": r.spec.learning_rate_from,
+        "progress": None if r.finished else progress_text(spec, r),
         "class_path": class_path or "–",
         "init_args": sorted((k, repr(v)) for k, v in init_args.items()),
         "study_init_args": sorted((k, repr(v)) for k, v in r.spec.init_args.items()),
@@ -242,7 +247,7 @@ def mechanism_context(spec: StudySpec, r: MechanismResult, budget: Budget) -> di
                 "lr": _lr_text(lr),
                 "score": _num_text(r.scores.get(lr), 3) if lr in r.scores else "not yet run",
                 "chosen": lr == r.chosen,
-                "extension": lr not in spec.grid_of(r.spec),
+                "extension": r.spec.learning_rate_from is None and lr not in spec.grid_of(r.spec),
             }
             for lr in r.grid
         ],
@@ -252,7 +257,6 @@ def mechanism_context(spec: StudySpec, r: MechanismResult, budget: Budget) -> di
         "selection_seeds": spec.selection_seeds,
         "seeds": _seed_rows(r),
         "gate_n": budget.gate_n,
-        "missing": r.missing,
         "per_n": _per_n(spec, r.judged, budget.test_n) if r.learned else [],
         "judged": len(r.judged),
         "judged_retry": bool(r.judged) and r.judged[0].retry,
@@ -352,6 +356,7 @@ def render(spec: StudySpec, folder: Path) -> list[Path]:
         ValueError: a record is not a JSON object (``records.read_json``).
     """
     budget = read_budget(spec)
+    budgets = {m.name: read_budget(spec, m) for m in spec.mechanisms}
     results = collect(spec)
     env = _environment()
     (folder / "figures").mkdir()
@@ -364,11 +369,11 @@ def render(spec: StudySpec, folder: Path) -> list[Path]:
     for r in results:
         if r.seeds:
             path = folder / "figures" / f"{r.name}_curves.png"
-            _save(plot_mechanism_curves(spec, r, budget.gate_n), path)
+            _save(plot_mechanism_curves(spec, r, budgets[r.name].gate_n), path)
             written.append(path)
         if r.learned:
             path = folder / "figures" / f"{r.name}_per_n.png"
-            _save(plot_per_n(spec, r, budget.test_n), path)
+            _save(plot_per_n(spec, r, budgets[r.name].test_n), path)
             written.append(path)
 
     study = {
@@ -392,16 +397,7 @@ def render(spec: StudySpec, folder: Path) -> list[Path]:
                  "passkey_exact": _num_text(pk), "fits": fits}
             )
     running = [
-        {
-            "name": r.name,
-            "href": page_path(r.name),
-            "what": (
-                f"choosing its learning rate ({sum(1 for lr in r.grid if lr in r.scores)} of "
-                f"{len(r.grid)} rates scored)"
-                if not r.complete
-                else f"{len(r.missing)} run(s) to do"
-            ),
-        }
+        {"name": r.name, "href": page_path(r.name), "what": progress_text(spec, r)}
         for r in results
         if not r.finished
     ]
@@ -417,7 +413,7 @@ def render(spec: StudySpec, folder: Path) -> list[Path]:
     for r in results:
         path = folder / page_path(r.name)
         path.write_text(
-            page.render(study=study, root="../", m=mechanism_context(spec, r, budget))
+            page.render(study=study, root="../", m=mechanism_context(spec, r, budgets[r.name]))
         )
         written.append(path)
     return written

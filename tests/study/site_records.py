@@ -15,8 +15,11 @@ LEARNERS = {
     "Keeper": (4096, 1234, 5.0e4, ((1.0, 0.8, 0.9), (1.0, 0.6, 0.7), (0.0, 0.7, 0.5))),
     "Decay0.9-conv4": (512, 900, 2.5e3, ((0.0, 0.9, 0.95), (0.0, 0.85, 0.9), (0.0, 0.95, 0.9))),
     "Wide_state": (65536, 20000, 1.0e6, ((1.0, 0.5, 0.4), (1.0, 0.55, 0.35), (1.0, 0.6, 0.3))),
+    "Borrow": (2048, 700, 1.0e4, ((0.0, 0.4, 0.2), (0.0, 0.45, 0.25), (0.0, 0.5, 0.3))),
 }
 """Mechanisms that pass the gate at lr 3e-3 on every seed."""
+BORROWERS = {"Borrow": "Keeper"}
+"""Arms that run at the learning rate another mechanism chose (``learning_rate_from``)."""
 NON_LEARNER = "Flat"
 PENDING = "Pending"
 
@@ -36,11 +39,17 @@ def make_study(tmp_path: Path) -> StudySpec:
         f"name: toy\nconfig: {tmp_path / 'base.yaml'}\nrecords: {records}\nout: {tmp_path / 'runs'}\n"
         "learning_rates: [1.0e-3, 3.0e-3]\nextra_learning_rates: {below: [], above: []}\n"
         "selection_seeds: 1\nseeds: 3\nreadout_n: 256\nmechanisms:\n"
-        + "".join(f"  - {{name: {name}, class_path: GRU, init_args: {{d_model: 8}}}}\n" for name in names)
+        + "".join(
+            f"  - {{name: {name}, class_path: GRU, init_args: {{d_model: 8}}"
+            + (f", learning_rate_from: {BORROWERS[name]}" if name in BORROWERS else "")
+            + "}\n"
+            for name in names
+        )
     )
     for name, (state_bytes, n_params, flops, seeds) in LEARNERS.items():
-        low = f"{name}_lr0.001_seed0"
-        _write(records, low, _provenance(_fit_record(low, 0.5, True), 1.0))
+        if name not in BORROWERS:
+            low = f"{name}_lr0.001_seed0"
+            _write(records, low, _provenance(_fit_record(low, 0.5, True), 1.0))
         for seed, (pk, ar, stale) in enumerate(seeds):
             run = f"{name}_lr0.003_seed{seed}"
             fit = {**_fit_record(run, 0.6, True), "state_bytes": state_bytes, "n_params": n_params,

@@ -171,6 +171,10 @@ def test_mechanism_page_shows_config_walk_per_n_and_provenance(built):
     assert "<code>GRU</code>" in text and "<code>d_model=8</code>" in text
     walk = [texts for _, texts, _ in page.tables["lr-table"]]
     assert walk == [["0.001", "0.500", ""], ["0.003", "0.600", "chosen"]]
+    # an arm at the rate another chose: one rate walked, the source named and linked, no extension
+    borrow = _page(root, page_path("Borrow"))
+    assert [texts for _, texts, _ in borrow.tables["lr-table"]] == [["0.003", "0.600", "chosen"]]
+    assert "Keeper.html" in borrow.links
     per_n = {texts[0]: texts[1:] for _, texts, _ in page.tables["per-n-table"]}
     cp = stats.binomtest(2, 3).proportion_ci(method="exact")
     assert per_n["n256"][0] == f"2/3 seeds ({cp.low:.2f}–{cp.high:.2f})"
