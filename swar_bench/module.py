@@ -102,7 +102,8 @@ class TBPTTModule(pl.LightningModule):
             (``swar_bench/mechanisms/protocol.py``); with no trainable parameters (the Oracle)
             no optimizer is built and training only logs the loss.
         lr: peak AdamW learning rate.
-        weight_decay: AdamW weight decay, applied to parameters with 2 or more dims only.
+        weight_decay: AdamW weight decay, applied to parameters with 2 or more dims only, except
+            those in the mechanism's ``no_weight_decay_names`` or flagged ``_no_weight_decay``.
         betas: AdamW betas.
         warmup_steps: optimizer steps of linear warmup.
         max_steps: optimizer steps of the cosine horizon; None takes ``trainer.max_steps`` when
@@ -203,16 +204,20 @@ class TBPTTModule(pl.LightningModule):
             wrap_blocks_fsdp1(self.mechanism)
 
     def configure_optimizers(self) -> Any:
-        params = [p for p in self.mechanism.parameters() if p.requires_grad]
-        if not params:
+        named = [(n, p) for n, p in self.mechanism.named_parameters() if p.requires_grad]
+        if not named:
             return None
-        # Weight decay on matrices only. Groups are consecutive runs of parameters in model order,
+        # Weight decay on matrices only, never on the parameters a mechanism lists in
+        # ``no_weight_decay_names`` or flags ``_no_weight_decay`` (mamba_ssm's and fla's convention
+        # for A_log, D, dt_bias and decays). Groups are consecutive runs of parameters in model order,
         # so the optimizer's state ids follow ``parameters()`` order: FSDP's and Lightning's
         # re-keying of a full optimizer state by parameter name assume exactly that (a DDP or
         # single-device checkpoint then resumes under FSDP2 too).
         groups: list[dict[str, Any]] = []
-        for p in params:
-            wd = self.weight_decay if p.dim() >= 2 else 0.0
+        no_decay = set(getattr(self.mechanism, "no_weight_decay_names", ()))
+        for name, p in named:
+            decays = p.dim() >= 2 and name not in no_decay and not getattr(p, "_no_weight_decay", False)
+            wd = self.weight_decay if decays else 0.0
             if groups and groups[-1]["weight_decay"] == wd:
                 groups[-1]["params"].append(p)
             else:

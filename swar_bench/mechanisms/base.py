@@ -139,17 +139,51 @@ class MixerLM(nn.Module):
         )
         self.norm = nn.RMSNorm(d_model)
         self.head = nn.Linear(d_model, vocab_size, bias=False)
-        self.apply(self._init_weights)
+        # Generic initialisation first, then each mixer's own (``reset_parameters``), so the mixers'
+        # special inits (A_log, dt_bias, decays, rescaled output projections) survive: the order of
+        # fla's ``PreTrainedModel._init_weights`` and mamba_ssm's ``MixerModel`` + ``Mamba.__init__``.
+        self._generic_init()
+        for block in self.blocks:
+            reset = getattr(block.mixer, "reset_parameters", None)
+            if callable(reset):
+                reset()
+        # Names of the parameters AdamW must not decay (flag ``_no_weight_decay``, set by mamba_ssm
+        # and fla on A_log, D, dt_bias and decays); kept by name because sharding replaces the
+        # Parameter objects that carry the flag.
+        self.no_weight_decay_names = frozenset(
+            n for n, p in self.named_parameters() if getattr(p, "_no_weight_decay", False)
+        )
         # Counted once, before any sharding replaces parameters by local shards.
         self._n_params = sum(p.numel() for p in self.parameters() if p.requires_grad)
         self._n_embedding_params = self.embedding.weight.numel()
 
+    def _generic_init(self) -> None:
+        """``_init_weights`` on every submodule except those inside a module flagged
+        ``_is_hf_initialized`` (an fla layer that ran its own ``_initialize_weights``)."""
+        done: list[str] = []
+        for name, module in self.named_modules():
+            if any(name == d or name.startswith(d + ".") for d in done):
+                continue
+            if getattr(module, "_is_hf_initialized", False):
+                done.append(name)
+                continue
+            self._init_weights(module)
+
     @staticmethod
     def _init_weights(module: nn.Module) -> None:
-        if isinstance(module, (nn.Linear, nn.Embedding)):
-            nn.init.normal_(module.weight, std=0.02)
-            if getattr(module, "bias", None) is not None:
-                nn.init.zeros_(module.bias)
+        """The generic initialisation of fla's ``PreTrainedModel._init_weights``
+        (fla/models/*/modeling_*.py): ``normal(0, 0.02)`` weights of ``nn.Linear``, ``nn.Embedding``,
+        ``nn.Conv1d`` and ``ShortConvolution`` (fla's is an ``nn.Conv1d``), zero biases. A module
+        flagged ``_is_hf_initialized`` and a parameter flagged ``_no_reinit`` (the HF / mamba_ssm
+        conventions) are left alone."""
+        if getattr(module, "_is_hf_initialized", False):
+            return
+        if isinstance(module, (nn.Linear, nn.Embedding, nn.Conv1d, ShortConvolution)):
+            if not getattr(module.weight, "_no_reinit", False):
+                nn.init.normal_(module.weight, std=0.02)
+            bias = getattr(module, "bias", None)
+            if bias is not None and not getattr(bias, "_no_reinit", False):
+                nn.init.zeros_(bias)
 
     @property
     def n_params(self) -> int:
@@ -261,3 +295,48 @@ class ShortConvolution(nn.Module):
 
     def flops_per_token(self) -> float:
         return 2.0 * self.channels * self.kernel_size
+
+
+def check_conv_size(conv_size: object) -> int:
+    """``conv_size`` as an int >= 0 (0 = no short convolution); ValueError (one line) otherwise."""
+    if isinstance(conv_size, bool) or not isinstance(conv_size, int) or conv_size < 0:
+        raise ValueError(
+            f"conv_size must be an integer >= 0 (0 = no short convolution), got {conv_size!r}"
+        )
+    return conv_size
+
+
+class NoConvolution(nn.Module):
+    """``ShortConvolution``'s stand-in when the convolution is off (``conv_size=0``): the same
+    interface, the input passed through (SiLU'd when ``activation``, as fla's layers do with
+    ``use_short_conv=False``, e.g. ``fla/layers/gated_deltanet.py``) and an empty state
+    ``[B, channels, 0]`` that costs no bytes."""
+
+    def __init__(self, channels: int, activation: bool = True):
+        super().__init__()
+        self.channels = check_positive_int("channels", channels)
+        self.kernel_size = 0
+        self.activation = activation
+
+    def init_state(self, batch_size: int, device=None, dtype=None) -> torch.Tensor:
+        return torch.zeros(batch_size, self.channels, 0, device=device, dtype=dtype)
+
+    def state_bytes(self, batch_size: int, dtype: torch.dtype | None = None) -> int:
+        return 0
+
+    def forward(self, x: torch.Tensor, state: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return (nn.functional.silu(x) if self.activation else x), state
+
+    def flops_per_token(self) -> float:
+        return 0.0
+
+
+def short_convolution(
+    channels: int, conv_size: int, activation: bool = True
+) -> ShortConvolution | NoConvolution:
+    """A ``ShortConvolution(channels, conv_size, activation)``, or a ``NoConvolution`` (same
+    interface, empty state) when ``conv_size`` is 0. Raises ValueError on a negative or
+    non-integer ``conv_size``."""
+    if check_conv_size(conv_size) == 0:
+        return NoConvolution(channels, activation)
+    return ShortConvolution(channels, conv_size, activation)
