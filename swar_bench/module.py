@@ -223,7 +223,7 @@ class TBPTTModule(pl.LightningModule):
             else:
                 groups.append({"params": [p], "weight_decay": wd})
         optimizer = torch.optim.AdamW(
-            groups, lr=self.lr, betas=self.betas, fused=self._fused_adamw_supported(params)
+            groups, lr=self.lr, betas=self.betas, fused=self._fused_adamw_supported([p for _, p in named])
         )
         horizon = self.max_steps
         if horizon is None and self._trainer is not None and self.trainer.max_steps > 0:
