@@ -3,9 +3,11 @@
 The config file is the experiment (``configs/quickstart.yaml``): ``model`` is a ``TBPTTModule``
 whose ``mechanism`` is any ContextMechanism given by ``class_path`` (``--model.mechanism
 GatedDeltaNet`` or ``--model.mechanism=swar_bench.mechanisms.GRU`` swaps it), ``data`` a
-``PasskeySwarDataModule``. Always present (configurable, not replaceable): a ``ModelCheckpoint``
-with ``save_last=True`` (``--checkpoint.*``), the ``AnswerTypeAccuracy`` (``--accuracy.*``) and
-``Calibration`` (``--calibration.*``) callbacks and a ``PredictionWriter``
+``PasskeySwarDataModule`` (``--data.task passkey_swar`` or ``mqar``). Always present
+(configurable, not replaceable): a ``ModelCheckpoint`` with ``save_last=True``
+(``--checkpoint.*``), the ``AnswerTypeAccuracy`` (``--accuracy.*``) and ``Calibration``
+(``--calibration.*``) callbacks, which measure passkey_swar, ``MQARAccuracy``
+(``--mqar_accuracy.*``), which measures MQAR, and a ``PredictionWriter``
 (``--predictions.output_dir DIR`` saves ``predict`` outputs); the default logger is
 TensorBoard under ``runs/``.
 
@@ -539,7 +541,9 @@ class SwarBenchCLI(LightningCLI):
 
         cfg = self.config[self.subcommand] if self.subcommand else self.config
         if isinstance(self.model, TBPTTModule):  # before the Trainer: nothing written yet
-            check_task_fits(self.model.mechanism, getattr(self.datamodule, "params", None))
+            check_task_fits(
+                self.model.mechanism, getattr(self.datamodule, "params", None), getattr(self.datamodule, "mqar", None)
+            )
             check_trainable(self.model, self.subcommand, cfg.get("ckpt_path"))
         self._check_checkpoint_fits()
         silence_run_notices(resuming=cfg.get("ckpt_path") not in (None, ""), checkpoint_dir=self._ckpt_checkpoint_dir())
@@ -571,10 +575,10 @@ class SwarBenchCLI(LightningCLI):
 
     def _report_paths(self) -> None:
         """``wrote <path>`` for every test report (rank 0), as ``demo`` prints them."""
-        from swar_bench.callbacks import AnswerTypeAccuracy, Calibration
+        from swar_bench.callbacks import AnswerTypeAccuracy, Calibration, MQARAccuracy
 
         for callback in self.trainer.callbacks:
-            if isinstance(callback, (AnswerTypeAccuracy, Calibration)):
+            if isinstance(callback, (AnswerTypeAccuracy, Calibration, MQARAccuracy)):
                 for path in callback.report_paths:
                     print(f"wrote {path}")
 
@@ -602,7 +606,7 @@ class SwarBenchCLI(LightningCLI):
             raise self._mismatch_error(account or "a strict load_state_dict refused them", checkpoint, path) from None
 
     def add_arguments_to_parser(self, parser) -> None:
-        from swar_bench.callbacks import AnswerTypeAccuracy, Calibration
+        from swar_bench.callbacks import AnswerTypeAccuracy, Calibration, MQARAccuracy
 
         parser.add_lightning_class_args(ModelCheckpoint, "checkpoint")
         # A resumed fit replaces its run's last.ckpt (no last-v1.ckpt beside it).
@@ -610,6 +614,7 @@ class SwarBenchCLI(LightningCLI):
         parser.set_defaults({"checkpoint.save_last": True, "checkpoint.enable_version_counter": False})
         parser.add_lightning_class_args(AnswerTypeAccuracy, "accuracy")
         parser.add_lightning_class_args(Calibration, "calibration")
+        parser.add_lightning_class_args(MQARAccuracy, "mqar_accuracy")  # measures only data.task=mqar
         parser.add_lightning_class_args(PredictionWriter, "predictions")
         parser.add_lightning_class_args(SlurmRequeue, "slurm_requeue")  # inactive outside a SLURM job
 
