@@ -397,7 +397,9 @@ class PasskeySwarDataModule(pl.LightningDataModule):
         task_params: ``PasskeySwarParams`` fields as a dict (default: the release's parameters).
 
     Raises:
-        ValueError: an N outside the task's N set (32..16384), a non-positive size (``batch_size``,
+        ValueError: an unknown ``task``; with ``task="mqar"``, a passkey_swar argument that is set
+            or MQAR fields that ``MQARData`` refuses; ``mqar`` without ``task="mqar"``; an N
+            outside the task's N set (32..16384), a non-positive size (``batch_size``,
             ``eval_batch_size``, ``examples_per_epoch``, ``eval_examples``), a negative
             ``num_workers``, a ``train_index_start`` outside ``[0, 10**6)``.
     """
