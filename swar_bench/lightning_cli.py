@@ -152,6 +152,21 @@ def state_dict_mismatch(expected: dict[str, tuple[int, ...]], found: dict[str, t
     )
 
 
+def nested_class_paths(node: Any) -> list[str]:
+    """The class paths of a mechanism config and of the mechanisms it wraps (an init arg named
+    ``mechanism`` holding a ``class_path``), outermost first; ``[]`` without a class path."""
+    paths: list[str] = []
+    while node is not None and len(paths) < 8:
+        is_dict = isinstance(node, dict)
+        class_path = node.get("class_path") if is_dict else getattr(node, "class_path", None)
+        if not class_path:
+            break
+        paths.append(str(class_path))
+        args = node.get("init_args") if is_dict else getattr(node, "init_args", None)
+        node = args.get("mechanism") if args is not None and hasattr(args, "get") else None
+    return paths
+
+
 def check_output_folder(path: str | os.PathLike, flag: str) -> None:
     """Raise ValueError (one line naming ``flag`` and ``path``) unless the folder ``path`` exists
     and is writable or can be created; leaves nothing behind (it rehearses an atomic write,
@@ -423,11 +438,12 @@ class SwarBenchCLI(LightningCLI):
             # a name or version with '/' or '..' would put the run outside save_dir
             runs.check_path_component(init_args.get("version"), "--trainer.logger.init_args.version")
             runs.check_path_component(init_args.get("name"), "--trainer.logger.init_args.name", nested=True)
-        mechanism = cfg.get("model.mechanism")
-        class_path = getattr(mechanism, "class_path", None) or (mechanism.get("class_path") if isinstance(mechanism, dict) else None)
-        if not class_path or init_args is None or not str(getattr(logger, "class_path", "")).endswith(("TensorBoardLogger", "CSVLogger")):
+        class_paths = nested_class_paths(cfg.get("model.mechanism"))
+        if not class_paths or init_args is None or not str(getattr(logger, "class_path", "")).endswith(("TensorBoardLogger", "CSVLogger")):
             return
-        init_args.name = runs.run_name(init_args.get("name") or "", runs.mechanism_name(class_path))
+        # a wrapper names its run after what it wraps too: ZoologyBackbone-CausalAttention
+        label = "-".join(runs.mechanism_name(path) for path in class_paths)
+        init_args.name = runs.run_name(init_args.get("name") or "", label)
         root = Path(str(init_args.get("save_dir") or ".")) / init_args.name
         if init_args.get("version") is not None:
             init_args.version = runs.parse_version(str(init_args.version))

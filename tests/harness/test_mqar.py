@@ -328,7 +328,7 @@ def test_cli_fits_and_tests_mqar(tmp_path):
         f"--trainer.logger.init_args.save_dir={run}",
     ]
     assert main(["fit", *common]) == 0
-    folders = sorted(run.glob("mqar_t64/*/version_*"))
+    folders = sorted(run.glob("mqar_t64/ZoologyBackbone-CausalAttention/version_*"))  # named after both
     assert len(folders) == 1
     ckpt = folders[0] / "checkpoints" / "last.ckpt"
     saved = torch.load(ckpt, map_location="cpu", weights_only=False)
@@ -342,3 +342,15 @@ def test_cli_fits_and_tests_mqar(tmp_path):
     table = (folders[0] / "mqar_accuracy.md").read_text()
     assert "| all |" in table and "(64)" in table  # 32 test examples x 2 queries
     assert not (folders[0] / "answer_type_accuracy.md").exists()  # passkey's report stands aside
+
+
+def test_run_folder_names_the_wrapper_and_what_it_wraps():
+    from swar_bench.lightning_cli import nested_class_paths
+
+    plain = {"class_path": "swar_bench.mechanisms.GRU", "init_args": {"d_model": 8}}
+    wrapped = {"class_path": "swar_bench.mechanisms.zoology_backbone.ZoologyBackbone",
+               "init_args": {"mechanism": {"class_path": "swar_bench.mechanisms.CausalAttention"}}}
+    assert nested_class_paths(plain) == ["swar_bench.mechanisms.GRU"]
+    assert nested_class_paths(wrapped) == ["swar_bench.mechanisms.zoology_backbone.ZoologyBackbone",
+                                           "swar_bench.mechanisms.CausalAttention"]
+    assert nested_class_paths(None) == [] and nested_class_paths({"init_args": {}}) == []
