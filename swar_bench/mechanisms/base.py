@@ -216,7 +216,21 @@ class MixerLM(nn.Module):
 
     def forward(self, input_ids: torch.Tensor, state: State = None) -> tuple[torch.Tensor, tuple]:
         """``input_ids[B, T]`` int64 and the carried state (None = empty) ->
-        ``(logits[B, T, vocab_size]``, new state)."""
+        ``(logits[B, T, vocab_size]``, new state); ``project(forward_features(...))``."""
+        features, new_state = self.forward_features(input_ids, state)
+        return self.project(features), new_state
+
+    def project(self, features: torch.Tensor) -> torch.Tensor:
+        """The head: ``features[..., d_model]`` (from :meth:`forward_features`) ->
+        ``logits[..., vocab_size]``. Applied to the supervised positions alone it gives the
+        same logits there as :meth:`forward` (``TBPTTModule(supervised_logits=True)``)."""
+        return self.head(features)
+
+    def forward_features(
+        self, input_ids: torch.Tensor, state: State = None
+    ) -> tuple[torch.Tensor, tuple]:
+        """:meth:`forward` up to the head: ``(features[B, T, d_model]`` after the final norm,
+        new state)."""
         if input_ids.dim() != 2 or input_ids.dtype not in (torch.int64, torch.int32, torch.int16):
             raise ValueError(
                 f"input_ids must be an integer tensor [B, T], got {input_ids.dtype} {tuple(input_ids.shape)}"
@@ -230,7 +244,7 @@ class MixerLM(nn.Module):
         for block, layer_state in zip(self.blocks, state):
             x, layer_state = block(x, layer_state)
             new_state.append(layer_state)
-        return self.head(self.norm(x)), tuple(new_state)
+        return self.norm(x), tuple(new_state)
 
     def detach_state(self, state: State) -> State:
         """The same state cut from the autograd graph (truncated BPTT boundary)."""

@@ -329,13 +329,14 @@ class HGRN2(MixerLM):
         weights = self.lower_bounds.softmax(0)
         return weights.cumsum(0) - weights[0]
 
-    def forward(self, input_ids: torch.Tensor, state=None):
-        """As ``MixerLM.forward``, with each layer's forget-gate floor set for the call (and
-        cleared after it, so the model holds no graph between calls and can be deep-copied)."""
+    def forward_features(self, input_ids: torch.Tensor, state=None):
+        """As ``MixerLM.forward_features`` (so ``forward`` too), with each layer's forget-gate
+        floor set for the call (and cleared after it, so the model holds no graph between calls
+        and can be deep-copied)."""
         for i, (block, bound) in enumerate(zip(self.blocks, self.layer_lower_bounds())):
             block.mixer.lower_bound = bound if i else None
         try:
-            return super().forward(input_ids, state)
+            return super().forward_features(input_ids, state)
         finally:
             for block in self.blocks:
                 block.mixer.lower_bound = None
