@@ -8,7 +8,7 @@ says is hidden:
 - torch's ``LeafSpec`` FutureWarning raised by Lightning's own ``_pytree`` helper;
 - Lightning's "The `srun` command is available on your system but is not used" hint
   (``SLURMEnvironment`` at every Trainer built on a machine with ``srun``), for every run our
-  commands start, one process or DDP: the README's SLURM section says how to launch with srun;
+  commands start, one process or DDP: docs/CLUSTER.md says how to launch with srun;
 - "Checkpoint directory ... exists and is not empty" when a run resumes into its own run folder
   (``resuming=True``): writing there is the point of resuming;
 - "The dirpath has changed from ... to '<run folder>/checkpoints'" when a run goes into the run

@@ -68,7 +68,7 @@ def test_a_fit_and_its_resume_print_no_notice(tmp_path, capfd, caplog):
 
 def test_the_srun_hint_is_silenced_for_a_ddp_trainer_too(tmp_path, monkeypatch):
     # Reported: with `srun` installed, a DDP fit still printed Lightning's srun hint (it was
-    # silenced only for one process). Our commands launch both; the README says how to use srun.
+    # silenced only for one process). Our commands launch both; docs/CLUSTER.md says how to use srun.
     import lightning.pytorch as pl
 
     srun = tmp_path / "bin" / "srun"
