@@ -1,12 +1,35 @@
 """The argument parser of the commands built on :mod:`argparse` (``swar-bench data``, ``demo``,
-``check-mechanism``, the referee's sub-commands, ``study``)."""
+``check-mechanism``, the referee's sub-commands, ``study``), and the checks of the values they
+share (paths, a seed)."""
 
 from __future__ import annotations
 
 import argparse
+import numbers
 import os
 from collections.abc import Callable
 from typing import Any
+
+TORCH_MAX_SEED = 2**64 - 1
+"""The largest seed ``torch.manual_seed`` takes (``torch.Generator.manual_seed``: an unsigned 64-bit integer)."""
+
+
+def check_seed(seed: Any, name: str = "seed", maximum: int = TORCH_MAX_SEED, minimum: int = 0) -> int:
+    """``seed`` as an int when it is an integer (``int`` or a numpy integer, not ``bool``, not a
+    float) in ``[minimum, maximum]``: the one seed check of the referee (``maximum`` =
+    ``TORCH_MAX_SEED``, what ``torch.manual_seed`` takes) and of the conformance check (``maximum``
+    = ``swar_bench.mechanisms.conformance.max_seed``, so every example seed it derives stays
+    below ``2**63``, docs/TASK.md "Columns").
+
+    Raises:
+        ValueError: one line naming ``name=seed`` and the accepted range, e.g.
+            ``seed=-1: expected an integer in [0, 18446744073709551615]``.
+    """
+    integral = isinstance(seed, numbers.Integral) and not isinstance(seed, bool)
+    if not integral or not minimum <= int(seed) <= maximum:
+        shown = str(int(seed)) if integral else repr(seed)
+        raise ValueError(f"{name}={shown}: expected an integer in [{minimum}, {maximum}]")
+    return int(seed)
 
 
 def empty_path_message(option: str, expected: str) -> str:

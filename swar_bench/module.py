@@ -23,6 +23,7 @@ import torch
 import torch.nn.functional as F
 from torchmetrics import MeanMetric
 
+from swar_bench.mechanisms.task_fit import check_task_fits
 from swar_bench.tbptt import IGNORE_INDEX, supervised_cross_entropy, tbptt_chunks
 
 
@@ -60,51 +61,6 @@ def mechanism_class_path(mechanism: torch.nn.Module) -> str:
         if not cls.__module__.startswith("torch.distributed"):
             return f"{cls.__module__}.{cls.__qualname__}"
     return type(mechanism).__qualname__
-
-
-def check_task_fits(mechanism: torch.nn.Module, params=None, mqar=None) -> None:
-    """Raise ValueError (one line) when ``mechanism`` cannot be run on the task's data: passkey_swar
-    generated with ``params`` (the task's defaults when None), or MQAR when ``mqar`` (a
-    ``swar_bench.datamodules.mqar.MQARData``) is given:
-
-    - ``mechanism.vocab_size`` is smaller than the task's vocabulary (passkey_swar: 40 tokens for
-      the release's parameters, 8 specials + keys + values, docs/TASK.md, "Vocabulary"; MQAR: its
-      ``vocab_size``); a larger vocabulary is allowed (the extra logits are never targets);
-    - a mechanism that reads the task's rules (``task_params``, e.g. the Oracle) was built with a
-      window ``w``, ``n_keys`` or ``n_values`` other than the data's, or is given MQAR data.
-    """
-    if mqar is not None:
-        have = int(getattr(mechanism, "vocab_size", mqar.vocab_size))
-        if have < mqar.vocab_size:
-            raise ValueError(
-                f"vocab_size={have} of {type(mechanism).__name__} is too small for MQAR; expected >= "
-                f"{mqar.vocab_size} (--data.mqar.vocab_size)"
-            )
-        if getattr(mechanism, "task_params", None) is not None:
-            raise ValueError(
-                f"{type(mechanism).__name__} reads passkey_swar's rules; expected a learned mechanism for --data.task=mqar"
-            )
-        return
-    from swar_bench.tasks.passkey_swar import PasskeySwarParams, vocab
-
-    params = params or PasskeySwarParams()
-    need = vocab(params).size
-    have = int(getattr(mechanism, "vocab_size", need))
-    if have < need:
-        raise ValueError(
-            f"vocab_size={have} of {type(mechanism).__name__} is too small for passkey_swar; expected >= {need} "
-            f"(8 specials + n_keys + n_values)"
-        )
-    rules = getattr(mechanism, "task_params", None)
-    if rules is not None:
-        differ = [f for f in ("w", "n_keys", "n_values") if getattr(rules, f) != getattr(params, f)]
-        if differ:
-            built = ", ".join(f"{f}={getattr(rules, f)}" for f in differ)
-            data = ", ".join(f"{f}={getattr(params, f)}" for f in differ)
-            raise ValueError(
-                f"{type(mechanism).__name__} reads the stream with {built} but the data have {data}; expected "
-                "--model.mechanism.init_args.params to match --data.task_params (or the data folder's params.json)"
-            )
 
 
 class TBPTTModule(pl.LightningModule):

@@ -71,15 +71,20 @@ def self_knowledge_correlation(
     error_rate: Sequence[float], mean_loss: Sequence[float]
 ) -> Correlation:
     """Pearson correlation of ``error_rate`` (1 - accuracy, one per N) and ``mean_loss`` (nats per
-    answer token, one per N), from the referee (docs/REFEREE.md, "Calibration: `self_knowledge_correlation`").
+    answer token, one per N): the referee's definition (docs/REFEREE.md, "Calibration:
+    `self_knowledge_correlation`"; ``swar_bench.referee.evaluate.self_knowledge_correlation``, the
+    one implementation), read per N.
 
     Returns:
         ``Correlation(value)``, or ``Correlation(nan, reason)`` when fewer than 2 N were evaluated
         or either sequence has zero variance (the coefficient is then undefined).
 
     Raises:
-        ValueError: the two sequences differ in length or hold non-finite values.
+        ValueError: the two sequences differ in length or hold non-finite values (the harness's
+            per-N means are always finite).
     """
+    from swar_bench.referee.evaluate import self_knowledge_correlation as pearson
+
     err = np.asarray(error_rate, dtype=np.float64)
     loss = np.asarray(mean_loss, dtype=np.float64)
     if err.shape != loss.shape or err.ndim != 1:
@@ -90,18 +95,8 @@ def self_knowledge_correlation(
         raise ValueError(
             f"error_rate={err.tolist()} / mean_loss={loss.tolist()}: expected finite numbers"
         )
-    if err.size < 2:
-        return Correlation(math.nan, f"{err.size} evaluated N: the correlation needs at least 2")
-    de, dl = err - err.mean(), loss - loss.mean()
-    if not de.any():
-        return Correlation(math.nan, f"the error rate is {err[0]:.6g} at every N (zero variance)")
-    if not dl.any():
-        return Correlation(
-            math.nan, f"the mean answer loss is {loss[0]:.6g} at every N (zero variance)"
-        )
-    return Correlation(
-        float(np.dot(de, dl) / math.sqrt(float(np.dot(de, de)) * float(np.dot(dl, dl))))
-    )
+    value, reason = pearson((1.0 - err).tolist(), loss.tolist(), unit="N", loss_name="mean answer loss")
+    return Correlation(value, reason or None)
 
 
 def expected_calibration_error(

@@ -130,7 +130,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command on ``argv``; returns 0 (all checks pass), 1 (a check fails) or 2 (bad input)."""
-    from swar_bench.mechanisms.conformance import check_mechanism, check_seed, format_report, passed
+    from swar_bench.argparsing import check_seed
+    from swar_bench.mechanisms.conformance import check_mechanism, format_report, max_seed, passed
     from swar_bench.mechanisms.registry import resolve_class, resolve_class_path
 
     args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
@@ -154,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError(f"--long-len={args.long_len}: expected >= --seq-len ({args.seq_len})")
         if not args.atol >= 0:
             raise ValueError(f"--atol={args.atol}: expected a number >= 0")
-        check_seed(args.seed, name="--seed")
+        check_seed(args.seed, name="--seed", maximum=max_seed())
         what = "CLASS_PATH" if args.class_path else where
         cls = resolve_class(class_path, what)
         full_path = resolve_class_path(class_path, what)

@@ -9,7 +9,7 @@ the protocol's rule of ``swar_bench/mechanisms/protocol.py`` or of docs/MECHANIS
    ``state_bytes(batch_size)`` (``state_bytes(batch_size, seq_len=T)`` for a growing state) exist
    with those signatures.
 2. ``task fit``: the vocabulary holds the task's tokens and the rules a mechanism reads
-   (``task_params``) are the data's (``swar_bench.module.check_task_fits``).
+   (``task_params``) are the data's (``swar_bench.mechanisms.task_fit.check_task_fits``).
 3. ``forward``: ``input_ids[B, T]`` int64 -> ``logits[B, T, vocab_size]`` floating point.
 4. ``streaming, random splits``: one forward on T tokens equals the stream cut at random
    places with the state carried (logits and final state, max abs difference <= ``atol``).
@@ -44,6 +44,7 @@ from typing import Any
 
 import torch
 
+from swar_bench.argparsing import check_seed
 from swar_bench.mechanisms.protocol import is_fixed_size, iter_state_tensors, measure_state_bytes
 from swar_bench.text import plural
 
@@ -60,17 +61,6 @@ def max_seed(batch_size: int = 2) -> int:
     (``seed + b`` for the batch rows, ``seed + 1`` and ``seed + 2`` for the long inputs) must stay
     an example seed, below ``2**63``."""
     return 2**63 - 1 - max(batch_size - 1, *LONG_STREAM_OFFSETS)
-
-
-def check_seed(seed: Any, batch_size: int = 2, name: str = "seed") -> int:
-    """``seed`` as an int when it is an integer in ``[0, max_seed(batch_size)]``.
-
-    Raises:
-        ValueError: one line naming ``name=seed`` and the accepted range.
-    """
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= max_seed(batch_size):
-        raise ValueError(f"{name}={seed!r}: expected an integer in [0, {max_seed(batch_size)}]")
-    return seed
 
 
 @dataclasses.dataclass
@@ -173,7 +163,7 @@ class Conformance:
         self.long_len = max(long_len, seq_len + 1)
         self.n_splits = n_splits
         self.atol = atol
-        self.seed = check_seed(seed, batch_size)
+        self.seed = check_seed(seed, maximum=max_seed(batch_size))
         torch.manual_seed(seed)
         self.model = build()
         if isinstance(self.model, torch.nn.Module):
@@ -214,7 +204,7 @@ class Conformance:
         )
 
     def check_task_fit(self) -> str:
-        from swar_bench.module import check_task_fits
+        from swar_bench.mechanisms.task_fit import check_task_fits
         from swar_bench.tasks.passkey_swar import vocab
 
         try:

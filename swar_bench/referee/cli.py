@@ -350,7 +350,7 @@ def _run(argv: list[str]) -> int:
     except MechanismNameError as e:  # a name in a --config file: the resolver's line, whole
         return _error(e, limit=None)
     except Exception as e:  # noqa: BLE001 - any bad config is reported as one line
-        from swar_bench.lightning_cli import parse_error_line
+        from swar_bench.config_errors import parse_error_line
 
         return _error(parse_error_line(str(e), argv))
     created: list[Path] = []  # filled as the folders are made: a stop at any point finds them

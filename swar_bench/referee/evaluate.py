@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from swar_bench.argparsing import TORCH_MAX_SEED, check_seed
 from swar_bench.intervals import wilson
 from swar_bench.mechanisms.protocol import measure_state_bytes, state_bytes_at
 from swar_bench.referee.bandit import FlopLedger, ThompsonBernoulli
@@ -37,6 +38,7 @@ from swar_bench.referee.suites import (
     random_permutation,
 )
 from swar_bench.referee.train import flops, train_step_tokens, train_tbptt
+from swar_bench.text import plural
 
 log = logging.getLogger(__name__)
 
@@ -79,36 +81,50 @@ def solved_threshold(vocab: int) -> float:
 
 
 def self_knowledge_correlation(
-    accuracies: Sequence[float], losses: Sequence[float]
+    accuracies: Sequence[float | None],
+    losses: Sequence[float | None],
+    unit: str = "range",
+    loss_name: str = "probe loss",
 ) -> tuple[float, str]:
-    """Pearson correlation across ranges of "how much it forgot" (``1 - accuracy``) and its own probe loss.
+    """Pearson correlation, one point per ``unit`` (a referee range; an N in the harness's
+    ``Calibration`` callback), of "how much it got wrong" (``1 - accuracy``) and its own loss
+    (nats). The one definition of the self-knowledge correlation, the referee's and the harness's.
 
     Source: docs/REFEREE.md, "Calibration: `self_knowledge_correlation`": near +1 when the mechanism is as surprised
     as it is wrong, near 0 when it is confidently wrong.
 
+    Args:
+        accuracies, losses: one value per ``unit``, in [0, 1] and nats; ``None`` or a non-finite
+            value (a diverged run) makes the correlation undefined.
+        unit: what one point is, as the reason names it (``"range"``, ``"N"``).
+        loss_name: what the loss is, as the reason names it (``"probe loss"``, ``"mean answer loss"``).
+
     Returns:
         ``(r, reason)``: ``r`` in [-1, 1] and ``reason == ""``; or ``(nan, reason)`` stating why it is
-        undefined (fewer than 2 ranges, a missing or non-finite value, or a constant series, whose
-        variance is 0).
+        undefined (fewer than 2 points: ``"1 evaluated range: the correlation needs at least 2"``,
+        a missing or non-finite value, or a constant series, whose variance is 0:
+        ``"the error rate is 0 at every N (zero variance)"``).
+
+    Raises:
+        ValueError: the two sequences differ in length.
     """
     a = [None if v is None else float(v) for v in accuracies]
     lo = [None if v is None else float(v) for v in losses]
     if len(a) != len(lo):
         raise ValueError(
-            f"{len(a)} accuracies and {len(lo)} losses: expected one of each per range"
+            f"{len(a)} accuracies and {len(lo)} losses: expected two sequences of one length, one of each per {unit}"
         )
     if len(a) < 2:
-        return float("nan"), f"undefined: {len(a)} range(s), a correlation needs at least 2"
+        evaluated = "evaluated " + unit
+        return float("nan"), f"{plural(len(a), evaluated, evaluated if unit == 'N' else evaluated + 's')}: the correlation needs at least 2"
     if any(v is None or not math.isfinite(v) for v in a + lo):
-        return float("nan"), "undefined: an accuracy or loss is missing or not finite"
+        return float("nan"), "an accuracy or loss is missing or not finite"
     forgot = np.array([1.0 - v for v in a])
     loss = np.array(lo)
     if np.ptp(forgot) == 0:
-        return float(
-            "nan"
-        ), f"undefined: accuracy is the same ({a[0]:.4g}) at every range (zero variance)"
+        return float("nan"), f"the error rate is {forgot[0]:.6g} at every {unit} (zero variance)"
     if np.ptp(loss) == 0:
-        return float("nan"), "undefined: probe loss is the same at every range (zero variance)"
+        return float("nan"), f"the {loss_name} is {loss[0]:.6g} at every {unit} (zero variance)"
     r = float(np.corrcoef(forgot, loss)[0, 1])
     return max(-1.0, min(1.0, r)), ""
 
@@ -151,29 +167,21 @@ def _as_int(name: str, value: Any, minimum: int, maximum: int | None = None) -> 
     return int(value)
 
 
-MAX_SEED = 2**64 - 1
+MAX_SEED = TORCH_MAX_SEED
 """The largest ``seed`` (and ``init_seed``): ``torch.manual_seed`` takes at most ``2**64 - 1``."""
 
 MIN_INIT_SEED = -(2**63)
 """The smallest ``init_seed``: ``torch.manual_seed`` maps a negative seed to ``2**64 - 1 + seed``."""
 
 
-def check_seed(seed: Any, name: str = "seed") -> int:
-    """``seed`` as an int in ``[0, MAX_SEED]``, the seeds every part of the referee accepts.
-
-    Raises:
-        ValueError: one line naming ``name=seed`` and that range.
-    """
-    return _as_int(name, seed, 0, MAX_SEED)
-
-
 def check_init_seed(init_seed: Any) -> int:
-    """``init_seed`` as an int in ``[MIN_INIT_SEED, MAX_SEED]`` (what ``torch.manual_seed`` takes).
+    """``init_seed`` as an int in ``[MIN_INIT_SEED, MAX_SEED]`` (what ``torch.manual_seed`` takes;
+    the seed check of ``swar_bench.argparsing.check_seed``).
 
     Raises:
         ValueError: one line naming ``init_seed=value`` and that range.
     """
-    return _as_int("init_seed", init_seed, MIN_INIT_SEED, MAX_SEED)
+    return check_seed(init_seed, "init_seed", MAX_SEED, MIN_INIT_SEED)
 
 
 def check_ranges(ranges: Sequence[float], hops: int) -> tuple[int, ...]:

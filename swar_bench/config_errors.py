@@ -1,0 +1,166 @@
+"""A refused option as one line: jsonargparse's nested messages turned into one sentence naming the
+option (or the ``--config`` file it came from), the value and what was expected.
+
+Shared by every command that parses options with jsonargparse (``swar-bench fit|validate|test|predict``,
+``demo`` and ``referee``), so it sits below all of them and imports only the mechanisms' name
+resolver (``swar_bench.mechanisms.registry``) and the zoo's names.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from typing import Any
+
+
+def mechanism_names() -> list[str]:
+    """Names of the mechanisms of the zoo (``swar_bench.mechanisms.MECHANISMS``)."""
+    from swar_bench.mechanisms import MECHANISMS
+
+    return sorted(MECHANISMS)
+
+
+def one_line(message: str) -> str:
+    lines = [ln.strip() for ln in str(message).splitlines() if ln.strip()]
+    return " ".join(lines[:1]) if lines else "invalid arguments"
+
+
+def joined(message: str) -> str:
+    """All lines of a (jsonargparse) message in one line: the first line alone may be only a
+    heading such as ``Parser key "d_model":``."""
+    return " ".join(ln.strip() for ln in str(message).splitlines() if ln.strip()) or "invalid arguments"
+
+
+def option_source(argv: list[str], key: str, got: str | None = None) -> str | None:
+    """Where the value of the dotted option ``key`` (e.g. ``model.mechanism.init_args.d_model``)
+    that jsonargparse refused comes from: ``"--config=<absolute path>"`` for a ``--config`` file
+    of ``argv``, None for the command line (or when nothing in ``argv`` sets it). The last setting
+    whose value reads as ``got`` (jsonargparse's ``Got value:``), else the last setting: a file is
+    refused when it is loaded, before the options after it are read."""
+    import yaml
+
+    parts = key.split(".")
+    flags = {f"--{key}", "--" + ".".join(p for p in parts if p != "init_args")}
+    settings: list[tuple[str | None, str]] = []
+
+    def lookup(node: Any, rest: list[str]) -> Any:
+        for part in rest:
+            node = node.get(part, _MISSING) if isinstance(node, dict) else _MISSING
+        return node
+
+    for i, arg in enumerate(argv):
+        name, eq, value = arg.partition("=")
+        value = value if eq else (argv[i + 1] if i + 1 < len(argv) else "")
+        if name in flags:
+            settings.append((None, value))
+        elif name.startswith("--") and key.startswith(name[2:] + ".") and value.lstrip().startswith("{"):
+            try:  # an inline mapping: --model.mechanism='{"class_path": "GRU", "init_args": {...}}'
+                node = lookup(yaml.safe_load(value), parts[len(name[2:].split(".")):])
+            except yaml.YAMLError:
+                continue
+            if node is not _MISSING:
+                settings.append((None, str(node)))
+        elif name == "--config" and (eq or i + 1 < len(argv)):
+            path = value if eq else argv[i + 1]
+            try:
+                with open(path, encoding="utf-8") as handle:
+                    node = yaml.safe_load(handle)
+            except (OSError, UnicodeDecodeError, yaml.YAMLError):
+                continue
+            node = lookup(node, parts)
+            if node is not _MISSING:
+                settings.append((f"--config={os.path.abspath(path)}", str(node)))
+    matching = [source for source, value in settings if got is not None and value == got]
+    return matching[-1] if matching else (settings[-1][0] if settings else None)
+
+
+_MISSING = object()
+
+
+def parse_error_line(message: str, argv: list[str] | None = None) -> str:
+    """Turn a jsonargparse error into one sentence naming the option, the value and what was
+    expected. jsonargparse nests its messages, one heading line per level (``Parser key
+    "model.mechanism":`` / ``Problem with given class_path 'C':`` / ``Parser key "d_model":`` /
+    ``Expected a <class 'int'>. Got value: abc``): the headings become the dotted option
+    (``--model.mechanism.init_args.d_model``), the innermost lines the reason. A value read from
+    a ``--config`` file in ``argv`` is named with the file (``--config=/abs/run.yaml:
+    model.mechanism.init_args.d_model: ...``)."""
+
+    key = re.match(r'Parser key "([^"]+)"', message)
+    if key and key.group(1) == "model.mechanism":
+        unknown = re.search(r"dot import path string: (\S+)", message) or re.search(
+            r"Expected a path but (\S+) either not accessible", message
+        )
+        if unknown:
+            names = ", ".join(mechanism_names())
+            return (
+                f"unknown mechanism {unknown.group(1)!r} for --model.mechanism; expected a ContextMechanism "
+                f"class path, e.g. one of swar_bench.mechanisms: {names}"
+            )
+    if not key:
+        return joined(message)
+    keys, class_path = [], None
+    # an inline mapping is also tried as a file path first: that attempt is not the user's problem
+    lines = [
+        ln.strip().removeprefix("- ")
+        for ln in message.splitlines()
+        if ln.strip() and not ln.strip().startswith("- Expected a path but")
+    ]
+    while lines:
+        heading = re.fullmatch(r'Parser key "([^"]+)":\s*(.*)', lines[0]) or re.fullmatch(
+            r"Problem with given class_path '([^']+)':\s*(.*)", lines[0]
+        )
+        if heading is None:
+            break
+        if lines[0].startswith("Problem"):
+            class_path = heading.group(1)
+            keys.append("init_args")
+        else:
+            keys.append(heading.group(1))
+        lines = ([heading.group(2)] if heading.group(2) else []) + lines[1:]
+    reason = " ".join(lines) or "invalid value"
+    got = re.search(r"(?:Got value|Given value): (.*)$", reason)
+    value = got.group(1) if got else None
+    union = re.match(r"Does not validate against any of the Union subtypes\s*Subtypes: \[(.*)\]\s*Errors:", reason)
+    if union and value is not None:  # "Subtypes: [...] Errors: - ... Given value type: ... Given value: abc"
+        types = re.sub(r"<class '([^']+)'>", r"\1", union.group(1)).replace("NoneType", "None")
+        reason = f"Expected one of {types}. Got value: {value}"
+    # "Expected a <class 'int'>" reads "Expected int"; other type reprs lose their "<class ...>" too
+    reason = re.sub(r"<class '([^']+)'>", r"\1", re.sub(r"Expected an? <class '([^']+)'>", r"Expected \1", reason))
+    rejected = re.fullmatch(r"Option '([^']+)' is not accepted", reason)
+    if rejected and class_path == "torch.nn.Module":  # init args given while no mechanism was chosen yet
+        keys.append(rejected.group(1))
+        flag = "--" + ".".join(keys[: keys.index("init_args")])
+        return (f"--{'.'.join(keys)}: given before any mechanism was chosen; expected {flag}=NAME "
+                f"(or a --config naming one) before the mechanism's init args")
+    if rejected and class_path is not None:
+        keys.append(rejected.group(1))
+        from swar_bench.mechanisms.registry import accepted_args
+
+        accepted = accepted_args(class_path)
+        reason = f"not an argument of {class_path}" + (f"; expected one of {', '.join(accepted)}" if accepted else "")
+    elif class_path is not None and keys[-1] == "init_args":
+        reason += f" (expected a mapping of {class_path}'s arguments)"
+    elif class_path is not None:
+        reason += f" (an argument of {class_path})"
+    option = ".".join(keys)
+    source = option_source(argv or [], option, value)
+    if reason.startswith("Expected float.") and value is not None and non_finite(value):
+        # "nan" / "inf" are floats to the user, not to jsonargparse: say what is wrong with them
+        expected = FINITE_FLOAT_EXPECTED.get(option, "a finite number")
+        return (f"{source}: {option}={value} is invalid; expected {expected}" if source is not None
+                else f"--{option}={value} is invalid; expected {expected}")
+    return f"{source}: {option}: {reason}" if source is not None else f"--{option}: {reason}"
+
+
+FINITE_FLOAT_EXPECTED = {"model.lr": "a positive finite learning rate", "lr": "a positive finite learning rate"}
+"""What a float option given ``nan`` or ``inf`` expects, by option (default: a finite number)."""
+
+
+def non_finite(text: str) -> bool:
+    """True when ``text`` reads as a float that is not finite (``nan``, ``-inf``, ``Infinity``)."""
+    try:
+        return not math.isfinite(float(text))
+    except ValueError:
+        return False
