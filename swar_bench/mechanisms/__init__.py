@@ -32,29 +32,10 @@ from swar_bench.mechanisms.protocol import (
 )
 from swar_bench.mechanisms.recurrent import GRU, LSTM
 from swar_bench.mechanisms.rwkv7 import RWKV7
+from swar_bench.mechanisms.zoo import ZOO
 
-MECHANISMS = (
-    "ScalarDecayLinearAttention",
-    "MultiScaleRetention",
-    "DeltaNet",
-    "GatedDeltaNet",
-    "Mamba2",
-    "RWKV7",
-    "Based",
-    "mLSTM",
-    "LogLinearAttention",
-    "GatedLinearAttention",
-    "HGRN2",
-    "KimiDeltaAttention",
-    "GatedDeltaProduct",
-    "Mamba",
-    "GRU",
-    "LSTM",
-    "SlidingWindowAttention",
-    "CausalAttention",
-    "Oracle",
-)
-"""Names of the mechanism classes exported here, in the order the docs list them."""
+MECHANISMS = tuple(entry.name for entry in ZOO)
+"""Names of the mechanism classes exported here, in the order the docs list them (``zoo.ZOO``)."""
 
 __all__ = [
     "GRU",
@@ -62,6 +43,7 @@ __all__ = [
     "LSTM",
     "MECHANISMS",
     "RWKV7",
+    "ZOO",
     "Based",
     "Block",
     "CausalAttention",

@@ -1,31 +1,14 @@
-"""The mechanism table of the docs: paper, parameters, state bytes per sequence, fixed size or not."""
+"""The mechanism table of the docs (docs/MECHANISMS.md, "The zoo"), generated from ``zoo.ZOO`` and the
+classes themselves: paper, parameters, state bytes per sequence, fixed size or not, FLOPs per token."""
 
 from __future__ import annotations
 
 import swar_bench.mechanisms as mech
 from swar_bench.mechanisms.protocol import is_fixed_size, state_bytes_at
+from swar_bench.mechanisms.zoo import ZOO
 
-PAPERS = {
-    "ScalarDecayLinearAttention": "Katharopoulos et al. 2020 (linear attention) + one constant decay",
-    "MultiScaleRetention": "Sun et al. 2023 (RetNet)",
-    "DeltaNet": "Schlag et al. 2021; Yang et al. 2024 (chunked delta rule)",
-    "GatedDeltaNet": "Yang, Kautz & Hatamizadeh 2024 (Gated Delta Networks)",
-    "Mamba2": "Dao & Gu 2024 (SSD)",
-    "RWKV7": "Peng et al. 2025 (RWKV-7 Goose)",
-    "Based": "Arora et al. 2024 (Taylor linear attention + sliding window)",
-    "GatedLinearAttention": "Yang et al. 2024 (GLA)",
-    "HGRN2": "Qin et al. 2024 (HGRN2)",
-    "KimiDeltaAttention": "Kimi Team 2025 (Kimi Linear, KDA)",
-    "GatedDeltaProduct": "Siems et al. 2025 (DeltaProduct)",
-    "mLSTM": "Beck et al. 2024 (xLSTM)",
-    "Mamba": "Gu & Dao 2023 (S6 selective scan)",
-    "LogLinearAttention": "Guo et al. 2025 (log-linear Mamba-2; state grows as log T)",
-    "GRU": "Cho et al. 2014",
-    "LSTM": "Hochreiter & Schmidhuber 1997",
-    "SlidingWindowAttention": "Beltagy et al. 2020 (Longformer local attention)",
-    "CausalAttention": "Vaswani et al. 2017 (KV cache grows with T)",
-    "Oracle": "docs/TASK.md, answer rule (no parameters)",
-}
+PAPERS = {entry.name: entry.paper for entry in ZOO}
+"""The paper column, by mechanism (``zoo.ZOO``)."""
 
 
 def summary_rows(seq_len: int = 4096) -> list[dict]:

@@ -7,6 +7,7 @@ import pytest
 import yaml
 
 from swar_bench.mechanisms import ContextMechanism
+from swar_bench.mechanisms.zoo import ZOO
 
 CONFIGS = sorted((Path(__file__).resolve().parents[2] / "configs" / "mechanisms").glob("*.yaml"))
 
@@ -22,27 +23,15 @@ def test_there_is_a_config_per_mechanism():
     assert named == exported
 
 
-EXPECTED = {
-    "ScalarDecayLinearAttention",
-    "MultiScaleRetention",
-    "DeltaNet",
-    "GatedDeltaNet",
-    "Mamba2",
-    "RWKV7",
-    "Based",
-    "mLSTM",
-    "LogLinearAttention",
-    "GatedLinearAttention",
-    "HGRN2",
-    "KimiDeltaAttention",
-    "GatedDeltaProduct",
-    "Mamba",
-    "GRU",
-    "LSTM",
-    "SlidingWindowAttention",
-    "CausalAttention",
-    "Oracle",
-}
+EXPECTED = {entry.name for entry in ZOO}
+"""The zoo table's mechanisms (swar_bench/mechanisms/zoo.py)."""
+
+
+@pytest.mark.parametrize("entry", ZOO, ids=[entry.name for entry in ZOO])
+def test_each_zoo_entry_names_a_config_of_its_class(entry):
+    path = CONFIGS[0].parent / entry.config
+    assert path.is_file(), path
+    assert yaml.safe_load(path.read_text())["model"]["mechanism"]["class_path"] == f"swar_bench.mechanisms.{entry.name}"
 
 
 @pytest.mark.parametrize("path", CONFIGS, ids=[p.stem for p in CONFIGS])
