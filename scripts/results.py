@@ -462,9 +462,9 @@ def band(r: dict, n: int, kind: str) -> tuple[float, float, float]:
 
 
 def training_tokens(ckpt: Path) -> int:
-    import torch
+    from swar_bench.checkpoint_io import load_checkpoint
 
-    state = torch.load(ckpt, map_location="cpu", weights_only=False)
+    state = load_checkpoint(ckpt)
     return int(state.get("tokens_seen", 0))
 
 

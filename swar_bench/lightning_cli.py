@@ -24,7 +24,9 @@ token (:class:`FlopsPerTokenSummary`).
 
 Bad configs end with one line on stderr (exit code 2), e.g. an unknown mechanism class,
 ``tbptt_steps < 1``, an N outside the task's N set (32..16384), a ``--ckpt_path`` that does not exist or whose
-weights do not fit the configured mechanism, an output folder that cannot be created, a mechanism
+weights do not fit the configured mechanism, a ``--ckpt_path`` (a path or a URL) that
+``torch.load(weights_only=True)`` refuses (a pickled payload is never run;
+``swar_bench.checkpoint_io``), an output folder that cannot be created, a mechanism
 init arg of the wrong type (naming the option or the ``--config`` file that set it) or
 ``--trainer.accelerator=gpu`` on a machine without one; they are found before anything is written. A non-finite training loss ends the run with one line (exit
 code 1) and no checkpoint written after it.
@@ -377,8 +379,8 @@ class SwarBenchCLI(LightningCLI):
         check_accelerator(cfg.get("trainer.accelerator"), list(args or []))
         self._configure_run_folder(cfg, subcommand)
         ckpt_path = cfg.get("ckpt_path") if subcommand else None
-        if ckpt_path is not None and str(ckpt_path) not in CKPT_PATH_KEYWORDS and "://" not in str(ckpt_path):
-            self._read_checkpoint(str(ckpt_path))
+        if ckpt_path is not None and str(ckpt_path) not in CKPT_PATH_KEYWORDS:
+            self._read_checkpoint(str(ckpt_path))  # local or a URL: weights only, a payload is refused
         if str(ckpt_path) == "last" and subcommand in ("fit", "validate", "test", "predict"):
             # `fit --ckpt_path last` with no checkpoint is a fresh start (a first SLURM run);
             # evaluating with none would silently score a randomly initialised model.
@@ -461,11 +463,14 @@ class SwarBenchCLI(LightningCLI):
         return os.path.join(self._ckpt_run_folder, "checkpoints")
 
     def _read_checkpoint(self, path: str) -> None:
+        from swar_bench.checkpoint_io import CheckpointRefusedError, is_remote, load_checkpoint
+
         check_path_given("--ckpt_path", path, f"a checkpoint file or one of {', '.join(CKPT_PATH_KEYWORDS)}")
-        if not os.path.exists(path):
+        remote = is_remote(path)
+        if not remote and not os.path.exists(path):
             raise ValueError(f"--ckpt_path={path}: no such file")
         self._checkpoint_path = path
-        if os.path.isdir(path):  # a distributed checkpoint folder: Lightning's strategy reads it
+        if not remote and os.path.isdir(path):  # a distributed checkpoint folder: Lightning's strategy reads it
             if not os.path.isfile(os.path.join(path, ".metadata")):
                 raise ValueError(
                     f"--ckpt_path={path}: a folder, not a checkpoint; expected a .ckpt file written by swar-bench fit "
@@ -473,7 +478,16 @@ class SwarBenchCLI(LightningCLI):
                 )
             return
         try:
-            checkpoint = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+            checkpoint = load_checkpoint(path, mmap=not remote)
+        except CheckpointRefusedError as err:  # a pickled payload: never run, named in one line
+            raise ValueError(
+                f"--ckpt_path={path}: not a checkpoint file torch can read with weights_only=True, refused "
+                f"({err.reason}); expected a .ckpt written by swar-bench fit"
+            ) from None
+        except FileNotFoundError:
+            raise ValueError(f"--ckpt_path={path}: no such file") from None
+        except OSError as err:
+            raise ValueError(f"--ckpt_path={path}: cannot be read ({err.strerror or type(err).__name__})") from None
         except Exception as err:  # noqa: BLE001 - any failure means "not a checkpoint we can read"
             raise ValueError(
                 f"--ckpt_path={path}: not a checkpoint file torch can read ({type(err).__name__}); expected a .ckpt "
@@ -545,6 +559,11 @@ class SwarBenchCLI(LightningCLI):
         silence_run_notices(resuming=cfg.get("ckpt_path") not in (None, ""), checkpoint_dir=self._ckpt_checkpoint_dir())
         global _RUN_TRAINER
         trainer = super().instantiate_trainer(**kwargs)
+        from swar_bench.checkpoint_io import SafeCheckpointIO
+
+        # every checkpoint Lightning reads (--ckpt_path of any spelling, last, hpc) weights only;
+        # every one it writes beside its destination, then renamed
+        trainer.strategy.checkpoint_io = SafeCheckpointIO()
         trainer.callbacks.append(StopCheck())
         trainer.callbacks[:] = [FlopsPerTokenSummary.replacing(cb) if type(cb) is ModelSummary else cb for cb in trainer.callbacks]
         _RUN_TRAINER = trainer
@@ -596,7 +615,9 @@ class SwarBenchCLI(LightningCLI):
             path = self.trainer.ckpt_path
             checkpoint, account = None, None
             if path and os.path.isfile(path):
-                checkpoint = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+                from swar_bench.checkpoint_io import load_checkpoint
+
+                checkpoint = load_checkpoint(path, mmap=True)
                 found = {k: tuple(v.shape) for k, v in checkpoint.get("state_dict", {}).items() if isinstance(v, torch.Tensor)}
                 account = state_dict_mismatch({k: tuple(v.shape) for k, v in self.model.state_dict().items()}, found)
             raise self._mismatch_error(account or "a strict load_state_dict refused them", checkpoint, path) from None
