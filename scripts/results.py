@@ -1027,6 +1027,8 @@ def _main(argv: list[str] | None) -> int:
             command_record.unlink(missing_ok=True)
             (out / name / "test_command.txt").unlink(missing_ok=True)  # a new checkpoint needs a new test
             (records / f"{name}.test.json").unlink(missing_ok=True)
+            # a new fit: `fit` refuses to write over the checkpoints of an earlier one, this script replaces them
+            shutil.rmtree(out / name / "checkpoints", ignore_errors=True)
             rc, fit_secs = run(fit_args, out / name / "fit.log")
             if rc != 0:
                 print(f"results: fit {name} failed (exit {rc}); see {out / name / 'fit.log'}", flush=True)

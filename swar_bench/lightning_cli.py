@@ -278,6 +278,54 @@ def fresh_start_notice(folder: str | os.PathLike) -> None:
         print(f"swar-bench fit: no checkpoint to resume in {folder}; starting from scratch", file=sys.stderr, flush=True)
 
 
+def fresh_checkpoint_folder(cfg: Any) -> tuple[str, str] | None:
+    """``(option, folder)``: the checkpoint folder a ``fit`` of ``cfg`` writes into when it is
+    fixed before the run starts, with the option that fixed it: ``--checkpoint.dirpath``, a
+    forced logger version (``<save_dir>/<name>/<version>/checkpoints``, after
+    ``_configure_run_folder``) or ``--trainer.logger=false`` (``<default_root_dir>/checkpoints``).
+    None when the logger picks a new ``version_N`` (a new folder) or the folder is remote."""
+    from swar_bench import runs
+
+    dirpath = (cfg.get("checkpoint") or {}).get("dirpath")
+    if dirpath:
+        folder, option = str(dirpath), f"--checkpoint.dirpath={dirpath}"
+    else:
+        logger = cfg.get("trainer.logger")
+        init_args = getattr(logger, "init_args", None)
+        if logger is None or logger is False:
+            root = cfg.get("trainer.default_root_dir") or "."
+            folder, option = os.path.join(str(root), "checkpoints"), "--trainer.logger=false"
+        elif init_args is not None and init_args.get("version") is not None and str(
+                getattr(logger, "class_path", "")).endswith(("TensorBoardLogger", "CSVLogger")):
+            version = init_args.get("version")
+            folder = os.path.join(str(init_args.get("save_dir") or "."), str(init_args.get("name") or ""),
+                                  runs.version_folder(version), "checkpoints")
+            option = f"--trainer.logger.init_args.version={version}"
+        else:
+            return None
+    return None if "://" in folder else (option, folder)
+
+
+def check_fresh_start(cfg: Any) -> None:
+    """A ``fit`` without a checkpoint to resume never writes over the checkpoints of another run:
+    ValueError (one line naming the folder, its checkpoints and ``--ckpt_path last``) when the
+    checkpoint folder it would write into (:func:`fresh_checkpoint_folder`) already holds
+    ``*.ckpt`` files. A resumed fit (``--ckpt_path``) continues the run whose checkpoints they are."""
+    from swar_bench import runs
+
+    where = fresh_checkpoint_folder(cfg)
+    if where is None:
+        return
+    option, folder = where
+    found = runs.existing_checkpoints(folder)
+    if found:
+        shown = ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
+        raise ValueError(
+            f"{option}: {folder} already holds the checkpoints of a run ({shown}); a new run never writes over them: "
+            "expected --ckpt_path last to resume that run, or another folder for a new one"
+        )
+
+
 def check_trainable(model: TBPTTModule, subcommand: str | None, ckpt_path: Any) -> None:
     """Before a run is built: ``fit`` of a mechanism without trainable parameters (the Oracle)
     raises ValueError (one line: nothing to train); ``validate`` / ``test`` / ``predict`` of a
@@ -388,6 +436,7 @@ class SwarBenchCLI(LightningCLI):
             found = glob.glob(os.path.join(str(dirpath), "last*.ckpt"))
             if not found and subcommand == "fit":
                 cfg.ckpt_path = None
+                check_fresh_start(cfg)  # before the notice: a refused fresh start says only why
                 fresh_start_notice(dirpath)
             elif not found:
                 raise ValueError(
@@ -402,6 +451,8 @@ class SwarBenchCLI(LightningCLI):
             )
         for flag, folder in _output_folders(cfg, subcommand):
             check_output_folder(folder, flag)
+        if subcommand == "fit" and cfg.get("ckpt_path") in (None, ""):
+            check_fresh_start(cfg)
 
     _ckpt_run_folder: str | None = None
     """The run folder ``--ckpt_path`` lies in, when the run logs into it (``_configure_run_folder``)."""
@@ -429,8 +480,8 @@ class SwarBenchCLI(LightningCLI):
             return
         init_args.name = runs.run_name(init_args.get("name") or "", runs.mechanism_name(class_path))
         root = Path(str(init_args.get("save_dir") or ".")) / init_args.name
-        if init_args.get("version") is not None:
-            init_args.version = runs.parse_version(str(init_args.version))
+        if init_args.get("version") is not None:  # "0", 0 and "version_0" are one folder, version_0
+            init_args.version = runs.logger_version(init_args.version)
         forced = init_args.get("version") is not None
         ckpt_path = cfg.get("ckpt_path") if subcommand else None
         if str(ckpt_path) == "last" and (cfg.get("checkpoint") or {}).get("dirpath") is None:
@@ -438,6 +489,7 @@ class SwarBenchCLI(LightningCLI):
             if found is None and subcommand == "fit":
                 cfg.ckpt_path = None  # nothing to resume: a fresh start (a first SLURM run)
                 where = root / (runs.version_folder(init_args.version) if init_args.get("version") is not None else "*")
+                check_fresh_start(cfg)  # before the notice: a refused fresh start says only why
                 fresh_start_notice(where / "checkpoints")
             elif found is None:
                 where = root / (runs.version_folder(init_args.version) if init_args.get("version") is not None else "*")

@@ -76,6 +76,29 @@ def parse_version(folder: str) -> int | str:
     return int(match.group(1)) if match else folder
 
 
+def logger_version(value: int | str) -> int | str:
+    """The version a logger gets for ``--trainer.logger.init_args.version=value``, as the folder
+    it writes into names it: an int N, a string of digits (``"0"``: the command line's ``0``,
+    which the parser reads as the int 0) and ``"version_N"`` are the int N (the folder
+    ``version_N``, ``TensorBoardLogger.log_dir``); any other string is itself (the folder of that
+    name). Reading (``--ckpt_path last``) and writing use this one value, so they name one folder."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    text = str(value)
+    if text.isascii() and text.isdigit():
+        return int(text)
+    return parse_version(text)
+
+
+def existing_checkpoints(folder: str | Path) -> list[str]:
+    """Names of the checkpoint files (``*.ckpt``) directly in ``folder``, sorted; ``[]`` when it
+    does not exist."""
+    try:
+        return sorted(p.name for p in Path(folder).glob("*.ckpt") if p.is_file())
+    except OSError:  # a name too long, no permission: nothing a run could write over
+        return []
+
+
 def last_checkpoint(root: str | Path, version: int | str | None = None) -> tuple[Path, int | str] | None:
     """The checkpoint ``--ckpt_path last`` resumes and its version. Without ``version``: the
     newest ``<root>/*/checkpoints/last*.ckpt`` by modification time (the latest run). With
