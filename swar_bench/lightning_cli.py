@@ -900,6 +900,11 @@ def main(argv: list[str] | None = None) -> int:
                 f"--ckpt_path: the checkpoint's optimizer state does not fit this run's optimizer ({message}); expected "
                 "the --model.weight_decay and trainable parameters of the run that wrote it, or a new run without --ckpt_path"
             )
+        from swar_bench.tasks.hub_io import CorruptDataError
+
+        if isinstance(err, CorruptDataError):  # a fault of the data, not of the command line
+            print(f"swar-bench: FAILED: {message}", file=sys.stderr)
+            return 1
         print(f"swar-bench: error: {message}", file=sys.stderr)
         return 2
     except OSError as err:

@@ -42,6 +42,7 @@ from swar_bench.io import (
 from swar_bench.tasks.hub_io import (
     CONFIGS_SECTION,
     PARAMS_FILE,
+    CorruptDataError,
     DataSourceError,
     card_configs_text,
     card_splits,
@@ -639,6 +640,9 @@ def main(argv: list[str] | None = None) -> int:
         # at devnull so that the interpreter's final flush does not fail again
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
+        return 1
+    except CorruptDataError as exc:  # a fault of the data (a check failed), in every command: exit 1
+        print(f"swar-bench data {args.command}: FAILED: {exc}", file=sys.stderr)
         return 1
     except (DataSourceError, _UsageError, OracleError, ValueError, OSError) as exc:
         print(f"swar-bench data {args.command}: error: {exc}", file=sys.stderr)
