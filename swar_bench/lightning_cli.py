@@ -17,7 +17,13 @@ newest checkpoint of that folder). A mechanism name is resolved by
 command line and in a ``--config`` file alike (``SwarBenchCLI.init_parser``). With
 ``--trainer.logger=false`` the reports and LightningCLI's config go to ``runs/`` itself.
 ``fit --ckpt_path last`` with nothing to resume starts from scratch after one line saying so
-(:func:`fresh_start_notice`); ``validate`` / ``test`` / ``predict`` without ``--ckpt_path`` warn
+(:func:`fresh_start_notice`), unless the folder it would write into already holds checkpoints
+(a forced version, ``--checkpoint.dirpath``): a new run never writes over a run
+(:func:`check_fresh_start`, one line naming the folder). A ``last.ckpt`` that cannot be read (cut
+short by a kill or a full disk) is passed over for the newest checkpoint beside it that can, in
+one line (:func:`readable_resume`). Checkpoints are read weights-only and written beside their
+destination, then renamed (``swar_bench.checkpoint_io``); a full disk ends the run with exit code
+1 and one line naming the run folder, the previous checkpoint intact; ``validate`` / ``test`` / ``predict`` without ``--ckpt_path`` warn
 that the weights are untrained, and ``fit`` of a mechanism without trainable parameters is
 refused (:func:`check_trainable`). The model summary shows the mechanism's forward FLOPs per
 token (:class:`FlopsPerTokenSummary`).
@@ -35,6 +41,7 @@ code 1) and no checkpoint written after it.
 from __future__ import annotations
 
 import contextlib
+import errno
 import glob
 import logging
 import math
@@ -278,6 +285,36 @@ def fresh_start_notice(folder: str | os.PathLike) -> None:
         print(f"swar-bench fit: no checkpoint to resume in {folder}; starting from scratch", file=sys.stderr, flush=True)
 
 
+def readable_resume(path: str, subcommand: str | None) -> str:
+    """The checkpoint ``--ckpt_path last`` resumes: ``path`` when it reads as a checkpoint
+    (``swar_bench.slurm.checkpoint_progress``, weights only), else the newest readable checkpoint
+    beside it (largest recorded step, ``swar_bench.slurm.newest_checkpoint``: a ``last.ckpt``
+    cut short by a kill or a full disk next to an intact step checkpoint), after one line on
+    stderr (rank 0) naming both.
+
+    Raises:
+        ValueError: ``path`` cannot be read and no checkpoint beside it can (one line)."""
+    from swar_bench.slurm import checkpoint_progress, newest_checkpoint, resume_candidates
+
+    try:
+        checkpoint_progress(path)
+        return path
+    except Exception as err:  # noqa: BLE001 - truncated, not a checkpoint, refused: fall back below
+        reason = f"{type(err).__name__}: {_one_line(str(err))[:120]}"
+    folder = os.path.dirname(path) or "."
+    others = [p for p in resume_candidates(folder) if os.path.abspath(p) != os.path.abspath(path)]
+    newest = newest_checkpoint(others, warn=lambda line: None)
+    if newest is None:
+        raise ValueError(
+            f"--ckpt_path=last: {path} cannot be read ({reason}) and no other checkpoint beside it can; expected a "
+            f"checkpoint file to resume from (--ckpt_path FILE), or a new run into another folder"
+        )
+    if _rank_zero():
+        print(f"swar-bench {subcommand}: {path} cannot be read ({reason}); resuming from {newest[0]} (global step "
+              f"{newest[1]}), the newest checkpoint beside it that can", file=sys.stderr, flush=True)
+    return newest[0]
+
+
 def fresh_checkpoint_folder(cfg: Any) -> tuple[str, str] | None:
     """``(option, folder)``: the checkpoint folder a ``fit`` of ``cfg`` writes into when it is
     fixed before the run starts, with the option that fixed it: ``--checkpoint.dirpath``, a
@@ -433,7 +470,13 @@ class SwarBenchCLI(LightningCLI):
             # `fit --ckpt_path last` with no checkpoint is a fresh start (a first SLURM run);
             # evaluating with none would silently score a randomly initialised model.
             dirpath = (cfg.get("checkpoint") or {}).get("dirpath") or os.path.join(str(cfg.get("trainer.default_root_dir")), "checkpoints")
-            found = glob.glob(os.path.join(str(dirpath), "last*.ckpt"))
+            found = glob.glob(os.path.join(glob.escape(str(dirpath)), "last*.ckpt"))
+            if found:  # Lightning's "last": the newest last*.ckpt; one cut short falls back
+                newest = max(found, key=os.path.getmtime)
+                chosen = readable_resume(newest, subcommand)
+                if chosen != newest:
+                    cfg.ckpt_path = chosen
+                    self._read_checkpoint(chosen)
             if not found and subcommand == "fit":
                 cfg.ckpt_path = None
                 check_fresh_start(cfg)  # before the notice: a refused fresh start says only why
@@ -485,7 +528,11 @@ class SwarBenchCLI(LightningCLI):
         forced = init_args.get("version") is not None
         ckpt_path = cfg.get("ckpt_path") if subcommand else None
         if str(ckpt_path) == "last" and (cfg.get("checkpoint") or {}).get("dirpath") is None:
-            found = runs.last_checkpoint(root, init_args.get("version"))
+            skipped: list[str] = []
+            found = runs.last_checkpoint(root, init_args.get("version"), warn=skipped.append)
+            if _rank_zero():  # a forced version resumes its newest readable checkpoint: say what it skipped
+                for line in skipped:
+                    print(f"swar-bench {subcommand}: {line}; resuming from the newest readable checkpoint", file=sys.stderr, flush=True)
             if found is None and subcommand == "fit":
                 cfg.ckpt_path = None  # nothing to resume: a fresh start (a first SLURM run)
                 where = root / (runs.version_folder(init_args.version) if init_args.get("version") is not None else "*")
@@ -498,7 +545,7 @@ class SwarBenchCLI(LightningCLI):
                     "mechanism first, or a checkpoint file"
                 )
             else:
-                cfg.ckpt_path, init_args.version = str(found[0]), found[1]
+                cfg.ckpt_path, init_args.version = readable_resume(str(found[0]), subcommand), found[1]
         elif ckpt_path is not None and not forced and str(ckpt_path) not in CKPT_PATH_KEYWORDS and "://" not in str(ckpt_path):
             # a checkpoint inside a run folder, wherever it lies: log and report into that folder
             run = runs.run_folder_of_checkpoint(str(ckpt_path))
@@ -871,7 +918,8 @@ def main(argv: list[str] | None = None) -> int:
     """Run the CLI on ``argv`` (default ``sys.argv[1:]``); returns the exit code.
 
     0 on success; 2 for a bad command line / config (one line on stderr); 1 when training
-    stopped on a non-finite loss (one line on stderr); 130 when stopped by Ctrl-C and 143 by
+    stopped on a non-finite loss, a data file is corrupt (``CorruptDataError``) or the disk is
+    full (ENOSPC, EDQUOT: one line naming the run folder); 130 when stopped by Ctrl-C and 143 by
     SIGTERM (one line, from rank 0).
     """
     from jsonargparse import ArgumentError
@@ -908,6 +956,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"swar-bench: error: {message}", file=sys.stderr)
         return 2
     except OSError as err:
+        if err.errno in (errno.ENOSPC, errno.EDQUOT):  # a full disk is not a bad argument: exit 1
+            folder = run_folder(_RUN_TRAINER) if _RUN_TRAINER is not None else os.path.dirname(err.filename or ".")
+            print(f"swar-bench: FAILED: {err.strerror or os.strerror(err.errno)} writing {err.filename or 'a file'} "
+                  f"(run folder {folder}); free space and resume with --ckpt_path last", file=sys.stderr)
+            return 1
         if err.filename is None:
             raise
         print(f"swar-bench: error: {err.filename}: {err.strerror or err}", file=sys.stderr)

@@ -99,18 +99,19 @@ def existing_checkpoints(folder: str | Path) -> list[str]:
         return []
 
 
-def last_checkpoint(root: str | Path, version: int | str | None = None) -> tuple[Path, int | str] | None:
+def last_checkpoint(root: str | Path, version: int | str | None = None, warn=None) -> tuple[Path, int | str] | None:
     """The checkpoint ``--ckpt_path last`` resumes and its version. Without ``version``: the
     newest ``<root>/*/checkpoints/last*.ckpt`` by modification time (the latest run). With
     ``version`` (a job that continues one run, e.g. ``slurm_<job id>``): the checkpoint of
     ``<root>/<version>/checkpoints/`` with the largest recorded global step, ``hpc_ckpt_<k>.ckpt``
     of a SLURM requeue among them (``swar_bench.slurm.newest_checkpoint``), so a resume never goes
-    back to an older one. None when there is none."""
+    back to an older one; a file that cannot be read is skipped, with one line to ``warn``
+    (default: stderr). None when there is none."""
     from swar_bench.slurm import newest_checkpoint, resume_candidates
 
     root = Path(root)
     if version is not None:
-        newest = newest_checkpoint(resume_candidates(root / version_folder(version) / "checkpoints"))
+        newest = newest_checkpoint(resume_candidates(root / version_folder(version) / "checkpoints"), warn=warn)
         return None if newest is None else (Path(newest[0]), version)
     folders = [p for p in root.glob("*") if p.is_dir()]
     found = [(ckpt.stat().st_mtime, ckpt) for folder in folders for ckpt in (folder / "checkpoints").glob("last*.ckpt")]
