@@ -23,7 +23,9 @@ command line and in a ``--config`` file alike (``SwarBenchCLI.init_parser``). Wi
 short by a kill or a full disk) is passed over for the newest checkpoint beside it that can, in
 one line (:func:`readable_resume`). Checkpoints are read weights-only and written beside their
 destination, then renamed (``swar_bench.checkpoint_io``); a full disk ends the run with exit code
-1 and one line naming the run folder, the previous checkpoint intact; ``validate`` / ``test`` / ``predict`` without ``--ckpt_path`` warn
+1 and one line naming the run folder, the previous checkpoint intact; in a distributed run a
+collective that waits longer than ``--collective_timeout`` seconds (a rank stopped or hung) ends
+it with exit code 1 and one line, the launched ranks killed (:func:`collective_timed_out`); ``validate`` / ``test`` / ``predict`` without ``--ckpt_path`` warn
 that the weights are untrained, and ``fit`` of a mechanism without trainable parameters is
 refused (:func:`check_trainable`). The model summary shows the mechanism's forward FLOPs per
 token (:class:`FlopsPerTokenSummary`).
@@ -119,6 +121,11 @@ class PredictionWriter(BasePredictionWriter):
 ARGS_WARNING = r"LightningCLI's args parameter is intended to run from within Python"
 """Start of Lightning's warning when ``args`` is passed while ``sys.argv`` also holds arguments:
 swar-bench passes ``sys.argv[1:]`` (rewritten) as ``args`` on purpose."""
+
+COLLECTIVE_TIMEOUT_S = 600.0
+"""Default ``--collective_timeout``: a rank that stopped (SIGSTOP, a hung node) ends a
+distributed run after 10 minutes, not after the 30 of torch.distributed's default process-group
+timeout; a step or a checkpoint save slower than that needs a larger value."""
 
 CKPT_PATH_KEYWORDS = ("last", "best", "hpc", "registry")
 """``--ckpt_path`` values Lightning resolves itself (not files)."""
@@ -486,6 +493,9 @@ class SwarBenchCLI(LightningCLI):
                     f"--ckpt_path=last: no last*.ckpt in --checkpoint.dirpath={dirpath}; expected the folder of a "
                     "fit run, or a checkpoint file"
                 )
+        timeout = cfg.get("collective_timeout")
+        if timeout is not None and not (isinstance(timeout, (int, float)) and math.isfinite(timeout) and timeout > 0):
+            raise ValueError(f"--collective_timeout={timeout} is invalid; expected a positive number of seconds")
         interval = (cfg.get("trainer") or {}).get("val_check_interval")
         if isinstance(interval, (int, float)) and not isinstance(interval, bool) and interval <= 0:
             raise ValueError(
@@ -663,6 +673,11 @@ class SwarBenchCLI(LightningCLI):
         # every checkpoint Lightning reads (--ckpt_path of any spelling, last, hpc) weights only;
         # every one it writes beside its destination, then renamed
         trainer.strategy.checkpoint_io = SafeCheckpointIO()
+        timeout = cfg.get("collective_timeout")
+        if timeout is not None and hasattr(trainer.strategy, "_timeout"):  # DDP, FSDP, ModelParallel: set up later
+            from datetime import timedelta
+
+            trainer.strategy._timeout = timedelta(seconds=float(timeout))
         trainer.callbacks.append(StopCheck())
         trainer.callbacks[:] = [FlopsPerTokenSummary.replacing(cb) if type(cb) is ModelSummary else cb for cb in trainer.callbacks]
         _RUN_TRAINER = trainer
@@ -732,6 +747,11 @@ class SwarBenchCLI(LightningCLI):
         parser.add_lightning_class_args(Calibration, "calibration")
         parser.add_lightning_class_args(PredictionWriter, "predictions")
         parser.add_lightning_class_args(SlurmRequeue, "slurm_requeue")  # inactive outside a SLURM job
+        parser.add_argument(
+            "--collective_timeout", type=float, default=COLLECTIVE_TIMEOUT_S,
+            help="seconds a collective of a distributed run (DDP, FSDP) waits for the other ranks before the run "
+                 f"ends with one line, exit 1 (default {COLLECTIVE_TIMEOUT_S:g}; gloo's and NCCL's own is 30 min)",
+        )
 
 
 def _one_line(message: str) -> str:
@@ -868,7 +888,8 @@ def parse_error_line(message: str, argv: list[str] | None = None) -> str:
     return f"{source}: {option}: {reason}" if source is not None else f"--{option}: {reason}"
 
 
-FINITE_FLOAT_EXPECTED = {"model.lr": "a positive finite learning rate", "lr": "a positive finite learning rate"}
+FINITE_FLOAT_EXPECTED = {"model.lr": "a positive finite learning rate", "lr": "a positive finite learning rate",
+                         "collective_timeout": "a positive number of seconds"}
 """What a float option given ``nan`` or ``inf`` expects, by option (default: a finite number)."""
 
 
@@ -955,6 +976,13 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         print(f"swar-bench: error: {message}", file=sys.stderr)
         return 2
+    except RuntimeError as err:  # after ValueError: DataSourceError is both
+        if not collective_timed_out(err):
+            raise
+        stop_other_ranks()
+        print(f"swar-bench: FAILED: a collective of the distributed run timed out (another rank stopped, hung or "
+              f"died?); raise --collective_timeout if a step is that slow ({_one_line(str(err))[:200]})", file=sys.stderr)
+        return 1
     except OSError as err:
         if err.errno in (errno.ENOSPC, errno.EDQUOT):  # a full disk is not a bad argument: exit 1
             folder = run_folder(_RUN_TRAINER) if _RUN_TRAINER is not None else os.path.dirname(err.filename or ".")
@@ -981,6 +1009,26 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         interrupts.restore(previous_sigint)
     return 0
+
+
+def collective_timed_out(err: BaseException) -> bool:
+    """``err`` is a torch.distributed collective that waited past its timeout (gloo: "Timed out
+    waiting ... for recv", NCCL's watchdog: "Watchdog caught collective operation timeout")."""
+    import torch.distributed as dist
+
+    text = str(err).lower()
+    return (isinstance(err, getattr(dist, "DistError", ())) or dist.is_available() and dist.is_initialized()) and (
+        "timed out" in text or "timeout" in text)
+
+
+def stop_other_ranks() -> None:
+    """Kill the ranks this process launched (Lightning's subprocess launcher, rank 0) after a
+    collective timed out: a stopped rank would otherwise outlive the run."""
+    from lightning.pytorch.strategies.launchers.subprocess_script import _SubprocessScriptLauncher
+
+    launcher = getattr(getattr(_RUN_TRAINER, "strategy", None), "launcher", None)
+    if isinstance(launcher, _SubprocessScriptLauncher):
+        launcher.kill(signal.SIGKILL)
 
 
 def run_cli(argv: list[str]) -> None:
