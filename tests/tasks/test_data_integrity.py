@@ -164,3 +164,30 @@ def test_any_single_bit_flip_is_caught_or_reads_without_crashing(release, tmp_pa
         else:
             assert table.num_rows >= 0
     shutil.rmtree(folder)
+
+
+def test_generate_again_rewrites_a_file_whose_bytes_differ(copy, capsys):
+    split = copy / "n32" / "test-00000-of-00001.parquet"
+    good = split.read_bytes()
+    _flip(split, _column_middle(split, "input_ids"))
+    kept: list[str] = []
+    write_dataset(copy, configs=["n32"], splits=["validation", "test"], num_examples=20, progress=False, kept=kept)
+    assert split.read_bytes() == good  # the same seeds, the same bytes
+    assert kept == [str(copy / "n32" / "validation-00000-of-00001.parquet")]
+    assert data_main(["verify", str(copy)]) == 0
+
+
+def test_a_full_disk_during_generate_is_exit_1_naming_the_file(tmp_path, capsys, monkeypatch):
+    import errno
+
+    def full_disk(*args, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(hub_io, "flat_to_table", full_disk)
+    out = tmp_path / "data"
+    assert data_main(["generate", "--out", str(out), "--configs", "n32", "--splits", "test", "--num-examples", "5",
+                      "--no-progress"]) == 1
+    split = out / "n32" / "test-00000-of-00001.parquet"
+    assert capsys.readouterr().err.splitlines() == [
+        f"swar-bench data generate: FAILED: No space left on device writing {split}"]
+    assert not list(out.rglob(".tmp-*"))  # no temporary file left
