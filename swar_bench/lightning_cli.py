@@ -626,6 +626,7 @@ class SwarBenchCLI(LightningCLI):
         short name (``d_model must be a positive integer, got -4``, ``lr=-1.0 is invalid; ...``)
         led by the option that set it (``--model.mechanism.init_args.d_model=-4: ...``, or the
         ``--config`` file it came from)."""
+        self._check_model_fits()
         try:
             self.config_init = self.parser.instantiate_classes(self.config)
         except ValueError as err:
@@ -634,6 +635,30 @@ class SwarBenchCLI(LightningCLI):
         self.model = self._get(self.config_init, "model")
         self._add_configure_optimizers_method_to_model(self.subcommand)
         self.trainer = self.instantiate_trainer()
+
+    def _check_model_fits(self) -> None:
+        """Before the mechanism is built: its parameters fit in memory (``swar_bench.memory``,
+        counted on the meta device; ``fit`` holds weights, gradients and Adam's moments), else
+        ValueError naming ``--model.mechanism.init_args``."""
+        from swar_bench.mechanisms.registry import resolve_class
+        from swar_bench.memory import check_fits
+
+        cfg = self.config[self.subcommand] if self.subcommand else self.config
+        mechanism = cfg.get("model.mechanism")
+        class_path = getattr(mechanism, "class_path", None)
+        init_args = getattr(mechanism, "init_args", None)
+        if not class_path:
+            return
+        try:
+            cls = resolve_class(str(class_path), "--model.mechanism")
+        except ValueError:
+            return  # named by the parser
+        args = init_args.as_dict() if hasattr(init_args, "as_dict") else dict(init_args or {})
+        accelerator = str(cfg.get("trainer.accelerator") or "cpu").lower()
+        cuda = accelerator in ("gpu", "cuda", "auto") and torch.cuda.is_available()
+        shown = ", ".join(f"{k}={v}" for k, v in args.items())
+        check_fits(cls, args, f"--model.mechanism={class_path} ({shown})", copies=4 if self.subcommand == "fit" else 1,
+                   cuda=cuda)
 
     def _naming_the_option(self, message: str) -> str:
         """``message`` led by the option of the argument it starts with (the mechanism's init args
