@@ -36,7 +36,8 @@ weights do not fit the configured mechanism, a ``--ckpt_path`` (a path or a URL)
 ``torch.load(weights_only=True)`` refuses (a pickled payload is never run;
 ``swar_bench.checkpoint_io``), an output folder that cannot be created, a mechanism
 init arg of the wrong type (naming the option or the ``--config`` file that set it) or
-``--trainer.accelerator=gpu`` on a machine without one; they are found before anything is written. A non-finite training loss ends the run with one line (exit
+``--trainer.accelerator=gpu`` on a machine without one, a mechanism whose parameters cannot fit in
+memory (``swar_bench.memory``); they are found before anything is written. A non-finite training loss ends the run with one line (exit
 code 1) and no checkpoint written after it.
 """
 
