@@ -286,15 +286,10 @@ def run_task(spec: StudySpec, task: Task, threads: int, code: dict[str, Any], re
 # ---------------------------------------------------------------------------------------- the launcher
 
 
-def submitit_submit(spec: StudySpec, slurm: SlurmSpec, threads: int, code: dict[str, Any],
-                    rerun_stale: bool) -> Callable[[list[Task]], list[str]]:
-    """A function that submits tasks as one job array through submitit's ``SlurmExecutor`` and
-    returns their job ids (``<array>_<index>``, or ``<job>`` for a single task). Its files (the
-    sbatch script, the pickled call, the task's stdout and stderr) go to ``<out>/slurm/<job>/``."""
-    import submitit
-
-    folder = Path(spec.out).resolve() / "slurm" / "%j"
-    executor = submitit.SlurmExecutor(folder=folder)
+def sbatch_parameters(spec: StudySpec, slurm: SlurmSpec) -> dict[str, Any]:
+    """The parameters of submitit's ``SlurmExecutor`` for the study's tasks: one node, one process,
+    ``slurm``'s resources, ``--requeue`` and SIGUSR1 ``signal_delay_s`` before the time limit (the
+    fit's requeue path; submitit's own default, USR2, is replaced)."""
     parameters: dict[str, Any] = {
         "job_name": f"study_{spec.name}",
         "time": slurm.time_min,
@@ -303,7 +298,6 @@ def submitit_submit(spec: StudySpec, slurm: SlurmSpec, threads: int, code: dict[
         "ntasks_per_node": 1,
         "array_parallelism": slurm.array_parallelism,
         "signal_delay_s": slurm.signal_delay_s,
-        # submitit asks for USR2 (its own checkpointing); the fit's requeue path listens to USR1
         "additional_parameters": {**slurm.additional_parameters, "requeue": True,
                                   "signal": f"USR1@{slurm.signal_delay_s}"},
     }
@@ -312,8 +306,20 @@ def submitit_submit(spec: StudySpec, slurm: SlurmSpec, threads: int, code: dict[
     if slurm.gpus_per_task:
         parameters["gpus_per_task"] = slurm.gpus_per_task
     if slurm.mem_gb is not None:
-        parameters["mem"] = f"{int(slurm.mem_gb * 1024)}M"
-    executor.update_parameters(**parameters)
+        parameters["mem"] = f"{round(slurm.mem_gb * 1024)}M"
+    return parameters
+
+
+def submitit_submit(spec: StudySpec, slurm: SlurmSpec, threads: int, code: dict[str, Any],
+                    rerun_stale: bool) -> Callable[[list[Task]], list[str]]:
+    """A function that submits tasks as one job array through submitit's ``SlurmExecutor``
+    (:func:`sbatch_parameters`) and returns their job ids (``<array>_<index>``, or ``<job>`` for a
+    single task). Its files (the sbatch script, the pickled call, the task's stdout and stderr)
+    go to ``<out>/slurm/<job>/``."""
+    import submitit
+
+    executor = submitit.SlurmExecutor(folder=Path(spec.out).resolve() / "slurm" / "%j")
+    executor.update_parameters(**sbatch_parameters(spec, slurm))
 
     def submit(tasks: list[Task]) -> list[str]:
         n = len(tasks)
@@ -475,7 +481,8 @@ def add_arguments(run: argparse.ArgumentParser) -> None:
     run.add_argument("--gpus-per-task", type=int, default=None, help="slurm: GPUs of each task")
     run.add_argument("--mem-gb", type=float, default=None, help="slurm: memory of each task, GB")
     run.add_argument("--slurm-param", action="append", default=[], metavar="OPTION=VALUE",
-                     help="slurm: another sbatch option for every task (repeatable), e.g. account=myproject")
+                     help="slurm: another sbatch option for every task (repeatable), e.g. account=myproject, "
+                          "or a flag, e.g. exclusive")
     run.add_argument("--no-wait", action="store_true",
                      help="slurm: submit what the protocol can start now and exit (run again to go on)")
     run.add_argument("--poll-s", type=float, default=30.0, help="slurm: seconds between two reads of the queue")
@@ -489,9 +496,10 @@ def slurm_options(spec: StudySpec, args: argparse.Namespace) -> SlurmSpec:
     extra: dict[str, Any] = {}
     for item in args.slurm_param:
         option, sep, value = item.partition("=")
-        if not sep or not option:
-            raise StudyError(f"--slurm-param={item!r} is invalid; expected OPTION=VALUE, e.g. account=myproject")
-        extra[option.strip()] = value if value else True
+        if not option.strip() or (sep and not value.strip()):
+            raise StudyError(f"--slurm-param={item!r} is invalid; expected OPTION=VALUE (e.g. account=myproject) "
+                             "or a flag OPTION (e.g. exclusive)")
+        extra[option.strip()] = value.strip() if sep else True
     overrides = {"partition": args.partition, "time_min": args.time_min, "cpus_per_task": args.cpus_per_task,
                  "gpus_per_task": args.gpus_per_task, "mem_gb": args.mem_gb}
     if extra:
