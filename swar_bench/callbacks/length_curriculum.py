@@ -21,6 +21,7 @@ batches of that N, with the module's ``last_train_loss``; the choice goes to the
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -57,7 +58,9 @@ class LengthCurriculum(Callback):
             ``None`` = no rationing (no arm is ever masked).
         vocab_size: vocabulary size; the chance loss is ``ln(vocab_size)`` nats (default 40).
         query_rate: the task's queries per write, for the relative cost of each N (default 0.25).
-        seed: seed of the bandit's sampler (the same seed and losses give the same choices).
+        seed: seed of the bandit's sampler (the same seed and losses give the same choices);
+            ``None`` = the run's global seed (``seed_everything``, read from ``PL_GLOBAL_SEED``, 0
+            when unset), so the independent seeds of a study draw independent curricula.
 
     Attributes:
         bandit: the ``ThompsonBernoulli`` over the arms. ledger: the ``FlopLedger`` (or None).
@@ -81,7 +84,7 @@ class LengthCurriculum(Callback):
         budget_flops: float | None = None,
         vocab_size: int = PASSKEY_SWAR_VOCAB_SIZE,
         query_rate: float = 0.25,
-        seed: int = 0,
+        seed: int | None = 0,
     ) -> None:
         super().__init__()
         self.n_writes_values = check_n_writes_values(n_writes_values)
@@ -90,6 +93,10 @@ class LengthCurriculum(Callback):
         if not (math.isfinite(query_rate) and query_rate >= 0):
             raise ValueError(f"query_rate={query_rate!r}: expected a finite number >= 0")
         self.chance_loss = math.log(int(vocab_size))
+        if seed is None:
+            seed = int(os.environ.get("PL_GLOBAL_SEED", "0"))
+        if isinstance(seed, bool) or int(seed) != seed or seed < 0:
+            raise ValueError(f"seed={seed!r}: expected an integer >= 0, or None for the run's global seed")
         self.seed = int(seed)
         n_arms = len(self.n_writes_values)
         self.bandit = ThompsonBernoulli(n_arms, seed=self.seed)

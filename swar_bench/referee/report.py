@@ -70,21 +70,36 @@ def plot_format(path: str | os.PathLike, shown: str | None = None) -> str:
 def plot_forgetting_curve(
     results: Mapping[str, Mapping[str, Any]], path: str | os.PathLike
 ) -> Path:
-    """Draw needle accuracy and the self-reported probe loss against range, one line per mechanism.
+    """Draw needle accuracy and the self-reported probe loss against range, one colour per
+    mechanism, in two panels that share the range axis and have their own labelled y axes.
 
-    Left axis: exact accuracy (solid; the loss-threshold proxy, dashed, for loss-only mechanisms),
-    shaded with its 95% Wilson interval (the needle cells' ``accuracy_ci`` / ``proxy_ci``).
-    Right axis: the mechanism's own mean probe loss (nats, dotted) with the solved threshold.
+    Top: exact accuracy (solid; the loss-threshold proxy, dashed, for loss-only mechanisms) on
+    [0, 1], shaded with its 95% Wilson interval (the needle cells' ``accuracy_ci`` /
+    ``proxy_ci``). Bottom: the mechanism's own mean probe loss (nats, from 0) with the solved
+    threshold ``0.5 ln V`` as a labelled line, so neither quantity is read on the other's scale.
     Written atomically, in the format its suffix names (:data:`PLOT_FORMATS`).
 
     Raises:
         ValueError: ``path``'s suffix is not one of :data:`PLOT_FORMATS` (one line), before drawing.
     """
     fmt = plot_format(path)
-    fig, ax = plt.subplots(figsize=(7.5, 5.2), dpi=110)
-    ax2 = ax.twinx()
+    fig = forgetting_curve_figure(results)
+    path = Path(path)
+    try:
+        atomic_write(path, lambda f: fig.savefig(f, format=fmt), binary=True)
+    finally:
+        plt.close(fig)
+    return path
+
+
+def forgetting_curve_figure(results: Mapping[str, Mapping[str, Any]]):
+    """The figure of :func:`plot_forgetting_curve` (a matplotlib ``Figure`` with two axes: accuracy
+    on top, probe loss below); the caller closes it."""
+    fig, (ax, ax2) = plt.subplots(2, 1, figsize=(7.5, 7.0), dpi=110, sharex=True,
+                                  gridspec_kw={"height_ratios": (3, 2)})
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     threshold = None
+    top_loss = 0.0
     for i, (name, r) in enumerate(results.items()):
         curve = r["forgetting_curve"]
         xs = [p["range"] for p in curve]
@@ -93,46 +108,36 @@ def plot_forgetting_curve(
         cis = [cell.get("accuracy_ci" if exact else "proxy_ci") for cell in r["suites"]["needle"]]
         if all(ci is not None for ci in cis):
             ax.fill_between(xs, [lo for lo, _ in cis], [hi for _, hi in cis], color=c, alpha=0.15, lw=0)
-        if exact:
-            ax.plot(xs, [p["accuracy"] for p in curve], "-o", color=c, label=f"{name} accuracy")
-        else:
-            ax.plot(
-                xs,
-                [p["proxy_accuracy"] for p in curve],
-                "--o",
-                color=c,
-                label=f"{name} proxy accuracy",
-            )
-        ax2.plot(
-            xs, [p["loss"] for p in curve], ":s", color=c, alpha=0.8, label=f"{name} probe loss"
-        )
-        threshold = r["solved_threshold"]
         sk = r["self_knowledge_correlation"]
-        ax.plot(
-            [],
-            [],
-            " ",
-            label=f"{name} self-knowledge r = {'n/a' if sk is None or math.isnan(sk) else f'{sk:+.2f}'}",
-        )
+        sk_text = "n/a" if sk is None or math.isnan(sk) else f"{sk:+.2f}"
+        if exact:
+            ax.plot(xs, [p["accuracy"] for p in curve], "-o", color=c,
+                    label=f"{name} (self-knowledge r = {sk_text})")
+        else:
+            ax.plot(xs, [p["proxy_accuracy"] for p in curve], "--o", color=c,
+                    label=f"{name}, loss-threshold proxy (self-knowledge r = {sk_text})")
+        losses = [p["loss"] for p in curve]
+        ax2.plot(xs, losses, "-s", color=c, alpha=0.9, label=name)
+        top_loss = max([top_loss, *(v for v in losses if v is not None and math.isfinite(v))])
+        threshold = r["solved_threshold"]
     if threshold is not None:
-        ax2.axhline(threshold, color="grey", lw=0.8, ls="--", label="solved threshold 0.5 ln V")
+        ax2.axhline(threshold, color="grey", lw=0.8, ls="--")
+        ax2.annotate(f"solved threshold 0.5 ln V = {threshold:.2f} nats", (0.01, threshold), xycoords=("axes fraction", "data"),
+                     xytext=(0, 3), textcoords="offset points", fontsize=7, color="grey")
+        top_loss = max(top_loss, threshold)
     ax.set_xscale("log")
     ticks = sorted({p["range"] for r in results.values() for p in r["forgetting_curve"]})
-    ax.set_xticks(ticks)
-    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
-    ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    ax2.set_xticks(ticks)
+    ax2.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+    ax2.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ax.set_ylim(-0.03, 1.03)
-    ax.set_xlabel("range (tokens between the needle and its query)")
+    ax2.set_ylim(0, 1.1 * top_loss if top_loss > 0 else 1.0)
     ax.set_ylabel("needle accuracy")
-    ax2.set_ylabel("self-reported probe loss (nats)")
-    h1, l1 = ax.get_legend_handles_labels()
-    h2, l2 = ax2.get_legend_handles_labels()
-    ax.set_title("Forgetting curve")
-    fig.legend(h1 + h2, l1 + l2, fontsize=7, loc="lower center", ncol=2, frameon=False)
-    fig.tight_layout(rect=(0, 0.02 + 0.035 * ((len(l1) + len(l2) + 1) // 2), 1, 1))
-    path = Path(path)
-    try:
-        atomic_write(path, lambda f: fig.savefig(f, format=fmt), binary=True)
-    finally:
-        plt.close(fig)
-    return path
+    ax2.set_ylabel("probe loss (nats)")
+    ax2.set_xlabel("range (tokens between the needle and its query)")
+    ax.set_title("Forgetting curve: accuracy (top) and the mechanism's own probe loss (bottom)", fontsize=10)
+    ax.grid(alpha=0.3)
+    ax2.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="best")
+    fig.tight_layout()
+    return fig

@@ -27,8 +27,13 @@ FINGERPRINTED = (
     "tasks/oracle.py",
     "callbacks/answer_type_accuracy.py",
     "callbacks/eval_hooks.py",
+    "callbacks/length_curriculum.py",
+    "callbacks/flop_budget.py",
+    "referee/bandit.py",
 )
 """Package paths (files, or folders ending in ``/``) whose code decides what a fit or test computes."""
+NOT_FINGERPRINTED = ("mechanisms/check_cli.py", "mechanisms/conformance.py")
+"""Files under ``FINGERPRINTED`` folders that check a mechanism but take no part in a run."""
 
 
 @functools.lru_cache(maxsize=1)
@@ -38,7 +43,9 @@ def fingerprint() -> str:
     digest = hashlib.sha256()
     for path in sorted(PACKAGE.rglob("*.py")):
         rel = path.relative_to(PACKAGE).as_posix()
-        if not any(rel == p or (p.endswith("/") and rel.startswith(p)) for p in FINGERPRINTED):
+        if rel in NOT_FINGERPRINTED or not any(
+            rel == p or (p.endswith("/") and rel.startswith(p)) for p in FINGERPRINTED
+        ):
             continue
         digest.update(rel.encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()[:16]

@@ -123,54 +123,59 @@ def _compatible(record: dict[str, Any] | None, spec: StudySpec) -> dict[str, Any
 
 
 def collect(spec: StudySpec) -> list[MechanismResult]:
-    """Walk every mechanism's records as the runner would and return what they hold."""
+    """Walk every mechanism's records as the runner would and return what they hold, in the
+    study's order (an arm with ``learning_rate_from`` at the rate its source chose)."""
+    done: dict[str, MechanismResult] = {}
+    for m in sorted(spec.mechanisms, key=lambda m: m.learning_rate_from is not None):
+        if m.learning_rate_from is None:
+            done[m.name] = _collect_one(spec, m, list(spec.grid_of(m)), spec.extra_below, spec.extra_above)
+            continue
+        source = done[m.learning_rate_from]
+        grid = [source.chosen] if source.complete and source.chosen is not None else []
+        done[m.name] = _collect_one(spec, m, grid, (), ())
+    return [done[m.name] for m in spec.mechanisms]
+
+
+def _collect_one(
+    spec: StudySpec, m: MechanismSpec, grid: list[float], below: Sequence[float], above: Sequence[float]
+) -> MechanismResult:
     records = Path(spec.records)
-    out = []
-    for m in spec.mechanisms:
-        seeds = spec.seeds_of(m)
-        selection = seeds[: spec.selection_seeds]
+    seeds = spec.seeds_of(m)
+    selection = seeds[: spec.selection_seeds]
 
-        def fit_of(lr: float, seed: int, retry: bool = False, m=m) -> dict[str, Any] | None:
-            return _compatible(
-                read_json(records / f"{run_name(m, lr, seed, retry)}.fit.json"), spec
-            )
+    def fit_of(lr: float, seed: int, retry: bool = False) -> dict[str, Any] | None:
+        return _compatible(read_json(records / f"{run_name(m, lr, seed, retry)}.fit.json"), spec)
 
-        def score_of(lr: float, selection=selection, fit_of=fit_of) -> float | None:
-            fits = [fit_of(lr, s) for s in selection]
-            if any(f is None for f in fits):
-                return None
-            return protocol.mean_score(
-                [math.nan if f["score"] is None else f["score"] for f in fits]
-            )
+    def score_of(lr: float) -> float | None:
+        fits = [fit_of(lr, s) for s in selection]
+        if any(f is None for f in fits):
+            return None
+        return protocol.mean_score([math.nan if f["score"] is None else f["score"] for f in fits])
 
-        chosen, used, complete = protocol.choose_rate(
-            spec.grid_of(m), spec.extra_below, spec.extra_above, score_of
-        )
-        scores = {lr: s for lr in used if (s := score_of(lr)) is not None}
-        at_edge = complete and len(used) > 1 and chosen in (used[0], used[-1])
-        result = MechanismResult(m, used, scores, chosen, complete, at_edge)
-        if complete:
-            for s in seeds:
-                fit = fit_of(chosen, s)
-                if fit is None:
-                    result.missing.append(f"fit {run_name(m, chosen, s)}")
-                    continue
-                test = None
-                if fit["gate"]["passed"]:
-                    test = _compatible(
-                        read_json(records / f"{run_name(m, chosen, s)}.test.json"), spec
-                    )
-                    if test is None:
-                        result.missing.append(f"test {run_name(m, chosen, s)}")
-                result.seeds.append(SeedResult(s, False, fit, test))
-            retry_fit = fit_of(chosen, 0, True)
-            if retry_fit is not None:
-                retry_test = _compatible(
-                    read_json(records / f"{run_name(m, chosen, 0, True)}.test.json"), spec
-                )
-                result.retry = SeedResult(0, True, retry_fit, retry_test)
-        out.append(result)
-    return out
+    if not grid:  # an arm whose source has not chosen its rate yet
+        return MechanismResult(m, [], {}, None, False, False)
+    chosen, used, complete = protocol.choose_rate(grid, below, above, score_of)
+    scores = {lr: s for lr in used if (s := score_of(lr)) is not None}
+    at_edge = complete and len(used) > 1 and chosen in (used[0], used[-1])
+    result = MechanismResult(m, used, scores, chosen, complete, at_edge)
+    if not complete:
+        return result
+    for s in seeds:
+        fit = fit_of(chosen, s)
+        if fit is None:
+            result.missing.append(f"fit {run_name(m, chosen, s)}")
+            continue
+        test = None
+        if fit["gate"]["passed"]:
+            test = _compatible(read_json(records / f"{run_name(m, chosen, s)}.test.json"), spec)
+            if test is None:
+                result.missing.append(f"test {run_name(m, chosen, s)}")
+        result.seeds.append(SeedResult(s, False, fit, test))
+    retry_fit = fit_of(chosen, 0, True)
+    if retry_fit is not None:
+        retry_test = _compatible(read_json(records / f"{run_name(m, chosen, 0, True)}.test.json"), spec)
+        result.retry = SeedResult(0, True, retry_fit, retry_test)
+    return result
 
 
 # ------------------------------------------------------------------------------ cells
@@ -259,7 +264,9 @@ def markdown(spec: StudySpec, results: list[MechanismResult], test_n: Sequence[i
         for r in unfinished:
             done = sum(1 for lr in r.grid if lr in r.scores)
             what = (
-                f"choosing its learning rate ({done} of {len(r.grid)} rates scored)"
+                f"waits for the learning rate of {r.spec.learning_rate_from}"
+                if r.spec.learning_rate_from and not r.grid
+                else f"choosing its learning rate ({done} of {len(r.grid)} rates scored)"
                 if not r.complete
                 else f"{len(r.missing)} run(s) to do: {', '.join(r.missing[:4])}{' …' if len(r.missing) > 4 else ''}"
             )

@@ -73,30 +73,34 @@ class Budget:
         return min(self.train_n)
 
 
-def read_budget(spec: StudySpec) -> Budget:
-    """The steps and N lists of the study's shared config.
+def read_budget(spec: StudySpec, m: MechanismSpec | None = None) -> Budget:
+    """The steps and N lists of the shared config of ``m`` (its ``base``, else the study's). The
+    steps are the schedule's horizon, ``model.max_steps``, when it is below ``trainer.max_steps``
+    (a FLOP-budgeted run caps the trainer's steps far above the steps it will take).
 
     Raises:
         StudyError: the config lacks ``trainer.max_steps`` or a data N list (one line)."""
     import yaml
 
-    cfg = yaml.safe_load(Path(spec.config).read_text()) or {}
+    config = spec.base_of(m) if m is not None else spec.config
+    cfg = yaml.safe_load(Path(config).read_text()) or {}
     try:
+        horizon = (cfg.get("model") or {}).get("max_steps")
         budget = Budget(
-            max_steps=int(cfg["trainer"]["max_steps"]),
+            max_steps=min(int(cfg["trainer"]["max_steps"]), int(horizon or cfg["trainer"]["max_steps"])),
             train_n=[int(n) for n in cfg["data"]["train_configs"]],
             val_n=[int(n) for n in cfg["data"]["val_configs"]],
             test_n=[int(n) for n in cfg["data"]["test_configs"]],
         )
     except (KeyError, TypeError, ValueError):
         raise StudyError(
-            f"{spec.path}: config {spec.config} needs trainer.max_steps and data.train_configs, val_configs, "
+            f"{spec.path}: config {config} needs trainer.max_steps and data.train_configs, val_configs, "
             "test_configs (integers)"
         ) from None
     if budget.gate_n not in budget.val_n:
         raise StudyError(
             f"{spec.path}: the gate reads validation at the shortest training N, n{budget.gate_n}, which is not "
-            f"among data.val_configs {budget.val_n} of {spec.config}; expected it there"
+            f"among data.val_configs {budget.val_n} of {config}; expected it there"
         )
     return budget
 
@@ -119,7 +123,7 @@ def fit_args(
     args = [
         "fit",
         "--config",
-        spec.config,
+        spec.base_of(m),
         *mechanism_args(m),
         f"--model.lr={lr_text(lr)}",
         f"--seed_everything={seed}",
@@ -143,7 +147,7 @@ def test_args(
     return [
         "test",
         "--config",
-        spec.config,
+        spec.base_of(m),
         *mechanism_args(m),
         f"--seed_everything={seed}",
         f"--data.seed={seed}",
@@ -211,7 +215,8 @@ class Runner:
         log=print,
     ):
         self.spec = spec
-        self.budget = read_budget(spec)
+        self.budgets = {m.name: read_budget(spec, m) for m in spec.mechanisms}
+        self.chosen: dict[str, float | None] = {}
         self.records = Path(spec.records)
         self.out = Path(spec.out)
         self.jobs, self.threads = jobs, threads
@@ -338,7 +343,8 @@ class Runner:
     ) -> dict[str, Any] | None:
         """The fit record of one run (reused or made); None when it failed or in a dry run."""
         name = run_name(m, lr, seed, retry)
-        args = fit_args(self.spec, self.budget, m, lr, seed, retry)
+        budget = self.budgets[m.name]
+        args = fit_args(self.spec, budget, m, lr, seed, retry)
         command = command_text(args)
         with self.lock:
             self.planned.append(f"fit {name}")
@@ -360,7 +366,7 @@ class Runner:
 
         atomic_write_text(self.records / f"{name}.curve.csv", curve_csv(rows))
         step, val = final_validation(rows)
-        gate_n = self.budget.gate_n
+        gate_n = budget.gate_n
         ar_valid = val.get(f"ar_valid/n{gate_n}", math.nan)
         passkey_exact = val.get(f"passkey_exact/n{gate_n}", math.nan)
         tokens = _tokens_seen(run_dir / "checkpoints" / "last.ckpt")
@@ -380,7 +386,7 @@ class Runner:
             **facts,
             "final_step": step,
             "validation": val,
-            "score": protocol.selection_score(val, self.budget.val_n),
+            "score": protocol.selection_score(val, budget.val_n),
             "gate": {
                 "n_writes": gate_n,
                 "ar_valid": ar_valid,
@@ -469,7 +475,26 @@ class Runner:
         gate = (record or {}).get("gate") or {}
         return self.spec.gate.passes(_num(gate.get("ar_valid")), _num(gate.get("passkey_exact")))
 
+    def rates(self, m: MechanismSpec) -> tuple[list[float], tuple[float, ...], tuple[float, ...]] | None:
+        """``(grid, below, above)`` of ``m``: its own grid and the study's extensions, or, for an
+        arm with ``learning_rate_from``, the one rate its source chose (None while that is
+        undecided: the source's selection has not finished)."""
+        if m.learning_rate_from is None:
+            return list(self.spec.grid_of(m)), self.spec.extra_below, self.spec.extra_above
+        if m.learning_rate_from not in self.chosen:
+            planned = self.planned
+            self.planned = []  # the source's runs are listed under the source
+            self.mechanism(self.spec.mechanism(m.learning_rate_from))
+            self.planned = planned
+        chosen = self.chosen.get(m.learning_rate_from)
+        return None if chosen is None else ([chosen], (), ())
+
     def mechanism(self, m: MechanismSpec) -> None:
+        rates = self.rates(m)
+        if rates is None:
+            self.log(f"study: {m.name}: waits for the learning rate of {m.learning_rate_from}, not chosen yet")
+            return
+        grid, below, above = rates
         seeds = self.spec.seeds_of(m)
         chosen_seeds = seeds[: self.spec.selection_seeds]
         fits: dict[tuple[float, int], dict | None] = {}
@@ -484,16 +509,18 @@ class Runner:
                 ]
             )
 
-        grid = list(self.spec.grid_of(m))
         while True:
-            chosen, used, complete = protocol.choose_rate(
-                grid, self.spec.extra_below, self.spec.extra_above, score_of
-            )
+            chosen, used, complete = protocol.choose_rate(grid, below, above, score_of)
             if complete:
                 break
             todo = [(lr, s) for lr in used for s in chosen_seeds if (lr, s) not in fits]
             results = self._parallel([(self.fit, m, lr, s) for lr, s in todo])
             fits.update(zip(todo, results))  # a failed (or, in a dry run, missing) fit scores 0
+        undecided = self.dry_run and any(
+            fits.get((lr, s)) is None for lr in used for s in chosen_seeds
+        )  # a dry run guesses nothing: a missing selection fit leaves the rate open
+        with self.lock:
+            self.chosen[m.name] = None if undecided else chosen
         rest = [s for s in seeds if (chosen, s) not in fits]
         fits.update(
             zip(
@@ -521,15 +548,22 @@ class Runner:
                         self._record(
                             name,
                             "fit",
-                            command_text(fit_args(self.spec, self.budget, m, lr, s, retry)),
+                            command_text(fit_args(self.spec, self.budgets[m.name], m, lr, s, retry)),
                         )
                         self._record(
                             name, "test", command_text(test_args(self.spec, m, lr, s, retry))
                         )
+        # two waves: the mechanisms that choose their own rate (and the sources of the selected
+        # arms that borrow one), then the arms that run at a source's chosen rate
+        sources = {m.learning_rate_from for m in mechs if m.learning_rate_from}
+        first = [m for m in self.spec.mechanisms
+                 if m.learning_rate_from is None and (m in mechs or m.name in sources)]
+        second = [m for m in mechs if m.learning_rate_from is not None]
         pool = futures.ThreadPoolExecutor(max(1, self.jobs))
         try:
-            for job in [pool.submit(self.mechanism, m) for m in mechs]:
-                job.result()
+            for wave in (first, second):
+                for job in [pool.submit(self.mechanism, m) for m in wave]:
+                    job.result()
         except Stopped as stop:
             pool.shutdown(wait=True, cancel_futures=True)
             self.log(

@@ -73,6 +73,10 @@ class MechanismSpec:
         init_args: constructor arguments set on top of the config's (``conv_size: 4``).
         seeds: independent training seeds (0 .. seeds - 1); the study's default when None.
         learning_rates: this mechanism's grid; the study's when None.
+        base: this arm's shared budget config instead of the study's ``config`` (the arms of a
+            length curriculum differ in their training N and FLOP budget, not in their mechanism).
+        learning_rate_from: run at the learning rate another mechanism of the study chose (no
+            grid of its own): the arms of one comparison at one rate.
         added: an outside layer added with ``swar-bench study run --add`` (kept in
             ``<records>/added/<name>.json``), not a mechanism of the study file.
     """
@@ -84,6 +88,8 @@ class MechanismSpec:
     seeds: int | None = None
     learning_rates: tuple[float, ...] | None = None
     added: bool = False
+    base: str | None = None
+    learning_rate_from: str | None = None
 
 
 @dataclass(frozen=True)
@@ -120,6 +126,10 @@ class StudySpec:
     def seeds_of(self, m: MechanismSpec) -> tuple[int, ...]:
         return tuple(range(m.seeds if m.seeds is not None else self.seeds))
 
+    def base_of(self, m: MechanismSpec) -> str:
+        """The shared budget config of ``m``: its ``base``, else the study's ``config``."""
+        return m.base or self.config
+
     def grid_of(self, m: MechanismSpec) -> tuple[float, ...]:
         return tuple(
             sorted(m.learning_rates if m.learning_rates is not None else self.learning_rates)
@@ -144,7 +154,7 @@ TOP_KEYS = {
     "retry_steps_factor",
     "compatible_code",
 }
-MECHANISM_KEYS = {"name", "config", "class_path", "init_args", "seeds", "learning_rates"}
+MECHANISM_KEYS = {"name", "config", "class_path", "init_args", "seeds", "learning_rates", "base", "learning_rate_from"}
 
 
 def _unknown(keys: set[str], allowed: set[str], where: str) -> None:
@@ -201,6 +211,14 @@ def _mechanism(m: Any, at: str) -> MechanismSpec:
     init_args = m.get("init_args") or {}
     if not isinstance(init_args, dict):
         raise StudyError(f"{at} ({mname}): init_args={init_args!r} is invalid; expected a mapping")
+    if m.get("base") is not None and not (isinstance(m["base"], str) and Path(m["base"]).is_file()):
+        raise StudyError(f"{at} ({mname}): base={m['base']!r} does not exist; expected a budget config (YAML)")
+    source = m.get("learning_rate_from")
+    if source is not None and (not isinstance(source, str) or m.get("learning_rates") is not None):
+        raise StudyError(
+            f"{at} ({mname}): learning_rate_from={source!r} is invalid; expected the name of another "
+            "mechanism of the study, and no learning_rates of its own"
+        )
     return MechanismSpec(
         name=mname,
         config=m.get("config"),
@@ -210,6 +228,8 @@ def _mechanism(m: Any, at: str) -> MechanismSpec:
         learning_rates=None
         if m.get("learning_rates") is None
         else _rates(m["learning_rates"], f"{at}: learning_rates"),
+        base=m.get("base"),
+        learning_rate_from=source,
     )
 
 
@@ -291,6 +311,14 @@ def load_study(path: str | Path) -> StudySpec:
         raise StudyError(
             f"{where}: mechanism name {dupes[0]!r} appears twice; expected distinct names"
         )
+    by_name = {m.name: m for m in mechs}
+    for m in mechs:
+        source = by_name.get(m.learning_rate_from) if m.learning_rate_from else None
+        if m.learning_rate_from and (source is None or source is m or source.learning_rate_from):
+            raise StudyError(
+                f"{where}: {m.name}: learning_rate_from={m.learning_rate_from!r} is invalid; expected another "
+                "mechanism of the study that chooses its own rate"
+            )
     spec = StudySpec(
         name=name,
         config=raw["config"],

@@ -162,3 +162,17 @@ def test_fit_without_set_train_n_is_refused():
 
     with pytest.raises(TypeError, match="needs a DataModule with set_train_n"):
         _fit(LengthCurriculum(), NoCurriculum(), max_steps=1)
+
+
+def test_seed_none_follows_the_runs_global_seed(monkeypatch):
+    """``seed=None``: the bandit's seed is the run's ``seed_everything`` (``PL_GLOBAL_SEED``), so the
+    seeds of a study draw different curricula; bad seeds are refused in one line."""
+    pl.seed_everything(7)
+    assert LengthCurriculum(seed=None).seed == 7
+    monkeypatch.delenv("PL_GLOBAL_SEED", raising=False)
+    assert LengthCurriculum(seed=None).seed == 0
+    streams = {s: [c.bandit.select() for c in [LengthCurriculum(seed=s)] for _ in range(20)] for s in (1, 2)}
+    assert streams[1] != streams[2]
+    for bad in (-1, 1.5, True):
+        with pytest.raises(ValueError, match=rf"seed={bad!r}: expected an integer >= 0"):
+            LengthCurriculum(seed=bad)

@@ -260,3 +260,33 @@ def test_add_puts_an_outside_layer_beside_the_committed_baselines(tmp_path):
                              "--init-args", '{"vocab_size": 40, "d_model": 8, "n_layers": 1}')
     assert stale.returncode == 2 and stale.stderr.count("\n") == 1
     assert "baseline records of other code: GRU_tiny" in stale.stderr and "--rerun-stale" in stale.stderr
+
+
+def test_arms_with_their_own_budget_run_at_the_rate_of_their_source(tmp_path):
+    """A length-curriculum comparison: arm `Long` trains on its own budget config (`base`: other N,
+    a FLOP-style cap far above its schedule horizon) at the rate arm `Short` chose
+    (`learning_rate_from`), with no grid of its own; validation follows the schedule horizon."""
+    long_base = BASE.replace("max_steps: 8\n  check_val", "max_steps: 12\n  check_val").replace(
+        "train_configs: [32]", "train_configs: [32, 64]").replace("val_configs: [32]", "val_configs: [32, 64]")
+    assert long_base.count("max_steps: 8") == 1  # model.max_steps, the schedule's horizon
+    (tmp_path / "long.yaml").write_text(long_base)
+    arms = ("  - name: Short\n    class_path: GRU\n    init_args: {d_model: 8, n_layers: 1}\n"
+            f"  - name: Long\n    class_path: GRU\n    init_args: {{d_model: 8, n_layers: 1}}\n    base: {tmp_path / 'long.yaml'}\n"
+            "    learning_rate_from: Short\n")
+    study = _study(tmp_path, "learning_rates: [1.0e-3, 3.0e-3]\nextra_learning_rates: {below: [], above: []}\n"
+                             "selection_seeds: 1\nseeds: 1\ncurve_points: 2\ngate: {ar_valid: 0.0}\n", arms)
+    waiting = _swar_bench("study", "status", str(study))
+    assert waiting.returncode == 0 and "Long" not in waiting.stdout  # nothing planned before Short chose
+    run = _swar_bench("study", "run", str(study))
+    assert run.returncode == 0, run.stdout + run.stderr
+    records = tmp_path / "records"
+    scores = {lr: json.loads((records / f"Short_lr{lr:g}_seed0.fit.json").read_text())["score"] for lr in (1e-3, 3e-3)}
+    chosen = max(scores, key=lambda lr: (scores[lr], -lr))
+    assert {p.name for p in records.glob("Long_*.fit.json")} == {f"Long_lr{chosen:g}_seed0.fit.json"}
+    long_fit = json.loads((records / f"Long_lr{chosen:g}_seed0.fit.json").read_text())
+    assert f"--config {tmp_path / 'long.yaml'}" in long_fit["command"]
+    assert "--trainer.val_check_interval=4" in long_fit["command"] and long_fit["final_step"] == 11
+    assert {r.split(",")[0] for r in (records / long_fit["curve"]).read_text().splitlines()[1:]} == {"3", "7", "11"}
+    assert set(long_fit["validation"]) >= {"ar_valid/n32", "ar_valid/n64"}
+    with pytest.raises(StudyError, match="learning_rate_from='Nobody' is invalid"):
+        load_study(_study(tmp_path, "", arms.replace("learning_rate_from: Short", "learning_rate_from: Nobody")))
