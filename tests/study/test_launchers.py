@@ -41,9 +41,12 @@ data:
 """
 
 
-def _study(tmp: Path, extra: str = "", mechanisms: int = 1) -> Path:
+def _study(tmp: Path, extra: str = "", mechanisms: int = 1, borrow: bool = False) -> Path:
+    """A study of ``mechanisms`` GRUs M0, M1, ...; with ``borrow`` an arm that runs at M0's rate."""
     (tmp / "base.yaml").write_text(BASE)
     mechs = "".join(f"  - name: M{i}\n    class_path: GRU\n    init_args: {{d_model: {8 + i}}}\n" for i in range(mechanisms))
+    if borrow:
+        mechs += "  - name: Arm\n    class_path: GRU\n    init_args: {d_model: 7}\n    learning_rate_from: M0\n"
     path = tmp / "study.yaml"
     path.write_text(f"name: tiny\nconfig: {tmp / 'base.yaml'}\nrecords: {tmp / 'records'}\nout: {tmp / 'runs'}\n"
                     f"{extra}mechanisms:\n{mechs}")
@@ -255,12 +258,12 @@ def test_a_non_learner_gets_its_longer_retry_then_its_test(tmp_path):
 
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(salt=st.integers(0, 2**32 - 1), pass_rate=st.sampled_from([0.0, 0.5, 1.0]), seeds=st.integers(1, 3),
-       selection=st.integers(1, 3), mechanisms=st.integers(1, 2), extend=st.booleans())
+       selection=st.integers(1, 3), mechanisms=st.integers(1, 2), extend=st.booleans(), borrow=st.booleans())
 def test_slurm_submits_exactly_the_runs_of_the_local_protocol(tmp_path_factory, salt, pass_rate, seeds, selection,
-                                                             mechanisms, extend):
-    """Whatever the results (scores, gate, edge extensions, non-learners), the SLURM launcher
-    submits each run the local protocol makes, once, each after the runs it depends on (the fake
-    queue refuses a test before its fit), and no other."""
+                                                             mechanisms, extend, borrow):
+    """Whatever the results (scores, gate, edge extensions, non-learners, an arm at another
+    mechanism's rate), the SLURM launcher submits each run the local protocol makes, once, each
+    after the runs it depends on (the fake queue refuses a test before its fit), and no other."""
     selection = min(selection, seeds)
     extra = "{below: [1.0e-4], above: [1.0e-2]}" if extend else "{below: [], above: []}"
     text = (f"learning_rates: [3.0e-4, 3.0e-3]\nextra_learning_rates: {extra}\nselection_seeds: {selection}\n"
@@ -268,9 +271,9 @@ def test_slurm_submits_exactly_the_runs_of_the_local_protocol(tmp_path_factory, 
     slurm_dir, local_dir = tmp_path_factory.mktemp("slurm"), tmp_path_factory.mktemp("local")
     outcome = _outcome(salt, pass_rate)
     queue = FakeQueue(outcome)
-    assert _launcher(load_study(_study(slurm_dir, text, mechanisms)), queue).run() == 0
+    assert _launcher(load_study(_study(slurm_dir, text, mechanisms, borrow)), queue).run() == 0
     submitted = [run for array in queue.arrays for run in array]
-    local = LocalReference(load_study(_study(local_dir, text, mechanisms)), outcome)
+    local = LocalReference(load_study(_study(local_dir, text, mechanisms, borrow)), outcome)
     assert local.run() == 0
     assert len(submitted) == len(set(submitted)) and sorted(submitted) == sorted(local.ran)
 
