@@ -19,12 +19,12 @@
 #
 # Environment: VENV (default .venv of the checkout, what `make install` builds) is what the jobs
 # run (with this checkout's code first on PYTHONPATH for the study); SLURM_TEST_TIMEOUT bounds the
-# whole test (seconds, default 1500); SLURM_TEST_KEEP=1 keeps the temporary folder (logs) for a
+# whole test (seconds, default 1800); SLURM_TEST_KEEP=1 keeps the temporary folder (logs) for a
 # look after a failure; SLURM_TEST_PARTS (default "fit study") chooses the parts: fit (2, 3),
 # study (4).
 set -euo pipefail
 
-LIMIT="${SLURM_TEST_TIMEOUT:-1500}"
+LIMIT="${SLURM_TEST_TIMEOUT:-1800}"
 PARTS="${SLURM_TEST_PARTS:-fit study}"
 if [[ -z "${_SWAR_SLURM_TEST_BOUNDED:-}" ]]; then
     export _SWAR_SLURM_TEST_BOUNDED=1

@@ -16,7 +16,7 @@
 
 S="${T}/study"
 mkdir -p "${S}"
-STUDY_STEPS=40  # validation every 10 steps (curve_points 4): a checkpoint at step 10, 30 steps before the end
+STUDY_STEPS=80  # validation every 10 steps (curve_points 8): checkpoints from step 10, 70 steps before the end
 cat > "${S}/base.yaml" << EOF
 seed_everything: 0
 trainer:
@@ -54,7 +54,7 @@ learning_rates: [3.0e-3]
 extra_learning_rates: {below: [], above: []}
 selection_seeds: 1
 seeds: 2
-curve_points: 4
+curve_points: 8
 gate: {ar_valid: 0.0}
 slurm: {time_min: 10, cpus_per_task: 1, signal_delay_s: 60}
 mechanisms:
@@ -109,6 +109,7 @@ kill -STOP "${pids[@]}"  # the rest of a tiny fit takes a second: hold it while 
 saved="$(saved_step "${RUNS}/${A}")"
 scancel --signal=USR1 "${job_a}"
 kill -CONT "${pids[@]}"
+((saved < STUDY_STEPS)) || fail "fit ${A} had ended (checkpoint at step ${saved}) before USR1 was sent"
 say "study: sent USR1 to task ${job_a} (fit ${A}) after its checkpoint at step ${saved}"
 wait_until "fit ${A} to resume in its requeued task" 300 resumed "${A}"
 line="$(restored_from "${A}")"
@@ -126,7 +127,8 @@ grep -q "^study: fit ${B} ended CANCELLED without a record (job ${job_b})" "${S}
 final="$("${PYTHON}" -c 'import json, sys; r = json.load(open(sys.argv[1])); print(r["final_step"], r["gate"]["passed"])' "${RECORDS}/${A}.fit.json")"
 [[ "${final}" == "$((STUDY_STEPS - 1)) True" ]] || fail "fit ${A}'s record: final step and gate '${final}', expected '$((STUDY_STEPS - 1)) True'"
 curve_steps="$(cut -d, -f1 "${RECORDS}/${A}.curve.csv" | tail -n +2 | sort -nu | tr '\n' ' ')"
-[[ "${curve_steps}" == "9 19 29 39 " ]] || fail "fit ${A}'s curve validates at steps '${curve_steps}', expected '9 19 29 39 '"
+expected_curve="$(seq -s ' ' 9 10 $((STUDY_STEPS - 1))) "
+[[ "${curve_steps}" == "${expected_curve}" ]] || fail "fit ${A}'s curve validates at steps '${curve_steps}', expected '${expected_curve}'"
 queue_empty || fail "after run 1 the queue holds $(squeue -h -o %i | tr '\n' ' ')"
 say "study: run 1 ended 1 (fit ${B} cancelled) with 3 fit and 3 test records in $((SECONDS - study_start)) s"
 
