@@ -345,7 +345,7 @@ def load_study(path: str | Path) -> StudySpec:
         retry_steps_factor=_count(raw.get("retry_steps_factor", 3), f"{where}: retry_steps_factor"),
         compatible_code=tuple(str(c) for c in (raw.get("compatible_code") or [])),
         path=where,
-        slurm=slurm_spec(raw.get("slurm") or {}, f"{where}: slurm"),
+        slurm=slurm_spec({} if raw.get("slurm") is None else raw["slurm"], f"{where}: slurm"),
     )
     for m in spec.mechanisms:
         if spec.selection_seeds > len(spec.seeds_of(m)):

@@ -321,6 +321,11 @@ def test_every_unknown_slurm_key_is_one_line_naming_it(key):
     assert f"unknown key {key!r}" in str(err.value) and "\n" not in str(err.value)
 
 
+def test_slurm_section_that_is_not_a_mapping_is_one_line(tmp_path):
+    with pytest.raises(StudyError, match=r"study.yaml: slurm=\[\] is invalid; expected a mapping of additional_"):
+        load_study(_study(tmp_path, "slurm: []\n"))
+
+
 @pytest.mark.parametrize(("raw", "message"), [
     ({"time_min": 0}, r"slurm: time_min=0 is invalid; expected an integer >= 1"),
     ({"gpus_per_task": -1}, r"gpus_per_task=-1 is invalid; expected an integer >= 0"),
