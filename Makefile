@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: demo test test-slurm install clean
+.PHONY: demo test test-slurm browser install clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -32,7 +32,8 @@ demo: $(STAMP)
 	$(BIN)/swar-bench demo
 
 test: $(TEST_STAMP)
-	$(BIN)/python -m pytest -q
+	@echo "make test: the whole suite, about 10 minutes on 2 cores; one line per test file, ending with the % done"
+	$(BIN)/python -m pytest --durations=5
 
 # A real SLURM cluster on this machine (installs slurmctld, slurmd, slurm-client and munge when
 # missing; needs root) runs scripts/slurm/fit.sbatch (DDP, a USR1 requeue and a plain requeue)
@@ -40,6 +41,11 @@ test: $(TEST_STAMP)
 test-slurm: $(STAMP)
 	$(BIN)/python -c "import submitit" 2>/dev/null || $(BIN)/pip install --quiet "$(SUBMITIT)"
 	VENV="$(abspath $(VENV))" bash scripts/slurm/integration_test.sh
+
+# Headless Chromium and chromedriver (Debian packages; installed when missing, needs root) for the
+# results-site browser test in `make test` (skipped, saying so, where no chromium is installed).
+browser:
+	bash scripts/install_browser.sh
 
 clean:
 	rm -rf $(VENV) build *.egg-info

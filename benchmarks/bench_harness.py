@@ -169,7 +169,8 @@ def bare_run(args: argparse.Namespace) -> RunResult:
             groups[-1]["params"].append(p)
         else:
             groups.append({"params": [p], "weight_decay": wd})
-    opt = torch.optim.AdamW(groups, lr=float(model_cfg["lr"]), betas=(0.9, 0.95))
+    # fused, as the module builds it for float32 CPU parameters (TBPTTModule._fused_adamw_supported)
+    opt = torch.optim.AdamW(groups, lr=float(model_cfg["lr"]), betas=(0.9, 0.95), fused=True)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: warmup_cosine(s, args.warmup_steps, args.horizon, 0.1))
     clip = float(model_cfg["grad_clip"])
     B, N, K = args.batch_size, args.n_writes, args.tbptt_steps

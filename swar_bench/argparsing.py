@@ -1,5 +1,5 @@
 """The argument parser of the commands built on :mod:`argparse` (``swar-bench data``, ``demo``,
-``check-mechanism``, the referee's sub-commands, ``scripts/results.py``)."""
+``check-mechanism``, the referee's sub-commands, ``study``)."""
 
 from __future__ import annotations
 

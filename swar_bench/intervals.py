@@ -1,6 +1,6 @@
 """Confidence intervals for the benchmark's numbers: accuracies (Wilson) and means across seeds (t).
 
-Torch-free, so ``scripts/results.py`` and the referee's table code use it without loading torch.
+Torch-free, so the study report and the referee's table code use it without loading torch.
 Every interval comes from scipy; nothing here is computed by hand.
 
 - An accuracy of ``correct`` out of ``count`` items gets the 95% Wilson score interval (Wilson 1927;

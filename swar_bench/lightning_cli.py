@@ -3,9 +3,11 @@
 The config file is the experiment (``configs/quickstart.yaml``): ``model`` is a ``TBPTTModule``
 whose ``mechanism`` is any ContextMechanism given by ``class_path`` (``--model.mechanism
 GatedDeltaNet`` or ``--model.mechanism=swar_bench.mechanisms.GRU`` swaps it), ``data`` a
-``PasskeySwarDataModule``. Always present (configurable, not replaceable): a ``ModelCheckpoint``
-with ``save_last=True`` (``--checkpoint.*``), the ``AnswerTypeAccuracy`` (``--accuracy.*``) and
-``Calibration`` (``--calibration.*``) callbacks and a ``PredictionWriter``
+``PasskeySwarDataModule`` (``--data.task passkey_swar`` or ``mqar``). Always present
+(configurable, not replaceable): a ``ModelCheckpoint`` with ``save_last=True``
+(``--checkpoint.*``), the ``AnswerTypeAccuracy`` (``--accuracy.*``) and ``Calibration``
+(``--calibration.*``) callbacks, which measure passkey_swar, ``MQARAccuracy``
+(``--mqar_accuracy.*``), which measures MQAR, and a ``PredictionWriter``
 (``--predictions.output_dir DIR`` saves ``predict`` outputs); the default logger is
 TensorBoard under ``runs/``.
 
@@ -148,6 +150,21 @@ def state_dict_mismatch(expected: dict[str, tuple[int, ...]], found: dict[str, t
         f"{len(missing)} missing, {len(unexpected)} unexpected and {len(shaped)} differently shaped "
         f"tensor(s), e.g. {example}"
     )
+
+
+def nested_class_paths(node: Any) -> list[str]:
+    """The class paths of a mechanism config and of the mechanisms it wraps (an init arg named
+    ``mechanism`` holding a ``class_path``), outermost first; ``[]`` without a class path."""
+    paths: list[str] = []
+    while node is not None and len(paths) < 8:
+        is_dict = isinstance(node, dict)
+        class_path = node.get("class_path") if is_dict else getattr(node, "class_path", None)
+        if not class_path:
+            break
+        paths.append(str(class_path))
+        args = node.get("init_args") if is_dict else getattr(node, "init_args", None)
+        node = args.get("mechanism") if args is not None and hasattr(args, "get") else None
+    return paths
 
 
 def check_output_folder(path: str | os.PathLike, flag: str) -> None:
@@ -421,11 +438,12 @@ class SwarBenchCLI(LightningCLI):
             # a name or version with '/' or '..' would put the run outside save_dir
             runs.check_path_component(init_args.get("version"), "--trainer.logger.init_args.version")
             runs.check_path_component(init_args.get("name"), "--trainer.logger.init_args.name", nested=True)
-        mechanism = cfg.get("model.mechanism")
-        class_path = getattr(mechanism, "class_path", None) or (mechanism.get("class_path") if isinstance(mechanism, dict) else None)
-        if not class_path or init_args is None or not str(getattr(logger, "class_path", "")).endswith(("TensorBoardLogger", "CSVLogger")):
+        class_paths = nested_class_paths(cfg.get("model.mechanism"))
+        if not class_paths or init_args is None or not str(getattr(logger, "class_path", "")).endswith(("TensorBoardLogger", "CSVLogger")):
             return
-        init_args.name = runs.run_name(init_args.get("name") or "", runs.mechanism_name(class_path))
+        # a wrapper names its run after what it wraps too: ZoologyBackbone-CausalAttention
+        label = "-".join(runs.mechanism_name(path) for path in class_paths)
+        init_args.name = runs.run_name(init_args.get("name") or "", label)
         root = Path(str(init_args.get("save_dir") or ".")) / init_args.name
         if init_args.get("version") is not None:
             init_args.version = runs.parse_version(str(init_args.version))
@@ -539,7 +557,9 @@ class SwarBenchCLI(LightningCLI):
 
         cfg = self.config[self.subcommand] if self.subcommand else self.config
         if isinstance(self.model, TBPTTModule):  # before the Trainer: nothing written yet
-            check_task_fits(self.model.mechanism, getattr(self.datamodule, "params", None))
+            check_task_fits(
+                self.model.mechanism, getattr(self.datamodule, "params", None), getattr(self.datamodule, "mqar", None)
+            )
             check_trainable(self.model, self.subcommand, cfg.get("ckpt_path"))
         self._check_checkpoint_fits()
         silence_run_notices(resuming=cfg.get("ckpt_path") not in (None, ""), checkpoint_dir=self._ckpt_checkpoint_dir())
@@ -571,10 +591,10 @@ class SwarBenchCLI(LightningCLI):
 
     def _report_paths(self) -> None:
         """``wrote <path>`` for every test report (rank 0), as ``demo`` prints them."""
-        from swar_bench.callbacks import AnswerTypeAccuracy, Calibration
+        from swar_bench.callbacks import AnswerTypeAccuracy, Calibration, MQARAccuracy
 
         for callback in self.trainer.callbacks:
-            if isinstance(callback, (AnswerTypeAccuracy, Calibration)):
+            if isinstance(callback, (AnswerTypeAccuracy, Calibration, MQARAccuracy)):
                 for path in callback.report_paths:
                     print(f"wrote {path}")
 
@@ -602,7 +622,7 @@ class SwarBenchCLI(LightningCLI):
             raise self._mismatch_error(account or "a strict load_state_dict refused them", checkpoint, path) from None
 
     def add_arguments_to_parser(self, parser) -> None:
-        from swar_bench.callbacks import AnswerTypeAccuracy, Calibration
+        from swar_bench.callbacks import AnswerTypeAccuracy, Calibration, MQARAccuracy
 
         parser.add_lightning_class_args(ModelCheckpoint, "checkpoint")
         # A resumed fit replaces its run's last.ckpt (no last-v1.ckpt beside it).
@@ -610,6 +630,7 @@ class SwarBenchCLI(LightningCLI):
         parser.set_defaults({"checkpoint.save_last": True, "checkpoint.enable_version_counter": False})
         parser.add_lightning_class_args(AnswerTypeAccuracy, "accuracy")
         parser.add_lightning_class_args(Calibration, "calibration")
+        parser.add_lightning_class_args(MQARAccuracy, "mqar_accuracy")  # measures only data.task=mqar
         parser.add_lightning_class_args(PredictionWriter, "predictions")
         parser.add_lightning_class_args(SlurmRequeue, "slurm_requeue")  # inactive outside a SLURM job
 

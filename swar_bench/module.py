@@ -62,16 +62,29 @@ def mechanism_class_path(mechanism: torch.nn.Module) -> str:
     return type(mechanism).__qualname__
 
 
-def check_task_fits(mechanism: torch.nn.Module, params=None) -> None:
-    """Raise ValueError (one line) when ``mechanism`` cannot be run on passkey_swar data generated
-    with ``params`` (the task's defaults when None):
+def check_task_fits(mechanism: torch.nn.Module, params=None, mqar=None) -> None:
+    """Raise ValueError (one line) when ``mechanism`` cannot be run on the task's data: passkey_swar
+    generated with ``params`` (the task's defaults when None), or MQAR when ``mqar`` (a
+    ``swar_bench.datamodules.mqar.MQARData``) is given:
 
-    - ``mechanism.vocab_size`` is smaller than the task's vocabulary (40 tokens for the release's
-      parameters: 8 specials + keys + values, docs/TASK.md, "Vocabulary"); a larger vocabulary is
-      allowed (the extra logits are never targets);
+    - ``mechanism.vocab_size`` is smaller than the task's vocabulary (passkey_swar: 40 tokens for
+      the release's parameters, 8 specials + keys + values, docs/TASK.md, "Vocabulary"; MQAR: its
+      ``vocab_size``); a larger vocabulary is allowed (the extra logits are never targets);
     - a mechanism that reads the task's rules (``task_params``, e.g. the Oracle) was built with a
-      window ``w``, ``n_keys`` or ``n_values`` other than the data's.
+      window ``w``, ``n_keys`` or ``n_values`` other than the data's, or is given MQAR data.
     """
+    if mqar is not None:
+        have = int(getattr(mechanism, "vocab_size", mqar.vocab_size))
+        if have < mqar.vocab_size:
+            raise ValueError(
+                f"vocab_size={have} of {type(mechanism).__name__} is too small for MQAR; expected >= "
+                f"{mqar.vocab_size} (--data.mqar.vocab_size)"
+            )
+        if getattr(mechanism, "task_params", None) is not None:
+            raise ValueError(
+                f"{type(mechanism).__name__} reads passkey_swar's rules; expected a learned mechanism for --data.task=mqar"
+            )
+        return
     from swar_bench.tasks.passkey_swar import PasskeySwarParams, vocab
 
     params = params or PasskeySwarParams()
@@ -102,7 +115,8 @@ class TBPTTModule(pl.LightningModule):
             (``swar_bench/mechanisms/protocol.py``); with no trainable parameters (the Oracle)
             no optimizer is built and training only logs the loss.
         lr: peak AdamW learning rate.
-        weight_decay: AdamW weight decay, applied to parameters with 2 or more dims only.
+        weight_decay: AdamW weight decay, applied to parameters with 2 or more dims only, except
+            those in the mechanism's ``no_weight_decay_names`` or flagged ``_no_weight_decay``.
         betas: AdamW betas.
         warmup_steps: optimizer steps of linear warmup.
         max_steps: optimizer steps of the cosine horizon; None takes ``trainer.max_steps`` when
@@ -113,6 +127,12 @@ class TBPTTModule(pl.LightningModule):
         step_per_chunk: True: one optimizer step per chunk (loss = mean over the chunk's
             supervised positions). False: gradients of all chunks accumulate and the optimizer
             steps once per sequence (loss = mean over the whole batch's supervised positions).
+        supervised_logits: when training, compute the head only at the supervised positions
+            (``mechanism.project(features[mask])`` after ``mechanism.forward_features``): the
+            same loss and gradients as the full logits (up to float summation order) without
+            the ``[B, T, vocab_size]`` tensor, which dominates the step for large vocabularies
+            (MQAR: 8192 tokens, a few supervised positions per sequence). Needs a mechanism with
+            ``forward_features`` and ``project`` (every ``MixerLM``). Evaluation is unchanged.
 
     Batches follow contract 3 (``input_ids``, ``labels``, ``answer_kind``, ``key_age``,
     ``n_writes``, ``seed``). ``validation_step`` / ``test_step`` / ``predict_step`` return the
@@ -120,7 +140,8 @@ class TBPTTModule(pl.LightningModule):
 
     Raises:
         ValueError: a mechanism without the protocol's methods, ``tbptt_steps < 1``, ``lr <= 0``, ``warmup_steps < 0``, or a
-            ``min_lr_ratio`` outside [0, 1].
+            ``min_lr_ratio`` outside [0, 1], ``supervised_logits`` with a mechanism without
+            ``forward_features`` / ``project``.
         FloatingPointError: a non-finite training loss; raised before backward, so no weights
             are updated and no checkpoint is written after it.
     """
@@ -137,6 +158,7 @@ class TBPTTModule(pl.LightningModule):
         tbptt_steps: int = 256,
         grad_clip: float | None = 1.0,
         step_per_chunk: bool = True,
+        supervised_logits: bool = False,
     ) -> None:
         super().__init__()
         if int(tbptt_steps) < 1:
@@ -155,6 +177,11 @@ class TBPTTModule(pl.LightningModule):
                 f"mechanism {type(mechanism).__name__} is not a ContextMechanism (missing {', '.join(missing) or 'nn.Module'}); "
                 "expected a class following swar_bench/mechanisms/protocol.py"
             )
+        if supervised_logits and not all(hasattr(mechanism, a) for a in ("forward_features", "project")):
+            raise ValueError(
+                f"supervised_logits=True: mechanism {type(mechanism).__name__} has no forward_features / project; "
+                "expected a MixerLM (or set supervised_logits to false)"
+            )
         self.save_hyperparameters(ignore=["mechanism"])
         self.mechanism = mechanism
         self.lr = float(lr)
@@ -166,6 +193,7 @@ class TBPTTModule(pl.LightningModule):
         self.tbptt_steps = int(tbptt_steps)
         self.grad_clip = grad_clip
         self.step_per_chunk = bool(step_per_chunk)
+        self.supervised_logits = bool(supervised_logits)
         self.automatic_optimization = False
         self.last_train_loss: float = float("nan")
         self.tokens_seen: int = 0
@@ -187,7 +215,11 @@ class TBPTTModule(pl.LightningModule):
 
         destroy_process_group_at_exit()
         datamodule = getattr(self._trainer, "datamodule", None) if self._trainer is not None else None
-        check_task_fits(self.mechanism, getattr(datamodule, "params", None) if datamodule is not None else None)
+        check_task_fits(
+            self.mechanism,
+            getattr(datamodule, "params", None) if datamodule is not None else None,
+            getattr(datamodule, "mqar", None) if datamodule is not None else None,
+        )
 
     def configure_model(self) -> None:
         """Shard the mechanism per block: FSDP2 under ModelParallelStrategy, FSDP1 under FSDPStrategy."""
@@ -203,21 +235,27 @@ class TBPTTModule(pl.LightningModule):
             wrap_blocks_fsdp1(self.mechanism)
 
     def configure_optimizers(self) -> Any:
-        params = [p for p in self.mechanism.parameters() if p.requires_grad]
-        if not params:
+        named = [(n, p) for n, p in self.mechanism.named_parameters() if p.requires_grad]
+        if not named:
             return None
-        # Weight decay on matrices only. Groups are consecutive runs of parameters in model order,
+        # Weight decay on matrices only, never on the parameters a mechanism lists in
+        # ``no_weight_decay_names`` or flags ``_no_weight_decay`` (mamba_ssm's and fla's convention
+        # for A_log, D, dt_bias and decays). Groups are consecutive runs of parameters in model order,
         # so the optimizer's state ids follow ``parameters()`` order: FSDP's and Lightning's
         # re-keying of a full optimizer state by parameter name assume exactly that (a DDP or
         # single-device checkpoint then resumes under FSDP2 too).
         groups: list[dict[str, Any]] = []
-        for p in params:
-            wd = self.weight_decay if p.dim() >= 2 else 0.0
+        no_decay = set(getattr(self.mechanism, "no_weight_decay_names", ()))
+        for name, p in named:
+            decays = p.dim() >= 2 and name not in no_decay and not getattr(p, "_no_weight_decay", False)
+            wd = self.weight_decay if decays else 0.0
             if groups and groups[-1]["weight_decay"] == wd:
                 groups[-1]["params"].append(p)
             else:
                 groups.append({"params": [p], "weight_decay": wd})
-        optimizer = torch.optim.AdamW(groups, lr=self.lr, betas=self.betas)
+        optimizer = torch.optim.AdamW(
+            groups, lr=self.lr, betas=self.betas, fused=self._fused_adamw_supported([p for _, p in named])
+        )
         horizon = self.max_steps
         if horizon is None and self._trainer is not None and self.trainer.max_steps > 0:
             horizon = self.trainer.max_steps
@@ -228,6 +266,29 @@ class TBPTTModule(pl.LightningModule):
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
 
     # ------------------------------------------------------------------ internals
+
+    def _fused_adamw_supported(self, params: list[torch.Tensor]) -> bool:
+        """True when ``AdamW(fused=True)`` (one kernel for the whole update; the same arithmetic as
+        the for-each form, torch.optim.adamw) serves these parameters: plain floating-point tensors
+        (not a sharded DTensor) on a device with fused optimizer kernels
+        (``torch.utils._foreach_utils._get_fused_kernels_supported_devices``: cpu and cuda in torch
+        2.13), and a precision plugin that can still clip their gradients. Lightning's mixed
+        precision plugin refuses to clip for an optimizer that unscales in its own step, which a
+        fused one declares (lightning.pytorch.plugins.precision.amp); there the for-each form stays."""
+        from torch.utils._foreach_utils import _get_fused_kernels_supported_devices
+
+        devices = _get_fused_kernels_supported_devices()
+        if not all(
+            type(p) in (torch.Tensor, torch.nn.Parameter) and p.is_floating_point() and p.device.type in devices
+            for p in params
+        ):
+            return False
+        if self.grad_clip and self._trainer is not None:
+            from lightning.pytorch.plugins.precision import MixedPrecision
+
+            if isinstance(self.trainer.precision_plugin, MixedPrecision):
+                return False
+        return True
 
     def _distributed(self) -> bool:
         return (
@@ -293,6 +354,11 @@ class TBPTTModule(pl.LightningModule):
 
     def _chunk_loss(self, state: Any, ids: torch.Tensor, tgt: torch.Tensor) -> tuple[Any, tuple[torch.Tensor, int]]:
         """One TBPTT chunk: ``(state, (loss_sum, count))`` over its supervised positions."""
+        if self.supervised_logits:
+            features, state = self.mechanism.forward_features(ids, state)
+            mask = tgt != IGNORE_INDEX
+            logits = self.mechanism.project(features[mask])  # [M, vocab_size]
+            return state, supervised_cross_entropy(logits[None], tgt[mask][None])
         logits, state = self.mechanism(ids, state)
         return state, supervised_cross_entropy(logits, tgt)
 

@@ -6,7 +6,6 @@ attribute 'strip')."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
@@ -18,11 +17,10 @@ from swar_bench.argparsing import ArgumentParser
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _results_main(argv):
-    spec = importlib.util.spec_from_file_location("results_script", ROOT / "scripts" / "results.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.main(argv)
+def _study(argv):
+    from swar_bench.study.cli import main
+
+    return main(argv)
 
 
 def _data(argv):
@@ -53,8 +51,9 @@ CASES = [
     (_check, ["GRU"], "--config"),
     (_demo_parse, [], "--config"),
     (_demo_parse, [], "--max-minutes"),
-    (_results_main, [], "--mechanisms"),
-    (_results_main, [], "--jobs"),
+    (_study, ["run", "configs/studies/frontier.yaml"], "--jobs"),
+    (_study, ["run", "configs/studies/frontier.yaml"], "--add"),
+    (_study, ["report", "configs/studies/frontier.yaml"], "--out"),
 ]
 
 

@@ -1,5 +1,5 @@
-"""Lightning callbacks: answer-type accuracy, calibration, the length curriculum and the training
-FLOP budget.
+"""Lightning callbacks: answer-type accuracy, calibration, the length curriculum, the training
+FLOP budget, and MQAR's accuracy per query gap.
 
 They consume the evaluation step outputs of the TBPTT module (flattened supervised positions with
 ``pred``, ``target``, ``loss``, ``confidence``, ``answer_kind``, ``key_age``, ``row``,
@@ -24,6 +24,7 @@ from swar_bench.callbacks.calibration import (
 )
 from swar_bench.callbacks.flop_budget import FlopBudget
 from swar_bench.callbacks.length_curriculum import LengthCurriculum
+from swar_bench.callbacks.mqar_accuracy import MQARAccuracy, MQARCounts
 
 __all__ = [
     "AGE_BIN_UPPER",
@@ -36,6 +37,8 @@ __all__ = [
     "CalibrationReport",
     "FlopBudget",
     "LengthCurriculum",
+    "MQARAccuracy",
+    "MQARCounts",
     "accuracy_csv",
     "accuracy_table",
     "calibration_table",

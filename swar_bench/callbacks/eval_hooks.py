@@ -1,5 +1,7 @@
 """Lightning's validation and test hooks in one place, for the callbacks that measure both passes
-the same way (``AnswerTypeAccuracy``, ``Calibration``).
+the same way (``AnswerTypeAccuracy``, ``Calibration`` for passkey_swar, ``MQARAccuracy`` for
+MQAR). Each callback names the DataModule ``task`` it measures; on another task's passes its
+hooks do nothing (:meth:`EvalHooks.serves`).
 
 A subclass keeps one set of torchmetrics states per pass and implements three methods that take
 the pass by name: ``stage`` is Lightning's ``"validation"`` or ``"test"`` (the name the contract-4
@@ -42,6 +44,14 @@ class EvalHooks(Callback):
 
     out_dir: str | None = None
     write_reports: bool = True
+    task: str = "passkey_swar"
+    """The DataModule task this callback measures; on another task's passes it does nothing."""
+
+    def serves(self, trainer: pl.Trainer) -> bool:
+        """True when the trainer's DataModule serves :attr:`task` (a DataModule without a
+        ``task`` attribute, or none, serves passkey_swar)."""
+        datamodule = getattr(trainer, "datamodule", None)
+        return getattr(datamodule, "task", "passkey_swar") == self.task
 
     def keep_report(self, stage: str, trainer: pl.Trainer, report: Any) -> None:
         """Store ``report`` of ``stage``; after a test pass, write the reports (see the class)."""
@@ -73,7 +83,8 @@ class EvalHooks(Callback):
         """End of the pass: compute (states summed across ranks), log, keep the report."""
 
     def on_validation_epoch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        self.on_eval_epoch_start("validation", trainer, pl_module)
+        if self.serves(trainer):
+            self.on_eval_epoch_start("validation", trainer, pl_module)
 
     def on_validation_batch_end(
         self,
@@ -84,13 +95,16 @@ class EvalHooks(Callback):
         batch_idx: int,
         dataloader_idx: int = 0,
     ) -> None:
-        self.on_eval_batch_end("validation", outputs)
+        if self.serves(trainer):
+            self.on_eval_batch_end("validation", outputs)
 
     def on_validation_epoch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        self.on_eval_epoch_end("validation", trainer, pl_module)
+        if self.serves(trainer):
+            self.on_eval_epoch_end("validation", trainer, pl_module)
 
     def on_test_epoch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        self.on_eval_epoch_start("test", trainer, pl_module)
+        if self.serves(trainer):
+            self.on_eval_epoch_start("test", trainer, pl_module)
 
     def on_test_batch_end(
         self,
@@ -101,7 +115,9 @@ class EvalHooks(Callback):
         batch_idx: int,
         dataloader_idx: int = 0,
     ) -> None:
-        self.on_eval_batch_end("test", outputs)
+        if self.serves(trainer):
+            self.on_eval_batch_end("test", outputs)
 
     def on_test_epoch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        self.on_eval_epoch_end("test", trainer, pl_module)
+        if self.serves(trainer):
+            self.on_eval_epoch_end("test", trainer, pl_module)

@@ -357,10 +357,25 @@ def eval_keys(
     return keys
 
 
+TASKS = ("passkey_swar", "mqar")
+"""The tasks the DataModule serves (``task``)."""
+
+
 class PasskeySwarDataModule(pl.LightningDataModule):
-    """passkey_swar for Lightning: bucketed by N, generated or read, exact under DDP, resumable.
+    """passkey_swar (or MQAR) for Lightning: bucketed by N, generated or read, exact under DDP, resumable.
 
     Args:
+        task: ``"passkey_swar"`` (the default; every other argument below applies) or
+            ``"mqar"``: Zoology's multi-query associative recall (``swar_bench.datamodules.mqar``),
+            set by ``mqar``; then the source is always generated, ``train_configs`` /
+            ``val_configs`` / ``test_configs`` / ``task_params`` must be left unset (the one
+            configuration is ``mqar.num_kv_pairs``), the training stream reads the train
+            segment in order (wrapping at its end) and validation and test read the test
+            segment (``eval_examples`` of it, at most ``mqar.num_test_examples``).
+        mqar: ``swar_bench.datamodules.mqar.MQARData`` fields as a dict (vocab_size,
+            input_seq_len, num_kv_pairs, power_a, num_passes, random_non_queries,
+            num_train_examples, num_test_examples, train_seed, test_seed, cache_dir); only with
+            ``task="mqar"`` (default: Zoology figure 2 at T=64).
         source: ``"generate"`` (default: examples built from the task's seed formula, docs/TASK.md "Columns"; no files),
             a Hub id (e.g. ``irodkin/passkey_swar``) or a local folder in the Hub layout.
         train_configs: N values (ints or ``"n<N>"``) drawn for training (default 32..256).
@@ -382,7 +397,9 @@ class PasskeySwarDataModule(pl.LightningDataModule):
         task_params: ``PasskeySwarParams`` fields as a dict (default: the release's parameters).
 
     Raises:
-        ValueError: an N outside the task's N set (32..16384), a non-positive size (``batch_size``,
+        ValueError: an unknown ``task``; with ``task="mqar"``, a passkey_swar argument that is set
+            or MQAR fields that ``MQARData`` refuses; ``mqar`` without ``task="mqar"``; an N
+            outside the task's N set (32..16384), a non-positive size (``batch_size``,
             ``eval_batch_size``, ``examples_per_epoch``, ``eval_examples``), a negative
             ``num_workers``, a ``train_index_start`` outside ``[0, 10**6)``.
     """
@@ -401,12 +418,42 @@ class PasskeySwarDataModule(pl.LightningDataModule):
         seed: int = 0,
         task_params: dict[str, Any] | None = None,
         train_index_start: int = 0,
+        task: str = "passkey_swar",
+        mqar: dict[str, Any] | None = None,
     ) -> None:
         super().__init__()
+        if task not in TASKS:
+            raise ValueError(f"task={task!r} is invalid; expected one of {', '.join(TASKS)}")
+        self.task = task
+        self.mqar = None
+        if task == "mqar":
+            from swar_bench.datamodules.mqar import MQARData
+
+            given = [
+                name for name, value, default in (
+                    ("train_configs", train_configs, DEFAULT_TRAIN_CONFIGS),
+                    ("val_configs", val_configs, DEFAULT_EVAL_CONFIGS),
+                    ("test_configs", test_configs, DEFAULT_EVAL_CONFIGS),
+                ) if tuple(value if not isinstance(value, (int, str)) else [value]) != default
+            ]
+            given += ["task_params"] if task_params else []
+            given += ["source"] if source != "generate" else []
+            if given:
+                raise ValueError(
+                    f"{given[0]} is passkey_swar's; expected it unset with task=mqar (MQAR is set by mqar: "
+                    "vocab_size, input_seq_len, num_kv_pairs, ...)"
+                )
+            self.mqar = MQARData.from_mapping(mqar)
+            train_configs = val_configs = test_configs = [self.mqar.num_kv_pairs]
+        elif mqar is not None:
+            raise ValueError("mqar is set but task=passkey_swar; expected task: mqar with it (or no mqar)")
         self.source = source
-        self.train_configs = parse_configs(train_configs, "train_configs")
-        self.val_configs = parse_configs(val_configs, "val_configs")
-        self.test_configs = parse_configs(test_configs, "test_configs")
+        if self.mqar is None:
+            self.train_configs = parse_configs(train_configs, "train_configs")
+            self.val_configs = parse_configs(val_configs, "val_configs")
+            self.test_configs = parse_configs(test_configs, "test_configs")
+        else:
+            self.train_configs = self.val_configs = self.test_configs = (self.mqar.num_kv_pairs,)
         for name, value in (("batch_size", batch_size), ("examples_per_epoch", examples_per_epoch), ("eval_examples", eval_examples)):
             if int(value) < 1:
                 raise ValueError(f"{name}={value} is invalid; expected a positive integer")
@@ -451,7 +498,12 @@ class PasskeySwarDataModule(pl.LightningDataModule):
             # a local folder records the parameters its data was generated with (params.json);
             # task_params that differ from that record are a one-line error
             self.params = folder_params(source, self.params, option="--data.task_params")
-        self.dataset = PasskeySwarBatches(source, self.params)
+        if self.mqar is not None:
+            from swar_bench.datamodules.mqar import MQARBatches
+
+            self.dataset = MQARBatches(self.mqar)
+        else:
+            self.dataset = PasskeySwarBatches(source, self.params)
         self.train_index_start = train_index_start
         self.stream = TrainStream(self.train_configs, self.batch_size, 1, self.seed, train_index_start)
         self._pending_state: dict[str, Any] | None = None
@@ -477,8 +529,11 @@ class PasskeySwarDataModule(pl.LightningDataModule):
 
         Takes effect from the next batch the sampler issues: with ``num_workers=0`` the very next
         training batch; with workers, batches already prefetched (up to ``num_workers *
-        prefetch_factor``) keep their N. Raises ValueError for an N outside the task's N set (32..16384).
+        prefetch_factor``) keep their N. Raises ValueError for an N outside the task's N set
+        (32..16384), or with ``task="mqar"`` (one configuration, no curriculum).
         """
+        if self.mqar is not None:
+            raise ValueError(f"set_train_n({n_writes!r}): task=mqar has one configuration; expected task=passkey_swar")
         self.stream.train_n = parse_configs([n_writes], "set_train_n")[0]
 
     # ------------------------------------------------------------------ source check
@@ -507,15 +562,28 @@ class PasskeySwarDataModule(pl.LightningDataModule):
         Lightning calls this before the logger or any callback writes, so a missing folder,
         config or split (or an unreachable Hub) ends the run before it leaves a log folder behind.
 
+        With ``task="mqar"``: generate (or read from ``mqar.cache_dir``) the two segments, writing
+        the cache file when there is none, so the other ranks read it in ``setup``.
+
         Raises:
             swar_bench.tasks.hub_io.DataSourceError (a ValueError): as ``load_split``, one line
                 naming the source, config and split.
+            OSError: the MQAR cache file cannot be written.
         """
+        if self.mqar is not None:
+            self.dataset.load()
+            return
         if self.source == "generate":
             return
         for split, configs in self._splits_needed():
             for n in configs:
                 self.dataset.split_size(split, n)
+
+    def setup(self, stage: str) -> None:
+        """Every rank: hold the MQAR segments in memory before the loaders fork their workers
+        (read from the cache ``prepare_data`` wrote, or generated); nothing for passkey_swar."""
+        if self.mqar is not None:
+            self.dataset.load()
 
     # ------------------------------------------------------------------ loaders
 
@@ -533,7 +601,7 @@ class PasskeySwarDataModule(pl.LightningDataModule):
         rank, world = self._rank_world()
         self.stream.batches_per_epoch = max(1, self.examples_per_epoch // (self.batch_size * world))
         limit = None
-        if self.source != "generate":
+        if self.source != "generate" or self.mqar is not None:
             limit = min(self.dataset.split_size("train", n) for n in self.train_configs)
         return self._loader(TrainBatchSampler(self.stream, rank, world, limit), TrainLoader, stream=self.stream)
 

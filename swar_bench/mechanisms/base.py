@@ -139,17 +139,51 @@ class MixerLM(nn.Module):
         )
         self.norm = nn.RMSNorm(d_model)
         self.head = nn.Linear(d_model, vocab_size, bias=False)
-        self.apply(self._init_weights)
+        # Generic initialisation first, then each mixer's own (``reset_parameters``), so the mixers'
+        # special inits (A_log, dt_bias, decays, rescaled output projections) survive: the order of
+        # fla's ``PreTrainedModel._init_weights`` and mamba_ssm's ``MixerModel`` + ``Mamba.__init__``.
+        self._generic_init()
+        for block in self.blocks:
+            reset = getattr(block.mixer, "reset_parameters", None)
+            if callable(reset):
+                reset()
+        # Names of the parameters AdamW must not decay (flag ``_no_weight_decay``, set by mamba_ssm
+        # and fla on A_log, D, dt_bias and decays); kept by name because sharding replaces the
+        # Parameter objects that carry the flag.
+        self.no_weight_decay_names = frozenset(
+            n for n, p in self.named_parameters() if getattr(p, "_no_weight_decay", False)
+        )
         # Counted once, before any sharding replaces parameters by local shards.
         self._n_params = sum(p.numel() for p in self.parameters() if p.requires_grad)
         self._n_embedding_params = self.embedding.weight.numel()
 
+    def _generic_init(self) -> None:
+        """``_init_weights`` on every submodule except those inside a module flagged
+        ``_is_hf_initialized`` (an fla layer that ran its own ``_initialize_weights``)."""
+        done: list[str] = []
+        for name, module in self.named_modules():
+            if any(name == d or name.startswith(d + ".") for d in done):
+                continue
+            if getattr(module, "_is_hf_initialized", False):
+                done.append(name)
+                continue
+            self._init_weights(module)
+
     @staticmethod
     def _init_weights(module: nn.Module) -> None:
-        if isinstance(module, (nn.Linear, nn.Embedding)):
-            nn.init.normal_(module.weight, std=0.02)
-            if getattr(module, "bias", None) is not None:
-                nn.init.zeros_(module.bias)
+        """The generic initialisation of fla's ``PreTrainedModel._init_weights``
+        (fla/models/*/modeling_*.py): ``normal(0, 0.02)`` weights of ``nn.Linear``, ``nn.Embedding``,
+        ``nn.Conv1d`` and ``ShortConvolution`` (fla's is an ``nn.Conv1d``), zero biases. A module
+        flagged ``_is_hf_initialized`` and a parameter flagged ``_no_reinit`` (the HF / mamba_ssm
+        conventions) are left alone."""
+        if getattr(module, "_is_hf_initialized", False):
+            return
+        if isinstance(module, (nn.Linear, nn.Embedding, nn.Conv1d, ShortConvolution)):
+            if not getattr(module.weight, "_no_reinit", False):
+                nn.init.normal_(module.weight, std=0.02)
+            bias = getattr(module, "bias", None)
+            if bias is not None and not getattr(bias, "_no_reinit", False):
+                nn.init.zeros_(bias)
 
     @property
     def n_params(self) -> int:
@@ -182,7 +216,21 @@ class MixerLM(nn.Module):
 
     def forward(self, input_ids: torch.Tensor, state: State = None) -> tuple[torch.Tensor, tuple]:
         """``input_ids[B, T]`` int64 and the carried state (None = empty) ->
-        ``(logits[B, T, vocab_size]``, new state)."""
+        ``(logits[B, T, vocab_size]``, new state); ``project(forward_features(...))``."""
+        features, new_state = self.forward_features(input_ids, state)
+        return self.project(features), new_state
+
+    def project(self, features: torch.Tensor) -> torch.Tensor:
+        """The head: ``features[..., d_model]`` (from :meth:`forward_features`) ->
+        ``logits[..., vocab_size]``. Applied to the supervised positions alone it gives the
+        same logits there as :meth:`forward` (``TBPTTModule(supervised_logits=True)``)."""
+        return self.head(features)
+
+    def forward_features(
+        self, input_ids: torch.Tensor, state: State = None
+    ) -> tuple[torch.Tensor, tuple]:
+        """:meth:`forward` up to the head: ``(features[B, T, d_model]`` after the final norm,
+        new state)."""
         if input_ids.dim() != 2 or input_ids.dtype not in (torch.int64, torch.int32, torch.int16):
             raise ValueError(
                 f"input_ids must be an integer tensor [B, T], got {input_ids.dtype} {tuple(input_ids.shape)}"
@@ -196,7 +244,7 @@ class MixerLM(nn.Module):
         for block, layer_state in zip(self.blocks, state):
             x, layer_state = block(x, layer_state)
             new_state.append(layer_state)
-        return self.head(self.norm(x)), tuple(new_state)
+        return self.norm(x), tuple(new_state)
 
     def detach_state(self, state: State) -> State:
         """The same state cut from the autograd graph (truncated BPTT boundary)."""
@@ -218,7 +266,13 @@ class ShortConvolution(nn.Module):
 
     ``forward(x[B, T, C], state[B, C, kernel_size - 1]) -> (y[B, T, C], state)``; the state holds
     the last ``kernel_size - 1`` inputs (zeros at the start). Used before the q/k/v of DeltaNet,
-    Gated DeltaNet and Mamba-2, as in those papers.
+    Gated DeltaNet and Mamba-2, as in those papers (fla's ``ShortConvolution``, fla/modules/conv).
+
+    ``y[:, t, c] = sum_j w[c, j] * z[:, t + j, c]`` with ``z = [state^T; x]`` (the cross-correlation
+    of ``torch.nn.functional.conv1d`` with ``groups=C``), computed as ``kernel_size`` shifted
+    multiply-adds on the ``[B, T, C]`` layout: no transpose of the activations, and the SiLU runs on
+    a contiguous tensor (on CPU about 1.1x faster per Gated DeltaNet training step than ``conv1d``
+    on the transposed tensor, equal to it within float32 rounding).
     """
 
     def __init__(self, channels: int, kernel_size: int = 4, activation: bool = True):
@@ -238,12 +292,65 @@ class ShortConvolution(nn.Module):
         return batch_size * self.channels * (self.kernel_size - 1) * dtype_bytes(dtype)
 
     def forward(self, x: torch.Tensor, state: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        xt = torch.cat([state.to(x.dtype), x.transpose(1, 2)], dim=-1)  # [B, C, K - 1 + T]
-        y = nn.functional.conv1d(xt, self.weight.to(x.dtype), groups=self.channels)
+        K, T = self.kernel_size, x.shape[1]
+        w = self.weight[:, 0, :].to(x.dtype)  # [C, K]
+        z = torch.cat([state.to(x.dtype).transpose(1, 2), x], dim=1) if K > 1 else x  # [B, K-1+T, C]
+        y = x * w[:, K - 1]  # the last tap meets the current input
+        for j in range(K - 1):
+            y = torch.addcmul(y, z[:, j : j + T], w[:, j])
         # a copy, not a view: a sharded block must not return views (FSDP2 hooks)
-        new_state = xt[..., xt.shape[-1] - (self.kernel_size - 1) :].to(state.dtype).clone()
-        y = y.transpose(1, 2)
+        new_state = (
+            z[:, z.shape[1] - (K - 1) :]
+            .transpose(1, 2)
+            .to(state.dtype)
+            .clone(memory_format=torch.contiguous_format)
+        )
         return (nn.functional.silu(y) if self.activation else y), new_state
 
     def flops_per_token(self) -> float:
         return 2.0 * self.channels * self.kernel_size
+
+
+def check_conv_size(conv_size: object) -> int:
+    """``conv_size`` as an int >= 0 (0 = no short convolution); ValueError (one line) otherwise."""
+    if isinstance(conv_size, bool) or not isinstance(conv_size, int) or conv_size < 0:
+        raise ValueError(
+            f"conv_size must be an integer >= 0 (0 = no short convolution), got {conv_size!r}"
+        )
+    return conv_size
+
+
+class NoConvolution(nn.Module):
+    """``ShortConvolution``'s stand-in when the convolution is off (``conv_size=0``): the same
+    interface, the input passed through (SiLU'd when ``activation``, as fla's layers do with
+    ``use_short_conv=False``, e.g. ``fla/layers/gated_deltanet.py``) and an empty state
+    ``[B, channels, 0]`` that costs no bytes."""
+
+    def __init__(self, channels: int, activation: bool = True):
+        super().__init__()
+        self.channels = check_positive_int("channels", channels)
+        self.kernel_size = 0
+        self.activation = activation
+
+    def init_state(self, batch_size: int, device=None, dtype=None) -> torch.Tensor:
+        return torch.zeros(batch_size, self.channels, 0, device=device, dtype=dtype)
+
+    def state_bytes(self, batch_size: int, dtype: torch.dtype | None = None) -> int:
+        return 0
+
+    def forward(self, x: torch.Tensor, state: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return (nn.functional.silu(x) if self.activation else x), state
+
+    def flops_per_token(self) -> float:
+        return 0.0
+
+
+def short_convolution(
+    channels: int, conv_size: int, activation: bool = True
+) -> ShortConvolution | NoConvolution:
+    """A ``ShortConvolution(channels, conv_size, activation)``, or a ``NoConvolution`` (same
+    interface, empty state) when ``conv_size`` is 0. Raises ValueError on a negative or
+    non-integer ``conv_size``."""
+    if check_conv_size(conv_size) == 0:
+        return NoConvolution(channels, activation)
+    return ShortConvolution(channels, conv_size, activation)

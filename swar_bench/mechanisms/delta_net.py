@@ -18,10 +18,11 @@ from torch import nn
 from swar_bench.mechanisms.base import (
     Mixer,
     MixerLM,
-    ShortConvolution,
+    check_conv_size,
     check_positive_int,
     check_sizes,
     dtype_bytes,
+    short_convolution,
 )
 from swar_bench.mechanisms.ops.backend import check_backend, check_mode
 from swar_bench.mechanisms.ops.gated_delta_product import gated_delta_product
@@ -38,12 +39,24 @@ def check_heads(d_model: int, n_heads: int) -> int:
     return d_model // n_heads
 
 
-def mamba_dt_init(n: int) -> tuple[nn.Parameter, nn.Parameter]:
-    """Mamba-2 / Gated DeltaNet initialisation of a decay ``-exp(A_log) * softplus(. + dt_bias)``:
-    ``A_log [n] = log U(1, 16)``, ``dt_bias [n]`` the inverse softplus of ``dt ~ logU(1e-3, 1e-1)``."""
-    A_log = nn.Parameter(torch.log(torch.empty(n).uniform_(1.0, 16.0)))
-    dt = torch.exp(torch.rand(n) * (math.log(0.1) - math.log(1e-3)) + math.log(1e-3))
-    return A_log, nn.Parameter(dt + torch.log(-torch.expm1(-dt)))
+def mamba_dt_init(
+    n: int, a_low: float = 1.0, n_dt: int | None = None
+) -> tuple[nn.Parameter, nn.Parameter]:
+    """Mamba-2 style initialisation of a decay ``-exp(A_log) * softplus(. + dt_bias)``:
+    ``A_log [n] = log U(a_low, 16)``, ``dt_bias [n_dt]`` (``n_dt = n`` when None) the inverse
+    softplus of ``dt ~ logU(1e-3, 1e-1)`` floored at 1e-4; both flagged ``_no_weight_decay``.
+
+    ``a_low`` is 0 for fla's ``GatedDeltaNet`` / ``GatedDeltaProduct`` layers
+    (fla/layers/gated_deltanet.py, gated_deltaproduct.py: ``A.uniform_(0, 16)``) and 1 for
+    Mamba-2 and fla's ``KimiDeltaAttention`` (fla/layers/kda.py: ``uniform_(1, 16)``)."""
+    A_log = nn.Parameter(torch.log(torch.empty(n).uniform_(a_low, 16.0)))
+    n_dt = n if n_dt is None else n_dt
+    dt = torch.exp(torch.rand(n_dt) * (math.log(0.1) - math.log(1e-3)) + math.log(1e-3))
+    dt = dt.clamp(min=1e-4)
+    dt_bias = nn.Parameter(dt + torch.log(-torch.expm1(-dt)))  # inverse softplus
+    for p in (A_log, dt_bias):
+        p._no_weight_decay = True
+    return A_log, dt_bias
 
 
 class DeltaRuleMixer(Mixer):
@@ -54,7 +67,8 @@ class DeltaRuleMixer(Mixer):
         d_model: width; n_heads: heads (must divide d_model).
         gated: Gated DeltaNet (data-dependent decay ``g = -exp(A_log) * softplus(W_a x + dt_bias)``,
             output gate) when True, plain DeltaNet (no decay, ungated output norm) when False.
-        conv_size: short-convolution kernel (tokens).
+        conv_size: short-convolution kernel (tokens); 0 = no convolution, the q/k/v projections
+            SiLU'd instead (fla's ``use_short_conv=False``); the conv state is then ``[B, C, 0]``.
         chunk_size: chunk length of the chunk-parallel training form (tokens; delta-rule steps
             when ``n_householder > 1``).
         mode: "auto" / "chunk" / "recurrent", see ``ops.gated_delta_rule.gated_delta_rule``.
@@ -69,7 +83,7 @@ class DeltaRuleMixer(Mixer):
         n_heads: int,
         gated: bool,
         conv_size: int = 4,
-        chunk_size: int = 64,
+        chunk_size: int = 32,
         mode: str = "auto",
         backend: str = "auto",
         n_householder: int = 1,
@@ -82,14 +96,14 @@ class DeltaRuleMixer(Mixer):
         self.mode, self.backend = check_mode(mode), check_backend(backend)
         width = (1 + 2 * n_householder) * d_model  # q, then each step's k, then each step's v
         self.qkv_proj = nn.Linear(d_model, width, bias=False)
-        self.conv = ShortConvolution(width, conv_size, activation=True)
+        self.conv = short_convolution(width, conv_size, activation=True)
         self.beta_proj = nn.Linear(d_model, n_heads * n_householder, bias=False)
         self.o_norm = nn.RMSNorm(self.head_dim)
         self.o_proj = nn.Linear(d_model, d_model, bias=False)
         if gated:
             self.a_proj = nn.Linear(d_model, n_heads, bias=False)
             self.gate_proj = nn.Linear(d_model, d_model, bias=False)
-            self.A_log, self.dt_bias = mamba_dt_init(n_heads)
+            self.A_log, self.dt_bias = mamba_dt_init(n_heads, a_low=0.0)
 
     def init_state(self, batch_size, device=None, dtype=None):
         memory = torch.zeros(
@@ -155,15 +169,16 @@ class DeltaNet(MixerLM):
         n_layers: int = 2,
         n_heads: int = 2,
         conv_size: int = 4,
-        chunk_size: int = 64,
+        chunk_size: int = 32,
         mode: str = "auto",
         backend: str = "auto",
         mlp_ratio: int = 4,
     ):
         check_sizes(
             vocab_size=vocab_size, d_model=d_model, n_layers=n_layers, n_heads=n_heads,
-            conv_size=conv_size, chunk_size=chunk_size, mlp_ratio=mlp_ratio,
+            chunk_size=chunk_size, mlp_ratio=mlp_ratio,
         )
+        check_conv_size(conv_size)
         check_heads(d_model, n_heads)
         super().__init__(
             lambda i: DeltaRuleMixer(d_model, n_heads, False, conv_size, chunk_size, mode, backend),
@@ -192,15 +207,16 @@ class GatedDeltaNet(MixerLM):
         n_layers: int = 2,
         n_heads: int = 2,
         conv_size: int = 4,
-        chunk_size: int = 64,
+        chunk_size: int = 32,
         mode: str = "auto",
         backend: str = "auto",
         mlp_ratio: int = 4,
     ):
         check_sizes(
             vocab_size=vocab_size, d_model=d_model, n_layers=n_layers, n_heads=n_heads,
-            conv_size=conv_size, chunk_size=chunk_size, mlp_ratio=mlp_ratio,
+            chunk_size=chunk_size, mlp_ratio=mlp_ratio,
         )
+        check_conv_size(conv_size)
         check_heads(d_model, n_heads)
         super().__init__(
             lambda i: DeltaRuleMixer(d_model, n_heads, True, conv_size, chunk_size, mode, backend),
@@ -232,16 +248,16 @@ class GatedDeltaProduct(MixerLM):
         n_heads: int = 2,
         n_householder: int = 2,
         conv_size: int = 3,
-        chunk_size: int = 64,
+        chunk_size: int = 32,
         mode: str = "auto",
         backend: str = "auto",
         mlp_ratio: int = 4,
     ):
         check_sizes(
             vocab_size=vocab_size, d_model=d_model, n_layers=n_layers, n_heads=n_heads,
-            n_householder=n_householder, conv_size=conv_size, chunk_size=chunk_size,
-            mlp_ratio=mlp_ratio,
+            n_householder=n_householder, chunk_size=chunk_size, mlp_ratio=mlp_ratio,
         )
+        check_conv_size(conv_size)
         check_heads(d_model, n_heads)
         super().__init__(
             lambda i: DeltaRuleMixer(
@@ -263,7 +279,8 @@ class KimiDeltaAttentionMixer(Mixer):
     State: ``(conv [B, 3 * d_model, conv_size - 1], memory [B, n_heads, head_dim, head_dim])``.
 
     Args:
-        d_model: width; n_heads: heads (must divide d_model); conv_size: tokens;
+        d_model: width; n_heads: heads (must divide d_model); conv_size: tokens (0 = no
+            convolution, q/k/v SiLU'd, fla's ``use_short_conv=False``);
         chunk_size: tokens per chunk of the WY form (32, as for ``GatedLinearAttention``);
         mode, backend: see ``ops.kda.kda``.
 
@@ -286,13 +303,12 @@ class KimiDeltaAttentionMixer(Mixer):
         self.mode, self.backend = check_mode(mode), check_backend(backend)
         D = self.head_dim
         self.qkv_proj = nn.Linear(d_model, 3 * d_model, bias=False)
-        self.conv = ShortConvolution(3 * d_model, conv_size, activation=True)
+        self.conv = short_convolution(3 * d_model, conv_size, activation=True)
         self.f_proj = nn.Sequential(
             nn.Linear(d_model, D, bias=False), nn.Linear(D, d_model, bias=False)
         )
         self.beta_proj = nn.Linear(d_model, n_heads, bias=False)
-        self.A_log = mamba_dt_init(n_heads)[0]
-        self.dt_bias = mamba_dt_init(d_model)[1]
+        self.A_log, self.dt_bias = mamba_dt_init(n_heads, a_low=1.0, n_dt=d_model)
         self.gate_proj = nn.Sequential(
             nn.Linear(d_model, D, bias=False), nn.Linear(D, d_model, bias=True)
         )
@@ -364,8 +380,9 @@ class KimiDeltaAttention(MixerLM):
     ):
         check_sizes(
             vocab_size=vocab_size, d_model=d_model, n_layers=n_layers, n_heads=n_heads,
-            conv_size=conv_size, chunk_size=chunk_size, mlp_ratio=mlp_ratio,
+            chunk_size=chunk_size, mlp_ratio=mlp_ratio,
         )
+        check_conv_size(conv_size)
         check_heads(d_model, n_heads)
         super().__init__(
             lambda i: KimiDeltaAttentionMixer(d_model, n_heads, conv_size, chunk_size, mode, backend),

@@ -19,10 +19,11 @@ from torch import nn
 from swar_bench.mechanisms.base import (
     Mixer,
     MixerLM,
-    ShortConvolution,
+    check_conv_size,
     check_positive_int,
     check_sizes,
     dtype_bytes,
+    short_convolution,
 )
 from swar_bench.mechanisms.delta_net import check_heads
 from swar_bench.mechanisms.ops.backend import check_mode
@@ -36,9 +37,10 @@ class LogLinearAttentionMixer(Mixer):
 
     Args:
         d_model: width; n_heads: heads (must divide d_model); n_levels: level weights per head,
-        enough for ``2^(n_levels - 1)`` tokens per stream; conv_size: tokens; chunk_size (a power
-        of two), mode: see ``ops.log_linear_attention.log_linear_attention``; flops_seq_len:
-        tokens at which ``state_flops_per_token`` is reported.
+        enough for ``2^(n_levels - 1)`` tokens per stream; conv_size: tokens (0 = no
+        convolution, q/k/v SiLU'd); chunk_size (a power of two), mode: see
+        ``ops.log_linear_attention.log_linear_attention``; flops_seq_len: tokens at which
+        ``state_flops_per_token`` is reported.
 
     Raises:
         ValueError: on bad sizes or mode; in ``forward``, when a stream passes
@@ -51,7 +53,7 @@ class LogLinearAttentionMixer(Mixer):
         n_heads: int = 2,
         n_levels: int = 20,
         conv_size: int = 4,
-        chunk_size: int = 64,
+        chunk_size: int = 16,
         mode: str = "auto",
         flops_seq_len: int = 1024,
     ):
@@ -65,7 +67,7 @@ class LogLinearAttentionMixer(Mixer):
         self.mode = check_mode(mode)
         self.flops_seq_len = check_positive_int("flops_seq_len", flops_seq_len)
         self.qkv_proj = nn.Linear(d_model, 3 * d_model, bias=False)
-        self.conv = ShortConvolution(3 * d_model, conv_size, activation=True)
+        self.conv = short_convolution(3 * d_model, conv_size, activation=True)
         self.a_proj = nn.Linear(d_model, n_heads, bias=False)
         self.level_proj = nn.Linear(d_model, n_heads * n_levels, bias=False)
         self.gate_proj = nn.Linear(d_model, d_model, bias=False)
@@ -75,6 +77,8 @@ class LogLinearAttentionMixer(Mixer):
         self.A_log = nn.Parameter(torch.log(torch.empty(n_heads).uniform_(1.0, 16.0)))
         dt = torch.exp(torch.rand(n_heads) * (math.log(0.1) - math.log(1e-3)) + math.log(1e-3))
         self.dt_bias = nn.Parameter(dt + torch.log(-torch.expm1(-dt)))  # inverse softplus
+        for p in (self.A_log, self.dt_bias):  # mamba_ssm / fla: no weight decay on the decay
+            p._no_weight_decay = True
 
     @property
     def max_tokens(self) -> int:
@@ -156,16 +160,17 @@ class LogLinearAttention(MixerLM):
         n_heads: int = 2,
         n_levels: int = 20,
         conv_size: int = 4,
-        chunk_size: int = 64,
+        chunk_size: int = 16,
         mode: str = "auto",
         flops_seq_len: int = 1024,
         mlp_ratio: int = 4,
     ):
         check_sizes(
             vocab_size=vocab_size, d_model=d_model, n_layers=n_layers, n_heads=n_heads,
-            n_levels=n_levels, conv_size=conv_size, chunk_size=chunk_size,
+            n_levels=n_levels, chunk_size=chunk_size,
             flops_seq_len=flops_seq_len, mlp_ratio=mlp_ratio,
         )
+        check_conv_size(conv_size)
         check_heads(d_model, n_heads)
         super().__init__(
             lambda i: LogLinearAttentionMixer(

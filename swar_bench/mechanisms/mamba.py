@@ -22,10 +22,11 @@ from torch import nn
 from swar_bench.mechanisms.base import (
     Mixer,
     MixerLM,
-    ShortConvolution,
+    check_conv_size,
     check_positive_int,
     check_sizes,
     dtype_bytes,
+    short_convolution,
 )
 from swar_bench.mechanisms.ops.backend import check_mode
 from swar_bench.mechanisms.ops.selective_scan import selective_scan
@@ -35,15 +36,18 @@ class MambaMixer(Mixer):
     """One Mamba (S6) layer; state ``(conv [B, d_inner, conv_size - 1], ssm [B, d_inner, d_state])``
     with ``d_inner = expand * d_model``.
 
-    Initialisation as the authors': ``A = -[1, ..., d_state]`` per channel (S4D-real),
-    ``D = 1``, ``dt_bias`` the inverse softplus of ``dt ~ logU(1e-3, 1e-1)`` (floor 1e-4), ``W_dt``
-    uniform in ``+-dt_rank^-1/2``; ``A_log``, ``D``, ``W_dt`` and ``dt_bias`` are plain parameters
-    so the backbone's 0.02-std initialisation of ``nn.Linear`` leaves them alone.
+    Initialisation as the authors' (``reset_parameters``, which the backbone calls after its
+    generic initialisation): ``A = -[1, ..., d_state]`` per channel (S4D-real), ``D = 1``,
+    ``dt_bias`` the inverse softplus of ``dt ~ logU(1e-3, 1e-1)`` (floor 1e-4), ``W_dt`` uniform
+    in ``+-dt_rank^-1/2``, PyTorch-default projections, ``out_proj`` rescaled by
+    ``1 / sqrt(2 * n_layers)``; ``A_log``, ``D`` and ``dt_bias`` are not weight-decayed.
 
     Args:
         d_model: width; d_state: states per channel N; expand: d_inner / d_model;
-        dt_rank: rank of the step projection (default ``ceil(d_model / 16)``); conv_size: tokens;
-        chunk_size, mode: see ``ops.selective_scan.selective_scan``.
+        dt_rank: rank of the step projection (default ``ceil(d_model / 16)``); conv_size: tokens
+            (0 = no convolution and no conv bias; the SiLU on x stays);
+        chunk_size, mode: see ``ops.selective_scan.selective_scan``; n_layers: blocks of the
+        model (the ``out_proj`` rescaling).
 
     Raises:
         ValueError: on a non-positive size or a bad mode.
@@ -58,8 +62,10 @@ class MambaMixer(Mixer):
         conv_size: int = 4,
         chunk_size: int = 64,
         mode: str = "auto",
+        n_layers: int = 1,
     ):
         super().__init__()
+        self.n_layers = check_positive_int("n_layers", n_layers)
         self.d_inner = check_positive_int("expand", expand) * d_model
         self.d_state = check_positive_int("d_state", d_state)
         self.dt_rank = math.ceil(d_model / 16) if dt_rank is None else dt_rank
@@ -68,8 +74,12 @@ class MambaMixer(Mixer):
         self.mode = check_mode(mode)
         D_in, N, R = self.d_inner, d_state, self.dt_rank
         self.in_proj = nn.Linear(d_model, 2 * D_in, bias=False)
-        self.conv = ShortConvolution(D_in, conv_size, activation=False)
-        self.conv_bias = nn.Parameter(torch.empty(D_in).uniform_(-(conv_size**-0.5), conv_size**-0.5))
+        self.conv = short_convolution(D_in, conv_size, activation=False)
+        self.conv_bias = (
+            nn.Parameter(torch.empty(D_in).uniform_(-(conv_size**-0.5), conv_size**-0.5))
+            if conv_size
+            else None
+        )
         self.x_proj = nn.Linear(D_in, R + 2 * N, bias=False)
         self.dt_proj_weight = nn.Parameter(torch.empty(D_in, R).uniform_(-(R**-0.5), R**-0.5))
         dt = torch.exp(torch.rand(D_in) * (math.log(0.1) - math.log(1e-3)) + math.log(1e-3))
@@ -78,6 +88,41 @@ class MambaMixer(Mixer):
         self.A_log = nn.Parameter(torch.log(torch.arange(1, N + 1, dtype=torch.float32)).repeat(D_in, 1))
         self.D = nn.Parameter(torch.ones(D_in))
         self.out_proj = nn.Linear(D_in, d_model, bias=False)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """The authors' initialisation (state-spaces/mamba: ``mamba_ssm/modules/mamba_simple.py``
+        ``Mamba.__init__``, ``mamba_ssm/models/mixer_seq_simple.py`` ``_init_weights``):
+        ``in_proj`` / ``x_proj`` keep PyTorch's ``nn.Linear`` default (kaiming-uniform,
+        ``a = sqrt(5)``), the depthwise conv and its bias PyTorch's ``nn.Conv1d`` default,
+        ``W_dt ~ U(+-dt_rank^-1/2)``, ``dt_bias = softplus^-1(dt)`` with ``dt ~ logU(1e-3, 1e-1)``
+        floored at 1e-4, ``A_log = log([1, ..., d_state])`` per channel, ``D = 1``, and ``out_proj``
+        kaiming-uniform divided by ``sqrt(2 * n_layers)`` (``rescale_prenorm_residual`` with two
+        residual branches per block, mixer and MLP). ``A_log``, ``D`` and ``dt_bias`` are flagged
+        ``_no_weight_decay`` and ``_no_reinit``, as mamba_ssm flags them."""
+        D_in, N, R = self.d_inner, self.d_state, self.dt_rank
+        conv_weight = getattr(self.conv, "weight", None)  # None when conv_size is 0
+        with torch.no_grad():
+            self.in_proj.reset_parameters()
+            self.x_proj.reset_parameters()
+            if conv_weight is not None:
+                k = self.conv.kernel_size
+                nn.init.kaiming_uniform_(conv_weight, a=5**0.5)
+                self.conv_bias.uniform_(-(k**-0.5), k**-0.5)
+            self.dt_proj_weight.uniform_(-(R**-0.5), R**-0.5)
+            dt = torch.exp(torch.rand(D_in) * (math.log(0.1) - math.log(1e-3)) + math.log(1e-3))
+            dt = dt.clamp(min=1e-4)
+            self.dt_bias.copy_(dt + torch.log(-torch.expm1(-dt)))  # inverse softplus
+            self.A_log.copy_(torch.log(torch.arange(1, N + 1, dtype=torch.float32)).repeat(D_in, 1))
+            self.D.fill_(1.0)
+            nn.init.kaiming_uniform_(self.out_proj.weight, a=5**0.5)
+            self.out_proj.weight /= math.sqrt(2 * self.n_layers)
+        for p in (self.A_log, self.D, self.dt_bias):
+            p._no_weight_decay = True
+            p._no_reinit = True
+        for p in (self.in_proj.weight, self.x_proj.weight, conv_weight, self.out_proj.weight):
+            if p is not None:
+                p._no_reinit = True
 
     def init_state(self, batch_size, device=None, dtype=None):
         ssm = torch.zeros(batch_size, self.d_inner, self.d_state, device=device, dtype=dtype)
@@ -95,7 +140,9 @@ class MambaMixer(Mixer):
         conv_state, ssm = state
         xs, z = self.in_proj(x).chunk(2, dim=-1)
         xs, conv_state = self.conv(xs, conv_state)
-        xs = nn.functional.silu(xs + self.conv_bias.to(xs.dtype))
+        if self.conv_bias is not None:
+            xs = xs + self.conv_bias.to(xs.dtype)
+        xs = nn.functional.silu(xs)  # with or without the conv, as mamba_ssm and fla
         dt, b, c = self.x_proj(xs).split([self.dt_rank, self.d_state, self.d_state], dim=-1)
         delta = nn.functional.softplus(dt.float() @ self.dt_proj_weight.t() + self.dt_bias)
         y, new_ssm = selective_scan(
@@ -143,12 +190,15 @@ class Mamba(MixerLM):
     ):
         check_sizes(
             vocab_size=vocab_size, d_model=d_model, n_layers=n_layers, d_state=d_state,
-            expand=expand, conv_size=conv_size, chunk_size=chunk_size, mlp_ratio=mlp_ratio,
+            expand=expand, chunk_size=chunk_size, mlp_ratio=mlp_ratio,
         )
+        check_conv_size(conv_size)
         if dt_rank is not None:
             check_positive_int("dt_rank", dt_rank)
         super().__init__(
-            lambda i: MambaMixer(d_model, d_state, expand, dt_rank, conv_size, chunk_size, mode),
+            lambda i: MambaMixer(
+                d_model, d_state, expand, dt_rank, conv_size, chunk_size, mode, n_layers=n_layers
+            ),
             vocab_size,
             d_model,
             n_layers,

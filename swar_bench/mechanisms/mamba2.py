@@ -22,10 +22,11 @@ from torch import nn
 from swar_bench.mechanisms.base import (
     Mixer,
     MixerLM,
-    ShortConvolution,
+    check_conv_size,
     check_positive_int,
     check_sizes,
     dtype_bytes,
+    short_convolution,
 )
 from swar_bench.mechanisms.ops.backend import check_backend, check_mode
 from swar_bench.mechanisms.ops.simple_gla import simple_gla
@@ -90,7 +91,8 @@ def ssd(
 class Mamba2Mixer(Mixer):
     """One SSD layer; state ``(conv [B, d_inner + 2 * d_state, conv_size - 1],
     ssm [B, n_heads, d_state, head_dim])`` with ``d_inner = expand * d_model``,
-    ``n_heads = d_inner / head_dim``.
+    ``n_heads = d_inner / head_dim``. ``n_layers`` (the model's blocks) sets the ``out_proj``
+    rescaling of ``reset_parameters``.
 
     Raises:
         ValueError: when ``head_dim`` does not divide ``expand * d_model``, or on a bad mode / backend.
@@ -103,11 +105,13 @@ class Mamba2Mixer(Mixer):
         head_dim: int = 32,
         expand: int = 2,
         conv_size: int = 4,
-        chunk_size: int = 64,
+        chunk_size: int = 16,
         mode: str = "auto",
         backend: str = "auto",
+        n_layers: int = 1,
     ):
         super().__init__()
+        self.n_layers = check_positive_int("n_layers", n_layers)
         self.d_inner = check_positive_int("expand", expand) * d_model
         self.d_state = check_positive_int("d_state", d_state)
         self.head_dim = check_positive_int("head_dim", head_dim)
@@ -117,7 +121,7 @@ class Mamba2Mixer(Mixer):
         self.chunk_size = check_positive_int("chunk_size", chunk_size)
         self.mode, self.backend = check_mode(mode), check_backend(backend)
         self.in_proj = nn.Linear(d_model, 2 * self.d_inner + 2 * d_state + self.n_heads, bias=False)
-        self.conv = ShortConvolution(self.d_inner + 2 * d_state, conv_size, activation=True)
+        self.conv = short_convolution(self.d_inner + 2 * d_state, conv_size, activation=True)
         # mamba_ssm initialisation: A ~ U(1, 16), dt ~ logU(1e-3, 1e-1), D = 1.
         self.A_log = nn.Parameter(torch.log(torch.empty(self.n_heads).uniform_(1.0, 16.0)))
         dt = torch.exp(torch.rand(self.n_heads) * (math.log(0.1) - math.log(1e-3)) + math.log(1e-3))
@@ -125,6 +129,37 @@ class Mamba2Mixer(Mixer):
         self.D = nn.Parameter(torch.ones(self.n_heads))
         self.norm = nn.RMSNorm(self.d_inner)
         self.out_proj = nn.Linear(self.d_inner, d_model, bias=False)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """The authors' initialisation (state-spaces/mamba: ``mamba_ssm/modules/mamba2.py``
+        ``Mamba2.__init__``, ``mamba_ssm/models/mixer_seq_simple.py`` ``_init_weights``):
+        ``in_proj`` keeps PyTorch's ``nn.Linear`` default and the depthwise conv PyTorch's
+        ``nn.Conv1d`` default (kaiming-uniform, ``a = sqrt(5)``), ``A ~ U(1, 16)`` per head
+        (``A_log = log A``), ``dt_bias = softplus^-1(dt)`` with ``dt ~ logU(1e-3, 1e-1)`` floored at
+        1e-4, ``D = 1``, the gated RMSNorm's weight 1, and ``out_proj`` kaiming-uniform divided by
+        ``sqrt(2 * n_layers)`` (``rescale_prenorm_residual``, two residual branches per block).
+        ``A_log``, ``D`` and ``dt_bias`` are flagged ``_no_weight_decay`` and ``_no_reinit``."""
+        with torch.no_grad():
+            self.in_proj.reset_parameters()
+            conv_weight = getattr(self.conv, "weight", None)  # None when conv_size is 0
+            if conv_weight is not None:
+                nn.init.kaiming_uniform_(conv_weight, a=5**0.5)
+            self.A_log.copy_(torch.log(torch.empty(self.n_heads).uniform_(1.0, 16.0)))
+            dt = torch.exp(
+                torch.rand(self.n_heads) * (math.log(0.1) - math.log(1e-3)) + math.log(1e-3)
+            ).clamp(min=1e-4)
+            self.dt_bias.copy_(dt + torch.log(-torch.expm1(-dt)))  # inverse softplus
+            self.D.fill_(1.0)
+            self.norm.reset_parameters()
+            nn.init.kaiming_uniform_(self.out_proj.weight, a=5**0.5)
+            self.out_proj.weight /= math.sqrt(2 * self.n_layers)
+        for p in (self.A_log, self.D, self.dt_bias):
+            p._no_weight_decay = True
+            p._no_reinit = True
+        for p in (self.in_proj.weight, conv_weight, self.out_proj.weight):
+            if p is not None:
+                p._no_reinit = True
 
     def init_state(self, batch_size, device=None, dtype=None):
         ssm = torch.zeros(
@@ -174,7 +209,8 @@ class Mamba2(MixerLM):
 
     Args:
         vocab_size, d_model, n_layers, mlp_ratio: as in ``MixerLM``.
-        d_state: state expansion N; head_dim: P; expand: d_inner / d_model; conv_size: tokens;
+        d_state: state expansion N; head_dim: P; expand: d_inner / d_model; conv_size: tokens
+            (0 = no convolution, x/B/C SiLU'd);
         chunk_size, mode, backend: see ``ops.simple_gla.simple_gla``.
 
     Raises:
@@ -190,23 +226,24 @@ class Mamba2(MixerLM):
         head_dim: int = 32,
         expand: int = 2,
         conv_size: int = 4,
-        chunk_size: int = 64,
+        chunk_size: int = 16,
         mode: str = "auto",
         backend: str = "auto",
         mlp_ratio: int = 4,
     ):
         check_sizes(
             vocab_size=vocab_size, d_model=d_model, n_layers=n_layers, d_state=d_state,
-            head_dim=head_dim, expand=expand, conv_size=conv_size, chunk_size=chunk_size,
-            mlp_ratio=mlp_ratio,
+            head_dim=head_dim, expand=expand, chunk_size=chunk_size, mlp_ratio=mlp_ratio,
         )
+        check_conv_size(conv_size)
         if (expand * d_model) % head_dim:
             raise ValueError(
                 f"head_dim={head_dim} must divide expand * d_model = {expand * d_model}"
             )
         super().__init__(
             lambda i: Mamba2Mixer(
-                d_model, d_state, head_dim, expand, conv_size, chunk_size, mode, backend
+                d_model, d_state, head_dim, expand, conv_size, chunk_size, mode, backend,
+                n_layers=n_layers,
             ),
             vocab_size,
             d_model,

@@ -18,10 +18,11 @@ from torch import nn
 from swar_bench.mechanisms.base import (
     Mixer,
     MixerLM,
-    ShortConvolution,
+    check_conv_size,
     check_positive_int,
     check_sizes,
     dtype_bytes,
+    short_convolution,
 )
 from swar_bench.mechanisms.delta_net import check_heads
 from swar_bench.mechanisms.ops.backend import check_mode
@@ -33,8 +34,10 @@ class mLSTMMixer(Mixer):
     head_dim], n [B, n_heads, head_dim], m [B, n_heads])``.
 
     Args:
-        d_model: width; n_heads: heads (must divide d_model); conv_size: tokens;
-        chunk_size, mode: see ``ops.mlstm.mlstm``.
+        d_model: width; n_heads: heads (must divide d_model); conv_size: tokens (0 = no
+            convolution, its input SiLU'd);
+        chunk_size, mode: see ``ops.mlstm.mlstm``; n_layers: blocks of the model (the output
+        projection's ``wang_init``).
 
     Raises:
         ValueError: on bad sizes or mode.
@@ -45,15 +48,17 @@ class mLSTMMixer(Mixer):
         d_model: int,
         n_heads: int = 2,
         conv_size: int = 4,
-        chunk_size: int = 64,
+        chunk_size: int = 32,
         mode: str = "auto",
+        n_layers: int = 1,
     ):
         super().__init__()
+        self.n_layers = check_positive_int("n_layers", n_layers)
         self.n_heads = n_heads
         self.head_dim = check_heads(d_model, n_heads)
         self.chunk_size = check_positive_int("chunk_size", chunk_size)
         self.mode = check_mode(mode)
-        self.conv = ShortConvolution(d_model, conv_size, activation=True)
+        self.conv = short_convolution(d_model, conv_size, activation=True)
         self.qk_proj = nn.Linear(d_model, 2 * d_model, bias=False)
         self.v_proj = nn.Linear(d_model, d_model, bias=False)
         self.gate_proj = nn.Linear(d_model, 2 * n_heads, bias=False)  # ĩ and f̃ per head
@@ -62,6 +67,28 @@ class mLSTMMixer(Mixer):
         self.o_gate = nn.Linear(d_model, d_model, bias=False)
         self.o_norm = nn.RMSNorm(self.head_dim)
         self.o_proj = nn.Linear(d_model, d_model, bias=False)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """The authors' initialisation (NX-AI/xlstm ``xlstm/blocks/mlstm/layer.py``
+        ``mLSTMLayer.reset_parameters``, ``xlstm/blocks/mlstm/cell.py``
+        ``mLSTMCell.reset_parameters``, ``xlstm/components/init.py``): q, k, v and the output-gate
+        projection ``small_init`` (``normal(0, sqrt(2 / (5 d_model)))``), the output projection
+        ``wang_init`` (``normal(0, 2 / n_layers / sqrt(d_model))``), the gate weights 0, the
+        forget-gate bias ``linspace(3, 6)`` over heads, the input-gate bias ``normal(0, 0.1)``,
+        the conv PyTorch's ``nn.Conv1d`` default, the head norm's weight 1."""
+        d_model = self.o_proj.in_features
+        small = (2.0 / (5.0 * d_model)) ** 0.5
+        with torch.no_grad():
+            for lin in (self.qk_proj, self.v_proj, self.o_gate):
+                nn.init.normal_(lin.weight, std=small)
+            nn.init.normal_(self.o_proj.weight, std=2.0 / self.n_layers / d_model**0.5)
+            nn.init.zeros_(self.gate_proj.weight)
+            self.f_bias.copy_(torch.linspace(3.0, 6.0, self.n_heads))
+            nn.init.normal_(self.i_bias, std=0.1)
+            if getattr(self.conv, "weight", None) is not None:  # None when conv_size is 0
+                nn.init.kaiming_uniform_(self.conv.weight, a=5**0.5)
+            self.o_norm.reset_parameters()
 
     def init_state(self, batch_size, device=None, dtype=None):
         H, D = self.n_heads, self.head_dim
@@ -128,17 +155,18 @@ class mLSTM(MixerLM):
         n_layers: int = 2,
         n_heads: int = 2,
         conv_size: int = 4,
-        chunk_size: int = 64,
+        chunk_size: int = 32,
         mode: str = "auto",
         mlp_ratio: int = 4,
     ):
         check_sizes(
             vocab_size=vocab_size, d_model=d_model, n_layers=n_layers, n_heads=n_heads,
-            conv_size=conv_size, chunk_size=chunk_size, mlp_ratio=mlp_ratio,
+            chunk_size=chunk_size, mlp_ratio=mlp_ratio,
         )
+        check_conv_size(conv_size)
         check_heads(d_model, n_heads)
         super().__init__(
-            lambda i: mLSTMMixer(d_model, n_heads, conv_size, chunk_size, mode),
+            lambda i: mLSTMMixer(d_model, n_heads, conv_size, chunk_size, mode, n_layers=n_layers),
             vocab_size,
             d_model,
             n_layers,

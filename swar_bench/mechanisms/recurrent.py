@@ -7,6 +7,7 @@ import torch
 from torch import nn
 
 from swar_bench.mechanisms.base import Mixer, MixerLM, dtype_bytes
+from swar_bench.mechanisms.ops.precision import float32_op
 
 
 class GRUMixer(Mixer):
@@ -26,6 +27,7 @@ class GRUMixer(Mixer):
     def state_flops_per_token(self, seq_len=0) -> float:
         return 0.0  # the gates are weight matmuls, counted in 2 * n_params
 
+    @float32_op  # the recurrence in float32 under mixed precision (ops/precision.py)
     def forward(self, x, state):
         y, h = self.rnn(x, state.to(x.dtype).unsqueeze(0).contiguous())
         return y, h.squeeze(0).to(state.dtype).clone()  # not a view (FSDP2 hooks)
@@ -46,6 +48,7 @@ class LSTMMixer(Mixer):
     def state_bytes(self, batch_size, seq_len=0, dtype=None) -> int:
         return 2 * batch_size * self.d_model * dtype_bytes(dtype)
 
+    @float32_op  # the recurrence in float32 under mixed precision (ops/precision.py)
     def forward(self, x, state):
         h, c = state
         y, (h2, c2) = self.rnn(

@@ -49,7 +49,8 @@ class RWKV7Mixer(Mixer):
     Args:
         d_model: width; n_heads: heads (must divide d_model); decay_rank, a_rank, gate_rank:
         LoRA ranks of w, a and the output gate; chunk_size, mode, backend: see
-        ``ops.dplr_delta_rule.dplr_delta_rule``.
+        ``ops.dplr_delta_rule.dplr_delta_rule``; layer_idx, n_layers: this layer's index and the
+        model's blocks (the official per-layer initialisation, ``reset_parameters``).
 
     Raises:
         ValueError: on bad sizes, mode or backend.
@@ -65,8 +66,14 @@ class RWKV7Mixer(Mixer):
         chunk_size: int = 16,
         mode: str = "auto",
         backend: str = "auto",
+        layer_idx: int = 0,
+        n_layers: int = 1,
     ):
         super().__init__()
+        self.n_layers = check_positive_int("n_layers", n_layers)
+        if not 0 <= layer_idx < n_layers:
+            raise ValueError(f"layer_idx={layer_idx} is invalid; expected 0 <= layer_idx < n_layers={n_layers}")
+        self.layer_idx = layer_idx
         self.d_model, self.n_heads = d_model, n_heads
         self.head_dim = check_heads(d_model, n_heads)
         self.chunk_size = check_positive_int("chunk_size", chunk_size)
@@ -87,6 +94,61 @@ class RWKV7Mixer(Mixer):
         self.k_a = nn.Parameter(torch.ones(d_model))
         self.r_k = nn.Parameter(torch.zeros(n_heads, self.head_dim))
         self.o_norm = nn.GroupNorm(n_heads, d_model, eps=self.head_dim * 1e-5)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """The official RWKV-7 initialisation (BlinkDL/RWKV-LM ``RWKV-v7/train_temp/src/model.py``
+        ``RWKV_Tmix_x070.__init__`` and ``generate_init_weight``; fla/layers/rwkv7.py
+        ``RWKV7Attention._initialize_weights``), with ``C = d_model``, ``N = head_dim``,
+        ``r01 = layer_idx / (n_layers - 1)`` (0 for one layer), ``r10 = 1 - layer_idx / n_layers``
+        and ``c = [0, 1, ..., C - 1] / C``:
+
+        - token shift ``mu`` for (r, w, k, v, a, g): ``1 - c ** (e * r10)``, ``e`` = 0.2, 0.9, 0.7,
+          0.7, 0.9, 0.2;
+        - ``w0 = -6 + 6 (n / (C - 1)) ** (1 + r01 ** 0.3) + 0.5 + 2.5 zigzag``,
+          ``a0 = -0.19 + 0.3 zigzag + 0.4 linear``, ``k_k = 0.71 - 0.1 linear``, ``k_a = 1.02``,
+          ``r_k = -0.04``, with ``linear = n / (C - 1) - 0.5`` and
+          ``zigzag = z |z|``, ``z = ((n mod N) - (N - 1) / 2) / ((N - 1) / 2)``;
+        - LoRAs: down projection 0, up projection orthogonal with gain
+          ``0.1 * max(1, sqrt(rank / C))`` (``ortho_init(.., 0.1)``);
+        - ``r_proj``, ``v_proj ~ U(+-0.5 / sqrt(C))``, ``k_proj ~ U(+-0.05 / sqrt(C))``,
+          ``o_proj = 0``; the output GroupNorm's weight ``((1 + layer_idx) / n_layers) ** 0.7``,
+          bias 0.
+
+        The vector parameters are flagged ``_no_weight_decay`` (RWKV-LM decays only 2-D
+        ``.weight`` matrices)."""
+        C, N, L, i = self.d_model, self.head_dim, self.n_layers, self.layer_idx
+        r01 = i / (L - 1) if L > 1 else 0.0
+        r10 = 1.0 - i / L
+        n = torch.arange(C, dtype=torch.float64)
+        c = n / C
+        linear = n / max(C - 1, 1) - 0.5
+        half = max((N - 1) / 2, 0.5)
+        z = ((n % N) - (N - 1) / 2) / half
+        zigzag = z * z.abs()
+        www = -6.0 + 6.0 * (n / max(C - 1, 1)) ** (1.0 + r01**0.3)
+        with torch.no_grad():
+            exps = torch.tensor([0.2, 0.9, 0.7, 0.7, 0.9, 0.2], dtype=torch.float64)
+            self.mu.copy_(1.0 - c[None, :] ** (exps[:, None] * r10))
+            self.w0.copy_(www + 0.5 + 2.5 * zigzag)
+            self.a0.copy_(-0.19 + 0.3 * zigzag + 0.4 * linear)
+            self.k_k.copy_(0.71 - 0.1 * linear)
+            self.k_a.fill_(1.02)
+            self.r_k.fill_(-0.04)
+            for lora in (self.w_lora, self.a_lora, self.g_lora):
+                nn.init.zeros_(lora.down.weight)
+                rank = lora.up.weight.shape[1]
+                nn.init.orthogonal_(lora.up.weight, gain=0.1 * max(1.0, math.sqrt(rank / C)))
+                if lora.up.bias is not None:
+                    nn.init.zeros_(lora.up.bias)
+            self.r_proj.weight.uniform_(-0.5 / C**0.5, 0.5 / C**0.5)
+            self.k_proj.weight.uniform_(-0.05 / C**0.5, 0.05 / C**0.5)
+            self.v_proj.weight.uniform_(-0.5 / C**0.5, 0.5 / C**0.5)
+            nn.init.zeros_(self.o_proj.weight)
+            self.o_norm.weight.fill_(((1 + i) / L) ** 0.7)
+            nn.init.zeros_(self.o_norm.bias)
+        for p in (self.mu, self.w0, self.a0, self.k_k, self.k_a, self.r_k):
+            p._no_weight_decay = True
 
     def init_state(self, batch_size, device=None, dtype=None):
         shift = torch.zeros(batch_size, self.d_model, device=device, dtype=dtype)
@@ -172,7 +234,8 @@ class RWKV7(MixerLM):
         check_heads(d_model, n_heads)
         super().__init__(
             lambda i: RWKV7Mixer(
-                d_model, n_heads, decay_rank, a_rank, gate_rank, chunk_size, mode, backend
+                d_model, n_heads, decay_rank, a_rank, gate_rank, chunk_size, mode, backend,
+                layer_idx=i, n_layers=n_layers,
             ),
             vocab_size,
             d_model,

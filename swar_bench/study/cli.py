@@ -5,6 +5,7 @@
     swar-bench study run configs/studies/frontier.yaml --launcher slurm   # one job-array task per fit and test
     swar-bench study status configs/studies/frontier.yaml              # done / running / failed / to do
     swar-bench study report configs/studies/frontier.yaml --out docs   # tables and figures from the records
+    swar-bench study site configs/studies/frontier.yaml --out site     # static HTML pages from the records
 
 Exit status: 0 done, 1 a run failed, 2 a bad study file or option (one line), 130 / 143 stopped.
 """
@@ -16,11 +17,12 @@ import os
 import sys
 from pathlib import Path
 
+from swar_bench.argparsing import ArgumentParser
 from swar_bench.study.spec import StudyError, load_study
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="swar-bench study", description=__doc__.splitlines()[0])
+    p = ArgumentParser(prog="swar-bench study", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
     run = sub.add_parser(
         "run", help="train and test every missing run of the study (resumable from its records)"
@@ -49,6 +51,10 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument("study")
     report.add_argument("--out", default=None,
                         help="folder of the tables and figures (default: the study's records folder)")
+    site = sub.add_parser("site", help="static HTML pages from the records (open site/index.html)")
+    site.add_argument("study")
+    site.add_argument("--out", default="site",
+                      help="folder of the site (default: site); replaced whole when it is an earlier site")
     status = sub.add_parser("status", help="one line per run: done / running / failed / to do")
     status.add_argument("study")
     return p
@@ -165,6 +171,19 @@ def main(argv: list[str] | None = None) -> int:
 
             for path in write_report(spec, Path(args.out) if args.out else Path(spec.records)):
                 print(f"study: wrote {path}")
+            return 0
+        if args.command == "site":
+            from swar_bench import interrupts
+            from swar_bench.study.site import write_site
+
+            previous = interrupts.install(sigterm=True)
+            try:
+                index = write_site(spec, Path(args.out))
+            except OSError as err:
+                raise StudyError(f"--out {args.out}: cannot write the site ({err})") from None
+            finally:
+                interrupts.restore(previous)
+            print(f"study: wrote {index} (open it in a browser)")
             return 0
         from swar_bench.study.status import print_status
 

@@ -206,6 +206,13 @@ def across_seeds(seeds: Sequence[SeedResult], n: int, kind: str) -> tuple[float,
 
 
 def _cell(seeds: Sequence[SeedResult], n: int, kind: str) -> str:
+    return cell_text(seeds, n, kind)
+
+
+def cell_text(seeds: Sequence[SeedResult], n: int, kind: str) -> str:
+    """``kind`` at ``n`` over ``seeds`` as the tables print it (:func:`across_seeds`):
+    ``"2/3 seeds (0.09–0.99)"`` (``k/n``), ``"0.70 (0.45–0.95 t)"`` or ``"0.70 (0.61–0.78 W)"``;
+    ``"–"`` when no seed observed it."""
     value, low, high, how = across_seeds(seeds, n, kind)
     if how == "":
         return "–"
@@ -218,6 +225,24 @@ def _cell(seeds: Sequence[SeedResult], n: int, kind: str) -> str:
 def forgetting(seed: SeedResult, n: int) -> float:
     """The forgetting score ``min(ar_valid, ar_expired_stale)`` of one seed at ``n``."""
     return min(seed.value(n, "ar_valid"), seed.value(n, "ar_expired_stale"))
+
+
+def forgetting_across_seeds(seeds: Sequence[SeedResult], n: int) -> tuple[float, float, float]:
+    """``(mean, low, high)`` of the per-seed forgetting score (:func:`forgetting`) at ``n``: the
+    Student-t 95% interval over the seeds, collapsed to the mean where it is undefined (one seed);
+    NaN when no seed observed it."""
+    return _mean_t([forgetting(s, n) for s in seeds])
+
+
+def best_gate(r: MechanismResult) -> tuple[float, float, int]:
+    """``(best gate ar_valid, best gate passkey_exact, fits)`` over the chosen rate's fits of ``r``
+    and its retry: what a mechanism that did not learn at this budget came closest to."""
+    fits = [s.fit for s in r.seeds] + ([r.retry.fit] if r.retry else [])
+    return (
+        max((_num(f["gate"]["ar_valid"]) for f in fits), default=math.nan),
+        max((_num(f["gate"]["passkey_exact"]) for f in fits), default=math.nan),
+        len(fits),
+    )
 
 
 def _mean_t(values: Sequence[float]) -> tuple[float, float, float]:
@@ -262,15 +287,7 @@ def markdown(spec: StudySpec, results: list[MechanismResult], test_n: Sequence[i
     if unfinished:
         lines += ["## Still running", ""]
         for r in unfinished:
-            done = sum(1 for lr in r.grid if lr in r.scores)
-            what = (
-                f"waits for the learning rate of {r.spec.learning_rate_from}"
-                if r.spec.learning_rate_from and not r.grid
-                else f"choosing its learning rate ({done} of {len(r.grid)} rates scored)"
-                if not r.complete
-                else f"{len(r.missing)} run(s) to do: {', '.join(r.missing[:4])}{' …' if len(r.missing) > 4 else ''}"
-            )
-            lines.append(f"- {r.name}: {what}")
+            lines.append(f"- {r.name}: {progress_text(spec, r)}")
         lines.append("")
 
     lines += [
@@ -318,7 +335,7 @@ def markdown(spec: StudySpec, results: list[MechanismResult], test_n: Sequence[i
     ]
     for r in learned:
         fit = r.judged[0].fit
-        f_mean, f_low, f_high = _mean_t([forgetting(s, n) for s in r.judged])
+        f_mean, f_low, f_high = forgetting_across_seeds(r.judged, n)
         lines.append(
             f"| {r.name} | {len(r.judged)}{' (retry)' if r.judged[0].retry else ''} | {fit['state_bytes']:,} | "
             f"{fit['n_params']:,} | {_cell(r.judged, n, 'passkey_exact')} | {_cell(r.judged, n, 'ar_valid')} | "
@@ -374,11 +391,8 @@ def markdown(spec: StudySpec, results: list[MechanismResult], test_n: Sequence[i
         "|---|---|---|---|",
     ]
     for r in non:
-        fits = [s.fit for s in r.seeds] + ([r.retry.fit] if r.retry else [])
-        lines.append(
-            f"| {r.name} | {_fmt(max(_num(f['gate']['ar_valid']) for f in fits))} | "
-            f"{_fmt(max(_num(f['gate']['passkey_exact']) for f in fits))} | {len(fits)} |"
-        )
+        best_ar, best_pk, fits = best_gate(r)
+        lines.append(f"| {r.name} | {_fmt(best_ar)} | {_fmt(best_pk)} | {fits} |")
     if not non:
         lines.append("| (none) | | | |")
     lines += [
@@ -389,6 +403,21 @@ def markdown(spec: StudySpec, results: list[MechanismResult], test_n: Sequence[i
         "",
     ]
     return "\n".join(lines)
+
+
+def progress_text(spec: StudySpec, r: MechanismResult) -> str:
+    """What an unfinished mechanism still needs, in words: ``"waits for the learning rate of
+    GatedDeltaNet"``, ``"not started (8 selection fits to do)"`` (no fit record of it at any
+    rate), ``"choosing its learning rate (1 of 4 rates scored)"`` or ``"2 run(s) to do: fit X,
+    test Y"`` (at most four runs named)."""
+    done = sum(1 for lr in r.grid if lr in r.scores)
+    if r.spec.learning_rate_from and not r.grid:
+        return f"waits for the learning rate of {r.spec.learning_rate_from}"
+    if not r.scores and not any((Path(spec.records)).glob(f"{r.name}_lr*.fit.json")):
+        return f"not started ({len(r.grid) * spec.selection_seeds} selection fits to do)"
+    if not r.complete:
+        return f"choosing its learning rate ({done} of {len(r.grid)} rates scored)"
+    return f"{len(r.missing)} run(s) to do: {', '.join(r.missing[:4])}{' …' if len(r.missing) > 4 else ''}"
 
 
 def _band(band: tuple[int, int | None]) -> str:
@@ -415,7 +444,7 @@ def plot_frontier(spec: StudySpec, results: list[MechanismResult]):
     ax, side = fig.add_subplot(grid[0]), fig.add_subplot(grid[1])
     for r in (r for r in results if r.learned):
         x, x_lo, x_hi = _mean_t([s.value(n, "passkey_exact") for s in r.judged])
-        y, y_lo, y_hi = _mean_t([forgetting(s, n) for s in r.judged])
+        y, y_lo, y_hi = forgetting_across_seeds(r.judged, n)
         ax.errorbar(
             x, y, xerr=[[x - x_lo], [x_hi - x]], yerr=[[y - y_lo], [y_hi - y]], fmt="o", capsize=3
         )
@@ -449,6 +478,29 @@ def plot_frontier(spec: StudySpec, results: list[MechanismResult]):
     return fig
 
 
+def draw_curves(ax, spec: StudySpec, r: MechanismResult, gate_n: int, label: bool = False) -> None:
+    """Draw on ``ax`` the validation curves at ``gate_n`` (x: step; y: accuracy in [0, 1]) of
+    every fit of ``r`` at the chosen rate and its retry (lighter): ``ar_valid`` solid,
+    ``passkey_exact`` dashed, one colour per seed, the gate's ``ar_valid`` dotted. ``label``
+    names each line (for a legend)."""
+    for s in r.seeds + ([r.retry] if r.retry else []):
+        curve = read_curve(Path(spec.records) / s.fit["curve"])
+        for kind, style in (("ar_valid", "-"), ("passkey_exact", "--")):
+            pts = sorted((step, acc) for step, nw, k, acc in curve if nw == gate_n and k == kind)
+            if pts:
+                ax.plot(
+                    [p[0] for p in pts],
+                    [p[1] for p in pts],
+                    style,
+                    lw=1,
+                    color=f"C{s.seed}",
+                    alpha=0.6 if s.retry else 1.0,
+                    label=f"seed {s.seed}{' retry' if s.retry else ''} {kind}" if label else None,
+                )
+    ax.axhline(spec.gate.ar_valid, color="gray", lw=0.6, ls=":")
+    ax.set_ylim(-0.03, 1.03)
+
+
 def plot_curves(spec: StudySpec, results: list[MechanismResult], gate_n: int):
     """The validation curves at the gate N (ar_valid solid, passkey_exact dashed) of every fit at
     the chosen rate, one panel per mechanism: did the run converge, or was it still improving?"""
@@ -460,23 +512,7 @@ def plot_curves(spec: StudySpec, results: list[MechanismResult], gate_n: int):
     fig = Figure(figsize=(3.2 * cols, 2.4 * rows))
     for i, r in enumerate(shown):
         ax = fig.add_subplot(rows, cols, i + 1)
-        for s in r.seeds + ([r.retry] if r.retry else []):
-            curve = read_curve(Path(spec.records) / s.fit["curve"])
-            for kind, style in (("ar_valid", "-"), ("passkey_exact", "--")):
-                pts = sorted(
-                    (step, acc) for step, nw, k, acc in curve if nw == gate_n and k == kind
-                )
-                if pts:
-                    ax.plot(
-                        [p[0] for p in pts],
-                        [p[1] for p in pts],
-                        style,
-                        lw=1,
-                        color=f"C{s.seed}",
-                        alpha=0.6 if s.retry else 1.0,
-                    )
-        ax.axhline(spec.gate.ar_valid, color="gray", lw=0.6, ls=":")
-        ax.set_ylim(-0.03, 1.03)
+        draw_curves(ax, spec, r, gate_n)
         ax.set_title(f"{r.name} (lr {r.chosen:g})", fontsize=7)
         ax.tick_params(labelsize=6)
     fig.suptitle(

@@ -170,12 +170,10 @@ def command_text(args: list[str]) -> str:
     return shlex.join(["swar-bench", *args])
 
 
-def mechanism_facts(m: MechanismSpec) -> dict[str, float]:
-    """Parameters, state bytes per sequence (float32) and forward FLOPs per token of the configured
-    mechanism (built once, on the CPU)."""
+def mechanism_class(m: MechanismSpec) -> tuple[str | None, dict[str, Any]]:
+    """``(class path, init args)`` a run of ``m`` builds: its config file's
+    ``model.mechanism`` with the study's ``class_path`` and ``init_args`` set on top."""
     import yaml
-
-    from swar_bench.mechanisms.registry import resolve_class
 
     class_path, init_args = m.class_path, {}
     if m.config:
@@ -185,6 +183,15 @@ def mechanism_facts(m: MechanismSpec) -> dict[str, float]:
         class_path = class_path or spec.get("class_path")
         init_args = dict(spec.get("init_args") or {})
     init_args.update(m.init_args)
+    return class_path, init_args
+
+
+def mechanism_facts(m: MechanismSpec) -> dict[str, float]:
+    """Parameters, state bytes per sequence (float32) and forward FLOPs per token of the configured
+    mechanism (built once, on the CPU)."""
+    from swar_bench.mechanisms.registry import resolve_class
+
+    class_path, init_args = mechanism_class(m)
     mech = resolve_class(class_path)(**init_args)
     return {
         "n_params": int(mech.n_params),
@@ -515,12 +522,15 @@ class Runner:
                 break
             todo = [(lr, s) for lr in used for s in chosen_seeds if (lr, s) not in fits]
             results = self._parallel([(self.fit, m, lr, s) for lr, s in todo])
-            fits.update(zip(todo, results))  # a failed (or, in a dry run, missing) fit scores 0
-        undecided = self.dry_run and any(
-            fits.get((lr, s)) is None for lr in used for s in chosen_seeds
-        )  # a dry run guesses nothing: a missing selection fit leaves the rate open
+            fits.update(zip(todo, results))  # a failed fit scores 0
+            if self.dry_run and any(r is None for r in results):
+                # a dry run guesses nothing: a missing selection fit leaves the rate open, and the
+                # plan ends with the fits that would decide it
+                with self.lock:
+                    self.chosen[m.name] = None
+                return
         with self.lock:
-            self.chosen[m.name] = None if undecided else chosen
+            self.chosen[m.name] = chosen
         rest = [s for s in seeds if (chosen, s) not in fits]
         fits.update(
             zip(

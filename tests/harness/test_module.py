@@ -203,3 +203,47 @@ def test_vocabulary_check_follows_the_task_parameters():
     check_task_fits(GRU(vocab_size=48, d_model=8, n_layers=1))  # spare logits are allowed
     with pytest.raises(ValueError, match=r"^vocab_size=40 of GRU is too small for passkey_swar; expected >= 44 "):
         check_task_fits(GRU(vocab_size=40, d_model=8, n_layers=1), PasskeySwarParams(n_keys=20))
+
+
+def test_fused_adamw_equals_the_for_each_form_after_a_few_steps():
+    torch.manual_seed(0)
+    model = TBPTTModule(GatedDeltaNet(d_model=16, n_layers=2, n_heads=2), weight_decay=0.1, warmup_steps=0)
+    fused = model.configure_optimizers()["optimizer"]
+    assert all(g["fused"] for g in fused.param_groups)  # plain fp32 CPU parameters, no trainer
+    copy = TBPTTModule(GatedDeltaNet(d_model=16, n_layers=2, n_heads=2), weight_decay=0.1, warmup_steps=0)
+    copy.load_state_dict(model.state_dict())
+    groups = [{k: v for k, v in g.items() if k != "fused"} for g in fused.param_groups]
+    plain = torch.optim.AdamW(_same_groups(model, copy, groups), foreach=True)
+    gen = torch.Generator().manual_seed(1)
+    for _ in range(4):
+        for p, q in zip(model.mechanism.parameters(), copy.mechanism.parameters()):
+            g = torch.randn(p.shape, generator=gen)
+            p.grad, q.grad = g.clone(), g.clone()
+        fused.step()
+        plain.step()
+    for p, q in zip(model.mechanism.parameters(), copy.mechanism.parameters()):
+        assert (p - q).abs().max().item() <= 1e-6
+
+
+def _same_groups(model, copy, groups):
+    """The param groups of ``model``'s optimizer, rebuilt over ``copy``'s parameters."""
+    index = {id(p): i for i, p in enumerate(model.mechanism.parameters())}
+    params = list(copy.mechanism.parameters())
+    return [dict(g, params=[params[index[id(p)]] for p in g["params"]]) for g in groups]
+
+
+@pytest.mark.parametrize("precision", ["32-true", "bf16-mixed"])
+def test_gradient_clipping_works_with_the_optimizer_each_precision_gets(precision):
+    torch.manual_seed(0)
+    model = TBPTTModule(GatedDeltaNet(d_model=16, n_layers=1, n_heads=2), lr=1e-2, grad_clip=1e-3, warmup_steps=0)
+    norms = []
+    model.on_before_optimizer_step = lambda optimizer: norms.append(
+        torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in model.parameters() if p.grad is not None])).item()
+    )
+    dm = PasskeySwarDataModule(train_configs=[32], val_configs=[32], batch_size=2, examples_per_epoch=100)
+    trainer = _trainer(max_steps=2, limit_val_batches=0, precision=precision)
+    trainer.fit(model, datamodule=dm)
+    fused = model.optimizers().optimizer.param_groups[0]["fused"]
+    assert bool(fused) == (precision == "32-true")  # mixed precision refuses to clip for a fused one
+    assert trainer.global_step == 2 and math.isfinite(model.last_train_loss)
+    assert len(norms) == 2 and max(norms) <= 1e-3 * 1.01  # clipped to grad_clip before each step

@@ -9,7 +9,7 @@ import swar_bench.mechanisms as mech
 from swar_bench.mechanisms.check_cli import main as check_main
 from swar_bench.mechanisms.conformance import Conformance, check_mechanism, format_report, passed
 from tests.mechanisms import broken_layers
-from tests.mechanisms.test_mechanisms import ALL
+from tests.mechanisms.test_mechanisms import CASES, VARIANTS, class_name
 
 FAST = {"seq_len": 24, "long_len": 300, "n_splits": 2}
 ROWS = [name for name, _ in Conformance.CHECKS]
@@ -17,11 +17,11 @@ ROWS = [name for name, _ in Conformance.CHECKS]
 
 def small(name):
     """The zoo's class at the small sizes of the mechanism tests (its defaults when absent)."""
-    cls = getattr(mech, name)
-    return lambda: cls(**ALL.get(name, {}))
+    cls = getattr(mech, class_name(name))
+    return lambda: cls(**CASES.get(name, {}))
 
 
-@pytest.mark.parametrize("name", mech.MECHANISMS)
+@pytest.mark.parametrize("name", [*mech.MECHANISMS, *sorted(VARIANTS)])
 def test_every_mechanism_of_the_zoo_passes(name):
     results = check_mechanism(small(name), **FAST)
     assert [r.name for r in results] == ROWS

@@ -21,6 +21,7 @@ import torch
 
 from swar_bench.mechanisms.ops.backend import resolve_mode
 from swar_bench.mechanisms.ops.chunking import split_chunks
+from swar_bench.mechanisms.ops.precision import float32_op
 
 EPS = 1e-6
 """Added to the normaliser, as in fla's ``naive_parallel_based``."""
@@ -53,6 +54,7 @@ def _prepare(q, k, v, scale, initial_state):
     return q.float() * scale, k.float(), v1, S
 
 
+@float32_op
 def recurrent_based(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -84,6 +86,7 @@ def recurrent_based(
     return (o[..., :-1] / (o[..., -1:] + EPS)).to(v.dtype), S
 
 
+@float32_op
 def chunk_based(
     q: torch.Tensor,
     k: torch.Tensor,

@@ -34,6 +34,7 @@ from swar_bench.mechanisms.ops.gla.chunk import (
     causal_gated_scores,
     suffix_sum,
 )
+from swar_bench.mechanisms.ops.precision import float32_op
 
 
 def _check(q, k, v, a, b, gk) -> None:
@@ -47,6 +48,7 @@ def _check(q, k, v, a, b, gk) -> None:
         )
 
 
+@float32_op
 def recurrent_dplr_delta_rule(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -177,6 +179,7 @@ def _chunk_scores(q, a, k, b, g, factors=None) -> torch.Tensor:
     return torch.cat([top, _previous_token(bottom, 0.0)], dim=-2)
 
 
+@float32_op
 def chunk_dplr_delta_rule(
     q: torch.Tensor,
     k: torch.Tensor,

@@ -27,6 +27,7 @@ from swar_bench.mechanisms.ops.chunking import (
     merge_chunks,
     split_chunks,
 )
+from swar_bench.mechanisms.ops.precision import float32_op
 
 
 def _check(q, k, v, g, beta) -> None:
@@ -43,6 +44,7 @@ def _check(q, k, v, g, beta) -> None:
         )
 
 
+@float32_op
 def recurrent_gated_delta_rule(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -82,6 +84,7 @@ def recurrent_gated_delta_rule(
     return o.to(dtype), S
 
 
+@float32_op
 def chunk_gated_delta_rule(
     q: torch.Tensor,
     k: torch.Tensor,

@@ -31,6 +31,7 @@ import torch
 
 from swar_bench.mechanisms.ops.backend import resolve_mode
 from swar_bench.mechanisms.ops.chunking import chunk_decays, split_chunks
+from swar_bench.mechanisms.ops.precision import float32_op
 
 LogLinearState = tuple[torch.Tensor, torch.Tensor]
 
@@ -116,6 +117,7 @@ def _recurrent_steps(q, k, v, g, lam, lv, position):
     return o, lv, position
 
 
+@float32_op
 def recurrent_log_linear_attention(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -183,6 +185,7 @@ def _chunk_steps(q, k, v, g, lam, lv, position, C):
     return o.reshape(B, H, n * C, -1).transpose(1, 2), lv, position + n * C
 
 
+@float32_op
 def chunk_log_linear_attention(
     q: torch.Tensor,
     k: torch.Tensor,

@@ -27,6 +27,7 @@ import torch
 
 from swar_bench.mechanisms.ops.backend import resolve_mode
 from swar_bench.mechanisms.ops.chunking import merge_chunks, segsum, split_chunks
+from swar_bench.mechanisms.ops.precision import float32_op
 
 MLSTMState = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
 
@@ -63,6 +64,7 @@ def _readout(num, den, m, eps):
     return num / (torch.maximum(den.abs(), torch.exp(-m)) + eps)[..., None]
 
 
+@float32_op
 def recurrent_mlstm(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -103,6 +105,7 @@ def recurrent_mlstm(
     return o.to(v.dtype), (C, n, m)
 
 
+@float32_op
 def chunk_mlstm(
     q: torch.Tensor,
     k: torch.Tensor,

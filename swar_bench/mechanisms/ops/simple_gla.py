@@ -26,6 +26,7 @@ from swar_bench.mechanisms.ops.chunking import (
     merge_chunks,
     split_chunks,
 )
+from swar_bench.mechanisms.ops.precision import float32_op
 
 
 def _check(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor) -> None:
@@ -36,6 +37,7 @@ def _check(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor) -
         )
 
 
+@float32_op
 def recurrent_simple_gla(
     q: torch.Tensor,
     k: torch.Tensor,
@@ -71,6 +73,7 @@ def recurrent_simple_gla(
     return o.to(dtype), S
 
 
+@float32_op
 def chunk_simple_gla(
     q: torch.Tensor,
     k: torch.Tensor,

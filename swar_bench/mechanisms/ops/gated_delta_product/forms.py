@@ -14,6 +14,7 @@ from swar_bench.mechanisms.ops.gated_delta_rule import (
     gated_delta_rule,
     recurrent_gated_delta_rule,
 )
+from swar_bench.mechanisms.ops.precision import float32_op
 
 
 def _flatten(q: torch.Tensor, k, v, g, beta, n_householder: int):
@@ -48,6 +49,7 @@ def _token_outputs(o: torch.Tensor, n_householder: int) -> torch.Tensor:
     return o.view(B, rows // n_householder, n_householder, H, V)[:, :, -1].clone()
 
 
+@float32_op
 def recurrent_gated_delta_product(
     q, k, v, g, beta, n_householder: int, scale=None, initial_state=None
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -71,6 +73,7 @@ def recurrent_gated_delta_product(
     return _token_outputs(o, n_householder), S
 
 
+@float32_op
 def chunk_gated_delta_product(
     q, k, v, g, beta, n_householder: int, scale=None, initial_state=None, chunk_size: int = 64
 ) -> tuple[torch.Tensor, torch.Tensor]:

@@ -16,6 +16,7 @@ import torch
 
 from swar_bench.mechanisms.ops.chunking import initial_state_of, merge_chunks, segsum, split_chunks
 from swar_bench.mechanisms.ops.gla.recurrent import check_gla_shapes
+from swar_bench.mechanisms.ops.precision import float32_op
 
 
 def gated_scores(q: torch.Tensor, k: torch.Tensor, decay: torch.Tensor) -> torch.Tensor:
@@ -144,6 +145,7 @@ def causal_gated_scores(
     return in_chunk_decays(g, sub_chunk).scores(q, k)
 
 
+@float32_op
 def chunk_gla(
     q: torch.Tensor,
     k: torch.Tensor,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 
 from swar_bench.mechanisms.ops.chunking import initial_state_of
+from swar_bench.mechanisms.ops.precision import float32_op
 
 
 def check_gla_shapes(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch.Tensor) -> None:
@@ -16,6 +17,7 @@ def check_gla_shapes(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, g: torch
         )
 
 
+@float32_op
 def recurrent_gla(
     q: torch.Tensor,
     k: torch.Tensor,

@@ -21,8 +21,10 @@ import torch
 from swar_bench.mechanisms.ops.chunking import initial_state_of, merge_chunks, split_chunks
 from swar_bench.mechanisms.ops.gla.chunk import in_chunk_decays, suffix_sum
 from swar_bench.mechanisms.ops.kda.recurrent import check_kda_shapes
+from swar_bench.mechanisms.ops.precision import float32_op
 
 
+@float32_op
 def chunk_kda(
     q: torch.Tensor,
     k: torch.Tensor,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 
 from swar_bench.mechanisms.ops.chunking import initial_state_of
+from swar_bench.mechanisms.ops.precision import float32_op
 
 
 def check_kda_shapes(q, k, v, g, beta) -> None:
@@ -23,6 +24,7 @@ def check_kda_shapes(q, k, v, g, beta) -> None:
         )
 
 
+@float32_op
 def recurrent_kda(
     q: torch.Tensor,
     k: torch.Tensor,

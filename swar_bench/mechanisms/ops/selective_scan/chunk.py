@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import torch
 
+from swar_bench.mechanisms.ops.precision import float32_op
 from swar_bench.mechanisms.ops.selective_scan.recurrent import discretize, readout
 
 
+@float32_op
 def chunk_selective_scan(
     u: torch.Tensor,
     delta: torch.Tensor,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import torch
 
+from swar_bench.mechanisms.ops.precision import float32_op
+
 
 def discretize(u, delta, A, B, initial_state):
     """Check shapes and return ``(decay, write, h0)``: ``decay = exp(delta A)`` and
@@ -46,6 +48,7 @@ def readout(h, C, u, D_skip, dtype):
     return y.to(dtype)
 
 
+@float32_op
 def recurrent_selective_scan(
     u: torch.Tensor,
     delta: torch.Tensor,
