@@ -599,7 +599,7 @@ def _num(value: Any) -> float:
 
 
 def _tokens_seen(ckpt: Path) -> int:
-    import torch
+    from swar_bench.checkpoint_io import load_checkpoint
 
-    state = torch.load(ckpt, map_location="cpu", weights_only=True)
+    state = load_checkpoint(ckpt)
     return int(state.get("tokens_seen", 0))
