@@ -2,6 +2,8 @@
 PYTHON ?= python3
 VENV ?= .venv
 TORCH ?= torch==2.13.0
+# the `slurm` extra of pyproject.toml (`make test-slurm` installs it when missing)
+SUBMITIT ?= submitit>=1.5
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
@@ -34,8 +36,10 @@ test: $(TEST_STAMP)
 	$(BIN)/python -m pytest --durations=5
 
 # A real SLURM cluster on this machine (installs slurmctld, slurmd, slurm-client and munge when
-# missing; needs root) runs scripts/slurm/fit.sbatch: DDP, a USR1 requeue and a plain requeue.
+# missing; needs root) runs scripts/slurm/fit.sbatch (DDP, a USR1 requeue and a plain requeue)
+# and `swar-bench study run --launcher slurm` (job arrays through submitit, the `slurm` extra).
 test-slurm: $(STAMP)
+	$(BIN)/python -c "import submitit" 2>/dev/null || $(BIN)/pip install --quiet "$(SUBMITIT)"
 	VENV="$(abspath $(VENV))" bash scripts/slurm/integration_test.sh
 
 # Headless Chromium and chromedriver (Debian packages; installed when missing, needs root) for the

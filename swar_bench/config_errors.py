@@ -154,7 +154,8 @@ def parse_error_line(message: str, argv: list[str] | None = None) -> str:
     return f"{source}: {option}: {reason}" if source is not None else f"--{option}: {reason}"
 
 
-FINITE_FLOAT_EXPECTED = {"model.lr": "a positive finite learning rate", "lr": "a positive finite learning rate"}
+FINITE_FLOAT_EXPECTED = {"model.lr": "a positive finite learning rate", "lr": "a positive finite learning rate",
+                         "collective_timeout": "a positive number of seconds"}
 """What a float option given ``nan`` or ``inf`` expects, by option (default: a finite number)."""
 
 

@@ -19,24 +19,37 @@ newest checkpoint of that folder). A mechanism name is resolved by
 command line and in a ``--config`` file alike (``SwarBenchCLI.init_parser``). With
 ``--trainer.logger=false`` the reports and LightningCLI's config go to ``runs/`` itself.
 ``fit --ckpt_path last`` with nothing to resume starts from scratch after one line saying so
-(:func:`fresh_start_notice`); ``validate`` / ``test`` / ``predict`` without ``--ckpt_path`` warn
+(:func:`fresh_start_notice`), unless the folder it would write into already holds checkpoints
+(a forced version, ``--checkpoint.dirpath``): a new run never writes over a run
+(:func:`check_fresh_start`, one line naming the folder). A ``last.ckpt`` that cannot be read (cut
+short by a kill or a full disk) is passed over for the newest checkpoint beside it that can, in
+one line (:func:`readable_resume`). Checkpoints are read weights-only and written beside their
+destination, then renamed (``swar_bench.checkpoint_io``); a full disk ends the run with exit code
+1 and one line naming the run folder, the previous checkpoint intact; in a distributed run a
+collective that waits longer than ``--collective_timeout`` seconds (a rank stopped or hung) ends
+it with exit code 1 and one line, the launched ranks killed (:func:`collective_timed_out`); ``validate`` / ``test`` / ``predict`` without ``--ckpt_path`` warn
 that the weights are untrained, and ``fit`` of a mechanism without trainable parameters is
 refused (:func:`check_trainable`). The model summary shows the mechanism's forward FLOPs per
 token (:class:`FlopsPerTokenSummary`).
 
 Bad configs end with one line on stderr (exit code 2), e.g. an unknown mechanism class,
 ``tbptt_steps < 1``, an N outside the task's N set (32..16384), a ``--ckpt_path`` that does not exist or whose
-weights do not fit the configured mechanism, an output folder that cannot be created, a mechanism
+weights do not fit the configured mechanism, a ``--ckpt_path`` (a path or a URL) that
+``torch.load(weights_only=True)`` refuses (a pickled payload is never run;
+``swar_bench.checkpoint_io``), an output folder that cannot be created, a mechanism
 init arg of the wrong type (naming the option or the ``--config`` file that set it) or
-``--trainer.accelerator=gpu`` on a machine without one; they are found before anything is written. A non-finite training loss ends the run with one line (exit
+``--trainer.accelerator=gpu`` on a machine without one, a mechanism whose parameters cannot fit in
+memory (``swar_bench.memory``); they are found before anything is written. A non-finite training loss ends the run with one line (exit
 code 1) and no checkpoint written after it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import glob
 import logging
+import math
 import os
 import signal
 import sys
@@ -113,6 +126,11 @@ class PredictionWriter(BasePredictionWriter):
 ARGS_WARNING = r"LightningCLI's args parameter is intended to run from within Python"
 """Start of Lightning's warning when ``args`` is passed while ``sys.argv`` also holds arguments:
 swar-bench passes ``sys.argv[1:]`` (rewritten) as ``args`` on purpose."""
+
+COLLECTIVE_TIMEOUT_S = 600.0
+"""Default ``--collective_timeout``: a rank that stopped (SIGSTOP, a hung node) ends a
+distributed run after 10 minutes, not after the 30 of torch.distributed's default process-group
+timeout; a step or a checkpoint save slower than that needs a larger value."""
 
 CKPT_PATH_KEYWORDS = ("last", "best", "hpc", "registry")
 """``--ckpt_path`` values Lightning resolves itself (not files)."""
@@ -294,6 +312,84 @@ def fresh_start_notice(folder: str | os.PathLike) -> None:
         print(f"swar-bench fit: no checkpoint to resume in {folder}; starting from scratch", file=sys.stderr, flush=True)
 
 
+def readable_resume(path: str, subcommand: str | None) -> str:
+    """The checkpoint ``--ckpt_path last`` resumes: ``path`` when it reads as a checkpoint
+    (``swar_bench.slurm.checkpoint_progress``, weights only), else the newest readable checkpoint
+    beside it (largest recorded step, ``swar_bench.slurm.newest_checkpoint``: a ``last.ckpt``
+    cut short by a kill or a full disk next to an intact step checkpoint), after one line on
+    stderr (rank 0) naming both.
+
+    Raises:
+        ValueError: ``path`` cannot be read and no checkpoint beside it can (one line)."""
+    from swar_bench.slurm import checkpoint_progress, newest_checkpoint, resume_candidates
+
+    try:
+        checkpoint_progress(path)
+        return path
+    except Exception as err:  # noqa: BLE001 - truncated, not a checkpoint, refused: fall back below
+        reason = f"{type(err).__name__}: {_one_line(str(err))[:120]}"
+    folder = os.path.dirname(path) or "."
+    others = [p for p in resume_candidates(folder) if os.path.abspath(p) != os.path.abspath(path)]
+    newest = newest_checkpoint(others, warn=lambda line: None)
+    if newest is None:
+        raise ValueError(
+            f"--ckpt_path=last: {path} cannot be read ({reason}) and no other checkpoint beside it can; expected a "
+            f"checkpoint file to resume from (--ckpt_path FILE), or a new run into another folder"
+        )
+    if _rank_zero():
+        print(f"swar-bench {subcommand}: {path} cannot be read ({reason}); resuming from {newest[0]} (global step "
+              f"{newest[1]}), the newest checkpoint beside it that can", file=sys.stderr, flush=True)
+    return newest[0]
+
+
+def fresh_checkpoint_folder(cfg: Any) -> tuple[str, str] | None:
+    """``(option, folder)``: the checkpoint folder a ``fit`` of ``cfg`` writes into when it is
+    fixed before the run starts, with the option that fixed it: ``--checkpoint.dirpath``, a
+    forced logger version (``<save_dir>/<name>/<version>/checkpoints``, after
+    ``_configure_run_folder``) or ``--trainer.logger=false`` (``<default_root_dir>/checkpoints``).
+    None when the logger picks a new ``version_N`` (a new folder) or the folder is remote."""
+    from swar_bench import runs
+
+    dirpath = (cfg.get("checkpoint") or {}).get("dirpath")
+    if dirpath:
+        folder, option = str(dirpath), f"--checkpoint.dirpath={dirpath}"
+    else:
+        logger = cfg.get("trainer.logger")
+        init_args = getattr(logger, "init_args", None)
+        if logger is None or logger is False:
+            root = cfg.get("trainer.default_root_dir") or "."
+            folder, option = os.path.join(str(root), "checkpoints"), "--trainer.logger=false"
+        elif init_args is not None and init_args.get("version") is not None and str(
+                getattr(logger, "class_path", "")).endswith(("TensorBoardLogger", "CSVLogger")):
+            version = init_args.get("version")
+            folder = os.path.join(str(init_args.get("save_dir") or "."), str(init_args.get("name") or ""),
+                                  runs.version_folder(version), "checkpoints")
+            option = f"--trainer.logger.init_args.version={version}"
+        else:
+            return None
+    return None if "://" in folder else (option, folder)
+
+
+def check_fresh_start(cfg: Any) -> None:
+    """A ``fit`` without a checkpoint to resume never writes over the checkpoints of another run:
+    ValueError (one line naming the folder, its checkpoints and ``--ckpt_path last``) when the
+    checkpoint folder it would write into (:func:`fresh_checkpoint_folder`) already holds
+    ``*.ckpt`` files. A resumed fit (``--ckpt_path``) continues the run whose checkpoints they are."""
+    from swar_bench import runs
+
+    where = fresh_checkpoint_folder(cfg)
+    if where is None:
+        return
+    option, folder = where
+    found = runs.existing_checkpoints(folder)
+    if found:
+        shown = ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
+        raise ValueError(
+            f"{option}: {folder} already holds the checkpoints of a run ({shown}); a new run never writes over them: "
+            "expected --ckpt_path last to resume that run, or another folder for a new one"
+        )
+
+
 def check_trainable(model: TBPTTModule, subcommand: str | None, ckpt_path: Any) -> None:
     """Before a run is built: ``fit`` of a mechanism without trainable parameters (the Oracle)
     raises ValueError (one line: nothing to train); ``validate`` / ``test`` / ``predict`` of a
@@ -395,21 +491,31 @@ class SwarBenchCLI(LightningCLI):
         check_accelerator(cfg.get("trainer.accelerator"), list(args or []))
         self._configure_run_folder(cfg, subcommand)
         ckpt_path = cfg.get("ckpt_path") if subcommand else None
-        if ckpt_path is not None and str(ckpt_path) not in CKPT_PATH_KEYWORDS and "://" not in str(ckpt_path):
-            self._read_checkpoint(str(ckpt_path))
+        if ckpt_path is not None and str(ckpt_path) not in CKPT_PATH_KEYWORDS:
+            self._read_checkpoint(str(ckpt_path))  # local or a URL: weights only, a payload is refused
         if str(ckpt_path) == "last" and subcommand in ("fit", "validate", "test", "predict"):
             # `fit --ckpt_path last` with no checkpoint is a fresh start (a first SLURM run);
             # evaluating with none would silently score a randomly initialised model.
             dirpath = (cfg.get("checkpoint") or {}).get("dirpath") or os.path.join(str(cfg.get("trainer.default_root_dir")), "checkpoints")
-            found = glob.glob(os.path.join(str(dirpath), "last*.ckpt"))
+            found = glob.glob(os.path.join(glob.escape(str(dirpath)), "last*.ckpt"))
+            if found:  # Lightning's "last": the newest last*.ckpt; one cut short falls back
+                newest = max(found, key=os.path.getmtime)
+                chosen = readable_resume(newest, subcommand)
+                if chosen != newest:
+                    cfg.ckpt_path = chosen
+                    self._read_checkpoint(chosen)
             if not found and subcommand == "fit":
                 cfg.ckpt_path = None
+                check_fresh_start(cfg)  # before the notice: a refused fresh start says only why
                 fresh_start_notice(dirpath)
             elif not found:
                 raise ValueError(
                     f"--ckpt_path=last: no last*.ckpt in --checkpoint.dirpath={dirpath}; expected the folder of a "
                     "fit run, or a checkpoint file"
                 )
+        timeout = cfg.get("collective_timeout")
+        if timeout is not None and not (isinstance(timeout, (int, float)) and math.isfinite(timeout) and timeout > 0):
+            raise ValueError(f"--collective_timeout={timeout} is invalid; expected a positive number of seconds")
         interval = (cfg.get("trainer") or {}).get("val_check_interval")
         if isinstance(interval, (int, float)) and not isinstance(interval, bool) and interval <= 0:
             raise ValueError(
@@ -418,6 +524,8 @@ class SwarBenchCLI(LightningCLI):
             )
         for flag, folder in _output_folders(cfg, subcommand):
             check_output_folder(folder, flag)
+        if subcommand == "fit" and cfg.get("ckpt_path") in (None, ""):
+            check_fresh_start(cfg)
 
     _ckpt_run_folder: str | None = None
     """The run folder ``--ckpt_path`` lies in, when the run logs into it (``_configure_run_folder``)."""
@@ -446,15 +554,20 @@ class SwarBenchCLI(LightningCLI):
         label = "-".join(runs.mechanism_name(path) for path in class_paths)
         init_args.name = runs.run_name(init_args.get("name") or "", label)
         root = Path(str(init_args.get("save_dir") or ".")) / init_args.name
-        if init_args.get("version") is not None:
-            init_args.version = runs.parse_version(str(init_args.version))
+        if init_args.get("version") is not None:  # "0", 0 and "version_0" are one folder, version_0
+            init_args.version = runs.logger_version(init_args.version)
         forced = init_args.get("version") is not None
         ckpt_path = cfg.get("ckpt_path") if subcommand else None
         if str(ckpt_path) == "last" and (cfg.get("checkpoint") or {}).get("dirpath") is None:
-            found = runs.last_checkpoint(root, init_args.get("version"))
+            skipped: list[str] = []
+            found = runs.last_checkpoint(root, init_args.get("version"), warn=skipped.append)
+            if _rank_zero():  # a forced version resumes its newest readable checkpoint: say what it skipped
+                for line in skipped:
+                    print(f"swar-bench {subcommand}: {line}; resuming from the newest readable checkpoint", file=sys.stderr, flush=True)
             if found is None and subcommand == "fit":
                 cfg.ckpt_path = None  # nothing to resume: a fresh start (a first SLURM run)
                 where = root / (runs.version_folder(init_args.version) if init_args.get("version") is not None else "*")
+                check_fresh_start(cfg)  # before the notice: a refused fresh start says only why
                 fresh_start_notice(where / "checkpoints")
             elif found is None:
                 where = root / (runs.version_folder(init_args.version) if init_args.get("version") is not None else "*")
@@ -463,7 +576,7 @@ class SwarBenchCLI(LightningCLI):
                     "mechanism first, or a checkpoint file"
                 )
             else:
-                cfg.ckpt_path, init_args.version = str(found[0]), found[1]
+                cfg.ckpt_path, init_args.version = readable_resume(str(found[0]), subcommand), found[1]
         elif ckpt_path is not None and not forced and str(ckpt_path) not in CKPT_PATH_KEYWORDS and "://" not in str(ckpt_path):
             # a checkpoint inside a run folder, wherever it lies: log and report into that folder
             run = runs.run_folder_of_checkpoint(str(ckpt_path))
@@ -480,11 +593,14 @@ class SwarBenchCLI(LightningCLI):
         return os.path.join(self._ckpt_run_folder, "checkpoints")
 
     def _read_checkpoint(self, path: str) -> None:
+        from swar_bench.checkpoint_io import CheckpointRefusedError, is_remote, load_checkpoint
+
         check_path_given("--ckpt_path", path, f"a checkpoint file or one of {', '.join(CKPT_PATH_KEYWORDS)}")
-        if not os.path.exists(path):
+        remote = is_remote(path)
+        if not remote and not os.path.exists(path):
             raise ValueError(f"--ckpt_path={path}: no such file")
         self._checkpoint_path = path
-        if os.path.isdir(path):  # a distributed checkpoint folder: Lightning's strategy reads it
+        if not remote and os.path.isdir(path):  # a distributed checkpoint folder: Lightning's strategy reads it
             if not os.path.isfile(os.path.join(path, ".metadata")):
                 raise ValueError(
                     f"--ckpt_path={path}: a folder, not a checkpoint; expected a .ckpt file written by swar-bench fit "
@@ -492,7 +608,16 @@ class SwarBenchCLI(LightningCLI):
                 )
             return
         try:
-            checkpoint = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+            checkpoint = load_checkpoint(path, mmap=not remote)
+        except CheckpointRefusedError as err:  # a pickled payload: never run, named in one line
+            raise ValueError(
+                f"--ckpt_path={path}: not a checkpoint file torch can read with weights_only=True, refused "
+                f"({err.reason}); expected a .ckpt written by swar-bench fit"
+            ) from None
+        except FileNotFoundError:
+            raise ValueError(f"--ckpt_path={path}: no such file") from None
+        except OSError as err:
+            raise ValueError(f"--ckpt_path={path}: cannot be read ({err.strerror or type(err).__name__})") from None
         except Exception as err:  # noqa: BLE001 - any failure means "not a checkpoint we can read"
             raise ValueError(
                 f"--ckpt_path={path}: not a checkpoint file torch can read ({type(err).__name__}); expected a .ckpt "
@@ -522,6 +647,7 @@ class SwarBenchCLI(LightningCLI):
         short name (``d_model must be a positive integer, got -4``, ``lr=-1.0 is invalid; ...``)
         led by the option that set it (``--model.mechanism.init_args.d_model=-4: ...``, or the
         ``--config`` file it came from)."""
+        self._check_model_fits()
         try:
             self.config_init = self.parser.instantiate_classes(self.config)
         except ValueError as err:
@@ -530,6 +656,30 @@ class SwarBenchCLI(LightningCLI):
         self.model = self._get(self.config_init, "model")
         self._add_configure_optimizers_method_to_model(self.subcommand)
         self.trainer = self.instantiate_trainer()
+
+    def _check_model_fits(self) -> None:
+        """Before the mechanism is built: its parameters fit in memory (``swar_bench.memory``,
+        counted on the meta device; ``fit`` holds weights, gradients and Adam's moments), else
+        ValueError naming ``--model.mechanism.init_args``."""
+        from swar_bench.mechanisms.registry import resolve_class
+        from swar_bench.memory import check_fits
+
+        cfg = self.config[self.subcommand] if self.subcommand else self.config
+        mechanism = cfg.get("model.mechanism")
+        class_path = getattr(mechanism, "class_path", None)
+        init_args = getattr(mechanism, "init_args", None)
+        if not class_path:
+            return
+        try:
+            cls = resolve_class(str(class_path), "--model.mechanism")
+        except ValueError:
+            return  # named by the parser
+        args = init_args.as_dict() if hasattr(init_args, "as_dict") else dict(init_args or {})
+        accelerator = str(cfg.get("trainer.accelerator") or "cpu").lower()
+        cuda = accelerator in ("gpu", "cuda", "auto") and torch.cuda.is_available()
+        shown = ", ".join(f"{k}={v}" for k, v in args.items())
+        check_fits(cls, args, f"--model.mechanism={class_path} ({shown})", copies=4 if self.subcommand == "fit" else 1,
+                   cuda=cuda)
 
     def _naming_the_option(self, message: str) -> str:
         """``message`` led by the option of the argument it starts with (the mechanism's init args
@@ -566,6 +716,16 @@ class SwarBenchCLI(LightningCLI):
         silence_run_notices(resuming=cfg.get("ckpt_path") not in (None, ""), checkpoint_dir=self._ckpt_checkpoint_dir())
         global _RUN_TRAINER
         trainer = super().instantiate_trainer(**kwargs)
+        from swar_bench.checkpoint_io import SafeCheckpointIO
+
+        # every checkpoint Lightning reads (--ckpt_path of any spelling, last, hpc) weights only;
+        # every one it writes beside its destination, then renamed
+        trainer.strategy.checkpoint_io = SafeCheckpointIO()
+        timeout = cfg.get("collective_timeout")
+        if timeout is not None and hasattr(trainer.strategy, "_timeout"):  # DDP, FSDP, ModelParallel: set up later
+            from datetime import timedelta
+
+            trainer.strategy._timeout = timedelta(seconds=float(timeout))
         trainer.callbacks.append(StopCheck())
         trainer.callbacks[:] = [FlopsPerTokenSummary.replacing(cb) if type(cb) is ModelSummary else cb for cb in trainer.callbacks]
         _RUN_TRAINER = trainer
@@ -617,7 +777,9 @@ class SwarBenchCLI(LightningCLI):
             path = self.trainer.ckpt_path
             checkpoint, account = None, None
             if path and os.path.isfile(path):
-                checkpoint = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+                from swar_bench.checkpoint_io import load_checkpoint
+
+                checkpoint = load_checkpoint(path, mmap=True)
                 found = {k: tuple(v.shape) for k, v in checkpoint.get("state_dict", {}).items() if isinstance(v, torch.Tensor)}
                 account = state_dict_mismatch({k: tuple(v.shape) for k, v in self.model.state_dict().items()}, found)
             raise self._mismatch_error(account or "a strict load_state_dict refused them", checkpoint, path) from None
@@ -634,6 +796,11 @@ class SwarBenchCLI(LightningCLI):
         parser.add_lightning_class_args(MQARAccuracy, "mqar_accuracy")  # measures only data.task=mqar
         parser.add_lightning_class_args(PredictionWriter, "predictions")
         parser.add_lightning_class_args(SlurmRequeue, "slurm_requeue")  # inactive outside a SLURM job
+        parser.add_argument(
+            "--collective_timeout", type=float, default=COLLECTIVE_TIMEOUT_S,
+            help="seconds a collective of a distributed run (DDP, FSDP) waits for the other ranks before the run "
+                 f"ends with one line, exit 1 (default {COLLECTIVE_TIMEOUT_S:g}; gloo's and NCCL's own is 30 min)",
+        )
 
 
 def _check_config_files(argv: list[str]) -> None:
@@ -674,7 +841,8 @@ def main(argv: list[str] | None = None) -> int:
     """Run the CLI on ``argv`` (default ``sys.argv[1:]``); returns the exit code.
 
     0 on success; 2 for a bad command line / config (one line on stderr); 1 when training
-    stopped on a non-finite loss (one line on stderr); 130 when stopped by Ctrl-C and 143 by
+    stopped on a non-finite loss, a data file is corrupt (``CorruptDataError``) or the disk is
+    full (ENOSPC, EDQUOT: one line naming the run folder); 130 when stopped by Ctrl-C and 143 by
     SIGTERM (one line, from rank 0).
     """
     from jsonargparse import ArgumentError
@@ -703,9 +871,26 @@ def main(argv: list[str] | None = None) -> int:
                 f"--ckpt_path: the checkpoint's optimizer state does not fit this run's optimizer ({message}); expected "
                 "the --model.weight_decay and trainable parameters of the run that wrote it, or a new run without --ckpt_path"
             )
+        from swar_bench.tasks.hub_io import CorruptDataError
+
+        if isinstance(err, CorruptDataError):  # a fault of the data, not of the command line
+            print(f"swar-bench: FAILED: {message}", file=sys.stderr)
+            return 1
         print(f"swar-bench: error: {message}", file=sys.stderr)
         return 2
+    except RuntimeError as err:  # after ValueError: DataSourceError is both
+        if not collective_timed_out(err):
+            raise
+        stop_other_ranks()
+        print(f"swar-bench: FAILED: a collective of the distributed run timed out (another rank stopped, hung or "
+              f"died?); raise --collective_timeout if a step is that slow ({_one_line(str(err))[:200]})", file=sys.stderr)
+        return 1
     except OSError as err:
+        if err.errno in (errno.ENOSPC, errno.EDQUOT):  # a full disk is not a bad argument: exit 1
+            folder = run_folder(_RUN_TRAINER) if _RUN_TRAINER is not None else os.path.dirname(err.filename or ".")
+            print(f"swar-bench: FAILED: {err.strerror or os.strerror(err.errno)} writing {err.filename or 'a file'} "
+                  f"(run folder {folder}); free space and resume with --ckpt_path last", file=sys.stderr)
+            return 1
         if err.filename is None:
             raise
         print(f"swar-bench: error: {err.filename}: {err.strerror or err}", file=sys.stderr)
@@ -726,6 +911,26 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         interrupts.restore(previous_sigint)
     return 0
+
+
+def collective_timed_out(err: BaseException) -> bool:
+    """``err`` is a torch.distributed collective that waited past its timeout (gloo: "Timed out
+    waiting ... for recv", NCCL's watchdog: "Watchdog caught collective operation timeout")."""
+    import torch.distributed as dist
+
+    text = str(err).lower()
+    return (isinstance(err, getattr(dist, "DistError", ())) or dist.is_available() and dist.is_initialized()) and (
+        "timed out" in text or "timeout" in text)
+
+
+def stop_other_ranks() -> None:
+    """Kill the ranks this process launched (Lightning's subprocess launcher, rank 0) after a
+    collective timed out: a stopped rank would otherwise outlive the run."""
+    from lightning.pytorch.strategies.launchers.subprocess_script import _SubprocessScriptLauncher
+
+    launcher = getattr(getattr(_RUN_TRAINER, "strategy", None), "launcher", None)
+    if isinstance(launcher, _SubprocessScriptLauncher):
+        launcher.kill(signal.SIGKILL)
 
 
 def run_cli(argv: list[str]) -> None:

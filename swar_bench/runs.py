@@ -76,18 +76,42 @@ def parse_version(folder: str) -> int | str:
     return int(match.group(1)) if match else folder
 
 
-def last_checkpoint(root: str | Path, version: int | str | None = None) -> tuple[Path, int | str] | None:
+def logger_version(value: int | str) -> int | str:
+    """The version a logger gets for ``--trainer.logger.init_args.version=value``, as the folder
+    it writes into names it: an int N, a string of digits (``"0"``: the command line's ``0``,
+    which the parser reads as the int 0) and ``"version_N"`` are the int N (the folder
+    ``version_N``, ``TensorBoardLogger.log_dir``); any other string is itself (the folder of that
+    name). Reading (``--ckpt_path last``) and writing use this one value, so they name one folder."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    text = str(value)
+    if text.isascii() and text.isdigit():
+        return int(text)
+    return parse_version(text)
+
+
+def existing_checkpoints(folder: str | Path) -> list[str]:
+    """Names of the checkpoint files (``*.ckpt``) directly in ``folder``, sorted; ``[]`` when it
+    does not exist."""
+    try:
+        return sorted(p.name for p in Path(folder).glob("*.ckpt") if p.is_file())
+    except OSError:  # a name too long, no permission: nothing a run could write over
+        return []
+
+
+def last_checkpoint(root: str | Path, version: int | str | None = None, warn=None) -> tuple[Path, int | str] | None:
     """The checkpoint ``--ckpt_path last`` resumes and its version. Without ``version``: the
     newest ``<root>/*/checkpoints/last*.ckpt`` by modification time (the latest run). With
     ``version`` (a job that continues one run, e.g. ``slurm_<job id>``): the checkpoint of
     ``<root>/<version>/checkpoints/`` with the largest recorded global step, ``hpc_ckpt_<k>.ckpt``
     of a SLURM requeue among them (``swar_bench.slurm.newest_checkpoint``), so a resume never goes
-    back to an older one. None when there is none."""
+    back to an older one; a file that cannot be read is skipped, with one line to ``warn``
+    (default: stderr). None when there is none."""
     from swar_bench.slurm import newest_checkpoint, resume_candidates
 
     root = Path(root)
     if version is not None:
-        newest = newest_checkpoint(resume_candidates(root / version_folder(version) / "checkpoints"))
+        newest = newest_checkpoint(resume_candidates(root / version_folder(version) / "checkpoints"), warn=warn)
         return None if newest is None else (Path(newest[0]), version)
     folders = [p for p in root.glob("*") if p.is_dir()]
     found = [(ckpt.stat().st_mtime, ckpt) for folder in folders for ckpt in (folder / "checkpoints").glob("last*.ckpt")]

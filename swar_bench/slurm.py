@@ -37,9 +37,10 @@ def checkpoint_progress(path: str | os.PathLike) -> tuple[int, int]:
     ``global_step`` stays 0. Raises OSError / RuntimeError / KeyError / pickle errors when
     ``path`` is not a readable checkpoint.
     """
-    import torch  # here: importing this module (swar_bench.runs does) stays cheap
+    # imported here: importing this module (swar_bench.runs does) stays cheap
+    from swar_bench.checkpoint_io import load_checkpoint
 
-    checkpoint = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
+    checkpoint = load_checkpoint(path, mmap=True)
     step = int(checkpoint["global_step"])
     try:
         batches = int(checkpoint["loops"]["fit_loop"]["epoch_loop.batch_progress"]["total"]["completed"])

@@ -11,7 +11,7 @@ from swar_bench.cli import main
 def test_help_lists_every_command(capsys):
     assert main(["--help"]) == 0
     out = capsys.readouterr().out
-    for command in ("fit", "validate", "test", "predict", "data", "referee", "demo", "check-mechanism"):
+    for command in ("fit", "validate", "test", "predict", "data", "referee", "demo", "check-mechanism", "study"):
         assert command in out
 
 
@@ -35,7 +35,7 @@ def test_unknown_command_lists_every_command(capsys):
     assert main(["bogus"]) == 2
     assert capsys.readouterr().err == (
         "swar-bench: error: unknown command 'bogus'; expected one of fit, validate, test, predict, data, referee, demo, "
-        "check-mechanism (swar-bench --help)\n"
+        "check-mechanism, study (swar-bench --help)\n"
     )
 
 
@@ -73,7 +73,8 @@ def test_referee_help_names_its_subcommands(capsys):
 
 
 ARGPARSE_COMMANDS = [["data"], ["data", "stats"], ["data", "verify"], ["data", "show"], ["data", "generate"],
-                     ["referee", "compare"], ["referee", "verdict"], ["check-mechanism"], ["demo"]]
+                     ["referee", "compare"], ["referee", "verdict"], ["check-mechanism"], ["demo"],
+                     ["study", "run"], ["study", "status"], ["study", "report"]]
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -5,7 +5,8 @@ own layer may use.
 The layers, bottom up (a layer may import its own modules and those its rule names):
 
 - ``base``: the shared helpers (``interrupts``, ``io``, ``text``, ``argparsing``, ``intervals``,
-  ``quiet``, ``slurm``, ``distributed``, ``tbptt``): only each other;
+  ``quiet``, ``slurm``, ``distributed``, ``tbptt``, ``locks``, ``memory``, ``checkpoint_io``): only
+  each other;
 - ``tasks``: the task, numpy only (no torch, no Lightning): ``base``;
 - ``mechanisms``: the zoo, no Lightning: ``tasks`` (the Oracle and the task-fit check read the
   task's rules), ``base``;
@@ -39,7 +40,8 @@ from hypothesis import strategies as st
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "swar_bench"
 
-BASE = ("interrupts", "io", "text", "argparsing", "intervals", "quiet", "slurm", "distributed", "tbptt")
+BASE = ("interrupts", "io", "text", "argparsing", "intervals", "quiet", "slurm", "distributed", "tbptt", "locks",
+        "memory", "checkpoint_io")
 
 LAYER_OF = {
     **{f"swar_bench.{name}": "base" for name in BASE},

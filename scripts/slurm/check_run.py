@@ -16,9 +16,9 @@ import sys
 
 
 def _load(path: str) -> dict:
-    import torch
+    from swar_bench.checkpoint_io import load_checkpoint
 
-    return torch.load(path, map_location="cpu", weights_only=True)
+    return load_checkpoint(path)
 
 
 def logged_steps(run_dir: str, tag: str) -> list[int]:

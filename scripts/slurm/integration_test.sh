@@ -12,14 +12,20 @@
 #      requeues itself and resumes; later requeued without a signal (scontrol requeue), it must
 #      resume from the newest checkpoint (never the older hpc one); it ends at exactly max_steps,
 #      validated on the same steps and with weights equal to the plain job's;
-#   4. stops the daemons by their PIDs whatever happens (a trap), and removes the folder.
+#   4. `swar-bench study run --launcher slurm` on a 4-run study (scripts/slurm/study_test.sh): one
+#      fit cancelled and submitted again by a second run, one requeued by USR1 and resumed;
+#   5. cancels every job of the cluster, stops the daemons by their PIDs whatever happens (a
+#      trap), and removes the folder.
 #
 # Environment: VENV (default .venv of the checkout, what `make install` builds) is what the jobs
-# run; SLURM_TEST_TIMEOUT bounds the whole test (seconds, default 900); SLURM_TEST_KEEP=1 keeps
-# the temporary folder (logs) for a look after a failure.
+# run (with this checkout's code first on PYTHONPATH for the study); SLURM_TEST_TIMEOUT bounds the
+# whole test (seconds, default 1800); SLURM_TEST_KEEP=1 keeps the temporary folder (logs) for a
+# look after a failure; SLURM_TEST_PARTS (default "fit study") chooses the parts: fit (2, 3),
+# study (4).
 set -euo pipefail
 
-LIMIT="${SLURM_TEST_TIMEOUT:-900}"
+LIMIT="${SLURM_TEST_TIMEOUT:-1800}"
+PARTS="${SLURM_TEST_PARTS:-fit study}"
 if [[ -z "${_SWAR_SLURM_TEST_BOUNDED:-}" ]]; then
     export _SWAR_SLURM_TEST_BOUNDED=1
     exec timeout --kill-after=60 "${LIMIT}" bash "$0" "$@"
@@ -65,6 +71,7 @@ T="$(mktemp -d /tmp/swar-slurm-test.XXXXXX)"
 chmod 755 "${T}"
 PIDS=()
 JOBS=()
+DRIVERS=()  # `swar-bench study run` processes of the study part
 
 diagnostics() {
     set +e
@@ -80,8 +87,11 @@ cleanup() {
     local status=$?
     set +e
     trap - EXIT INT TERM
-    if ((${#JOBS[@]})) && [[ -n "${SLURM_CONF:-}" ]]; then
-        scancel "${JOBS[@]}" 2> /dev/null
+    for pid in "${DRIVERS[@]}"; do kill "${pid}" 2> /dev/null; done
+    if [[ -n "${SLURM_CONF:-}" ]]; then
+        # every job of this private cluster: the ones submitted here and the study's arrays
+        mapfile -t queued < <(squeue -h -o %A 2> /dev/null | sort -u)
+        ((${#JOBS[@]} + ${#queued[@]})) && scancel "${JOBS[@]}" "${queued[@]}" 2> /dev/null
         for _ in $(seq 30); do
             [[ -z "$(squeue -h -o %i 2> /dev/null)" ]] && break
             sleep 1
@@ -234,6 +244,7 @@ checkout_files() {  # what git sees in the checkout, ignored files included (not
 }
 before="$(checkout_files)"
 
+if [[ " ${PARTS} " == *" fit "* ]]; then
 # ------------------------------------------------------------------------------ the jobs (one after the other: 2 CPUs)
 plain_job="$(submit plain)"
 JOBS+=("${plain_job}")
@@ -305,4 +316,13 @@ runs="$(cd "${T}/runs" && find . -mindepth 1 -maxdepth 3 -type d | sort | tr '\n
 after="$(checkout_files)"
 [[ "${before}" == "${after}" ]] || fail "the jobs wrote into the checkout: $(diff <(echo "${before}") <(echo "${after}") | tail -3)"
 say "job ${job} (requeued): COMPLETED at step ${steps}, 2 restarts; validated at ${validated}; final weights: ${same}; ${layout}"
+fi
+
+# ------------------------------------------------------------------------------ the study launcher
+if [[ " ${PARTS} " == *" study "* ]]; then
+    "${PYTHON}" -c "import submitit" 2> /dev/null \
+        || { echo "test-slurm: error: submitit is not installed in ${VENV}; expected pip install -e '.[slurm]' (make test-slurm does)" >&2; exit 2; }
+    # shellcheck source=scripts/slurm/study_test.sh
+    source scripts/slurm/study_test.sh
+fi
 say "passed in ${SECONDS} s"

@@ -567,7 +567,9 @@ class PasskeySwarDataModule(pl.LightningDataModule):
 
         Raises:
             swar_bench.tasks.hub_io.DataSourceError (a ValueError): as ``load_split``, one line
-                naming the source, config and split.
+                naming the source, config and split; for a local folder that is not a complete
+                release (``release_report``: metadata files missing or wrong), one line naming
+                what. CorruptDataError: a split file whose bytes differ from ``checksums.json``.
             OSError: the MQAR cache file cannot be written.
         """
         if self.mqar is not None:
@@ -575,6 +577,15 @@ class PasskeySwarDataModule(pl.LightningDataModule):
             return
         if self.source == "generate":
             return
+        if os.path.isdir(self.source):
+            from swar_bench.tasks.hub_io import DataSourceError, release_report
+
+            # the cheap checks before a run reads a local folder (README.md, vocab.json,
+            # params.json, checksums.json present and consistent); each split file's bytes are
+            # compared with checksums.json when it is read (load_split)
+            report = release_report(self.source, checksums=False)
+            if report is not None:
+                raise DataSourceError(f"--data.source={self.source}: {report}")
         for split, configs in self._splits_needed():
             for n in configs:
                 self.dataset.split_size(split, n)

@@ -174,6 +174,13 @@ def main(argv: list[str] | None = None) -> int:
     def build() -> Any:
         return cls(**init_args)
 
+    from swar_bench.memory import check_fits
+
+    try:  # the checks hold weights and gradients: refuse a size that cannot fit before building it
+        check_fits(cls, init_args, f"{full_path}(**{init_args})", copies=2)
+    except ValueError as err:
+        print(f"swar-bench check-mechanism: error: {err}", file=sys.stderr)
+        return 2
     try:
         model = build()
     except (TypeError, ValueError) as err:

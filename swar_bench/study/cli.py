@@ -2,6 +2,7 @@
 
     swar-bench study run configs/studies/frontier.yaml --jobs 2        # train and test what is missing
     swar-bench study run configs/studies/frontier.yaml --only GatedDeltaNet
+    swar-bench study run configs/studies/frontier.yaml --launcher slurm   # one job-array task per fit and test
     swar-bench study status configs/studies/frontier.yaml              # done / running / failed / to do
     swar-bench study report configs/studies/frontier.yaml --out docs   # tables and figures from the records
     swar-bench study site configs/studies/frontier.yaml --out site     # static HTML pages from the records
@@ -43,6 +44,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--init-args", default=None, metavar="JSON",
                      help='constructor arguments of the --add layer, e.g. \'{"vocab_size": 40, "d_model": 64}\'')
     run.add_argument("--name", default=None, help="the --add layer's name in tables (default: its class name)")
+    from swar_bench.study.launchers import add_arguments
+
+    add_arguments(run)
     report = sub.add_parser("report", help="tables and figures from the records")
     report.add_argument("study")
     report.add_argument("--out", default=None,
@@ -128,6 +132,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         spec = load_study(args.study)
         if args.command == "run":
+            from swar_bench.study.launchers import check_launcher
+
+            check_launcher(args)  # a SLURM launcher this machine cannot use: one line, nothing submitted
             for flag, value in (("--jobs", args.jobs), ("--threads", args.threads)):
                 if value < 1:
                     raise StudyError(f"{flag}={value} is invalid; expected an integer >= 1")
@@ -142,6 +149,12 @@ def main(argv: list[str] | None = None) -> int:
                 only = [x.strip() for x in args.only.split(",") if x.strip()]
                 for name in only:
                     spec.mechanism(name)
+            if args.launcher == "slurm":
+                from swar_bench.study.launchers import SlurmLauncher, slurm_options
+
+                return SlurmLauncher(spec, slurm_options(spec, args), only=only, rerun_stale=args.rerun_stale,
+                                     wait=not args.no_wait, poll_s=args.poll_s,
+                                     log=lambda line: print(line, flush=True)).run()
             from swar_bench.study.runner import Runner
 
             runner = Runner(

@@ -333,6 +333,18 @@ class Runner:
 
     # ----------------------------------------------------------------- fits and tests
 
+    def _launch(self, kind: str, m: MechanismSpec, lr: float, seed: int, retry: bool) -> Any:
+        """Where a launcher takes over a ``kind`` run ("fit" / "test") that has no reusable
+        record: what ``fit`` / ``test`` return instead of running it here. ``NotImplemented``
+        (here): run it in this process's pool (``swar_bench.study.launchers``)."""
+        return NotImplemented
+
+    def _fresh(self, name: str) -> None:
+        """Before a fit: nothing of an earlier attempt is reused (its run folder goes), and a new
+        checkpoint needs a new test (its test record goes)."""
+        shutil.rmtree(self.out / name, ignore_errors=True)
+        (self.records / f"{name}.test.json").unlink(missing_ok=True)
+
     def fit(
         self, m: MechanismSpec, lr: float, seed: int, retry: bool = False
     ) -> dict[str, Any] | None:
@@ -346,13 +358,11 @@ class Runner:
         saved = self._record(name, "fit", command)
         if saved is not None or self.dry_run:
             return saved
+        launched = self._launch("fit", m, lr, seed, retry)
+        if launched is not NotImplemented:
+            return launched
         run_dir = self.out / name
-        shutil.rmtree(
-            run_dir, ignore_errors=True
-        )  # a fresh fit: nothing of an earlier attempt is reused
-        (self.records / f"{name}.test.json").unlink(
-            missing_ok=True
-        )  # a new checkpoint needs a new test
+        self._fresh(name)
         rc, secs = self._execute(args, self.out / f"{name}.fit.log")
         if rc != 0:
             self._failed(name, "fit", command, rc, self.out / f"{name}.fit.log")
@@ -411,6 +421,9 @@ class Runner:
         saved = self._record(name, "test", command)
         if saved is not None or self.dry_run:
             return saved
+        launched = self._launch("test", m, lr, seed, retry)
+        if launched is not NotImplemented:
+            return launched
         if not (self.out / name / "checkpoints" / "last.ckpt").is_file():
             # the fit's record came from another machine without its checkpoint: train it again here
             (self.records / f"{name}.fit.json").unlink(missing_ok=True)
@@ -586,7 +599,7 @@ def _num(value: Any) -> float:
 
 
 def _tokens_seen(ckpt: Path) -> int:
-    import torch
+    from swar_bench.checkpoint_io import load_checkpoint
 
-    state = torch.load(ckpt, map_location="cpu", weights_only=True)
+    state = load_checkpoint(ckpt)
     return int(state.get("tokens_seen", 0))

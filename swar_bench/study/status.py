@@ -3,7 +3,8 @@
 The plan is the one ``run`` follows, computed from the records alone (a learning rate whose
 selection fits are missing counts as unscored, so the plan shows the grid as it stands). A run
 is *done* (its record is there, of compatible code), *stale* (a record of other code), *running*
-(its run folder holds a live process marker on this host), *failed* (a failure record) or *to do*.
+(its run folder holds a live process marker on this host, or its SLURM task runs), *queued* (its
+SLURM task waits in the queue), *failed* (a failure record) or *to do*.
 """
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ import socket
 from pathlib import Path
 
 from swar_bench.study import provenance
+from swar_bench.study.launchers import queue_state, squeue_states
 from swar_bench.study.records import read_json
 from swar_bench.study.runner import Runner, running_marker
-from swar_bench.study.spec import StudySpec
+from swar_bench.study.spec import StudyError, StudySpec
 
 
 def _running(out: Path, name: str) -> bool:
@@ -33,9 +35,21 @@ def _running(out: Path, name: str) -> bool:
     return True
 
 
+def _queue(out: Path) -> dict[str, str] | None:
+    """``squeue``'s states when a run of ``out`` was submitted to SLURM and ``squeue`` answers here;
+    None otherwise (a submitted run then counts as running)."""
+    if not (out.is_dir() and any(out.glob("*.slurm"))):
+        return {}
+    try:
+        return squeue_states()
+    except StudyError:
+        return None
+
+
 def run_states(spec: StudySpec) -> list[tuple[str, str, str]]:
     """``(mechanism, "fit NAME" / "test NAME", state)`` for every planned run, in plan order."""
     runner = Runner(spec, jobs=1, rerun_stale=True, dry_run=True, log=lambda line: None)
+    queue = _queue(runner.out)
     rows = []
     for m in spec.mechanisms:
         runner.planned = []
@@ -49,6 +63,8 @@ def run_states(spec: StudySpec) -> list[tuple[str, str, str]]:
                 state = "done"
             elif record is not None:
                 state = "stale"
+            elif (queued := queue_state(runner.out, kind, name, queue)) is not None:
+                state = queued
             elif _running(runner.out, name):
                 state = "running"
             elif (runner.records / f"{name}.failed.json").is_file():

@@ -23,6 +23,7 @@ SLURM), a command removes its temporary files and exits with status 130 or 143 (
 from __future__ import annotations
 
 import argparse
+import errno
 import glob
 import json
 import os
@@ -39,9 +40,11 @@ from swar_bench.io import (
     nearest_existing,
     probe_write,
 )
+from swar_bench.locks import FolderLockedError
 from swar_bench.tasks.hub_io import (
     CONFIGS_SECTION,
     PARAMS_FILE,
+    CorruptDataError,
     DataSourceError,
     card_configs_text,
     card_splits,
@@ -314,8 +317,10 @@ def _pairs(
 
 def cmd_generate(args) -> int:
     """``data generate``: write the requested configs and splits as a Hub-layout release
-    (README.md, vocab.json and params.json first); finished split files are kept. Exit 0, or
-    130/143 when stopped (the folder then lacks what was not written; ``verify`` names it)."""
+    (README.md, vocab.json and params.json first); finished split files are kept. The folder is
+    locked for the run (``swar_bench.locks.folder_lock``): a second writer is refused, exit 1,
+    naming this one. Exit 0, or 130/143 when stopped (the folder then lacks what was not written;
+    ``verify`` names it); 1 for a full disk (ENOSPC)."""
     configs = _configs(args.configs)
     splits = _splits(args.splits)
     for c in configs if splits is not None and "train" in splits else ():
@@ -327,19 +332,22 @@ def cmd_generate(args) -> int:
     params = _params(args.params)
     _check_out_folder("--out", args.out)
     check_folder_params(args.out, params)
-    if os.path.isdir(args.out):
+    from swar_bench.locks import folder_lock
+
+    # one writer per folder: a second one would remove this one's temporary files as stale
+    with folder_lock(args.out, "swar-bench data generate"):
         for path in remove_stale_temp_files(args.out):
             print(f"removed {path}, left by an interrupted run", file=sys.stderr)
-    kept: list[str] = []
-    paths = write_dataset(
-        args.out,
-        configs=configs,
-        splits=splits,
-        num_examples=num_examples,
-        params=params,
-        progress=not args.no_progress,
-        kept=kept,
-    )
+        kept: list[str] = []
+        paths = write_dataset(
+            args.out,
+            configs=configs,
+            splits=splits,
+            num_examples=num_examples,
+            params=params,
+            progress=not args.no_progress,
+            kept=kept,
+        )
     written = len(paths) - len(kept)
     print(
         f"wrote {plural(written, 'parquet file')}"
@@ -640,7 +648,20 @@ def main(argv: list[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 1
-    except (DataSourceError, _UsageError, OracleError, ValueError, OSError) as exc:
+    except CorruptDataError as exc:  # a fault of the data (a check failed), in every command: exit 1
+        print(f"swar-bench data {args.command}: FAILED: {exc}", file=sys.stderr)
+        return 1
+    except FolderLockedError as exc:  # another writer holds the folder: not a wrong argument
+        print(f"swar-bench data {args.command}: error: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+            print(f"swar-bench data {args.command}: error: {exc}", file=sys.stderr)
+            return 2
+        # a full disk is not a wrong argument either: exit 1 (the temporary file is gone)
+        print(f"swar-bench data {args.command}: FAILED: {exc.strerror} writing {exc.filename}", file=sys.stderr)
+        return 1
+    except (DataSourceError, _UsageError, OracleError, ValueError) as exc:
         print(f"swar-bench data {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -55,7 +55,7 @@ PARAMS_FILE = "params.json"
 _README_PARAMS_RE = re.compile(r"^Parameters: `(\{.*?\})`", re.MULTILINE)
 # Temporary names of write_split (in DIR/n{N}/) and atomic_write_text (in DIR/).
 _TEMP_SPLIT = ".tmp-*.parquet"
-_TEMP_TOP = (".tmp-*README.md", ".tmp-*vocab.json", ".tmp-*" + PARAMS_FILE)
+_TEMP_TOP = (".tmp-*README.md", ".tmp-*vocab.json", ".tmp-*" + PARAMS_FILE, ".tmp-*checksums.json")
 # A Hugging Face Hub repository id "owner/name" (huggingface_hub's validate_repo_id: letters,
 # digits, "_", "-", "." with a letter/digit/"_" at both ends of each part; no "--" or "..").
 _HUB_ID_RE = re.compile(r"(?a)^\w(?:[\w.-]*\w)?/\w(?:[\w.-]*\w)?$")
@@ -68,6 +68,19 @@ _CONFIG_RE = re.compile(r"^n([1-9][0-9]*)$")
 class DataSourceError(ValueError, RuntimeError):
     """A dataset source cannot give the requested data (offline Hub, missing folder, config or
     split, bad layout); the message is one sentence naming the value and what was expected."""
+
+
+class CorruptDataError(DataSourceError):
+    """A split file's bytes are not what was written: its SHA-256 differs from ``checksums.json``,
+    or a column cannot be decoded. A fault of the data, not of the command line: every command
+    exits 1 on it (the README's "a check failed"), naming the file."""
+
+
+CHECKSUMS_FILE = "checksums.json"
+"""Beside ``params.json``: ``{"sha256": {"n32/validation-00000-of-00001.parquet": "<hex>", ...}}``,
+the SHA-256 of every split file as written by ``swar-bench data generate`` (a Hub dataset's files
+carry theirs in the Hub's LFS pointers the same way). ``verify``, ``check`` and every read of a
+local folder (``fit --data.source DIR``) compare a file's bytes with it before reading the file."""
 
 
 def is_hub_id(value: str) -> bool:
@@ -508,9 +521,115 @@ def _vocab_fault(folder: str, params: PasskeySwarParams) -> str | None:
     return f"vocab.json: {len(found)} token(s), {'; '.join(what)}; {want}"
 
 
-def _release_faults(folder: str | os.PathLike) -> tuple[list[str], list[str]]:
+def file_sha256(path: str | os.PathLike) -> str:
+    """The SHA-256 of the bytes of ``path`` on disk (hex), read in 1 MiB blocks.
+
+    Raises:
+        OSError: the file cannot be read."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _relative(folder: str, path: str) -> str:
+    return os.path.relpath(os.path.abspath(path), os.path.abspath(folder)).replace(os.sep, "/")
+
+
+def read_checksums(folder: str | os.PathLike) -> dict[str, str] | None:
+    """``{relative path: sha256 hex}`` of ``DIR/checksums.json``; None when there is none.
+
+    Raises:
+        CorruptDataError: the file is not JSON of that form (names it)."""
+    path = os.path.join(os.fspath(folder), CHECKSUMS_FILE)
+    if not os.path.isfile(path):
+        return None
+    try:
+        with open(path, encoding="utf-8") as handle:
+            found = json.load(handle)
+        table = found["sha256"]
+        if not isinstance(table, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in table.items()):
+            raise TypeError("sha256 is not an object of strings")
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise CorruptDataError(
+            f"{path}: not readable as checksums ({_first_line(exc)}); expected {{\"sha256\": {{\"n32/test-00000-of-00001.parquet\": "
+            "\"<hex>\", ...}}}} as `swar-bench data generate` writes"
+        ) from None
+    return dict(table)
+
+
+def write_checksums(folder: str | os.PathLike, table: dict[str, str]) -> str:
+    """Write ``DIR/checksums.json`` (:data:`CHECKSUMS_FILE`) atomically; returns its path."""
+    path = os.path.join(os.fspath(folder), CHECKSUMS_FILE)
+    atomic_write_text(path, json.dumps({"sha256": dict(sorted(table.items()))}, indent=1) + "\n")
+    return path
+
+
+def record_checksums(folder: str | os.PathLike) -> str:
+    """(Re)write ``DIR/checksums.json`` from the split files as they are on disk now (every file
+    of :func:`card_files`): for a folder whose files were replaced on purpose (an edited test
+    fixture, a release assembled by hand). Returns its path."""
+    folder = os.fspath(folder)
+    table = {
+        _relative(folder, split_path(folder, config_name(n), split)): file_sha256(split_path(folder, config_name(n), split))
+        for n, splits in card_files(folder).items()
+        for split in splits
+    }
+    return write_checksums(folder, table)
+
+
+def check_checksums(folder: str | os.PathLike, files: Iterable[str | os.PathLike]) -> None:
+    """Compare the bytes on disk of each split file of ``files`` (inside the local ``folder``)
+    with ``DIR/checksums.json``; nothing to compare without that file (a Hub download).
+
+    Raises:
+        CorruptDataError: the first file whose SHA-256 differs from the record, or that the record
+            lacks (one line naming the file and what to do)."""
+    folder = os.fspath(folder)
+    table = read_checksums(folder)
+    if table is None:
+        return
+    for path in files:
+        name = _relative(folder, os.fspath(path))
+        if name not in table:
+            raise CorruptDataError(
+                f"{path}: no checksum in {os.path.join(folder, CHECKSUMS_FILE)}; expected every split file of the "
+                "folder recorded there (write it with `swar-bench data generate`)"
+            )
+        if file_sha256(path) != table[name]:
+            raise CorruptDataError(
+                f"{path}: its SHA-256 differs from {os.path.join(folder, CHECKSUMS_FILE)}: the file changed after it "
+                "was written (corrupted?); expected the bytes `swar-bench data generate` wrote (run it again to "
+                "rewrite the file)"
+            )
+
+
+def _checksum_faults(folder: str) -> list[str]:
+    """``"FILE: what"`` for each split file of the folder whose bytes differ from (or are missing
+    from) ``checksums.json``; [] without that file."""
+    try:
+        table = read_checksums(folder)
+    except CorruptDataError as exc:
+        return [f"{CHECKSUMS_FILE}: {str(exc).split(': ', 1)[1]}"]
+    if table is None:
+        return []
+    faults = []
+    for n, splits in card_files(folder).items():
+        for split in splits:
+            path = split_path(folder, config_name(n), split)
+            name = _relative(folder, path)
+            if name not in table:
+                faults.append(f"{name}: no checksum in {CHECKSUMS_FILE}")
+            elif file_sha256(path) != table[name]:
+                faults.append(f"{name}: its SHA-256 differs from {CHECKSUMS_FILE} (corrupted?)")
+    return faults
+
+
+def _release_faults(folder: str | os.PathLike, checksums: bool = True) -> tuple[list[str], list[str]]:
     """``(missing, wrong)``: :func:`release_problems` in two lists, the files (or entries) that
-    are absent, and the metadata files present with a wrong content (each ``"FILE: what"``)."""
+    are absent, and the metadata files present with a wrong content (each ``"FILE: what"``);
+    without ``checksums`` the split files' bytes are not hashed (the metadata checks only)."""
     folder = os.fspath(folder)
     missing: list[str] = []
     wrong: list[str] = []
@@ -556,6 +675,10 @@ def _release_faults(folder: str | os.PathLike) -> tuple[list[str], list[str]]:
         missing.append("vocab.json")
     if generated_here and not os.path.isfile(os.path.join(folder, PARAMS_FILE)):
         missing.append(PARAMS_FILE)
+    if generated_here and card_files(folder) and not os.path.isfile(os.path.join(folder, CHECKSUMS_FILE)):
+        missing.append(f"{CHECKSUMS_FILE} (the SHA-256 of every split file)")
+    if checksums:
+        wrong += _checksum_faults(folder)
     # The record (params.json, else README.md's Parameters line) must be valid parameters, the
     # two must agree, and vocab.json must be the vocabulary of those parameters.
     params = PasskeySwarParams()
@@ -610,6 +733,8 @@ def release_problems(folder: str | os.PathLike) -> list[str]:
     - every split file of the release on disk listed in that header (else it cannot be loaded);
     - ``vocab.json``; ``params.json`` for a folder written by ``swar-bench data generate`` (its
       README has a ``Parameters:`` line, or it has no README);
+    - ``checksums.json`` for a folder written by ``swar-bench data generate``, and each split file's
+      SHA-256 equal to its record there (:data:`CHECKSUMS_FILE`);
     - content: the README header is a configs list; ``params.json`` (else the README's
       ``Parameters:`` line) parses as :class:`PasskeySwarParams`, and the two agree;
       ``vocab.json`` equals the vocabulary of those parameters (of the release's without a record).
@@ -622,11 +747,13 @@ def release_problems(folder: str | os.PathLike) -> list[str]:
     return missing + wrong
 
 
-def release_report(folder: str | os.PathLike, command: str = "generate") -> str | None:
+def release_report(folder: str | os.PathLike, command: str = "generate", checksums: bool = True) -> str | None:
     """The one line saying what keeps ``folder`` from being a complete release
     (:func:`release_problems`), or ``None`` for a complete one: ``"DIR is not a complete release;
-    missing: ... (a `swar-bench data COMMAND` cut short? ...); vocab.json: ..."``."""
-    missing, wrong = _release_faults(folder)
+    missing: ... (a `swar-bench data COMMAND` cut short? ...); vocab.json: ..."``. Without
+    ``checksums`` the split files are not hashed (the cheap metadata checks a training run makes
+    before it reads the files, whose bytes :func:`load_split` then compares)."""
+    missing, wrong = _release_faults(folder, checksums)
     parts = []
     if missing:
         parts.append(
@@ -889,7 +1016,25 @@ def write_dataset(
         pair: int(num_examples) if num_examples is not None else SPLIT_SIZES[pair[1]]
         for pair in pairs
     }
-    todo = [p for p in pairs if not finished_split(split_path(out_dir, *p), sizes[p])]
+    try:
+        recorded = read_checksums(out_dir) or {}
+    except CorruptDataError:
+        recorded = {}  # rewritten below from the files' bytes
+    # a split file is kept only when complete and, if it has a checksum, still those bytes
+    todo = [
+        p for p in pairs
+        if not finished_split(split_path(out_dir, *p), sizes[p])
+        or recorded.get(_relative(out_dir, split_path(out_dir, *p)), None) not in (None, file_sha256(split_path(out_dir, *p)))
+    ]
+    present = {_relative(out_dir, split_path(out_dir, config_name(n), s)) for n, ss in card_files(out_dir).items() for s in ss}
+    recorded = {name: digest for name, digest in recorded.items() if name in present}
+    for pair in pairs:
+        name = _relative(out_dir, split_path(out_dir, *pair))
+        if pair not in todo and name not in recorded:  # a file of an earlier run without a record
+            recorded[name] = file_sha256(split_path(out_dir, *pair))
+        elif pair in todo:
+            recorded.pop(name, None)
+    write_checksums(out_dir, recorded)
     if kept is not None:
         kept += [split_path(out_dir, *p) for p in pairs if p not in todo]
     bar = None
@@ -902,9 +1047,11 @@ def write_dataset(
             if bar is not None:
                 bar.set_postfix_str(f"{config}/{split}")
             n = parse_config(config)
-            write_split(
+            path = write_split(
                 split_path(out_dir, config, split), split, n, sizes[(config, split)], params, bar
             )
+            recorded[_relative(out_dir, path)] = file_sha256(path)
+            write_checksums(out_dir, recorded)  # after each file: a run cut short keeps what it wrote
     finally:
         if bar is not None:
             bar.close()
@@ -953,8 +1100,8 @@ def check_parquet(path: str | os.PathLike) -> None:
     example (footer only, no data pages are read).
 
     Raises:
-        DataSourceError: unreadable or not parquet (names the file), columns other than the
-            release's :data:`COLUMNS`, or no rows.
+        CorruptDataError: unreadable or not parquet (names the file). DataSourceError: columns
+            other than the release's :data:`COLUMNS`, or no rows.
     """
     import pyarrow.parquet as pq
 
@@ -963,7 +1110,7 @@ def check_parquet(path: str | os.PathLike) -> None:
         meta = pq.read_metadata(path)
         names = meta.schema.to_arrow_schema().names
     except Exception as exc:  # pyarrow raises ArrowInvalid / OSError; report one sentence
-        raise DataSourceError(
+        raise CorruptDataError(
             f"{path}: not a readable parquet file ({_first_line(exc)}); expected a file written "
             "by `swar-bench data generate` or downloaded from the Hub"
         ) from exc
@@ -975,6 +1122,39 @@ def check_parquet(path: str | os.PathLike) -> None:
             f"{path}: the split file has no examples (0 rows); expected at least one "
             "(write it again with `swar-bench data generate`)"
         )
+
+
+def read_local_table(files: Sequence[str | os.PathLike], columns: Sequence[str] | None = None):
+    """The split files ``files`` as one pyarrow Table, read from the bytes on disk: pyarrow
+    directly (no ``datasets`` Arrow cache, which is keyed on path, size and modification time and
+    would serve an earlier copy of a changed file; nothing is written under
+    ``~/.cache/huggingface``), every column decoded (``columns``: only those), data-page CRCs
+    verified where the writer stored them (``page_checksum_verification``), on this thread only
+    (``use_threads=False``: a corrupt page raises here instead of aborting the process from a
+    reader thread).
+
+    Raises:
+        CorruptDataError: a file whose data cannot be decoded (names the file and pyarrow's reason).
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    tables = []
+    for path in files:
+        try:
+            table = pq.read_table(os.fspath(path), columns=list(columns) if columns else None, use_threads=False,
+                                  page_checksum_verification=True, memory_map=False)
+            table.validate(full=True)  # offsets and values consistent: a flip can decode into nonsense
+        except Exception as exc:  # noqa: BLE001 - pyarrow raises ArrowInvalid, OSError, ArrowException kinds
+            raise CorruptDataError(
+                f"{path}: a column cannot be read ({_first_line(exc)}); expected a parquet file as "
+                "`swar-bench data generate` writes it (run it again to rewrite the file)"
+            ) from None
+        tables.append(table)
+    try:
+        return pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+    except pa.ArrowInvalid as exc:
+        raise CorruptDataError(f"{files[0]}: the split files do not share one schema ({_first_line(exc)})") from None
 
 
 def load_split(
@@ -996,7 +1176,9 @@ def load_split(
         verify: run the oracle (:func:`verify_example`) on every example.
         params: parameters the data was generated with, for verification (default: a local
             folder's record, :func:`folder_params`, else the release's).
-        cache_dir: passed to ``datasets.load_dataset``.
+        cache_dir: passed to ``datasets.load_dataset`` (the Hub only: a local folder is read
+            from the bytes on disk, :func:`read_local_table`, after its files' SHA-256 are
+            compared with ``checksums.json``, :func:`check_checksums`; nothing is cached).
 
     Returns:
         ``datasets.Dataset`` with the release's columns (docs/TASK.md, "Columns").
@@ -1007,7 +1189,8 @@ def load_split(
             network access); an unreachable Hub (asked once per run, :func:`reach_hub`) or a
             dataset neither on the Hub nor, offline, in the cache; missing config or split, columns other than the release's,
             a split without examples, or (``verify``) ``params`` other than a local folder's
-            record (one sentence).
+            record (one sentence). CorruptDataError (a DataSourceError) for a local split file
+            whose bytes differ from ``checksums.json`` or whose columns cannot be decoded.
         OracleError: ``verify`` and an example breaks a rule (names its index).
     """
     parse_config(config)
@@ -1027,15 +1210,10 @@ def load_split(
                 f"Hub layout with config {config} and split {split} (write one with "
                 f"`swar-bench data generate --out {source} --configs {config} --splits {split}`)"
             )
+        check_checksums(source, files)  # first: the bytes on disk are the ones written
         for path in files:
             check_parquet(path)
-        try:
-            with _quiet_datasets():
-                ds = datasets.load_dataset(
-                    "parquet", data_files={split: files}, split=split, cache_dir=cache_dir
-                )
-        except Exception as exc:  # the datasets library raises many types; report one sentence
-            raise DataSourceError(f"could not read {files[0]}: {_first_line(exc)}") from exc
+        ds = datasets.Dataset(datasets.table.InMemoryTable(read_local_table(files)))
     else:
         reach_hub(source)
         try:
@@ -1162,8 +1340,6 @@ def check_disjoint(
         DataSourceError: a local parquet file is unreadable (names the file), or a Hub split
             cannot be loaded.
     """
-    import pyarrow.parquet as pq
-
     folder = resolve_source(source)
     report = {}
     for config in configs:
@@ -1173,16 +1349,11 @@ def check_disjoint(
             if folder is not None:  # read the parquet directly: no cache copy
                 pattern = os.path.join(folder, config, f"{split}-*.parquet")
                 files = sorted(glob.glob(pattern))
+                check_checksums(folder, files)  # first: the bytes on disk are the ones written
                 for path in files:
                     check_parquet(path)
-                if files:
-                    try:
-                        table = pq.read_table(files, columns=["input_ids"])
-                    except Exception as exc:  # corrupt data pages behind a valid footer
-                        raise DataSourceError(
-                            f"could not read {files[0]}: {_first_line(exc)}"
-                        ) from exc
-                    hashes[split] = example_hashes(table)
+                if files:  # every column decoded: an unreadable one is a fault of the data
+                    hashes[split] = example_hashes(read_local_table(files))
             else:
                 hashes[split] = example_hashes(
                     load_split(source, config, split, cache_dir=cache_dir)

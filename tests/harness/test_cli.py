@@ -242,10 +242,11 @@ def test_mechanism_swap_and_resume_from_last(tmp_path, caplog):
     stream = second["PasskeySwarDataModule"]["train_stream"]
     assert stream["consumed"] == 4 and stream["counters"] == {32: stream["issued"]}
     assert stream["issued"] - stream["consumed"] == len(stream["pending"])
-    # a new run into the same folder replaces last.ckpt: the README's --ckpt_path .../last.ckpt is the latest run
-    assert main(["fit", *base, "--trainer.max_steps=1"]) == 0
-    assert torch.load(last, weights_only=False)["global_step"] == 1
+    # the resumed run replaced last.ckpt in place (no last-v1.ckpt beside it)
     assert sorted(p.name for p in last.parent.glob("last*.ckpt")) == ["last.ckpt"]
+    # a new run into the same folder would destroy this run: refused (tests/harness/test_fresh_start.py)
+    assert main(["fit", *base, "--trainer.max_steps=1"]) == 2
+    assert torch.load(last, weights_only=True)["global_step"] == 4
 
 
 def test_checkpoint_of_another_mechanism_is_one_line(tmp_path, capsys):

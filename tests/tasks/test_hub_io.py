@@ -51,6 +51,7 @@ def test_layout_and_schema(data_dir):
     )
     assert names == [
         "README.md",
+        "checksums.json",
         "n32/test-00000-of-00001.parquet",
         "n32/validation-00000-of-00001.parquet",
         "n64/test-00000-of-00001.parquet",
@@ -137,6 +138,7 @@ def test_verification_names_the_bad_example(tmp_path, cache):
     rows = pq.read_table(path).to_pylist()
     rows[4]["labels"][0] = rows[4]["input_ids"][0]  # a label off an answer position
     pq.write_table(pa.Table.from_pylist(rows, schema=hub_io.arrow_schema()), path)
+    hub_io.record_checksums(tmp_path)  # the record matches: the oracle must find it
     with pytest.raises(
         OracleError, match=r"seed=2000032000004 index=4: position 0: label off an answer position"
     ):
@@ -154,6 +156,7 @@ def test_disjointness_check_finds_shared_examples(data_dir, tmp_path, cache):
         pa.Table.from_pylist(test, schema=hub_io.arrow_schema()),
         split_path(tmp_path, "n32", "test"),
     )
+    hub_io.record_checksums(tmp_path)  # the record matches: the example hashes must find them
     assert check_disjoint(str(tmp_path), ["n32"], cache_dir=cache) == {
         "n32": {("test", "validation"): 2}
     }
@@ -254,6 +257,7 @@ def test_unreadable_parquet_is_named_in_one_line_and_nothing_else(tmp_path, cach
     write_dataset(tmp_path, ["n32"], ["validation", "test"], num_examples=4, progress=False)
     path = split_path(tmp_path, "n32", "test")
     _write_garbage(path)
+    hub_io.record_checksums(tmp_path)  # the record matches: reading the file must find it
     capfd.readouterr()
     with pytest.raises(
         DataSourceError, match=re.escape(f"{path}: not a readable parquet file")
@@ -452,6 +456,7 @@ def test_a_split_without_examples_is_an_error(tmp_path, cache):
     write_dataset(tmp_path, ["n32"], ["validation", "test"], num_examples=3, progress=False)
     path = split_path(tmp_path, "n32", "validation")
     pq.write_table(hub_io.arrow_schema().empty_table(), path)
+    hub_io.record_checksums(tmp_path)  # the record matches: the row count must find it
     message = f"{path}: the split file has no examples (0 rows); expected at least one"
     with pytest.raises(DataSourceError, match=re.escape(message)):
         load_split(str(tmp_path), "n32", "validation", cache_dir=cache)
