@@ -257,31 +257,41 @@ say "jobs ${plain_job} (plain) and ${job} (requeued) submitted"
 
 # ------------------------------------------------------------------------------ job "requeued"
 POLL=0.1 wait_until "job ${job}'s first validation checkpoint" 300 saved_above "${REQ}" 0
+usr1_step="$(saved_step "${REQ}")"
 scancel --signal=USR1 "${job}"
-say "job ${job}: USR1 sent after its checkpoint at step $(saved_step "${REQ}")"
-wait_until "job ${job} to resume after USR1 (restart 1)" 300 has_restored "${LOG}" 1
-HPC="${REQ}/checkpoints/hpc_ckpt_1.ckpt"
-[[ -f "${HPC}" ]] || fail "no ${HPC} after the USR1 requeue"
-hpc_step="$(step_of "${HPC}")"
-((hpc_step % CHUNKS == 0)) || fail "hpc_ckpt_1.ckpt at global step ${hpc_step}: not a batch boundary (${CHUNKS} steps per batch)"
-line="$(restored "${LOG}" 1)"
-[[ "${line}" == "${HPC}" ]] || fail "restart 1 did not resume from ${HPC}: '${line}'"
-say "job ${job}: restart 1 resumes from hpc_ckpt_1.ckpt (global step ${hpc_step})"
-
-# The job's last 80 steps take 2-3 s, less than a loaded machine may take to poll and requeue: its
-# training processes are frozen (SIGSTOP) as soon as it has validated, so that the requeue finds it
-# running; slurmd sends every process of a job SIGCONT before SIGTERM when it ends it.
-POLL=0.1 wait_until "job ${job} to validate after its resume" 300 saved_above "${REQ}" "${hpc_step}"
+say "job ${job}: USR1 sent after its checkpoint at step ${usr1_step}"
+# The job's last 120 steps take a few seconds, less than a loaded machine may take to poll, start a
+# Python process and requeue: its training processes are frozen (SIGSTOP) as soon as it has
+# validated after its resume, before anything slow runs (slurmd sends every process of a job
+# SIGCONT before SIGTERM when it ends it). The step of the USR1 checkpoint is read from the job's
+# log (no Python start): a validation checkpoint after it comes from the resumed run.
+POLL=0.1 wait_until "job ${job} to resume after USR1 (restart 1)" 300 has_restored "${LOG}" 1
+saved_at="$(sed -n 's/^requeue signal: saved .* at global step \([0-9]*\)$/\1/p' "${LOG}" | head -1)"
+[[ -n "${saved_at}" ]] || fail "job ${job}: its log does not say at which step the USR1 checkpoint was saved"
+POLL=0.05 wait_until "job ${job} to validate after its resume" 300 saved_above "${REQ}" "${saved_at}"
 mapfile -t tasks < <(job_tasks "${job}")
 ((${#tasks[@]})) || fail "job ${job}: no swar-bench process found to freeze before scontrol requeue"
 kill -STOP "${tasks[@]}"
 last_step="$(saved_step "${REQ}")"
 scontrol requeue "${job}"
 say "job ${job}: requeued without a signal at last.ckpt step ${last_step} (its ${#tasks[@]} swar-bench processes frozen first)"
+HPC="${REQ}/checkpoints/hpc_ckpt_1.ckpt"
+[[ -f "${HPC}" ]] || fail "no ${HPC} after the USR1 requeue"
+hpc_step="$(step_of "${HPC}")"
+((hpc_step % CHUNKS == 0)) || fail "hpc_ckpt_1.ckpt at global step ${hpc_step}: not a batch boundary (${CHUNKS} steps per batch)"
+((hpc_step == saved_at)) || fail "hpc_ckpt_1.ckpt holds global step ${hpc_step}; the log said ${saved_at}"
+((last_step > hpc_step)) || fail "the validation checkpoint after the resume is at step ${last_step}, not after hpc_ckpt_1.ckpt (${hpc_step})"
+line="$(restored "${LOG}" 1)"
+[[ "${line}" == "${HPC}" ]] || fail "restart 1 did not resume from ${HPC}: '${line}'"
+say "job ${job}: restart 1 resumed from hpc_ckpt_1.ckpt (global step ${hpc_step})"
 wait_until "job ${job} to resume after scontrol requeue (restart 2)" 300 has_restored "${LOG}" 2
 line="$(restored "${LOG}" 2)"
 [[ "${line}" != "${HPC}" ]] || fail "restart 2 went back to hpc_ckpt_1.ckpt (step ${hpc_step}) though last.ckpt was at step ${last_step}"
-resumed_step="$(step_of "${line}")"
+# the step it resumed from, as the stopped run announced it (last.ckpt is rewritten as the resumed
+# run goes on, so reading the file now could show a later step)
+announced="$(sed -n 's/^swar-bench: stopped by SIGTERM (the requeued job resumes from \(.*\), global step \([0-9]*\))$/\1 \2/p' "${LOG}" | sed -n 2p)"
+[[ "${announced% *}" == "${line}" ]] || fail "restart 2 resumed from '${line}', but restart 1 announced '${announced% *}'"
+resumed_step="${announced##* }"
 ((resumed_step >= last_step)) || fail "restart 2 resumed from global step ${resumed_step} < ${last_step}: '${line}'"
 ((resumed_step < MAX_STEPS)) || fail "the job had ended (step ${resumed_step}) before scontrol requeue took effect: nothing resumed"
 say "job ${job}: restart 2 resumes from global step ${resumed_step} (${line##* })"
