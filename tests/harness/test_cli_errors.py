@@ -252,9 +252,10 @@ def test_the_reported_width_that_heads_do_not_divide_names_the_width_not_the_hea
 
 
 def _size_args(name: str) -> list[str]:
-    """The mechanism's size arguments: its int (or optional int) init args."""
+    """The mechanism's size arguments: its int (or optional int) init args, but ``conv_size``,
+    where 0 is valid (no short convolution; its refusals are tests/mechanisms/test_conv_size.py's)."""
     hints = typing.get_type_hints(getattr(mechanisms, name).__init__)
-    return [arg for arg, hint in hints.items() if hint is int or hint == int | None]
+    return [arg for arg, hint in hints.items() if (hint is int or hint == int | None) and arg != "conv_size"]
 
 
 SIZE_ARGS = [(name, arg) for name in mechanisms.MECHANISMS for arg in _size_args(name)]
