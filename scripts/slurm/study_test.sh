@@ -38,7 +38,7 @@ model:
 data:
   source: generate
   train_configs: [32]
-  val_configs: [32]
+  val_configs: [32, 64]
   test_configs: [32, 64]
   batch_size: 2
   eval_batch_size: 8
@@ -50,6 +50,7 @@ name: slurm_tiny
 config: ${S}/base.yaml
 records: ${S}/records
 out: ${S}/runs
+readout_n: 64
 learning_rates: [3.0e-3]
 extra_learning_rates: {below: [], above: []}
 selection_seeds: 1

@@ -1,4 +1,4 @@
-"""``swar-bench study run|status|report STUDY.yaml``: a fair comparison as a product command.
+"""swar-bench study run|status|report|site STUDY.yaml: a fair comparison of mechanisms from a study file.
 
     swar-bench study run configs/studies/frontier.yaml --jobs 2        # train and test what is missing
     swar-bench study run configs/studies/frontier.yaml --only GatedDeltaNet
@@ -169,13 +169,20 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "report":
             from swar_bench.study.report import write_report
 
-            for path in write_report(spec, Path(args.out) if args.out else Path(spec.records)):
+            if args.out is not None and args.out.strip() == "":
+                raise StudyError("--out='': expected a folder path")
+            out = Path(args.out) if args.out else Path(spec.records)
+            if out.exists() and not out.is_dir():
+                raise StudyError(f"--out {out} is a file; expected a folder for the tables and figures")
+            for path in write_report(spec, out):
                 print(f"study: wrote {path}")
             return 0
         if args.command == "site":
             from swar_bench import interrupts
             from swar_bench.study.site import write_site
 
+            if args.out is not None and args.out.strip() == "":
+                raise StudyError("--out='': expected a folder path")
             previous = interrupts.install(sigterm=True)
             try:
                 index = write_site(spec, Path(args.out))

@@ -270,7 +270,7 @@ def markdown(spec: StudySpec, results: list[MechanismResult], test_n: Sequence[i
             f"Protocol: learning rates {', '.join(f'{lr:g}' for lr in spec.learning_rates)} (extended by "
             f"{', '.join(f'{lr:g}' for lr in spec.extra_below) or 'none'} below and "
             f"{', '.join(f'{lr:g}' for lr in spec.extra_above) or 'none'} above when a pick is at an edge), "
-            f"chosen on the mean selection score of seeds 0–{spec.selection_seeds - 1}; {spec.seeds} seeds per "
+            f"chosen on the mean selection score of {'seed 0' if spec.selection_seeds == 1 else f'seeds 0–{spec.selection_seeds - 1}'}; {spec.seeds} seeds per "
             f"point unless the row says otherwise, each on its own training examples; gate: validation at "
             f"the shortest training N, ar_valid ≥ {gate.ar_valid:g} or passkey_exact ≥ {gate.passkey_exact:g}; "
             f"read-out at n{n}."

@@ -83,7 +83,15 @@ def read_budget(spec: StudySpec, m: MechanismSpec | None = None) -> Budget:
     import yaml
 
     config = spec.base_of(m) if m is not None else spec.config
-    cfg = yaml.safe_load(Path(config).read_text()) or {}
+    try:
+        cfg = yaml.safe_load(Path(config).read_text()) or {}
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
+        raise StudyError(
+            f"{spec.path}: config {config} cannot be read as YAML ({err.__class__.__name__}); expected the "
+            "shared budget config (trainer, model, data)"
+        ) from None
+    if not isinstance(cfg, dict):
+        raise StudyError(f"{spec.path}: config {config} is not a YAML mapping; expected trainer, model and data")
     try:
         horizon = (cfg.get("model") or {}).get("max_steps")
         budget = Budget(
@@ -92,7 +100,7 @@ def read_budget(spec: StudySpec, m: MechanismSpec | None = None) -> Budget:
             val_n=[int(n) for n in cfg["data"]["val_configs"]],
             test_n=[int(n) for n in cfg["data"]["test_configs"]],
         )
-    except (KeyError, TypeError, ValueError):
+    except (KeyError, TypeError, ValueError, AttributeError):
         raise StudyError(
             f"{spec.path}: config {config} needs trainer.max_steps and data.train_configs, val_configs, "
             "test_configs (integers)"
@@ -102,7 +110,23 @@ def read_budget(spec: StudySpec, m: MechanismSpec | None = None) -> Budget:
             f"{spec.path}: the gate reads validation at the shortest training N, n{budget.gate_n}, which is not "
             f"among data.val_configs {budget.val_n} of {config}; expected it there"
         )
+    stale = [n for n in budget.val_n if n > 2 * STALE_AFTER]
+    if not stale:
+        raise StudyError(
+            f"{spec.path}: data.val_configs {budget.val_n} of {config} has no N above {2 * STALE_AFTER}, where "
+            "stale keys exist; expected one (the selection score needs ar_expired_stale, e.g. 64)"
+        )
+    if spec.readout_n not in budget.test_n:
+        raise StudyError(
+            f"{spec.path}: readout_n={spec.readout_n} is not among data.test_configs {budget.test_n} of {config}; "
+            "expected one of them"
+        )
     return budget
+
+
+STALE_AFTER = 16
+"""The task's window w (docs/TASK.md, "Answer rule"): a key is stale after 2w idle writes, so
+``ar_expired_stale`` is observed only at N above 2w."""
 
 
 def mechanism_args(m: MechanismSpec) -> list[str]:
@@ -239,6 +263,7 @@ class Runner:
         self.code = provenance.code_version()
         self.env = provenance.environment()
         self.planned: list[str] = []
+        self.started = 0  # fits and tests this run started
 
     # ----------------------------------------------------------------- records
 
@@ -279,6 +304,8 @@ class Runner:
             marker = running_marker(log_path.parent, log_path.with_suffix("").stem)
             marker.write_text(f"{socket.gethostname()} {os.getpid()}\n")
             start = time.monotonic()
+            with self.lock:
+                self.started += 1
             with open(log_path, "w") as handle:
                 proc = subprocess.Popen(
                     [*SWAR_BENCH, *args], stdout=handle, stderr=subprocess.STDOUT, env=env
@@ -591,6 +618,8 @@ class Runner:
         if self.failed:
             self.log(f"study: {len(self.failed)} run(s) failed: {', '.join(self.failed)}")
             return 1
+        if not self.started and not self.dry_run:
+            self.log(f"study: nothing to run: every fit and test the protocol needs now is in {self.records}")
         return 0
 
 

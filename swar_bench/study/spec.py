@@ -205,9 +205,20 @@ def _mechanism(m: Any, at: str) -> MechanismSpec:
     if not (m.get("config") or m.get("class_path")):
         raise StudyError(f"{at} ({mname}): names no config and no class_path; expected one of them")
     if m.get("config") is not None and not Path(m["config"]).is_file():
+        what = "is a folder" if Path(m["config"]).is_dir() else "does not exist"
+        raise StudyError(f"{at} ({mname}): config={m['config']!r} {what}; expected a mechanism config (YAML)")
+    if m.get("config") and m.get("class_path"):
         raise StudyError(
-            f"{at} ({mname}): config={m['config']!r} does not exist; expected a mechanism config (YAML)"
+            f"{at} ({mname}): gives both config and class_path; expected one of them (a config's init_args "
+            "belong to its class)"
         )
+    if m.get("class_path") is not None:
+        from swar_bench.mechanisms.registry import resolve_class
+
+        try:
+            resolve_class(m["class_path"], f"{at} ({mname}): class_path")
+        except ValueError as err:
+            raise StudyError(str(err)) from None
     init_args = m.get("init_args") or {}
     if not isinstance(init_args, dict):
         raise StudyError(f"{at} ({mname}): init_args={init_args!r} is invalid; expected a mapping")
@@ -278,9 +289,10 @@ def load_study(path: str | Path) -> StudySpec:
         if key in raw and (not isinstance(raw[key], str) or not raw[key].strip()):
             raise StudyError(f"{where}: {key}={raw[key]!r} is invalid; expected a path")
     if not Path(raw["config"]).is_file():
-        raise StudyError(
-            f"{where}: config={raw['config']!r} does not exist; expected the shared budget config (YAML)"
-        )
+        what = "is a folder" if Path(raw["config"]).is_dir() else "does not exist"
+        raise StudyError(f"{where}: config={raw['config']!r} {what}; expected the shared budget config (YAML)")
+    if Path(raw["records"]).exists() and not Path(raw["records"]).is_dir():
+        raise StudyError(f"{where}: records={raw['records']!r} is a file; expected a folder for the records")
     extra = raw.get("extra_learning_rates", {"below": [1e-4], "above": [3e-2]})
     if not isinstance(extra, dict):
         raise StudyError(

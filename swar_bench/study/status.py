@@ -81,6 +81,7 @@ def stale_runs(spec: StudySpec) -> list[tuple[str, str]]:
 
 
 def print_status(spec: StudySpec) -> int:
+    """Print one line per planned run and a summary; 1 when a run has failed (as ``run``), else 0."""
     rows = run_states(spec)
     width = max((len(e) for _, e, _ in rows), default=10)
     counts: dict[str, int] = {}
@@ -92,4 +93,4 @@ def print_status(spec: StudySpec) -> int:
         + ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
         + f" ({len(rows)} runs planned now)"
     )
-    return 0
+    return 1 if counts.get("failed") else 0

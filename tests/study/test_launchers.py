@@ -36,7 +36,7 @@ BASE = """trainer:
     init_args: {save_dir: runs, name: tiny}
 data:
   train_configs: [32]
-  val_configs: [32]
+  val_configs: [32, 64]
   test_configs: [32, 64]
 """
 
@@ -48,7 +48,7 @@ def _study(tmp: Path, extra: str = "", mechanisms: int = 1, borrow: bool = False
     if borrow:
         mechs += "  - name: Arm\n    class_path: GRU\n    init_args: {d_model: 7}\n    learning_rate_from: M0\n"
     path = tmp / "study.yaml"
-    path.write_text(f"name: tiny\nconfig: {tmp / 'base.yaml'}\nrecords: {tmp / 'records'}\nout: {tmp / 'runs'}\n"
+    path.write_text(f"name: tiny\nconfig: {tmp / 'base.yaml'}\nrecords: {tmp / 'records'}\nout: {tmp / 'runs'}\nreadout_n: 64\n"
                     f"{extra}mechanisms:\n{mechs}")
     return path
 

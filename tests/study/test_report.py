@@ -17,7 +17,7 @@ from swar_bench.study.report import SeedResult, across_seeds, collect, markdown,
 from swar_bench.study.spec import load_study
 
 BASE = """trainer: {max_steps: 20}
-data: {train_configs: [32], val_configs: [32], test_configs: [32, 256]}
+data: {train_configs: [32], val_configs: [32, 64], test_configs: [32, 256]}
 """
 N = 256
 

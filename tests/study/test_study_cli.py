@@ -36,7 +36,7 @@ model:
 data:
   source: generate
   train_configs: [32]
-  val_configs: [32]
+  val_configs: [32, 64]
   test_configs: [32, 64]
   batch_size: 2
   eval_batch_size: 8
@@ -52,7 +52,7 @@ def _study(tmp_path: Path, extra: str = "", mechanisms: str | None = None) -> Pa
     )
     path = tmp_path / "study.yaml"
     path.write_text(
-        f"name: tiny\nconfig: {tmp_path / 'base.yaml'}\nrecords: {tmp_path / 'records'}\nout: {tmp_path / 'runs'}\n"
+        f"name: tiny\nconfig: {tmp_path / 'base.yaml'}\nrecords: {tmp_path / 'records'}\nout: {tmp_path / 'runs'}\nreadout_n: 64\n"
         f"{extra}mechanisms:\n{mechanisms}"
     )
     return path
@@ -247,7 +247,7 @@ def test_add_puts_an_outside_layer_beside_the_committed_baselines(tmp_path):
     assert {p.name: p.stat().st_mtime_ns for p in records.glob("GRU_tiny*.json")} == baseline  # not retrained
     assert json.loads((records / "added" / "MyGRU.json").read_text())["class_path"] == "mylayers.MyGRU"
     assert _swar_bench_with(tmp_path, "study", "report", str(study)).returncode == 0
-    frontier = (records / "tiny.md").read_text().split("## The frontier at n256")[1].split("##")[0]
+    frontier = (records / "tiny.md").read_text().split("## The frontier at n64")[1].split("##")[0]
     assert "| GRU_tiny | 1 |" in frontier and "| MyGRU | 1 |" in frontier
     status = _swar_bench_with(tmp_path, "study", "status", str(study))
     assert "study: 4 done (4 runs planned now)" in status.stdout
@@ -290,3 +290,42 @@ def test_arms_with_their_own_budget_run_at_the_rate_of_their_source(tmp_path):
     assert set(long_fit["validation"]) >= {"ar_valid/n32", "ar_valid/n64"}
     with pytest.raises(StudyError, match="learning_rate_from='Nobody' is invalid"):
         load_study(_study(tmp_path, "", arms.replace("learning_rate_from: Short", "learning_rate_from: Nobody")))
+
+
+@pytest.mark.parametrize(
+    ("base", "extra", "mechanisms", "message"),
+    [
+        ("trainer: [\n", "", None, r"base.yaml cannot be read as YAML \(ParserError\)"),
+        ("- 1\n- 2\n", "", None, "base.yaml is not a YAML mapping"),
+        (BASE.replace("val_configs: [32, 64]", "val_configs: [32]"), "", None, r"has no N above 32, where stale keys"),
+        (BASE, "readout_n: 100\n", None, r"readout_n=100 is not among data.test_configs \[32, 64\]"),
+        (BASE, "", "  - {name: A, class_path: GRUU}\n", r"class_path=GRUU: unknown mechanism"),
+        (BASE, "", "  - {name: A, class_path: GRU, config: configs/mechanisms/gru.yaml}\n",
+         "gives both config and class_path"),
+    ],
+)
+def test_a_study_that_cannot_run_is_refused_before_anything_runs(tmp_path, base, extra, mechanisms, message):
+    """The fresh-user faults: a budget config that is not YAML (or not a mapping), no validation N
+    with stale keys (the selection score would be undefined), a read-out N that is never tested, a
+    misspelt class path, a mechanism given two ways: one line each, when the study is loaded."""
+    from swar_bench.study.runner import read_budget
+
+    path = _study(tmp_path, extra.replace("readout_n: 100\n", ""), mechanisms)
+    if "readout_n: 100" in extra:
+        path.write_text(path.read_text().replace("readout_n: 64", "readout_n: 100"))
+    (tmp_path / "base.yaml").write_text(base)
+    with pytest.raises(StudyError, match=message) as err:
+        read_budget(load_study(path))
+    assert "\n" not in str(err.value)
+
+
+def test_records_that_are_a_file_and_report_out_that_is_a_file_are_one_line(tmp_path):
+    (tmp_path / "afile").write_text("x")
+    study = _study(tmp_path)
+    study.write_text(study.read_text().replace(f"records: {tmp_path / 'records'}", f"records: {tmp_path / 'afile'}"))
+    with pytest.raises(StudyError, match=r"records='.*afile' is a file; expected a folder"):
+        load_study(study)
+    study = _study(tmp_path)
+    for out, message in ((str(tmp_path / "afile"), "is a file; expected a folder"), ("", "--out='': expected a folder")):
+        done = _swar_bench("study", "report", str(study), f"--out={out}")
+        assert done.returncode == 2 and done.stderr.count("\n") == 1 and message in done.stderr, done.stderr
