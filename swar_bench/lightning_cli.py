@@ -615,6 +615,11 @@ class SwarBenchCLI(LightningCLI):
                 f"({err.reason}); expected a .ckpt written by swar-bench fit"
             ) from None
         except FileNotFoundError:
+            if remote:  # fsspec says "not found" for an unknown host or a refused connection too
+                raise ValueError(
+                    f"--ckpt_path={path}: not found, or the server cannot be reached; expected a URL that serves "
+                    "a .ckpt written by swar-bench fit"
+                ) from None
             raise ValueError(f"--ckpt_path={path}: no such file") from None
         except OSError as err:
             raise ValueError(f"--ckpt_path={path}: cannot be read ({err.strerror or type(err).__name__})") from None

@@ -180,3 +180,26 @@ def test_lightning_asking_for_weights_only_false_still_gets_weights_only(tmp_pat
     with pytest.raises(CheckpointRefusedError):
         SafeCheckpointIO().load_checkpoint(tmp_path / "evil.ckpt", weights_only=False)
     assert not marker.exists()
+
+
+@pytest.mark.parametrize("served", [True, False])
+def test_a_url_that_cannot_be_reached_or_is_missing_says_so(tmp_path, capsys, served):
+    """The fresh-user fault: a URL whose server refuses the connection was "no such file"; fsspec
+    raises FileNotFoundError for both, so the line names both readings."""
+    import socket
+
+    if served:
+        with http_server(tmp_path) as base:
+            url = f"{base}/missing.ckpt"
+            code = main(["test", *_common(tmp_path), f"--ckpt_path={url}"])
+    else:
+        with socket.socket() as s:  # a port nothing listens on
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        url = f"http://127.0.0.1:{port}/last.ckpt"
+        code = main(["test", *_common(tmp_path), f"--ckpt_path={url}"])
+    assert code == 2
+    assert _swar_lines(capsys) == [
+        (f"swar-bench: error: --ckpt_path={url}: not found, or the server cannot be reached; expected a URL that "
+        "serves a .ckpt written by swar-bench fit")
+    ]
