@@ -652,4 +652,10 @@ class PasskeySwarDataModule(pl.LightningDataModule):
         return {"train_stream": self.stream.state_dict()}
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restore the training stream from a checkpoint, when fitting. ``test``, ``validate`` and
+        ``predict`` read the evaluation splits only: the stream's settings (batch size, seed, first
+        index) are not checked against theirs."""
+        trainer = self.trainer
+        if trainer is not None and trainer.state.fn is not None and trainer.state.fn != "fit":
+            return
         self.stream.load_state_dict(state_dict["train_stream"])

@@ -203,3 +203,16 @@ def test_a_url_that_cannot_be_reached_or_is_missing_says_so(tmp_path, capsys, se
         (f"swar-bench: error: --ckpt_path={url}: not found, or the server cannot be reached; expected a URL that "
         "serves a .ckpt written by swar-bench fit")
     ]
+
+
+def test_test_reads_a_checkpoint_whatever_the_training_stream_settings(tmp_path, capsys):
+    """The fresh-user fault: `test --ckpt_path last` with another --data.batch_size was refused with
+    "resume with the same data settings"; a test reads the evaluation splits only. A resumed fit
+    still refuses other stream settings."""
+    common = _common(tmp_path)
+    assert main(["fit", *common, "--trainer.max_steps=2"]) == 0
+    capsys.readouterr()
+    assert main(["test", *common, "--ckpt_path=last", "--data.batch_size=4", "--data.seed=3"]) == 0
+    capsys.readouterr()
+    assert main(["fit", *common, "--ckpt_path=last", "--data.batch_size=4", "--trainer.max_steps=4"]) != 0
+    assert any("resume with the same data settings" in line for line in _swar_lines(capsys))
