@@ -48,15 +48,15 @@ def _parser() -> argparse.ArgumentParser:
 
     add_arguments(run)
     report = sub.add_parser("report", help="tables and figures from the records")
-    report.add_argument("study")
+    report.add_argument("study", help="the study file (YAML), e.g. configs/studies/frontier.yaml")
     report.add_argument("--out", default=None,
                         help="folder of the tables and figures (default: the study's records folder)")
     site = sub.add_parser("site", help="static HTML pages from the records (open site/index.html)")
-    site.add_argument("study")
+    site.add_argument("study", help="the study file (YAML), e.g. configs/studies/frontier.yaml")
     site.add_argument("--out", default="site",
                       help="folder of the site (default: site); replaced whole when it is an earlier site")
     status = sub.add_parser("status", help="one line per run: done / running / failed / to do")
-    status.add_argument("study")
+    status.add_argument("study", help="the study file (YAML), e.g. configs/studies/frontier.yaml")
     return p
 
 
