@@ -108,8 +108,8 @@ def resolve_mechanism_names(argv: list[str]) -> list[str]:
 
 class PredictionWriter(BasePredictionWriter):
     """Saves ``predict`` outputs (the contract-4 dicts, one per batch) to
-    ``<output_dir>/predictions_rank<r>.pt`` with ``torch.save``, atomically (temp file + rename).
-    ``output_dir`` None (the default) writes nothing."""
+    ``<output_dir>/predictions_rank<r>.pt`` with ``torch.save``, atomically (temp file + rename),
+    and prints ``wrote <path>``. ``output_dir`` None (the default) writes nothing and says so."""
 
     def __init__(self, output_dir: str | None = None) -> None:
         super().__init__(write_interval="epoch")
@@ -117,10 +117,13 @@ class PredictionWriter(BasePredictionWriter):
 
     def write_on_epoch_end(self, trainer, pl_module, predictions: Any, batch_indices: Any) -> None:
         if self.output_dir is None:
+            if trainer.is_global_zero:
+                print("predict: outputs not kept; give --predictions.output_dir DIR to save them")
             return
         path = os.path.join(self.output_dir, f"predictions_rank{trainer.global_rank}.pt")
         with atomic_path(path) as tmp:
             torch.save(predictions, tmp)
+        print(f"wrote {path}")
 
 
 ARGS_WARNING = r"LightningCLI's args parameter is intended to run from within Python"
@@ -755,10 +758,33 @@ class SwarBenchCLI(LightningCLI):
         if account is not None:
             raise self._mismatch_error(account, self._checkpoint, self._checkpoint_path)
 
-    def _report_paths(self) -> None:
-        """``wrote <path>`` for every test report (rank 0), as ``demo`` prints them."""
-        from swar_bench.callbacks import AnswerTypeAccuracy, Calibration, MQARAccuracy
+    def _prepare_subcommand_parser(self, klass: type, subcommand: str, **kwargs: Any):
+        parser = super()._prepare_subcommand_parser(klass, subcommand, **kwargs)
+        if subcommand in ("test", "validate"):
+            # the per-N table (``_print_tables``) replaces Lightning's metric dump; --verbose true
+            # brings the dump back
+            parser.set_defaults(verbose=False)
+        return parser
 
+    def _print_tables(self, subcommand: str) -> None:
+        """After ``test`` / ``validate`` (rank 0): the accuracy table per N x answer kind with 95%
+        Wilson intervals, as ``demo`` prints it (MQAR runs: accuracy per query-gap band), the
+        calibration table of a test, then ``wrote <path>`` for every report file."""
+        if not self.trainer.is_global_zero:
+            return
+        from swar_bench.callbacks import AnswerTypeAccuracy, Calibration, MQARAccuracy, calibration_table
+
+        stage = "Test" if subcommand == "test" else "Validation"
+        for callback in self.trainer.callbacks:
+            if isinstance(callback, AnswerTypeAccuracy) and (callback.test_report or callback.val_report):
+                print(f"\n{stage} accuracy per N x answer kind:\n")
+                print(callback.table())
+            elif isinstance(callback, MQARAccuracy) and (callback.test_report or callback.val_report) is not None:
+                print(f"\n{stage} MQAR accuracy per query-gap band:\n")
+                print(callback.table())
+            elif isinstance(callback, Calibration) and subcommand == "test" and callback.test_report is not None:
+                print("\nCalibration:\n")
+                print(calibration_table(callback.test_report))
         for callback in self.trainer.callbacks:
             if isinstance(callback, (AnswerTypeAccuracy, Calibration, MQARAccuracy)):
                 for path in callback.report_paths:
@@ -773,8 +799,8 @@ class SwarBenchCLI(LightningCLI):
         try:
             with discarding_empty_run(self.trainer):
                 super()._run_subcommand(subcommand)
-            if subcommand == "test":
-                self._report_paths()
+            if subcommand in ("test", "validate"):
+                self._print_tables(subcommand)
         except RuntimeError as err:
             # a checkpoint Lightning resolved itself ("last", "best"): strict load_state_dict failed
             if not str(err).startswith("Error(s) in loading state_dict"):

@@ -302,6 +302,32 @@ def test_predict_writes_the_outputs(tmp_path):
     assert all(torch.equal(b["pred"], b["target"]) and b["pred"].numel() > 12 for b in batches)
 
 
+def test_predict_prints_what_it_wrote_or_that_it_kept_nothing(tmp_path, capsys):
+    out = tmp_path / "pred"
+    base = ["predict", "--config", str(CONFIGS / "oracle.yaml"), "--data.test_configs=[32]", "--data.eval_examples=2", *_common(tmp_path)]
+    assert main([*base, f"--predictions.output_dir={out}"]) == 0
+    assert f"wrote {out / 'predictions_rank0.pt'}" in capsys.readouterr().out.splitlines()
+    assert main(base) == 0
+    assert "predict: outputs not kept; give --predictions.output_dir DIR to save them" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("subcommand, title", [("test", "Test"), ("validate", "Validation")])
+def test_evaluation_prints_the_per_n_table_not_lightnings_dump(tmp_path, capsys, subcommand, title):
+    # the Oracle answers every query right: every observed cell of the table reads 1.000
+    argv = [subcommand, "--config", str(CONFIGS / "oracle.yaml"), "--data.test_configs=[32,64]", "--data.val_configs=[32,64]",
+            "--data.eval_examples=3", *_common(tmp_path)]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert f"{title} accuracy per N x answer kind:" in out
+    accuracy = out.split(f"{title} accuracy per N x answer kind:")[1].split("Calibration:")[0]
+    rows = [ln for ln in accuracy.splitlines() if ln.startswith("| n32 ") or ln.startswith("| n64 ")]
+    assert len(rows) == 2 and all("1.000" in r for r in rows), rows
+    assert "DataLoader 0" not in out and "Test metric" not in out and "Validate metric" not in out
+    if subcommand == "test":
+        assert "Calibration:" in out
+        assert any(ln.startswith("wrote ") and ln.endswith("answer_type_accuracy.md") for ln in out.splitlines())
+
+
 def test_oracle_rules_follow_the_data_or_the_run_stops(tmp_path, capsys):
     base = ["test", "--config", str(CONFIGS / "oracle.yaml"), "--data.test_configs=[128]", "--data.eval_examples=6",
             "--data.task_params={\"w\": 8}", *_common(tmp_path)]
