@@ -310,7 +310,7 @@ def test_each_callback_measures_its_own_task():
 # ---------------------------------------------------------------- end to end
 
 
-def test_cli_fits_and_tests_mqar(tmp_path):
+def test_cli_fits_and_tests_mqar(tmp_path, capsys):
     from swar_bench.lightning_cli import main
 
     run = tmp_path / "runs"
@@ -338,8 +338,12 @@ def test_cli_fits_and_tests_mqar(tmp_path):
     assert len(early) == 1 and "val/mqar/acc" in early[0][0]
     assert 0.0 <= float(early[0][1]["best_score"]) <= 1.0  # the MQAR accuracy was logged and monitored
 
+    capsys.readouterr()
     assert main(["test", *common, "--ckpt_path", str(ckpt)]) == 0
     table = (folders[0] / "mqar_accuracy.md").read_text()
+    printed = capsys.readouterr().out
+    assert "Test MQAR accuracy per query-gap band:" in printed and table.strip() in printed
+    assert "Test accuracy per N x answer kind" not in printed and "Calibration:" not in printed
     assert "| all |" in table and "(64)" in table  # 32 test examples x 2 queries
     assert not (folders[0] / "answer_type_accuracy.md").exists()  # passkey's report stands aside
 
