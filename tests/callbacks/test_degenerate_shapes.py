@@ -105,6 +105,7 @@ def test_validate_with_one_n_reports_it(tmp_path, capsys):
         "validate", "--config", "configs/oracle.yaml", "--calibration.n_writes_values=[32]",
         "--data.val_configs=[32]", "--data.eval_examples=4", f"--trainer.logger.init_args.save_dir={tmp_path}",
         f"--checkpoint.dirpath={tmp_path / 'ckpt'}", "--trainer.enable_progress_bar=false",
+        "--verbose=true",  # Lightning's metric dump, off by default, shows every logged metric
     ]
     assert main(argv) == 0
     out = capsys.readouterr().out
