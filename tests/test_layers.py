@@ -48,6 +48,7 @@ LAYER_OF = {
     "swar_bench": "base",  # the package's __init__: its version string
     "swar_bench.tasks": "tasks",
     "swar_bench.tasks.cli": "tasks.cli",
+    "swar_bench.tasks.cli_options": "tasks.cli",
     "swar_bench.mechanisms": "mechanisms",
     "swar_bench.mechanisms.check_cli": "mechanisms.check_cli",
     "swar_bench.datamodules": "datamodules",
