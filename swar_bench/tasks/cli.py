@@ -50,12 +50,12 @@ from swar_bench.tasks.cli_options import (
     splits_option,
 )
 from swar_bench.tasks.hub_io import (
-    PARAMS_FILE,
     CorruptDataError,
     DataSourceError,
     card_splits,
     check_disjoint,
     check_folder_params,
+    check_release_folder,
     iter_examples,
     load_split,
     parse_config,
@@ -219,19 +219,12 @@ def _release_incomplete(source: str) -> bool:
     return report is not None
 
 
-def _is_release_folder(source: str) -> bool:
-    """A local folder holding any of a release's metadata files (README.md, vocab.json,
-    params.json): what it lacks is a release problem (exit 1), not a wrong argument (exit 2)."""
-    return os.path.isdir(source) and any(
-        os.path.isfile(os.path.join(source, name)) for name in ("README.md", "vocab.json", PARAMS_FILE)
-    )
-
-
 def _release_first(source: str, exc: DataSourceError) -> int:
     """Nothing of the request can be read from ``source``: a release folder with problems exits
     1 naming them (``README.md`` lists a split whose file is gone, a ``params.json`` that is not
-    valid parameters); otherwise ``exc`` is the user's error (exit 2)."""
-    if source != GENERATE and _is_release_folder(source) and _release_incomplete(source):
+    valid parameters); otherwise ``exc`` is the user's error (exit 2). A folder holding none of a
+    release's files never gets here (:func:`check_release_folder`, exit 2)."""
+    if source != GENERATE and os.path.isdir(source) and _release_incomplete(source):
         return 1
     raise exc
 
@@ -239,6 +232,8 @@ def _release_first(source: str, exc: DataSourceError) -> int:
 def cmd_verify(args) -> int:
     """Verify every requested split; a failing split is reported and the others still checked."""
     args.source = source_option("source", args.source)
+    if os.path.isdir(args.source):  # a folder with none of a release's files is no release (exit 2)
+        check_release_folder(args.source)
     try:
         params = source_params(args.params, args.source)
         configs = configs_option(args.configs, args.source)
@@ -288,6 +283,8 @@ def cmd_check(args) -> int:
     hash). Exit 0, 1 naming what is missing, shared or unreadable (a split file that is not
     parquet of the release's columns, as ``verify``), 2 on a bad source or option."""
     args.source = source_option("source", args.source)
+    if os.path.isdir(args.source):  # a folder with none of a release's files is no release (exit 2)
+        check_release_folder(args.source)
     try:
         source_params(args.params, args.source)  # no use for them, but wrong ones are an error
         configs = configs_option(args.configs, args.source)

@@ -79,7 +79,10 @@ from swar_bench.tasks.store.read import (
     read_local_table,
 )
 from swar_bench.tasks.store.release import (
+    RELEASE_FILES,
     check_release,
+    check_release_folder,
+    release_files,
     release_problems,
     release_report,
 )
@@ -106,6 +109,7 @@ __all__ = [
     "HUB_ID",
     "PARAMS_FILE",
     "README_HEADER_WANT",
+    "RELEASE_FILES",
     "SPLIT_SEEDS",
     "SPLIT_SIZES",
     "TRAIN_N",
@@ -124,6 +128,7 @@ __all__ = [
     "check_folder_params",
     "check_parquet",
     "check_release",
+    "check_release_folder",
     "check_source",
     "config_name",
     "example_hashes",
@@ -144,6 +149,7 @@ __all__ = [
     "read_local_table",
     "read_params",
     "record_checksums",
+    "release_files",
     "release_problems",
     "release_report",
     "remove_stale_temp_files",

@@ -15,6 +15,7 @@ from swar_bench.tasks.store.errors import DataSourceError, first_line
 from swar_bench.tasks.store.layout import (
     CHECKSUMS_FILE,
     CONFIG_RE,
+    HUB_ID,
     PARAMS_FILE,
     card_files,
     config_name,
@@ -201,3 +202,44 @@ def check_release(folder: str | os.PathLike, command: str = "generate") -> None:
     report = release_report(folder, command)
     if report:
         raise DataSourceError(report)
+
+
+RELEASE_FILES = ("vocab.json", PARAMS_FILE, CHECKSUMS_FILE)
+"""The metadata files that make a folder a release (whole or cut short), beside its split files;
+``README.md`` alone does not: any folder may hold one (a dataset card included)."""
+
+
+def release_files(folder: str | os.PathLike) -> list[str]:
+    """The release's own files present in a local folder: every split file of :func:`card_files`
+    (``n{N}/{split}-00000-of-00001.parquet``) and :data:`RELEASE_FILES`, as relative paths; ``[]``
+    for a folder that holds no release at all (empty, only a README.md or dataset card, other
+    files). ``swar-bench data generate`` writes ``params.json`` first, so a run cut short at any
+    point leaves at least that."""
+    folder = os.fspath(folder)
+    found = [name for name in RELEASE_FILES if os.path.isfile(os.path.join(folder, name))]
+    found += [f"{config_name(n)}/{split}-00000-of-00001.parquet" for n, splits in card_files(folder).items()
+              for split in splits]
+    return found
+
+
+def check_release_folder(folder: str | os.PathLike, option: str = "source") -> None:
+    """A local ``folder`` given as a release holds at least one of the release's files
+    (:func:`release_files`): what a release folder lacks is a fault of the data (exit 1); a folder
+    holding none is a wrong argument.
+
+    Raises:
+        DataSourceError: no release file there; one line naming the folder, what it holds and
+            what was expected.
+    """
+    folder = os.fspath(folder)
+    if release_files(folder):
+        return
+    entries = sorted(os.listdir(folder))
+    holds = "it is empty" if not entries else "it holds only " + ", ".join(
+        e + ("/" if os.path.isdir(os.path.join(folder, e)) else "") for e in entries[:4]
+    ) + (f" and {len(entries) - 4} more" if len(entries) > 4 else "")
+    raise DataSourceError(
+        f"{option}={folder!r}: no release there ({holds}); expected a folder in the Hub layout with split files "
+        f"n{{N}}/{{split}}-00000-of-00001.parquet, vocab.json and params.json, as `swar-bench data generate` writes "
+        f"(or a download of {HUB_ID})"
+    )
