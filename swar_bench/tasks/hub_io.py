@@ -24,16 +24,16 @@ from swar_bench.tasks.passkey_swar import (
     vocab,
     write_vocab_json,
 )
-from swar_bench.tasks.store.card import (
-    README_HEADER_WANT,
-    write_readme,
-)
 from swar_bench.tasks.store.checksums import (
     check_checksums,
     file_sha256,
     read_checksums,
     record_checksums,
     write_checksums,
+)
+from swar_bench.tasks.store.dataset_card import (
+    README_HEADER_WANT,
+    write_readme,
 )
 from swar_bench.tasks.store.disjoint import (
     check_disjoint,

@@ -5,7 +5,7 @@
 - ``layout``: where a release's files lie, config and split names;
 - ``source``: the one reading of a source (local folder or Hub id), the Hub asked once per run;
 - ``parquet``: the split files' columns, written from and read back to examples;
-- ``card``: the dataset card ``README.md`` and its ``configs:`` header;
+- ``dataset_card``: the dataset card ``README.md`` and its ``configs:`` header;
 - ``params_file``: the parameters record ``params.json``;
 - ``checksums``: ``checksums.json``, the SHA-256 of every split file;
 - ``release``: what keeps a folder from being a complete release;

@@ -1,6 +1,6 @@
 """Where a release's files lie (docs/TASK.md, "Configs and splits")::
 
-    DIR/README.md                               # the dataset card (card.py)
+    DIR/README.md                               # the dataset card (dataset_card.py)
     DIR/vocab.json
     DIR/params.json                             # the generator parameters (params_file.py)
     DIR/checksums.json                          # the SHA-256 of every split file (checksums.py)

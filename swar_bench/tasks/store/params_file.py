@@ -8,7 +8,7 @@ import os
 
 from swar_bench.io import atomic_write_text
 from swar_bench.tasks.passkey_swar import PasskeySwarParams
-from swar_bench.tasks.store.card import README_PARAMS_RE
+from swar_bench.tasks.store.dataset_card import README_PARAMS_RE
 from swar_bench.tasks.store.errors import DataSourceError
 from swar_bench.tasks.store.layout import PARAMS_FILE, card_files
 

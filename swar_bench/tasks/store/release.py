@@ -9,8 +9,8 @@ import json
 import os
 
 from swar_bench.tasks.passkey_swar import SPLIT_SEEDS, PasskeySwarParams, vocab
-from swar_bench.tasks.store.card import README_PARAMS_RE, readme_data_files
 from swar_bench.tasks.store.checksums import checksum_faults
+from swar_bench.tasks.store.dataset_card import README_PARAMS_RE, readme_data_files
 from swar_bench.tasks.store.errors import DataSourceError, first_line
 from swar_bench.tasks.store.layout import (
     CHECKSUMS_FILE,

@@ -26,13 +26,13 @@ from swar_bench.tasks.passkey_swar import (
     split_seeds,
     write_vocab_json,
 )
-from swar_bench.tasks.store.card import write_readme
 from swar_bench.tasks.store.checksums import (
     file_sha256,
     read_checksums,
     relative_name,
     write_checksums,
 )
+from swar_bench.tasks.store.dataset_card import write_readme
 from swar_bench.tasks.store.errors import CorruptDataError, DataSourceError
 from swar_bench.tasks.store.layout import (
     PARAMS_FILE,
