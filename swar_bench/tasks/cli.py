@@ -55,10 +55,10 @@ from swar_bench.tasks.hub_io import (
     card_splits,
     check_disjoint,
     check_folder_params,
-    check_release_folder,
     iter_examples,
     load_split,
     parse_config,
+    release_files,
     release_report,
     remove_stale_temp_files,
     train_configs_text,
@@ -222,9 +222,10 @@ def _release_incomplete(source: str) -> bool:
 def _release_first(source: str, exc: DataSourceError) -> int:
     """Nothing of the request can be read from ``source``: a release folder with problems exits
     1 naming them (``README.md`` lists a split whose file is gone, a ``params.json`` that is not
-    valid parameters); otherwise ``exc`` is the user's error (exit 2). A folder holding none of a
-    release's files never gets here (:func:`check_release_folder`, exit 2)."""
-    if source != GENERATE and os.path.isdir(source) and _release_incomplete(source):
+    valid parameters); otherwise ``exc`` is the user's error (exit 2), also for a folder that holds
+    none of a release's files (:func:`release_files`: empty, only a README.md or dataset card):
+    no release there."""
+    if source != GENERATE and os.path.isdir(source) and release_files(source) and _release_incomplete(source):
         return 1
     raise exc
 
@@ -232,8 +233,6 @@ def _release_first(source: str, exc: DataSourceError) -> int:
 def cmd_verify(args) -> int:
     """Verify every requested split; a failing split is reported and the others still checked."""
     args.source = source_option("source", args.source)
-    if os.path.isdir(args.source):  # a folder with none of a release's files is no release (exit 2)
-        check_release_folder(args.source)
     try:
         params = source_params(args.params, args.source)
         configs = configs_option(args.configs, args.source)
@@ -283,8 +282,6 @@ def cmd_check(args) -> int:
     hash). Exit 0, 1 naming what is missing, shared or unreadable (a split file that is not
     parquet of the release's columns, as ``verify``), 2 on a bad source or option."""
     args.source = source_option("source", args.source)
-    if os.path.isdir(args.source):  # a folder with none of a release's files is no release (exit 2)
-        check_release_folder(args.source)
     try:
         source_params(args.params, args.source)  # no use for them, but wrong ones are an error
         configs = configs_option(args.configs, args.source)
@@ -293,7 +290,8 @@ def cmd_check(args) -> int:
     if os.path.isdir(args.source):
         # a config folder counts only if it holds split files (an interrupted generate can leave
         # an empty one, or one with nothing but a temporary file)
-        configs = [c for c in configs if glob.glob(os.path.join(args.source, c, "*-*.parquet"))]
+        configs = [c for c in configs if any(glob.glob(os.path.join(glob.escape(args.source), c, f"{s}-*.parquet"))
+                                             for s in SPLIT_SEEDS)]
         if not configs:
             return _release_first(args.source, DataSourceError(
                 f"none of the requested configs under {args.source!r} holds a split file: expected the Hub layout "

@@ -81,7 +81,6 @@ from swar_bench.tasks.store.read import (
 from swar_bench.tasks.store.release import (
     RELEASE_FILES,
     check_release,
-    check_release_folder,
     release_files,
     release_problems,
     release_report,
@@ -128,7 +127,6 @@ __all__ = [
     "check_folder_params",
     "check_parquet",
     "check_release",
-    "check_release_folder",
     "check_source",
     "config_name",
     "example_hashes",

@@ -1,7 +1,8 @@
 """A folder that holds none of a release's files (empty, only a README.md, only a dataset card,
 other files) given to `swar-bench data verify` / `check` is a wrong argument: one line saying
-there is no release there, exit 2; not "is not a complete release", exit 1 (issue 26: a folder
-holding only a README.md was reported as an incomplete release with exit 1)."""
+that no release is there (no config folder or split file of the Hub layout), exit 2; not "is not
+a complete release", exit 1 (issue 26: a folder holding only a README.md was reported as an
+incomplete release with exit 1)."""
 
 from __future__ import annotations
 
@@ -19,14 +20,13 @@ from swar_bench.tasks.hub_io import (
     CHECKSUMS_FILE,
     PARAMS_FILE,
     PasskeySwarParams,
-    check_release_folder,
     release_files,
     split_path,
     write_readme,
     write_split,
 )
 
-NO_RELEASE = "no release there"
+INCOMPLETE = "is not a complete release"
 
 
 @pytest.fixture(autouse=True)
@@ -38,23 +38,29 @@ def test_the_reported_folder_with_only_a_readme_is_no_release_exit_2(tmp_path, c
     folder = tmp_path / "notes"
     folder.mkdir()
     (folder / "README.md").write_text("# my notes\n")
+    assert release_files(folder) == []
     for command in ("verify", "check"):
         assert main([command, str(folder)]) == 2, command
         captured = capsys.readouterr()
         assert captured.out == ""
         assert captured.err == (
-            f"swar-bench data {command}: error: source={str(folder)!r}: no release there (it holds only README.md); "
-            "expected a folder in the Hub layout with split files n{N}/{split}-00000-of-00001.parquet, vocab.json "
-            "and params.json, as `swar-bench data generate` writes (or a download of irodkin/passkey_swar)\n"
+            f"swar-bench data {command}: error: no passkey_swar config folder under {str(folder)!r}: expected the "
+            f"Hub layout {folder}/n{{N}}/{{split}}-00000-of-00001.parquet with N in 32..16384\n"
         )
+    for command in ("verify", "check"):  # with the configs named: the same kind, the same exit
+        assert main([command, str(folder), "--configs", "n32"]) == 2, command
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"under {str(folder)!r}" in err and INCOMPLETE not in err
 
 
-def test_an_empty_folder_is_no_release_exit_2(tmp_path, capsys):
-    assert main(["verify", str(tmp_path)]) == 2
-    assert f"source={str(tmp_path)!r}: no release there (it is empty); expected" in capsys.readouterr().err
+def test_an_empty_folder_and_a_dataset_card_alone_are_no_release_exit_2(tmp_path, capsys):
+    write_readme(tmp_path, planned=[("n32", "validation")])  # a dataset card listing a split
     assert release_files(tmp_path) == []
-    with pytest.raises(ValueError, match="no release there"):
-        check_release_folder(tmp_path)
+    assert main(["verify", str(tmp_path)]) == 2
+    assert INCOMPLETE not in capsys.readouterr().err
+    os.unlink(tmp_path / "README.md")
+    assert main(["check", str(tmp_path)]) == 2
+    assert "error: no passkey_swar config folder under" in capsys.readouterr().err
 
 
 NOT_RELEASE = ("plain README", "card README", "notes.txt", "empty n32/", "n7/", "temp file in n32/", "misnamed split")
@@ -120,9 +126,11 @@ def test_a_folder_is_no_release_exactly_when_it_holds_none_of_the_release_files(
         if release_piece is None:
             assert release_files(folder) == []
             assert code == 2
-            assert err.count("\n") == 1 and f"error: source={folder!r}: {NO_RELEASE} (" in err
-            assert "not a complete release" not in err
+            lines = err.splitlines()  # "skipping n7/" lines, then the one error line
+            assert all(line.startswith("skipping ") for line in lines[:-1]), err
+            assert lines[-1].startswith(f"swar-bench data {command}: error: ") and repr(folder) in lines[-1], err
+            assert INCOMPLETE not in err
         else:
             assert release_files(folder) != []
             assert code == 1, err
-            assert NO_RELEASE not in err and "is not a complete release" in err
+            assert INCOMPLETE in err

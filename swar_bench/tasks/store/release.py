@@ -8,14 +8,13 @@ import glob
 import json
 import os
 
-from swar_bench.tasks.passkey_swar import SPLIT_SEEDS, PasskeySwarParams, vocab
-from swar_bench.tasks.store.checksums import checksum_faults
+from swar_bench.tasks.passkey_swar import ALLOWED_N, SPLIT_SEEDS, PasskeySwarParams, vocab
+from swar_bench.tasks.store.checksums import checksum_faults, relative_name
 from swar_bench.tasks.store.dataset_card import README_PARAMS_RE, readme_data_files
 from swar_bench.tasks.store.errors import DataSourceError, first_line
 from swar_bench.tasks.store.layout import (
     CHECKSUMS_FILE,
     CONFIG_RE,
-    HUB_ID,
     PARAMS_FILE,
     card_files,
     config_name,
@@ -204,42 +203,23 @@ def check_release(folder: str | os.PathLike, command: str = "generate") -> None:
         raise DataSourceError(report)
 
 
+
 RELEASE_FILES = ("vocab.json", PARAMS_FILE, CHECKSUMS_FILE)
 """The metadata files that make a folder a release (whole or cut short), beside its split files;
 ``README.md`` alone does not: any folder may hold one (a dataset card included)."""
 
 
 def release_files(folder: str | os.PathLike) -> list[str]:
-    """The release's own files present in a local folder: every split file of :func:`card_files`
-    (``n{N}/{split}-00000-of-00001.parquet``) and :data:`RELEASE_FILES`, as relative paths; ``[]``
-    for a folder that holds no release at all (empty, only a README.md or dataset card, other
-    files). ``swar-bench data generate`` writes ``params.json`` first, so a run cut short at any
+    """The release's own files present in a local folder, as relative paths: :data:`RELEASE_FILES`
+    and every split file ``n{N}/{split}-*.parquet`` (N in ``ALLOWED_N``, a split of the task: the
+    files ``verify`` and ``check`` read). ``[]`` for a folder that holds no release at all (empty,
+    only a README.md or dataset card, other files or folders): a wrong argument, not an incomplete
+    release. ``swar-bench data generate`` writes ``params.json`` first, so a run cut short at any
     point leaves at least that."""
     folder = os.fspath(folder)
     found = [name for name in RELEASE_FILES if os.path.isfile(os.path.join(folder, name))]
-    found += [f"{config_name(n)}/{split}-00000-of-00001.parquet" for n, splits in card_files(folder).items()
-              for split in splits]
+    for n in ALLOWED_N:
+        for split in SPLIT_SEEDS:
+            pattern = os.path.join(glob.escape(folder), config_name(n), f"{split}-*.parquet")
+            found += sorted(relative_name(folder, p) for p in glob.glob(pattern) if os.path.isfile(p))
     return found
-
-
-def check_release_folder(folder: str | os.PathLike, option: str = "source") -> None:
-    """A local ``folder`` given as a release holds at least one of the release's files
-    (:func:`release_files`): what a release folder lacks is a fault of the data (exit 1); a folder
-    holding none is a wrong argument.
-
-    Raises:
-        DataSourceError: no release file there; one line naming the folder, what it holds and
-            what was expected.
-    """
-    folder = os.fspath(folder)
-    if release_files(folder):
-        return
-    entries = sorted(os.listdir(folder))
-    holds = "it is empty" if not entries else "it holds only " + ", ".join(
-        e + ("/" if os.path.isdir(os.path.join(folder, e)) else "") for e in entries[:4]
-    ) + (f" and {len(entries) - 4} more" if len(entries) > 4 else "")
-    raise DataSourceError(
-        f"{option}={folder!r}: no release there ({holds}); expected a folder in the Hub layout with split files "
-        f"n{{N}}/{{split}}-00000-of-00001.parquet, vocab.json and params.json, as `swar-bench data generate` writes "
-        f"(or a download of {HUB_ID})"
-    )
