@@ -1,6 +1,6 @@
 """The referee's settings, checked before any work: ranges, seeds, vocabulary, training
 protocol and integer counts; each bad value is a ``ValueError`` of one line naming it and the
-expected range (docs/REFEREE.md, "Run it" and "Training protocols")."""
+expected range (docs/REFEREE.md, "Run it" and "Training protocols: fixed steps or matched FLOPs")."""
 
 from __future__ import annotations
 
