@@ -12,7 +12,8 @@ finds a violation). ``verify`` and ``check`` of a local folder also exit 1, nami
 missing, unless it is a complete release (``hub_io.release_problems``: README.md listing every
 split file, each listed file, vocab.json, params.json, and their content: vocab.json the
 vocabulary of the recorded parameters, params.json valid parameters), also when none of the
-requested split files is left; ``generate`` lists its splits in
+requested split files is left; a folder holding none of a release's files (``release_files``:
+empty, only a README.md or dataset card) is no release, exit 2. ``generate`` lists its splits in
 README.md before writing them and keeps finished ones, so rerunning a command that was cut short
 completes the folder. A local folder is read with the generator parameters it records
 (``params.json``); ``--params`` that differ from them are an error, and ``generate`` refuses to
