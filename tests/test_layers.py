@@ -17,7 +17,7 @@ The layers, bottom up (a layer may import its own modules and those its rule nam
   and its self-knowledge correlation), ``base``;
 - ``config_errors``: the one-line error of a refused option, shared by the commands:
   ``mechanisms``, ``base``;
-- the commands of the lower packages (``tasks/cli.py``, ``mechanisms/check_cli.py``,
+- the commands of the lower packages (``tasks/cli.py`` with ``tasks/cli_options.py``, ``mechanisms/check_cli.py``,
   ``referee/cli.py``): what their package may import, their package, ``config_errors``;
 - ``harness``: the Lightning command line (``lightning_cli``, ``runs``, ``demo``): every layer
   above except ``study`` and ``cli``;
@@ -48,6 +48,7 @@ LAYER_OF = {
     "swar_bench": "base",  # the package's __init__: its version string
     "swar_bench.tasks": "tasks",
     "swar_bench.tasks.cli": "tasks.cli",
+    "swar_bench.tasks.cli_options": "tasks.cli",
     "swar_bench.mechanisms": "mechanisms",
     "swar_bench.mechanisms.check_cli": "mechanisms.check_cli",
     "swar_bench.datamodules": "datamodules",
@@ -166,6 +167,11 @@ def test_every_module_has_a_layer():
     assert [m for m, _, _ in package_edges() if not _has_layer(m)] == []
 
 
+def test_the_data_store_and_the_data_commands_have_their_layers():
+    assert {layer_of(module_name(p)) for p in (PACKAGE / "tasks" / "store").glob("*.py")} == {"tasks"}
+    assert layer_of("swar_bench.tasks.cli_options") == layer_of("swar_bench.tasks.cli") == "tasks.cli"
+
+
 def _has_layer(module: str) -> bool:
     try:
         layer_of(module)
@@ -180,6 +186,8 @@ def _has_layer(module: str) -> bool:
         ("swar_bench.mechanisms.conformance", "swar_bench.module"),  # check_task_fits lived in the module
         ("swar_bench.referee.cli", "swar_bench.lightning_cli"),  # parse_error_line lived in the harness
         ("swar_bench.tasks.hub_io", "torch"),
+        ("swar_bench.tasks.store.read", "torch"),  # the data store is the task's layer: numpy only
+        ("swar_bench.tasks.store.write", "swar_bench.tasks.cli_options"),  # the store knows no command line
         ("swar_bench.mechanisms.gla", "lightning.pytorch"),
         ("swar_bench.callbacks.calibration", "swar_bench.study.report"),
         ("swar_bench.study.runner", "swar_bench.lightning_cli"),

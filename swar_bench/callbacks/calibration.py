@@ -72,7 +72,7 @@ def self_knowledge_correlation(
 ) -> Correlation:
     """Pearson correlation of ``error_rate`` (1 - accuracy, one per N) and ``mean_loss`` (nats per
     answer token, one per N): the referee's definition (docs/REFEREE.md, "Calibration:
-    `self_knowledge_correlation`"; ``swar_bench.referee.evaluate.self_knowledge_correlation``, the
+    `self_knowledge_correlation`"; ``swar_bench.referee.correlation.self_knowledge_correlation``, the
     one implementation), read per N.
 
     Returns:
@@ -83,7 +83,7 @@ def self_knowledge_correlation(
         ValueError: the two sequences differ in length or hold non-finite values (the harness's
             per-N means are always finite).
     """
-    from swar_bench.referee.evaluate import self_knowledge_correlation as pearson
+    from swar_bench.referee.correlation import self_knowledge_correlation as pearson
 
     err = np.asarray(error_rate, dtype=np.float64)
     loss = np.asarray(mean_loss, dtype=np.float64)

@@ -207,7 +207,7 @@ class MQARBatches(Dataset):
         }
 
     def __getitem__(self, key: tuple) -> dict[str, torch.Tensor]:
-        from swar_bench.datamodules.passkey_swar import filler_batch
+        from swar_bench.datamodules.batches import filler_batch
 
         split, n_writes, indices = key
         if not indices:

@@ -1,5 +1,9 @@
 """PasskeySwarDataModule: passkey_swar batches, generated on the fly or read from the Hub layout.
 
+The DataModule is here; the batches it serves are built in ``batches.py`` (``collate_examples``,
+``PasskeySwarBatches``) and handed out by ``sampling.py`` (the training stream and its sampler,
+the evaluation keys), whose names are re-exported here.
+
 Every batch holds one N (``n_writes``) and follows contract 3: ``input_ids[B, T]`` int64 right
 padded with PAD=0, ``labels[B, T]`` int64 (-100 unsupervised), ``answer_kind[B, T]`` int64 and
 ``key_age[B, T]`` int64 from ``swar_bench.tasks.oracle.annotate``, ``n_writes[B]`` and
@@ -29,25 +33,50 @@ uninterrupted run.
 
 from __future__ import annotations
 
-import math
 import os
-from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import lightning.pytorch as pl
-import numpy as np
 import torch
 from lightning.pytorch.utilities import rank_zero_warn
-from torch.utils.data import DataLoader, Dataset, DistributedSampler
+from torch.utils.data import DataLoader
+
+from swar_bench.datamodules.batches import (
+    FILLER_SEED,
+    BatchKey,
+    PasskeySwarBatches,
+    collate_examples,
+    filler_batch,
+)
+from swar_bench.datamodules.sampling import (
+    EvalBatchSampler,
+    TrainBatchSampler,
+    TrainLoader,
+    TrainStream,
+    eval_keys,
+)
+
+__all__ = [
+    "DEFAULT_EVAL_CONFIGS",
+    "DEFAULT_TRAIN_CONFIGS",
+    "FILLER_SEED",
+    "TASKS",
+    "BatchKey",
+    "EvalBatchSampler",
+    "PasskeySwarBatches",
+    "PasskeySwarDataModule",
+    "TrainBatchSampler",
+    "TrainLoader",
+    "TrainStream",
+    "collate_examples",
+    "eval_keys",
+    "filler_batch",
+    "parse_configs",
+]
 
 DEFAULT_TRAIN_CONFIGS = (32, 64, 128, 256)
 DEFAULT_EVAL_CONFIGS = (32, 64, 128, 256, 512, 1024)
-FILLER_SEED = -1
-
-# A batch key, built in the main process and sent to the workers:
-# (split, n_writes, indices); an empty ``indices`` is a filler batch.
-BatchKey = tuple
 
 
 def parse_configs(configs: Sequence[int | str] | int | str, name: str) -> tuple[int, ...]:
@@ -74,287 +103,6 @@ def parse_configs(configs: Sequence[int | str] | int | str, name: str) -> tuple[
         raise ValueError(f"{name} is empty; expected at least one N")
     return tuple(out)
 
-
-def collate_examples(
-    examples: Sequence[dict], n_writes: int, annotate, params=None
-) -> dict[str, torch.Tensor]:
-    """Right-pad examples of one N into a contract-3 batch.
-
-    ``examples``: dicts with ``input_ids`` / ``labels`` (int arrays [T_i]) and ``seed``.
-    ``annotate``: ``swar_bench.tasks.oracle.annotate`` (``input_ids -> (answer_kind, key_age)``).
-    Returns int64 tensors ``input_ids``, ``labels``, ``answer_kind``, ``key_age`` [B, T_max],
-    ``n_writes`` and ``seed`` [B]; padding is PAD=0 / -100 / 0 / -1.
-    """
-    B = len(examples)
-    T = max(len(e["input_ids"]) for e in examples)
-    input_ids = np.zeros((B, T), dtype=np.int64)
-    labels = np.full((B, T), -100, dtype=np.int64)
-    answer_kind = np.zeros((B, T), dtype=np.int64)
-    key_age = np.full((B, T), -1, dtype=np.int64)
-    for i, e in enumerate(examples):
-        ids = np.asarray(e["input_ids"])
-        t = len(ids)
-        input_ids[i, :t] = ids
-        labels[i, :t] = np.asarray(e["labels"])
-        kind, age = annotate(ids.astype(np.int16), params)
-        answer_kind[i, :t] = kind
-        key_age[i, :t] = age
-    return {
-        "input_ids": torch.from_numpy(input_ids),
-        "labels": torch.from_numpy(labels),
-        "answer_kind": torch.from_numpy(answer_kind),
-        "key_age": torch.from_numpy(key_age),
-        "n_writes": torch.full((B,), n_writes, dtype=torch.int64),
-        "seed": torch.tensor([int(e["seed"]) for e in examples], dtype=torch.int64),
-    }
-
-
-def filler_batch(n_writes: int) -> dict[str, torch.Tensor]:
-    """One PAD row with no supervised position: keeps ranks in step, adds nothing to metrics."""
-    return {
-        "input_ids": torch.zeros((1, 1), dtype=torch.int64),
-        "labels": torch.full((1, 1), -100, dtype=torch.int64),
-        "answer_kind": torch.zeros((1, 1), dtype=torch.int64),
-        "key_age": torch.full((1, 1), -1, dtype=torch.int64),
-        "n_writes": torch.full((1,), n_writes, dtype=torch.int64),
-        "seed": torch.full((1,), FILLER_SEED, dtype=torch.int64),
-    }
-
-
-class PasskeySwarBatches(Dataset):
-    """Map-style dataset whose items are whole batches, addressed by a ``BatchKey``.
-
-    ``source="generate"`` builds examples with ``generate_examples(seeds, N)`` from the task's
-    seed formula (docs/TASK.md, "Columns"); otherwise ``source`` (a Hub id or a local folder in the Hub layout) is read
-    with ``swar_bench.tasks.hub_io.load_split`` and an index past the end of a split wraps.
-    """
-
-    def __init__(self, source: str = "generate", params=None) -> None:
-        self.source = source
-        self.params = params
-        self._splits: dict[tuple[str, int], Any] = {}
-
-    def split_size(self, split: str, n_writes: int) -> int | None:
-        """Examples available in ``split`` for N (None: unbounded generated stream)."""
-        if self.source == "generate":
-            return None
-        return len(self._load(split, n_writes))
-
-    def _load(self, split: str, n_writes: int):
-        key = (split, n_writes)
-        if key not in self._splits:
-            from swar_bench.tasks.hub_io import load_split
-
-            self._splits[key] = load_split(self.source, f"n{n_writes}", split)
-        return self._splits[key]
-
-    def examples(self, split: str, n_writes: int, indices: Sequence[int]) -> list[dict]:
-        if self.source == "generate":
-            from swar_bench.tasks.passkey_swar import example_seed, generate_examples
-
-            seeds = [example_seed(split, n_writes, int(i)) for i in indices]
-            return generate_examples(seeds, n_writes, self.params)
-        ds = self._load(split, n_writes)
-        rows = ds.select([int(i) % len(ds) for i in indices])
-        return [dict(r) for r in rows]
-
-    def __getitem__(self, key: BatchKey) -> dict[str, torch.Tensor]:
-        from swar_bench.tasks.oracle import annotate
-
-        split, n_writes, indices = key
-        if not indices:
-            return filler_batch(n_writes)
-        return collate_examples(self.examples(split, n_writes, indices), n_writes, annotate, self.params)
-
-
-class TrainStream:
-    """Position of the training stream (shared by the sampler and the DataModule, main process).
-
-    All ranks hold the same stream state (the N of step s does not depend on the rank), so the
-    state saved by rank 0 resumes every rank.
-    """
-
-    def __init__(
-        self, train_configs: tuple[int, ...], batch_size: int, batches_per_epoch: int, seed: int, index_start: int = 0
-    ) -> None:
-        self.train_configs = train_configs
-        self.batch_size = batch_size
-        self.batches_per_epoch = batches_per_epoch
-        self.seed = seed
-        self.index_start = index_start  # first index of the seed formula this stream reads
-        self.train_n: int | None = None
-        self.issued = 0  # steps handed to the loader
-        self.consumed = 0  # steps that reached training_step
-        self.counters: dict[int, int] = {}  # batches of each N issued
-        self.pending: deque[tuple[int, int, int]] = deque()  # (step, N, counter) issued, not consumed
-        self.world_size = 1  # data-parallel ranks the counters were drawn with
-
-    def next_n(self, step: int) -> int:
-        if self.train_n is not None:
-            return self.train_n
-        rng = np.random.default_rng([self.seed, step])
-        return int(self.train_configs[rng.integers(len(self.train_configs))])
-
-    def set_world_size(self, world_size: int) -> None:
-        """Continue the stream on ``world_size`` ranks (a resume on a different number of devices).
-
-        The c-th batch of N on W ranks spans the index block ``[c * W * B, (c + 1) * W * B)``, so
-        the counters are moved past every index already issued: the new blocks never overlap the
-        old ones. Batches issued but not yet trained on are dropped (their indices stay unused).
-        """
-        if world_size == self.world_size:
-            return
-        if self.issued:
-            import warnings
-
-            warnings.warn(
-                f"resuming the training stream on {world_size} ranks (it was drawn on {self.world_size}): "
-                f"{len(self.pending)} in-flight batch(es) are skipped to keep examples disjoint",
-                stacklevel=2,
-            )
-            self.counters = {n: -(-c * self.world_size // world_size) for n, c in self.counters.items()}
-            self.pending.clear()
-            self.issued = self.consumed
-        self.world_size = world_size
-
-    def issue(self) -> tuple[int, int, int]:
-        step = self.issued
-        n = self.next_n(step)
-        c = self.counters.get(n, 0)
-        self.counters[n] = c + 1
-        self.issued += 1
-        entry = (step, n, c)
-        self.pending.append(entry)
-        return entry
-
-    def consume(self, n_writes: int) -> None:
-        if not self.pending:
-            raise RuntimeError("a training batch arrived that the sampler never issued")
-        step, n, _ = self.pending.popleft()
-        if n != n_writes:
-            raise RuntimeError(f"training stream out of order: expected a batch of N={n} at step {step}, got N={n_writes}")
-        self.consumed = step + 1
-
-    def state_dict(self) -> dict[str, Any]:
-        return {
-            "issued": self.issued,
-            "consumed": self.consumed,
-            "counters": {int(k): int(v) for k, v in self.counters.items()},
-            "pending": [list(p) for p in self.pending],
-            "train_n": self.train_n,
-            "batch_size": self.batch_size,
-            "seed": self.seed,
-            "index_start": self.index_start,
-            "world_size": self.world_size,
-        }
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        if state["batch_size"] != self.batch_size or state["seed"] != self.seed:
-            raise ValueError(
-                f"checkpoint's data stream used batch_size={state['batch_size']}, seed={state['seed']}; "
-                f"this run has batch_size={self.batch_size}, seed={self.seed}: resume with the same data settings"
-            )
-        start = int(state.get("index_start", 0))  # checkpoints written before the option read from 0
-        if start != self.index_start:
-            raise ValueError(
-                f"checkpoint's data stream read training indices from {start}; this run has "
-                f"train_index_start={self.index_start}: resume with the same data settings"
-            )
-        self.issued = int(state["issued"])
-        self.consumed = int(state["consumed"])
-        self.counters = {int(k): int(v) for k, v in state["counters"].items()}
-        self.pending = deque(tuple(p) for p in state["pending"])
-        self.train_n = state["train_n"]
-        self.world_size = int(state.get("world_size", 1))
-
-
-class TrainBatchSampler(DistributedSampler):
-    """Yields the training ``BatchKey``s of one rank, one epoch at a time (main process).
-
-    A ``DistributedSampler`` subclass so Lightning does not wrap it again: it already shards
-    by rank (see the module docstring for the index formula).
-    """
-
-    def __init__(self, stream: TrainStream, rank: int, world_size: int, limit: int | None) -> None:
-        self.stream = stream
-        self.rank = rank
-        self.num_replicas = world_size
-        self.limit = limit  # examples available per N (None: generated, bounded by the seed formula)
-        self.epoch = 0
-
-    def _indices(self, n: int, counter: int) -> tuple[int, ...]:
-        start = self.stream.index_start + (counter * self.num_replicas + self.rank) * self.stream.batch_size
-        stop = start + self.stream.batch_size
-        if self.limit is None and stop > 10**6:
-            raise RuntimeError(
-                f"the training stream for N={n} used all 1,000,000 indices of the task's seed formula "
-                '(split_seed * 10**12 + N * 10**6 + index; docs/TASK.md, "Columns") from train_index_start='
-                f"{self.stream.index_start}; lower examples_per_epoch x max_epochs or train_index_start, or add train_configs"
-            )
-        return tuple(range(start, stop))
-
-    def __len__(self) -> int:
-        return self.stream.batches_per_epoch
-
-    def __iter__(self) -> Iterator[BatchKey]:
-        s = self.stream
-        s.set_world_size(self.num_replicas)  # here: Lightning restores the stream after building the loader
-        epoch_end = (s.consumed // s.batches_per_epoch + 1) * s.batches_per_epoch
-        # batches issued before a checkpoint but never trained on come first, in order
-        replay = list(s.pending)
-        for step, n, c in replay:
-            if step >= epoch_end:
-                break
-            yield ("train", n, self._indices(n, c))
-        while s.issued < epoch_end:
-            step, n, c = s.issue()
-            yield ("train", n, self._indices(n, c))
-
-
-class TrainLoader(DataLoader):
-    """The training DataLoader, stateful for Lightning's loop checkpointing: its state is the
-    training stream's (the same object the DataModule's ``state_dict`` saves)."""
-
-    def __init__(self, *args: Any, stream: TrainStream, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.stream = stream
-
-    def state_dict(self) -> dict[str, Any]:
-        return self.stream.state_dict()
-
-    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
-        self.stream.load_state_dict(state_dict)
-
-
-class EvalBatchSampler(DistributedSampler):
-    """Yields one rank's evaluation ``BatchKey``s: exact sharding, equal counts via fillers."""
-
-    def __init__(self, keys: list[BatchKey]) -> None:
-        self.keys = keys
-        self.epoch = 0
-
-    def __len__(self) -> int:
-        return len(self.keys)
-
-    def __iter__(self) -> Iterator[BatchKey]:
-        return iter(self.keys)
-
-
-def eval_keys(
-    split: str, configs: Sequence[int], num_examples: dict[int, int], batch_size: int, rank: int, world_size: int
-) -> list[BatchKey]:
-    """Rank ``rank``'s evaluation batches: indices ``rank, rank + W, ...`` of each N, in batches
-    of ``batch_size``, then filler keys up to the largest batch count of any rank for that N."""
-    keys: list[BatchKey] = []
-    for n in configs:
-        total = num_examples[n]
-        per_rank = [list(range(r, total, world_size)) for r in range(world_size)]
-        n_batches = max(math.ceil(len(ix) / batch_size) for ix in per_rank)
-        mine = per_rank[rank]
-        for b in range(n_batches):
-            chunk = tuple(mine[b * batch_size : (b + 1) * batch_size])
-            keys.append((split, n, chunk))
-    return keys
 
 
 TASKS = ("passkey_swar", "mqar")

@@ -23,14 +23,24 @@ from typing import Any
 import numpy as np
 import torch
 
-from swar_bench.argparsing import TORCH_MAX_SEED, check_seed
+from swar_bench.argparsing import check_seed
 from swar_bench.intervals import wilson
 from swar_bench.mechanisms.protocol import measure_state_bytes, state_bytes_at
-from swar_bench.referee.bandit import FlopLedger, ThompsonBernoulli
+from swar_bench.referee.bandit import FlopLedger
+from swar_bench.referee.correlation import self_knowledge_correlation
+from swar_bench.referee.curriculum import length_curriculum
+from swar_bench.referee.settings import (
+    MAX_SEED,
+    MIN_INIT_SEED,
+    TRAIN_PROTOCOLS,
+    as_int,
+    check_init_seed,
+    check_ranges,
+    check_train_protocol,
+    resolve_vocab,
+)
 from swar_bench.referee.stream import Runner, as_mechanism, count_params, stream
 from swar_bench.referee.suites import (
-    DEFAULT_VOCAB,
-    MIN_VOCAB,
     SUITE_NAMES,
     make_batch,
     markov_optimal_loss,
@@ -38,23 +48,33 @@ from swar_bench.referee.suites import (
     random_permutation,
 )
 from swar_bench.referee.train import flops, train_step_tokens, train_tbptt
-from swar_bench.text import plural
+
+__all__ = [
+    "MAX_SEED",
+    "MIN_INIT_SEED",
+    "PROTOCOL_KEYS",
+    "SCHEMA",
+    "TRAIN_PROTOCOLS",
+    "check_init_seed",
+    "check_ranges",
+    "check_seed",
+    "check_train_protocol",
+    "evaluate",
+    "finite_or_none",
+    "length_curriculum",
+    "resolve_vocab",
+    "self_knowledge_correlation",
+    "solved_threshold",
+]
+
 
 log = logging.getLogger(__name__)
+
 
 SCHEMA = "swar_bench.referee/2"
 """Version tag of the result dict written by ``evaluate`` (2: training protocol, counts, 95% Wilson
 intervals and per-probe outcomes in every cell)."""
 
-TRAIN_PROTOCOLS = ("fixed_steps", "matched_flops")
-"""How each (suite, range) cell is trained.
-
-``fixed_steps`` (the referee's protocol): at most ``n_train_steps`` (``perplexity_steps``) steps,
-stopped earlier only when the cell's FLOP share is spent; mechanisms of different sizes then spend
-different FLOPs. ``matched_flops``: each cell trains until its FLOP share
-(``compute_budget_flops / len(ranges)``) is spent, whatever the step count (a bigger model takes
-fewer steps); the last step uses only the rows the remaining share pays for, so every cell spends
-its share to within one training row."""
 
 PROTOCOL_KEYS = (
     "train_protocol",
@@ -80,55 +100,6 @@ def solved_threshold(vocab: int) -> float:
     return 0.5 * math.log(vocab)
 
 
-def self_knowledge_correlation(
-    accuracies: Sequence[float | None],
-    losses: Sequence[float | None],
-    unit: str = "range",
-    loss_name: str = "probe loss",
-) -> tuple[float, str]:
-    """Pearson correlation, one point per ``unit`` (a referee range; an N in the harness's
-    ``Calibration`` callback), of "how much it got wrong" (``1 - accuracy``) and its own loss
-    (nats). The one definition of the self-knowledge correlation, the referee's and the harness's.
-
-    Source: docs/REFEREE.md, "Calibration: `self_knowledge_correlation`": near +1 when the mechanism is as surprised
-    as it is wrong, near 0 when it is confidently wrong.
-
-    Args:
-        accuracies, losses: one value per ``unit``, in [0, 1] and nats; ``None`` or a non-finite
-            value (a diverged run) makes the correlation undefined.
-        unit: what one point is, as the reason names it (``"range"``, ``"N"``).
-        loss_name: what the loss is, as the reason names it (``"probe loss"``, ``"mean answer loss"``).
-
-    Returns:
-        ``(r, reason)``: ``r`` in [-1, 1] and ``reason == ""``; or ``(nan, reason)`` stating why it is
-        undefined (fewer than 2 points: ``"1 evaluated range: the correlation needs at least 2"``,
-        a missing or non-finite value, or a constant series, whose variance is 0:
-        ``"the error rate is 0 at every N (zero variance)"``).
-
-    Raises:
-        ValueError: the two sequences differ in length.
-    """
-    a = [None if v is None else float(v) for v in accuracies]
-    lo = [None if v is None else float(v) for v in losses]
-    if len(a) != len(lo):
-        raise ValueError(
-            f"{len(a)} accuracies and {len(lo)} losses: expected two sequences of one length, one of each per {unit}"
-        )
-    if len(a) < 2:
-        evaluated = "evaluated " + unit
-        return float("nan"), f"{plural(len(a), evaluated, evaluated if unit == 'N' else evaluated + 's')}: the correlation needs at least 2"
-    if any(v is None or not math.isfinite(v) for v in a + lo):
-        return float("nan"), "an accuracy or loss is missing or not finite"
-    forgot = np.array([1.0 - v for v in a])
-    loss = np.array(lo)
-    if np.ptp(forgot) == 0:
-        return float("nan"), f"the error rate is {forgot[0]:.6g} at every {unit} (zero variance)"
-    if np.ptp(loss) == 0:
-        return float("nan"), f"the {loss_name} is {loss[0]:.6g} at every {unit} (zero variance)"
-    r = float(np.corrcoef(forgot, loss)[0, 1])
-    return max(-1.0, min(1.0, r)), ""
-
-
 def finite_or_none(obj: Any) -> Any:
     """``obj`` with every non-finite float (NaN, inf: a diverged run) replaced by ``None``, recursively,
     so the result is strict JSON and compares equal to itself."""
@@ -139,211 +110,6 @@ def finite_or_none(obj: Any) -> Any:
     if isinstance(obj, (list, tuple)):
         return [finite_or_none(v) for v in obj]
     return obj
-
-
-def _shown(value: Any) -> str:
-    """``value`` as a user typed it: an integral float as an integer (``-8``, not ``-8.0``)."""
-    if (
-        isinstance(value, (float, np.floating))
-        and math.isfinite(float(value))
-        and float(value).is_integer()
-    ):
-        return str(int(value))
-    return repr(value)
-
-
-def _as_int(name: str, value: Any, minimum: int, maximum: int | None = None) -> int:
-    # Bad user input is a ValueError throughout the project, whatever its type.
-    expected = f"an integer >= {minimum}" if maximum is None else f"an integer in [{minimum}, {maximum}]"
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise ValueError(f"{name}={_shown(value)}: expected {expected}")  # noqa: TRY004
-    if (
-        not math.isfinite(float(value))
-        or int(value) != value
-        or int(value) < minimum
-        or (maximum is not None and int(value) > maximum)
-    ):
-        raise ValueError(f"{name}={_shown(value)}: expected {expected}")
-    return int(value)
-
-
-MAX_SEED = TORCH_MAX_SEED
-"""The largest ``seed`` (and ``init_seed``): ``torch.manual_seed`` takes at most ``2**64 - 1``."""
-
-MIN_INIT_SEED = -(2**63)
-"""The smallest ``init_seed``: ``torch.manual_seed`` maps a negative seed to ``2**64 - 1 + seed``."""
-
-
-def check_init_seed(init_seed: Any) -> int:
-    """``init_seed`` as an int in ``[MIN_INIT_SEED, MAX_SEED]`` (what ``torch.manual_seed`` takes;
-    the seed check of ``swar_bench.argparsing.check_seed``).
-
-    Raises:
-        ValueError: one line naming ``init_seed=value`` and that range.
-    """
-    return check_seed(init_seed, "init_seed", MAX_SEED, MIN_INIT_SEED)
-
-
-def check_ranges(ranges: Sequence[float], hops: int) -> tuple[int, ...]:
-    """Ranges as strictly increasing integer distances (tokens), each >= ``max(2, 2 * hops)``.
-
-    Accepts floats with integral values (``1e3``).
-
-    Raises:
-        ValueError: empty, non-integral, too small, or not strictly increasing.
-    """
-    try:
-        values = list(ranges)
-    except TypeError:
-        raise ValueError(f"ranges={ranges!r}: expected a sequence of distances in tokens") from None
-    if not values:
-        raise ValueError("ranges=(): expected at least one distance in tokens")
-    minimum = max(2, 2 * int(hops))
-    out = tuple(_as_int(f"ranges[{i}]", v, minimum) for i, v in enumerate(values))
-    if any(b <= a for a, b in itertools.pairwise(out)):
-        raise ValueError(f"ranges={list(out)}: expected strictly increasing distances")
-    return out
-
-
-def resolve_vocab(mechanism: object, vocab: int | None) -> int:
-    """The suites' alphabet: ``vocab`` if given, else the mechanism's ``vocab_size``, else ``DEFAULT_VOCAB``."""
-    if vocab is None:
-        vocab = getattr(mechanism, "vocab_size", None) or DEFAULT_VOCAB
-    return _as_int("vocab", vocab, MIN_VOCAB)
-
-
-def _pull_tokens(batch_size: int, length: int, tbptt_steps: int) -> tuple[int, int]:
-    """Tokens of one curriculum pull: a training step plus the forward re-pass that measures its effect."""
-    fwd, bwd = train_step_tokens(batch_size, length, tbptt_steps)
-    return fwd + batch_size * length, bwd
-
-
-def length_curriculum(
-    mechanism: object,
-    opt: torch.optim.Optimizer,
-    ranges: Sequence[float],
-    *,
-    vocab: int,
-    n_rounds: int,
-    compute_budget_flops: float,
-    seed: int,
-    perm: np.ndarray,
-    batch_size: int = 8,
-    tbptt_steps: int = 256,
-    chunk_size: int = 4096,
-    resample_prob: float = 0.1,
-    grad_clip: float | None = 1.0,
-) -> dict[str, Any]:
-    """Train ``mechanism`` in place on the Markov stream, choosing the length of each step by Thompson sampling.
-
-    One ``ThompsonBernoulli`` arm per range (Beta(1, 1) priors, seed ``seed``). A round: the arms
-    whose next pull the ``FlopLedger`` (``compute_budget_flops`` split evenly across arms) can still
-    pay are allowed; the chosen arm's batch (``[batch_size, range]``, curriculum split) gets one
-    ``train_tbptt`` step, then the same batch is re-streamed to measure the loss of the trained window
-    after the update. Reward (docs/REFEREE.md, "The length curriculum"):
-
-        clip((loss_before - loss_after) / ln(vocab), 0, 1) / (pull_flops[arm] / min(pull_flops))
-
-    i.e. the fraction of the chance loss removed, per FLOP relative to the cheapest arm, in [0, 1].
-    Stops after ``n_rounds`` rounds or when no arm can pay.
-
-    Returns:
-        A JSON-ready dict: ``ranges``, ``rounds`` (requested), ``rounds_run``, ``stopped``
-        (``"n_rounds"`` or ``"flop ledger"``), ``history`` (per round: range, loss_before, loss_after,
-        reward), ``pulls``, ``alpha``, ``beta``, ``posterior_mean`` (per arm), ``pull_flops``,
-        ``flops_per_arm``, ``flops`` (total FLOPs spent), ``tokens_forward``, ``tokens_backward``,
-        ``budget_flops``, ``share_flops``.
-
-    Raises:
-        ValueError: bad ranges, ``n_rounds`` < 0, or a non-positive budget.
-    """
-    mechanism = as_mechanism(mechanism)
-    lengths = check_ranges(ranges, 1)
-    n_rounds = _as_int("n_rounds", n_rounds, 0)
-    n_params = count_params(mechanism)
-    bandit = ThompsonBernoulli(len(lengths), seed=seed)
-    ledger = FlopLedger(compute_budget_flops, len(lengths))
-    runner = Runner(mechanism, vocab)
-    chance = math.log(vocab)
-    pull = [_pull_tokens(batch_size, n, tbptt_steps) for n in lengths]
-    pull_flops = [flops(n_params, tokens_forward=f, tokens_backward=b) for f, b in pull]
-    cheapest = min(pull_flops)
-    history: list[dict[str, Any]] = []
-    tokens_forward = tokens_backward = 0
-    stopped = "n_rounds"
-    for rnd in range(n_rounds):
-        mask = ledger.mask(pull_flops)
-        if not any(mask):
-            stopped = "flop ledger"
-            break
-        arm = bandit.select(mask)
-        x, y = make_batch(
-            "perplexity",
-            seed=seed,
-            split="curriculum",
-            distance=lengths[arm],
-            vocab=vocab,
-            first_index=rnd * batch_size,
-            batch_size=batch_size,
-            perm=perm,
-            resample_prob=resample_prob,
-        )
-        step = train_tbptt(
-            mechanism,
-            opt,
-            x,
-            y,
-            vocab=vocab,
-            tbptt_steps=tbptt_steps,
-            chunk_size=chunk_size,
-            grad_clip=grad_clip,
-        )
-        after = stream(runner, x, y, chunk_size=chunk_size, tail=tbptt_steps)
-        loss_after = float(after.tail_loss_sum.sum() / max(1, after.tail_n_supervised.sum()))
-        improvement = step.loss - loss_after
-        relative_cost = pull_flops[arm] / cheapest if cheapest > 0 else 1.0
-        reward = min(1.0, max(0.0, improvement / chance)) / relative_cost
-        if not math.isfinite(reward):
-            reward = 0.0
-        bandit.update(arm, reward)
-        ledger.pay(arm, pull_flops[arm])
-        tokens_forward += pull[arm][0]
-        tokens_backward += pull[arm][1]
-        history.append(
-            {
-                "range": lengths[arm],
-                "loss_before": step.loss,
-                "loss_after": loss_after,
-                "reward": reward,
-            }
-        )
-    return {
-        "ranges": list(lengths),
-        "rounds": n_rounds,
-        "rounds_run": len(history),
-        "stopped": stopped,
-        "history": history,
-        "pulls": [int(p) for p in bandit.pulls],
-        "alpha": [float(v) for v in bandit.alpha],
-        "beta": [float(v) for v in bandit.beta],
-        "posterior_mean": [float(v) for v in bandit.posterior_mean()],
-        "pull_flops": pull_flops,
-        "flops_per_arm": [float(v) for v in ledger.spent],
-        "flops": ledger.total_spent,
-        "tokens_forward": tokens_forward,
-        "tokens_backward": tokens_backward,
-        "budget_flops": ledger.budget_flops,
-        "share_flops": ledger.share_flops,
-    }
-
-
-def check_train_protocol(train_protocol: str) -> str:
-    """``train_protocol`` if it is one of ``TRAIN_PROTOCOLS``; else ``ValueError`` (one line)."""
-    if train_protocol not in TRAIN_PROTOCOLS:
-        raise ValueError(
-            f"train_protocol={train_protocol!r}: expected one of {', '.join(TRAIN_PROTOCOLS)}"
-        )
-    return train_protocol
 
 
 def _optimizer(mechanism: object, lr: float) -> torch.optim.Optimizer | None:
@@ -596,7 +362,7 @@ def evaluate(
         ValueError: any argument outside its documented range (one line naming it).
     """
     mechanism = as_mechanism(mechanism)
-    hops = _as_int("hops", hops, 1)
+    hops = as_int("hops", hops, 1)
     lengths = check_ranges(ranges, hops)
     seed = check_seed(seed)
     vocab = resolve_vocab(mechanism, vocab)
@@ -613,13 +379,13 @@ def evaluate(
         "seed": seed,
         "vocab": vocab,
         "hops": hops,
-        "n_train_steps": _as_int("n_train_steps", n_train_steps, 0),
-        "n_eval_trials": _as_int("n_eval_trials", n_eval_trials, 1),
-        "perplexity_steps": _as_int("perplexity_steps", perplexity_steps, 0),
-        "curriculum_rounds": _as_int("curriculum_rounds", curriculum_rounds, 0),
-        "batch_size": _as_int("batch_size", batch_size, 1),
-        "tbptt_steps": _as_int("tbptt_steps", tbptt_steps, 1),
-        "chunk_size": _as_int("chunk_size", chunk_size, 1),
+        "n_train_steps": as_int("n_train_steps", n_train_steps, 0),
+        "n_eval_trials": as_int("n_eval_trials", n_eval_trials, 1),
+        "perplexity_steps": as_int("perplexity_steps", perplexity_steps, 0),
+        "curriculum_rounds": as_int("curriculum_rounds", curriculum_rounds, 0),
+        "batch_size": as_int("batch_size", batch_size, 1),
+        "tbptt_steps": as_int("tbptt_steps", tbptt_steps, 1),
+        "chunk_size": as_int("chunk_size", chunk_size, 1),
         "lr": float(lr),
         "grad_clip": None if grad_clip is None else float(grad_clip),
         "resample_prob": float(resample_prob),

@@ -2,7 +2,8 @@
 
 See ``passkey_swar`` (generation, docs/TASK.md "Format" / "Answer rule"), ``oracle``
 (verification and per-position annotation), ``stats`` (the statistics table, docs/TASK.md "Statistics") and
-``hub_io`` (the release's parquet layout).
+``store`` (the release's parquet layout on disk and on the Hub, one module per idea; its names
+imported from ``hub_io``).
 """
 
 from swar_bench.tasks.oracle import ANSWER_KINDS, OracleError, annotate, verify_example

@@ -12,7 +12,8 @@ finds a violation). ``verify`` and ``check`` of a local folder also exit 1, nami
 missing, unless it is a complete release (``hub_io.release_problems``: README.md listing every
 split file, each listed file, vocab.json, params.json, and their content: vocab.json the
 vocabulary of the recorded parameters, params.json valid parameters), also when none of the
-requested split files is left; ``generate`` lists its splits in
+requested split files is left; a folder holding none of a release's files (``release_files``:
+empty, only a README.md or dataset card) is no release, exit 2. ``generate`` lists its splits in
 README.md before writing them and keeps finished ones, so rerunning a command that was cut short
 completes the folder. A local folder is read with the generator parameters it records
 (``params.json``); ``--params`` that differ from them are an error, and ``generate`` refuses to
@@ -25,7 +26,6 @@ from __future__ import annotations
 import argparse
 import errno
 import glob
-import json
 import os
 import signal
 import sys
@@ -34,37 +34,40 @@ from collections.abc import Iterator
 from swar_bench import interrupts
 from swar_bench.argparsing import ArgumentParser
 from swar_bench.io import (
-    PROBE_PREFIX,
     atomic_write_text,
-    name_limits,
-    nearest_existing,
-    probe_write,
 )
 from swar_bench.locks import FolderLockedError
+from swar_bench.tasks.cli_options import (
+    GENERATE,
+    UsageError,
+    card_config_option,
+    check_out_file,
+    check_out_folder,
+    configs_option,
+    num_examples_option,
+    params_option,
+    source_option,
+    source_params,
+    splits_option,
+)
 from swar_bench.tasks.hub_io import (
-    CONFIGS_SECTION,
-    PARAMS_FILE,
     CorruptDataError,
     DataSourceError,
-    card_configs_text,
     card_splits,
     check_disjoint,
     check_folder_params,
-    config_name,
-    folder_params,
     iter_examples,
     load_split,
     parse_config,
+    release_files,
     release_report,
     remove_stale_temp_files,
-    resolve_source,
     train_configs_text,
     verify_dataset,
     write_dataset,
 )
 from swar_bench.tasks.oracle import OracleError, annotate
 from swar_bench.tasks.passkey_swar import (
-    ALLOWED_N,
     SPLIT_SEEDS,
     SPLIT_SIZES,
     TRAIN_N,
@@ -77,196 +80,6 @@ from swar_bench.tasks.passkey_swar import (
 )
 from swar_bench.tasks.stats import compute_stats, format_report, format_table
 from swar_bench.text import plural
-
-GENERATE = "generate"
-
-
-class _UsageError(ValueError):
-    pass
-
-
-def _csv(value: str | None, option: str) -> list[str] | None:
-    """A comma-separated option: ``None`` when not given; an error when given but empty or
-    when a name repeats."""
-    if value is None:
-        return None
-    items = [x.strip() for x in value.split(",") if x.strip()]
-    if not items:
-        raise _UsageError(
-            f"{option}={value!r}: expected a comma-separated list, e.g. "
-            + ("n32,n64" if option == "--configs" else "validation,test")
-            + " (leave the option out for the default)"
-        )
-    twice = sorted({x for x in items if items.count(x) > 1}, key=items.index)
-    if twice:
-        raise _UsageError(
-            f"{option}={value!r}: {', '.join(twice)} given more than once; expected each once"
-        )
-    return items
-
-
-def _check_card_config(config: str, option: str = "--configs") -> str:
-    """``config`` when it is a config of the task (``n32`` .. ``n16384``); else a one-line error
-    naming ``option`` (``--configs``, ``--config``), the value and the configs, with ``n{N}`` as a
-    suggestion for a bare or misspelt number (``32``, ``N32``, ``n0032``)."""
-    try:
-        n = parse_config(config)
-    except DataSourceError:
-        n = None
-    if n in ALLOWED_N and config == config_name(n):
-        return config
-    digits = config.strip().lstrip("nN")
-    guess = config_name(int(digits)) if digits.isdigit() and int(digits) in ALLOWED_N else None
-    raise _UsageError(
-        f"{option}: {config!r} is not a passkey_swar config (N in 32..16384, powers of 2; {CONFIGS_SECTION}); "
-        f"expected some of {card_configs_text()}" + (f"; did you mean {guess}?" if guess and guess != config else "")
-    )
-
-
-def _folder_configs(source: str) -> list[str]:
-    """The passkey_swar configs present as folders in a local ``source``, in order of N; folders named
-    like a config but not one (e.g. ``n7``) are named on stderr as skipped."""
-    card, skipped = [], []
-    for name in os.listdir(source):
-        if os.path.isdir(os.path.join(source, name)) and name[:1] == "n" and name[1:].isdigit():
-            (card if int(name[1:]) in ALLOWED_N and name[1] != "0" else skipped).append(name)
-    for name in sorted(skipped):
-        print(
-            f"skipping {os.path.join(source, name)}: not a passkey_swar config "
-            f"(expected some of {card_configs_text()})",
-            file=sys.stderr,
-        )
-    return sorted(card, key=parse_config)
-
-
-def _configs(value: str | None, source: str | None = None) -> list[str]:
-    """The --configs list (each a passkey_swar config); by default those present in a local
-    folder ``source``, else all of the release's."""
-    configs = _csv(value, "--configs")
-    if configs is not None:
-        return [_check_card_config(c) for c in configs]
-    if source not in (None, GENERATE) and os.path.isdir(source):
-        found = _folder_configs(source)
-        if not found:
-            raise DataSourceError(
-                f"no passkey_swar config folder under {source!r}: expected the Hub layout "
-                f"{source}/n{{N}}/{{split}}-00000-of-00001.parquet with N in 32..16384"
-            )
-        return found
-    return [config_name(n) for n in ALLOWED_N]
-
-
-def _shown(value: str, limit: int = 100) -> str:
-    """``value`` for a one-line message: its first ``limit`` characters and its length when longer."""
-    return value if len(value) <= limit else f"{value[:limit]}... ({len(value)} characters)"
-
-
-def _check_path_names(option: str, value: str, base: str) -> None:
-    """No component of ``value`` is longer than the file system under ``base`` (its nearest
-    existing folder) allows, nor the whole path (``NAME_MAX`` / ``PATH_MAX``, usually 255 / 4096
-    bytes): the OS would fail only when the first file is created, with ``[Errno 36]``."""
-    name_max, path_max = name_limits(base)
-    for part in value.split(os.sep):
-        size = len(os.fsencode(part))
-        if size > name_max:
-            raise _UsageError(
-                f"{option}={_shown(value)}: the name is too long (a path component of {size} "
-                f"bytes; the file system allows {name_max} per name)"
-            )
-    size = len(os.fsencode(os.path.abspath(value)))
-    if size >= path_max:
-        raise _UsageError(
-            f"{option}={_shown(value)}: the name is too long ({size} bytes as an absolute path; "
-            f"the file system allows {path_max - 1})"
-        )
-
-
-def _check_out_folder(option: str, value: str, folder: str | None = None) -> None:
-    """``folder`` (default: ``value``, the option's value) exists as a folder or can be
-    created, and can be written to; checked before any work starts by creating (and removing)
-    a temporary file in it or in its nearest existing parent (permission bits alone do not tell,
-    e.g. for root or under ``/proc``). An empty value, or a name longer than the file system
-    allows, is refused by name."""
-    if not value:
-        raise _UsageError(f"{option}='': expected a {'folder' if folder is None else 'file'} path")
-    folder = value if folder is None else folder
-    if os.path.exists(folder) and not os.path.isdir(folder):
-        raise _UsageError(f"{option}={value}: {folder} is not a folder")
-    base = str(nearest_existing(folder))
-    if not os.path.isdir(base):
-        raise _UsageError(f"{option}={value}: {base} is not a folder")
-    _check_path_names(option, value, base)
-    try:
-        probe_write(base, prefix=PROBE_PREFIX)
-    except OSError as exc:
-        raise _UsageError(
-            f"{option}={value}: cannot create a file in {base} ({exc.strerror or exc})"
-        ) from exc
-
-
-def _check_out_file(option: str, value: str) -> None:
-    """``option=value`` names a file that can be written (its folder exists or can be created)."""
-    if not value:
-        raise _UsageError(f"{option}='': expected a file path")
-    if os.path.isdir(value):
-        raise _UsageError(f"{option}={value}: {value} is a folder; expected a file name")
-    _check_out_folder(option, value, os.path.dirname(os.path.abspath(value)))
-
-
-def _splits(value: str | None) -> list[str] | None:
-    splits = _csv(value, "--splits")
-    for s in splits or []:
-        if s not in SPLIT_SEEDS:
-            raise _UsageError(
-                f"--splits: {s!r} is not a split; expected some of {','.join(SPLIT_SEEDS)}"
-            )
-    return splits
-
-
-def _params(value: str | None) -> PasskeySwarParams:
-    if not value:
-        return PasskeySwarParams()
-    try:
-        fields = json.loads(value)
-    except json.JSONDecodeError as exc:
-        raise _UsageError(
-            f"--params={value!r}: expected a JSON object, e.g. '{{\"w\": 8}}' ({exc.msg})"
-        ) from exc
-    if not isinstance(fields, dict):
-        raise _UsageError(f"--params={value!r}: expected a JSON object of PasskeySwarParams fields")
-    unknown = set(fields) - set(PasskeySwarParams().to_dict())
-    if unknown:
-        raise _UsageError(
-            f"--params: unknown field(s) {sorted(unknown)}; expected some of {sorted(PasskeySwarParams().to_dict())}"
-        )
-    try:
-        return PasskeySwarParams(**fields)
-    except ValueError as exc:  # names the field as PasskeySwarParams.w: name the option the user typed
-        raise _UsageError(f"--params: {str(exc).removeprefix('PasskeySwarParams.')}") from None
-
-
-def _check_source(option: str, source: str) -> str:
-    """``source`` as read (:func:`resolve_source`): ``generate``, the local folder it names
-    (``~`` expanded), or a Hub id ``owner/name``. A file, a missing local path or a bare name is
-    a one-line error at once, not a Hub request."""
-    if source == GENERATE:
-        return source
-    folder = resolve_source(source, option)
-    return source if folder is None else folder
-
-
-def _source_params(value: str | None, source: str) -> PasskeySwarParams:
-    """The parameters to read ``source`` with: a local folder's record (``--params``, when
-    given, must equal it), else ``--params`` or the release's."""
-    if source != GENERATE and os.path.isdir(source):
-        return folder_params(source, _params(value) if value else None)
-    return _params(value)
-
-
-def _num_examples(value: int | None) -> int | None:
-    if value is not None and not 1 <= value < 10**6:
-        raise _UsageError(f"--num-examples={value}: expected an integer in [1, 10**6)")
-    return value
 
 
 def _generated(split: str, n: int, num_examples: int, params: PasskeySwarParams) -> Iterator[dict]:
@@ -303,13 +116,13 @@ def _pairs(
         for s in splits or default or card_splits(n):
             if s not in card_splits(n):
                 if explicit:
-                    raise _UsageError(
+                    raise UsageError(
                         f"--splits={s}: config {c} has no {s} split; {train_configs_text()}"
                     )
                 continue
             out.append((c, s))
     if not out:
-        raise _UsageError(
+        raise UsageError(
             f"--splits={','.join(splits or ())}: none of {', '.join(configs)} has it; {train_configs_text()}"
         )
     return out
@@ -321,16 +134,16 @@ def cmd_generate(args) -> int:
     locked for the run (``swar_bench.locks.folder_lock``): a second writer is refused, exit 1,
     naming this one. Exit 0, or 130/143 when stopped (the folder then lacks what was not written;
     ``verify`` names it); 1 for a full disk (ENOSPC)."""
-    configs = _configs(args.configs)
-    splits = _splits(args.splits)
+    configs = configs_option(args.configs)
+    splits = splits_option(args.splits)
     for c in configs if splits is not None and "train" in splits else ():
         if parse_config(c) not in TRAIN_N:
-            raise _UsageError(
+            raise UsageError(
                 f"--splits=train: config {c} has no train split; {train_configs_text()}"
             )
-    num_examples = _num_examples(args.num_examples)
-    params = _params(args.params)
-    _check_out_folder("--out", args.out)
+    num_examples = num_examples_option(args.num_examples)
+    params = params_option(args.params)
+    check_out_folder("--out", args.out)
     check_folder_params(args.out, params)
     from swar_bench.locks import folder_lock
 
@@ -369,15 +182,15 @@ def cmd_generate(args) -> int:
 def cmd_stats(args) -> int:
     """``data stats``: the task's statistics table of a source (docs/TASK.md, "Statistics"),
     printed and optionally written as a report. Exit 0; 2 on a bad source or option."""
-    args.source = _check_source("--source", args.source)
-    params = _source_params(args.params, args.source)
-    num = _num_examples(args.num_examples)
+    args.source = source_option("--source", args.source)
+    params = source_params(args.params, args.source)
+    num = num_examples_option(args.num_examples)
     if args.report is not None:
-        _check_out_file("--report", args.report)
+        check_out_file("--report", args.report)
     stats = []
     for config, split in _pairs(
-        _configs(args.configs, args.source),
-        _splits(args.splits),
+        configs_option(args.configs, args.source),
+        splits_option(args.splits),
         default=("validation",),
         explicit=args.configs is not None,
     ):
@@ -407,35 +220,29 @@ def _release_incomplete(source: str) -> bool:
     return report is not None
 
 
-def _is_release_folder(source: str) -> bool:
-    """A local folder holding any of a release's metadata files (README.md, vocab.json,
-    params.json): what it lacks is a release problem (exit 1), not a wrong argument (exit 2)."""
-    return os.path.isdir(source) and any(
-        os.path.isfile(os.path.join(source, name)) for name in ("README.md", "vocab.json", PARAMS_FILE)
-    )
-
-
 def _release_first(source: str, exc: DataSourceError) -> int:
     """Nothing of the request can be read from ``source``: a release folder with problems exits
     1 naming them (``README.md`` lists a split whose file is gone, a ``params.json`` that is not
-    valid parameters); otherwise ``exc`` is the user's error (exit 2)."""
-    if source != GENERATE and _is_release_folder(source) and _release_incomplete(source):
+    valid parameters); otherwise ``exc`` is the user's error (exit 2), also for a folder that holds
+    none of a release's files (:func:`release_files`: empty, only a README.md or dataset card):
+    no release there."""
+    if source != GENERATE and os.path.isdir(source) and release_files(source) and _release_incomplete(source):
         return 1
     raise exc
 
 
 def cmd_verify(args) -> int:
     """Verify every requested split; a failing split is reported and the others still checked."""
-    args.source = _check_source("source", args.source)
+    args.source = source_option("source", args.source)
     try:
-        params = _source_params(args.params, args.source)
-        configs = _configs(args.configs, args.source)
+        params = source_params(args.params, args.source)
+        configs = configs_option(args.configs, args.source)
     except DataSourceError as exc:
         return _release_first(args.source, exc)
     local = os.path.isdir(args.source)
     checked: list[str] = []
     failed: list[str] = []
-    for config, split in _pairs(configs, _splits(args.splits), explicit=args.configs is not None):
+    for config, split in _pairs(configs, splits_option(args.splits), explicit=args.configs is not None):
         if local and not _local_files(args.source, config, split):
             continue  # a local folder need not hold every config and split
         name = f"{config}/{split}"
@@ -475,23 +282,24 @@ def cmd_check(args) -> int:
     """``data check``: the release is complete and its splits are pairwise disjoint (by example
     hash). Exit 0, 1 naming what is missing, shared or unreadable (a split file that is not
     parquet of the release's columns, as ``verify``), 2 on a bad source or option."""
-    args.source = _check_source("source", args.source)
+    args.source = source_option("source", args.source)
     try:
-        _source_params(args.params, args.source)  # no use for them, but wrong ones are an error
-        configs = _configs(args.configs, args.source)
+        source_params(args.params, args.source)  # no use for them, but wrong ones are an error
+        configs = configs_option(args.configs, args.source)
     except DataSourceError as exc:
         return _release_first(args.source, exc)
     if os.path.isdir(args.source):
         # a config folder counts only if it holds split files (an interrupted generate can leave
         # an empty one, or one with nothing but a temporary file)
-        configs = [c for c in configs if glob.glob(os.path.join(args.source, c, "*-*.parquet"))]
+        configs = [c for c in configs if any(glob.glob(os.path.join(glob.escape(args.source), c, f"{s}-*.parquet"))
+                                             for s in SPLIT_SEEDS)]
         if not configs:
             return _release_first(args.source, DataSourceError(
                 f"none of the requested configs under {args.source!r} holds a split file: expected the Hub layout "
                 f"({args.source}/n{{N}}/{{split}}-00000-of-00001.parquet)"
             ))
     try:
-        report = check_disjoint(args.source, configs, _splits(args.splits))
+        report = check_disjoint(args.source, configs, splits_option(args.splits))
     except DataSourceError as exc:
         if not os.path.isdir(args.source):
             raise  # the Hub or its cache cannot give it: not a fault of the release
@@ -510,10 +318,10 @@ def cmd_check(args) -> int:
 
 def _one_example(source: str, config: str, split: str, index: int, params) -> dict:
     """Example ``index`` of a split, after checking that the split has it."""
-    n = parse_config(_check_card_config(config, "--config"))
+    n = parse_config(card_config_option(config, "--config"))
     if source == GENERATE:
         if split not in card_splits(n):
-            raise _UsageError(
+            raise UsageError(
                 f"--split={split}: config {config} has no {split} split; it has {', '.join(card_splits(n))}"
             )
         size, ds = SPLIT_SIZES[split], None
@@ -522,7 +330,7 @@ def _one_example(source: str, config: str, split: str, index: int, params) -> di
         size = len(ds)
     if index >= size:
         span = f" (0..{size - 1})" if size else ""
-        raise _UsageError(f"--index={index}: out of range; the split has {size} examples{span}")
+        raise UsageError(f"--index={index}: out of range; the split has {size} examples{span}")
     if ds is None:
         seeds = split_seeds(split, n, 1, start=index)
         return next(iter(generate_flat(seeds, n, params).examples()))
@@ -532,10 +340,10 @@ def _one_example(source: str, config: str, split: str, index: int, params) -> di
 def cmd_show(args) -> int:
     """``data show``: one example of a config and split, decoded token by token. Exit 0; 2 on a
     bad source, config or index."""
-    args.source = _check_source("--source", args.source)
-    params = _source_params(args.params, args.source)
+    args.source = source_option("--source", args.source)
+    params = source_params(args.params, args.source)
     if args.index < 0:
-        raise _UsageError(f"--index={args.index}: expected an integer >= 0")
+        raise UsageError(f"--index={args.index}: expected an integer >= 0")
     ex = _one_example(args.source, args.config, args.split, args.index, params)
     voc = vocab(params)
     kind, age = annotate(ex["input_ids"], params)
@@ -554,8 +362,8 @@ def cmd_show(args) -> int:
 def cmd_vocab(args) -> int:
     """``data vocab``: write vocab.json (token -> id) for the parameters. Exit 0; 2 on a bad
     output path."""
-    params = _params(args.params)
-    _check_out_file("--out", args.out)
+    params = params_option(args.params)
+    check_out_file("--out", args.out)
     path = write_vocab_json(args.out, params)
     print(f"wrote {path} ({vocab(params).size} tokens)")
     return 0
@@ -661,7 +469,7 @@ def main(argv: list[str] | None = None) -> int:
         # a full disk is not a wrong argument either: exit 1 (the temporary file is gone)
         print(f"swar-bench data {args.command}: FAILED: {exc.strerror} writing {exc.filename}", file=sys.stderr)
         return 1
-    except (DataSourceError, _UsageError, OracleError, ValueError) as exc:
+    except (DataSourceError, UsageError, OracleError, ValueError) as exc:
         print(f"swar-bench data {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from swar_bench.tasks.cli import main
 from swar_bench.tasks.hub_io import record_checksums, split_path
+from swar_bench.tasks.store import write as store_write
 
 
 @pytest.fixture(autouse=True)
@@ -397,15 +398,15 @@ def test_sigterm_removes_the_temporary_file_and_a_rerun_removes_stale_ones(
             os.kill(os.getpid(), signal.SIGTERM)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(hub_io, "examples_per_chunk", lambda n: 4)
-    monkeypatch.setattr(hub_io, "generate_flat", terminated_midway)
+    monkeypatch.setattr(store_write, "examples_per_chunk", lambda n: 4)
+    monkeypatch.setattr(store_write, "generate_flat", terminated_midway)
     handler = signal.getsignal(signal.SIGTERM)
     assert _generate(out, "--configs", "n32", "--splits", "test") == 143
     captured = capsys.readouterr()
     assert captured.err == "swar-bench data generate: terminated (SIGTERM)\n"
     assert calls["n"] == 2 and not (out / "n32").exists()  # temporary file removed, and the folder made for it
     assert signal.getsignal(signal.SIGTERM) == handler  # restored
-    monkeypatch.setattr(hub_io, "generate_flat", real)
+    monkeypatch.setattr(store_write, "generate_flat", real)
     stale = out / "n32" / ".tmp-w8k1q2x0.parquet"  # e.g. left by a SIGKILL
     stale.parent.mkdir()
     stale.write_bytes(b"PAR1")
@@ -544,14 +545,12 @@ def test_a_rerun_removes_stale_temporary_files_of_every_config(tmp_path, capsys)
 
 
 def test_empty_or_too_long_output_names_are_named_before_any_work(tmp_path, capsys, monkeypatch):
-    from swar_bench.tasks import hub_io
-
     monkeypatch.chdir(tmp_path)
 
     def no_work(*args, **kwargs):
         raise AssertionError("generated before checking --out")
 
-    monkeypatch.setattr(hub_io, "generate_flat", no_work)
+    monkeypatch.setattr(store_write, "generate_flat", no_work)
     name_max = os.pathconf(tmp_path, "PC_NAME_MAX")  # 255 on ext4, tmpfs, overlayfs
     long_out = str(tmp_path / ("x" * (name_max + 45)))
     shown = long_out[:100] + f"... ({len(long_out)} characters)"
@@ -636,8 +635,8 @@ def _generate_with_a_signal(out, monkeypatch, signum, at, swallow=False, via_dis
         if at == ("final",) and args and str(args[0]).startswith("splits are disjoint"):
             send()
 
-    monkeypatch.setattr(hub_io, "examples_per_chunk", lambda n: 4)
-    monkeypatch.setattr(hub_io, "generate_flat", flat)
+    monkeypatch.setattr(store_write, "examples_per_chunk", lambda n: 4)
+    monkeypatch.setattr(store_write, "generate_flat", flat)
     monkeypatch.setattr(data_cli, "check_disjoint", check)
     monkeypatch.setattr(data_cli, "print", printing, raising=False)
     argv = ["generate", "--out", str(out), "--no-progress", "--num-examples", "8", "--configs", "n32",

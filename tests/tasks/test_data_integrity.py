@@ -27,6 +27,7 @@ from swar_bench.tasks.hub_io import (
     read_local_table,
     write_dataset,
 )
+from swar_bench.tasks.store import write as store_write
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 
@@ -183,7 +184,7 @@ def test_a_full_disk_during_generate_is_exit_1_naming_the_file(tmp_path, capsys,
     def full_disk(*args, **kwargs):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
-    monkeypatch.setattr(hub_io, "flat_to_table", full_disk)
+    monkeypatch.setattr(store_write, "flat_to_table", full_disk)
     out = tmp_path / "data"
     assert data_main(["generate", "--out", str(out), "--configs", "n32", "--splits", "test", "--num-examples", "5",
                       "--no-progress"]) == 1

@@ -31,6 +31,7 @@ from swar_bench.tasks.passkey_swar import (
     generate_examples,
     make_example,
 )
+from swar_bench.tasks.store import write as store_write
 
 
 @pytest.fixture(scope="module")
@@ -172,8 +173,8 @@ def test_writes_are_atomic(tmp_path, monkeypatch):
             raise RuntimeError("disk full")
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(hub_io, "examples_per_chunk", lambda n: 4)  # several row groups
-    monkeypatch.setattr(hub_io, "generate_flat", failing)
+    monkeypatch.setattr(store_write, "examples_per_chunk", lambda n: 4)  # several row groups
+    monkeypatch.setattr(store_write, "generate_flat", failing)
     with pytest.raises(RuntimeError, match="disk full"):
         write_dataset(tmp_path, ["n32"], ["validation"], num_examples=10, progress=False)
     # no partial file, no temporary, not the config folder made for them
@@ -186,7 +187,7 @@ def test_writes_are_atomic(tmp_path, monkeypatch):
 
 
 def test_row_groups_concatenate_identically(tmp_path, monkeypatch):
-    monkeypatch.setattr(hub_io, "examples_per_chunk", lambda n: 3)
+    monkeypatch.setattr(store_write, "examples_per_chunk", lambda n: 3)
     write_dataset(tmp_path, ["n64"], ["test"], num_examples=10, progress=False)
     f = pq.ParquetFile(split_path(tmp_path, "n64", "test"))
     assert f.metadata.num_row_groups == 4
@@ -237,7 +238,7 @@ def test_write_dataset_rejects_requests_off_the_card(
 
 def test_write_dataset_rejects_an_out_dir_under_a_file_before_generating(tmp_path, monkeypatch):
     (tmp_path / "afile").write_text("x")
-    monkeypatch.setattr(hub_io, "generate_flat", lambda *a, **k: pytest.fail("generated"))
+    monkeypatch.setattr(store_write, "generate_flat", lambda *a, **k: pytest.fail("generated"))
     with pytest.raises(NotADirectoryError):
         write_dataset(tmp_path / "afile" / "out", ["n32"], ["test"], 2, progress=False)
     with pytest.raises(DataSourceError, match="exists and is not a folder"):

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from swar_bench.tasks import hub_io
 from swar_bench.tasks.cli import main
 from swar_bench.tasks.hub_io import DataSourceError, load_split, resolve_source
+from swar_bench.tasks.store import source as store_source
 
 EXPECTED = "expected a folder in the Hub layout or a Hub id owner/name (e.g. irodkin/passkey_swar)"
 
@@ -37,7 +38,7 @@ def hub(monkeypatch):
 
     monkeypatch.setattr(HfApi, "dataset_info", dataset_info)
     monkeypatch.setattr(datasets, "load_dataset", load_dataset)
-    monkeypatch.setattr(hub_io, "_HUB_TRIED", {})
+    monkeypatch.setattr(store_source, "_HUB_TRIED", {})
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
     return calls
 
