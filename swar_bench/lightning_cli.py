@@ -80,6 +80,7 @@ from swar_bench.config_errors import one_line as _one_line
 from swar_bench.config_errors import option_source as _option_source
 from swar_bench.datamodules.passkey_swar import PasskeySwarDataModule
 from swar_bench.io import PROBE_PREFIX, atomic_path, name_limits, nearest_existing, probe_write
+from swar_bench.locks import FolderLockedError
 from swar_bench.module import TBPTTModule, mechanism_class_path
 from swar_bench.quiet import quiet_output
 from swar_bench.slurm import resume_hint
@@ -313,32 +314,42 @@ def fresh_start_notice(folder: str | os.PathLike) -> None:
 
 
 def readable_resume(path: str, subcommand: str | None) -> str:
-    """The checkpoint ``--ckpt_path last`` resumes: ``path`` when it reads as a checkpoint
-    (``swar_bench.slurm.checkpoint_progress``, weights only), else the newest readable checkpoint
-    beside it (largest recorded step, ``swar_bench.slurm.newest_checkpoint``: a ``last.ckpt``
-    cut short by a kill or a full disk next to an intact step checkpoint), after one line on
-    stderr (rank 0) naming both.
+    """The checkpoint ``--ckpt_path last`` resumes: the checkpoint of ``path``'s folder with the
+    most recorded progress (``swar_bench.slurm.newest_checkpoint``: global step, then batches;
+    read weights only), ``path`` itself on a tie. Two faults leave ``path`` (a ``last.ckpt``) behind
+    another checkpoint of its folder, and each is said in one line on stderr (rank 0) naming both:
+    ``path`` cannot be read (cut short by a kill or a full disk), or a step checkpoint records more
+    progress than ``path`` (a run killed between its two saves: Lightning's ``ModelCheckpoint``
+    writes ``epoch=E-step=S.ckpt``, then ``last.ckpt``). Resuming from the newer one loses no
+    steps, and its ``ModelCheckpoint`` state names it, so the resumed run's next save replaces it:
+    no stray file is left.
 
     Raises:
         ValueError: ``path`` cannot be read and no checkpoint beside it can (one line)."""
     from swar_bench.slurm import checkpoint_progress, newest_checkpoint, resume_candidates
 
-    try:
-        checkpoint_progress(path)
-        return path
-    except Exception as err:  # noqa: BLE001 - truncated, not a checkpoint, refused: fall back below
-        reason = f"{type(err).__name__}: {_one_line(str(err))[:120]}"
     folder = os.path.dirname(path) or "."
     others = [p for p in resume_candidates(folder) if os.path.abspath(p) != os.path.abspath(path)]
     newest = newest_checkpoint(others, warn=lambda line: None)
-    if newest is None:
-        raise ValueError(
-            f"--ckpt_path=last: {path} cannot be read ({reason}) and no other checkpoint beside it can; expected a "
-            f"checkpoint file to resume from (--ckpt_path FILE), or a new run into another folder"
-        )
+    try:
+        progress = checkpoint_progress(path)
+    except Exception as err:  # noqa: BLE001 - truncated, not a checkpoint, refused: fall back below
+        reason = f"{type(err).__name__}: {_one_line(str(err))[:120]}"
+        if newest is None:
+            raise ValueError(
+                f"--ckpt_path=last: {path} cannot be read ({reason}) and no other checkpoint beside it can; expected a "
+                f"checkpoint file to resume from (--ckpt_path FILE), or a new run into another folder"
+            ) from None
+        if _rank_zero():
+            print(f"swar-bench {subcommand}: {path} cannot be read ({reason}); resuming from {newest[0]} (global step "
+                  f"{newest[1]}), the newest checkpoint beside it that can", file=sys.stderr, flush=True)
+        return newest[0]
+    if newest is None or checkpoint_progress(newest[0]) <= progress:
+        return path
     if _rank_zero():
-        print(f"swar-bench {subcommand}: {path} cannot be read ({reason}); resuming from {newest[0]} (global step "
-              f"{newest[1]}), the newest checkpoint beside it that can", file=sys.stderr, flush=True)
+        print(f"swar-bench {subcommand}: {newest[0]} (global step {newest[1]}) is newer than {path} (global step "
+              f"{progress[0]}), left by a run stopped between its two saves; resuming from {newest[0]}",
+              file=sys.stderr, flush=True)
     return newest[0]
 
 
@@ -388,6 +399,68 @@ def check_fresh_start(cfg: Any) -> None:
             f"{option}: {folder} already holds the checkpoints of a run ({shown}); a new run never writes over them: "
             "expected --ckpt_path last to resume that run, or another folder for a new one"
         )
+
+
+def fit_lock_folders(cfg: Any) -> list[str]:
+    """The local folders a ``fit`` of ``cfg`` writes into that another fit may write into too,
+    each locked for the whole run (:func:`holding_fit_folder`): the run folder
+    ``<save_dir>/<name>/<version>`` once its version is fixed (a resumed run, a forced version;
+    :meth:`SwarBenchCLI._configure_run_folder`), ``--checkpoint.dirpath``, and
+    ``<default_root_dir>/checkpoints`` without a logger. A new run's ``version_N`` (picked by the
+    logger, a new folder) is not among them; nor are remote folders."""
+    from swar_bench import runs
+
+    folders = []
+    where = fresh_checkpoint_folder(cfg)
+    logger = cfg.get("trainer.logger")
+    init_args = getattr(logger, "init_args", None)
+    if where is not None and where[0].startswith("--trainer.logger.init_args.version"):
+        folders.append(os.path.dirname(where[1]))  # the run folder: its logs, reports and checkpoints
+    elif where is not None:
+        folders.append(where[1])
+    if (init_args is not None and init_args.get("version") is not None and where is not None
+            and where[0].startswith("--checkpoint.dirpath")
+            and str(getattr(logger, "class_path", "")).endswith(("TensorBoardLogger", "CSVLogger"))):
+        folders.append(os.path.join(str(init_args.get("save_dir") or "."), str(init_args.get("name") or ""),
+                                    runs.version_folder(init_args.get("version"))))
+    return [f for f in dict.fromkeys(os.path.normpath(f) for f in folders) if "://" not in f]
+
+
+@contextlib.contextmanager
+def holding_fit_folder(folder: str, checkpoint_folder: str | None) -> Iterator[None]:
+    """Hold ``folder``'s lock (``swar_bench.locks.folder_lock``, ``DIR/.swar-bench.lock``) for the
+    block: a second ``fit`` into it (two ``--ckpt_path last`` resuming one run) is refused in one
+    line naming the holder (``FolderLockedError``, exit 1), before it reads or writes anything. A
+    killed holder's lock goes with it (the kernel releases a ``flock``). Holding it, the temporary
+    files ``.tmp-*.ckpt`` a killed save left in ``checkpoint_folder`` are removed (one line each):
+    no other writer can own them. A folder the lock created and the run left empty is removed."""
+    from swar_bench.io import TEMP_PREFIX
+    from swar_bench.locks import LOCK_NAME, folder_lock
+
+    created = runs_first_missing(folder)
+    with folder_lock(folder, f"swar-bench fit into {folder}"):
+        if checkpoint_folder is not None and os.path.isdir(checkpoint_folder):
+            for path in sorted(glob.glob(os.path.join(glob.escape(checkpoint_folder), TEMP_PREFIX + "*.ckpt"))):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(path)
+                    print(f"swar-bench fit: removed {path}, left by a run stopped while saving", file=sys.stderr, flush=True)
+        yield
+    if created is not None and os.path.isdir(folder) and os.listdir(folder) == [LOCK_NAME]:
+        with contextlib.suppress(OSError):  # the run wrote nothing: leave no folder behind it
+            os.unlink(os.path.join(folder, LOCK_NAME))
+            absolute = Path(os.path.abspath(folder))
+            for path in [absolute, *absolute.parents]:  # up to the outermost folder it created
+                path.rmdir()
+                if path == Path(created):
+                    break
+
+
+def runs_first_missing(folder: str) -> str | None:
+    """The outermost missing folder of ``folder``'s path (``swar_bench.runs.first_missing``), None when it exists."""
+    from swar_bench import runs
+
+    missing = runs.first_missing(folder)
+    return None if missing is None else str(missing)
 
 
 def check_trainable(model: TBPTTModule, subcommand: str | None, ckpt_path: Any) -> None:
@@ -497,13 +570,15 @@ class SwarBenchCLI(LightningCLI):
             # `fit --ckpt_path last` with no checkpoint is a fresh start (a first SLURM run);
             # evaluating with none would silently score a randomly initialised model.
             dirpath = (cfg.get("checkpoint") or {}).get("dirpath") or os.path.join(str(cfg.get("trainer.default_root_dir")), "checkpoints")
-            found = glob.glob(os.path.join(glob.escape(str(dirpath)), "last*.ckpt"))
-            if found:  # Lightning's "last": the newest last*.ckpt; one cut short falls back
+            from swar_bench.slurm import resume_candidates
+
+            # Lightning's "last": the newest last*.ckpt, else any checkpoint (a run killed between
+            # its first step checkpoint and its first last.ckpt); readable_resume takes the most progress
+            found = glob.glob(os.path.join(glob.escape(str(dirpath)), "last*.ckpt")) or resume_candidates(dirpath)
+            if found:
                 newest = max(found, key=os.path.getmtime)
-                chosen = readable_resume(newest, subcommand)
-                if chosen != newest:
-                    cfg.ckpt_path = chosen
-                    self._read_checkpoint(chosen)
+                cfg.ckpt_path = readable_resume(newest, subcommand)  # a file: Lightning's "last" may differ
+                self._read_checkpoint(cfg.ckpt_path)
             if not found and subcommand == "fit":
                 cfg.ckpt_path = None
                 check_fresh_start(cfg)  # before the notice: a refused fresh start says only why
@@ -526,6 +601,20 @@ class SwarBenchCLI(LightningCLI):
             check_output_folder(folder, flag)
         if subcommand == "fit" and cfg.get("ckpt_path") in (None, ""):
             check_fresh_start(cfg)
+        if subcommand == "fit" and _rank_zero():  # the launched ranks of a distributed run write nothing of their own
+            for folder in fit_lock_folders(cfg):
+                self._held.enter_context(holding_fit_folder(folder, self._checkpoint_folder(cfg)))
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._held = contextlib.ExitStack()  # the folder locks of a fit (fit_lock_folders), for the whole run
+        with self._held:
+            super().__init__(*args, **kwargs)
+
+    @staticmethod
+    def _checkpoint_folder(cfg: Any) -> str | None:
+        """The local folder the fit's ``ModelCheckpoint`` writes into, when fixed before the run."""
+        where = fresh_checkpoint_folder(cfg)
+        return where[1] if where is not None else None
 
     _ckpt_run_folder: str | None = None
     """The run folder ``--ckpt_path`` lies in, when the run logs into it (``_configure_run_folder``)."""
@@ -883,6 +972,9 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         print(f"swar-bench: error: {message}", file=sys.stderr)
         return 2
+    except FolderLockedError as err:  # another fit writes into the folder: not a wrong argument
+        print(f"swar-bench: error: {_one_line(str(err))}", file=sys.stderr)
+        return 1
     except RuntimeError as err:  # after ValueError: DataSourceError is both
         if not collective_timed_out(err):
             raise

@@ -101,7 +101,8 @@ def existing_checkpoints(folder: str | Path) -> list[str]:
 
 def last_checkpoint(root: str | Path, version: int | str | None = None, warn=None) -> tuple[Path, int | str] | None:
     """The checkpoint ``--ckpt_path last`` resumes and its version. Without ``version``: the
-    newest ``<root>/*/checkpoints/last*.ckpt`` by modification time (the latest run). With
+    newest ``<root>/*/checkpoints/*.ckpt`` by modification time (the latest run; the caller,
+    ``swar_bench.lightning_cli.readable_resume``, then takes the most progress of its folder). With
     ``version`` (a job that continues one run, e.g. ``slurm_<job id>``): the checkpoint of
     ``<root>/<version>/checkpoints/`` with the largest recorded global step, ``hpc_ckpt_<k>.ckpt``
     of a SLURM requeue among them (``swar_bench.slurm.newest_checkpoint``), so a resume never goes
@@ -114,7 +115,10 @@ def last_checkpoint(root: str | Path, version: int | str | None = None, warn=Non
         newest = newest_checkpoint(resume_candidates(root / version_folder(version) / "checkpoints"), warn=warn)
         return None if newest is None else (Path(newest[0]), version)
     folders = [p for p in root.glob("*") if p.is_dir()]
-    found = [(ckpt.stat().st_mtime, ckpt) for folder in folders for ckpt in (folder / "checkpoints").glob("last*.ckpt")]
+    # any checkpoint, not only last*.ckpt: a run killed between its first step checkpoint and its
+    # first last.ckpt has only the former (the caller picks the most progress in that folder)
+    found = [(ckpt.stat().st_mtime, ckpt) for folder in folders for ckpt in (folder / "checkpoints").glob("*.ckpt")
+             if ckpt.is_file()]
     if not found:
         return None
     ckpt = max(found)[1]
