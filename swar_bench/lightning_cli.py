@@ -353,6 +353,36 @@ def readable_resume(path: str, subcommand: str | None) -> str:
     return newest[0]
 
 
+def completed_resume(chosen: str, found: str, cfg: Any, subcommand: str | None) -> str:
+    """The file a ``fit --ckpt_path last`` resumes from once its folder is locked
+    (:func:`holding_fit_folder`): when :func:`readable_resume` chose a step checkpoint over
+    ``found`` (the folder's ``last.ckpt``, unreadable or behind it; or no ``last.ckpt`` at all),
+    the save the kill interrupted is completed: ``chosen`` is copied over ``last.ckpt`` (beside it,
+    then renamed) and the run resumes from ``last.ckpt``. Lightning never removes the checkpoint a
+    run resumed from (``ModelCheckpoint._should_remove_checkpoint``), so resuming from the step
+    checkpoint itself would leave it behind for good; resumed from ``last.ckpt``, the step
+    checkpoint is managed as any other (replaced by the next save, or kept while in the top k).
+    ``chosen`` unchanged for other commands (they write no checkpoint), global ranks other than 0,
+    a SLURM ``hpc_ckpt_*`` (Lightning's own resume file), or a run without ``save_last``."""
+    from lightning.pytorch.callbacks import ModelCheckpoint
+
+    from swar_bench.io import atomic_path
+
+    name = os.path.basename(chosen)
+    if subcommand != "fit" or name.startswith((ModelCheckpoint.CHECKPOINT_NAME_LAST, "hpc_ckpt_")) or not _rank_zero():
+        return chosen
+    last = found if os.path.basename(found).startswith(ModelCheckpoint.CHECKPOINT_NAME_LAST) else None
+    if last is None and (cfg.get("checkpoint") or {}).get("save_last"):
+        last = os.path.join(os.path.dirname(chosen), ModelCheckpoint.CHECKPOINT_NAME_LAST + ModelCheckpoint.FILE_EXTENSION)
+    if last is None:
+        return chosen
+    import shutil
+
+    with atomic_path(last) as tmp:
+        shutil.copyfile(chosen, tmp)
+    return last
+
+
 def fresh_checkpoint_folder(cfg: Any) -> tuple[str, str] | None:
     """``(option, folder)``: the checkpoint folder a ``fit`` of ``cfg`` writes into when it is
     fixed before the run starts, with the option that fixed it: ``--checkpoint.dirpath``, a
@@ -572,12 +602,14 @@ class SwarBenchCLI(LightningCLI):
             dirpath = (cfg.get("checkpoint") or {}).get("dirpath") or os.path.join(str(cfg.get("trainer.default_root_dir")), "checkpoints")
             from swar_bench.slurm import resume_candidates
 
+            self._lock_for_fit(subcommand, dirpath, dirpath)  # before its checkpoints are read
             # Lightning's "last": the newest last*.ckpt, else any checkpoint (a run killed between
             # its first step checkpoint and its first last.ckpt); readable_resume takes the most progress
             found = glob.glob(os.path.join(glob.escape(str(dirpath)), "last*.ckpt")) or resume_candidates(dirpath)
             if found:
                 newest = max(found, key=os.path.getmtime)
-                cfg.ckpt_path = readable_resume(newest, subcommand)  # a file: Lightning's "last" may differ
+                # a file: Lightning's "last" may differ
+                cfg.ckpt_path = completed_resume(readable_resume(newest, subcommand), newest, cfg, subcommand)
                 self._read_checkpoint(cfg.ckpt_path)
             if not found and subcommand == "fit":
                 cfg.ckpt_path = None
@@ -601,14 +633,25 @@ class SwarBenchCLI(LightningCLI):
             check_output_folder(folder, flag)
         if subcommand == "fit" and cfg.get("ckpt_path") in (None, ""):
             check_fresh_start(cfg)
-        if subcommand == "fit" and _rank_zero():  # the launched ranks of a distributed run write nothing of their own
-            for folder in fit_lock_folders(cfg):
-                self._held.enter_context(holding_fit_folder(folder, self._checkpoint_folder(cfg)))
+        for folder in fit_lock_folders(cfg) if subcommand == "fit" else ():
+            self._lock_for_fit(subcommand, folder, self._checkpoint_folder(cfg))
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self._held = contextlib.ExitStack()  # the folder locks of a fit (fit_lock_folders), for the whole run
+        self._held_folders: set[str] = set()
         with self._held:
             super().__init__(*args, **kwargs)
+
+    def _lock_for_fit(self, subcommand: str | None, folder: str | os.PathLike, checkpoint_folder: str | os.PathLike | None) -> None:
+        """Hold ``folder`` for the rest of a ``fit`` (:func:`holding_fit_folder`), once; nothing for
+        other subcommands (a ``test`` may read a run while it trains), a remote folder, or a rank
+        other than global rank 0 (the launched ranks of a distributed run re-parse the command)."""
+        text = os.fspath(folder)
+        key = os.path.abspath(text)
+        if subcommand != "fit" or "://" in text or key in self._held_folders or not _rank_zero():
+            return
+        self._held.enter_context(holding_fit_folder(text, None if checkpoint_folder is None else os.fspath(checkpoint_folder)))
+        self._held_folders.add(key)
 
     @staticmethod
     def _checkpoint_folder(cfg: Any) -> str | None:
@@ -649,7 +692,12 @@ class SwarBenchCLI(LightningCLI):
         ckpt_path = cfg.get("ckpt_path") if subcommand else None
         if str(ckpt_path) == "last" and (cfg.get("checkpoint") or {}).get("dirpath") is None:
             skipped: list[str] = []
+            if forced:  # locked before its checkpoints are read: another fit may be writing them
+                version_dir = root / runs.version_folder(init_args.version)
+                self._lock_for_fit(subcommand, version_dir, version_dir / "checkpoints")
             found = runs.last_checkpoint(root, init_args.get("version"), warn=skipped.append)
+            if found is not None and not forced:
+                self._lock_for_fit(subcommand, found[0].parent.parent, found[0].parent)
             if _rank_zero():  # a forced version resumes its newest readable checkpoint: say what it skipped
                 for line in skipped:
                     print(f"swar-bench {subcommand}: {line}; resuming from the newest readable checkpoint", file=sys.stderr, flush=True)
@@ -665,13 +713,15 @@ class SwarBenchCLI(LightningCLI):
                     "mechanism first, or a checkpoint file"
                 )
             else:
-                cfg.ckpt_path, init_args.version = readable_resume(str(found[0]), subcommand), found[1]
+                chosen = readable_resume(str(found[0]), subcommand)
+                cfg.ckpt_path, init_args.version = completed_resume(chosen, str(found[0]), cfg, subcommand), found[1]
         elif ckpt_path is not None and not forced and str(ckpt_path) not in CKPT_PATH_KEYWORDS and "://" not in str(ckpt_path):
             # a checkpoint inside a run folder, wherever it lies: log and report into that folder
             run = runs.run_folder_of_checkpoint(str(ckpt_path))
             if run is not None:
                 init_args.save_dir, init_args.name, init_args.version = runs.logger_location(run, init_args.name)
                 self._ckpt_run_folder = str(Path(init_args.save_dir, init_args.name, runs.version_folder(init_args.version)))
+                self._lock_for_fit(subcommand, self._ckpt_run_folder, self._ckpt_checkpoint_dir())
 
     def _ckpt_checkpoint_dir(self) -> str | None:
         """``<run folder>/checkpoints`` as Lightning's ``ModelCheckpoint`` spells it for a run into
