@@ -168,9 +168,9 @@ def test_one_holder_per_fit_folder(tmp_path, parts, exists, stray, written):
                 (ckpts / f".tmp-{i}abclast.ckpt").write_bytes(b"half")
             (ckpts / "last.ckpt").write_bytes(b"kept")
         with holding_fit_folder(str(folder), str(ckpts)):
-            with pytest.raises(FolderLockedError, match="^" + re.escape(f"{folder} is in use by pid {os.getpid()} on ")):
-                with holding_fit_folder(str(folder), str(ckpts)):
-                    pytest.fail("a second holder got the folder")
+            refused = pytest.raises(FolderLockedError, match="^" + re.escape(f"{folder} is in use by pid {os.getpid()} on "))
+            with refused, holding_fit_folder(str(folder), str(ckpts)):
+                pytest.fail("a second holder got the folder")
             if written:
                 (folder / "hparams.yaml").write_text("x: 1\n")
         if exists and stray:
@@ -205,8 +205,9 @@ def test_a_step_checkpoint_newer_than_last_is_resumed_and_replaced(tmp_path, cap
     assert not any("starting from scratch" in ln for ln in lines), lines
     if kill == "between the two saves":
         notice = [ln for ln in lines if "is newer than" in ln]
-        assert notice == [f"swar-bench fit: {step4} (global step 4) is newer than {last} (global step 2), left by a run "
-                          f"stopped between its two saves; resuming from {step4}"], lines
+        expected = (f"swar-bench fit: {step4} (global step 4) is newer than {last} (global step 2), left by a run "
+                    f"stopped between its two saves; resuming from {step4}")
+        assert notice == [expected], lines
     assert load_checkpoint(last)["global_step"] == 6
     assert load_checkpoint(checkpoints / "epoch=0-step=6.ckpt")["global_step"] == 6
     # resumed from step 4 (not 2: the first two steps of this fit are the 5th and 6th), its save
