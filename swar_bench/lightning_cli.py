@@ -586,9 +586,17 @@ class SwarBenchCLI(LightningCLI):
 
     def parse_arguments(self, parser, args) -> None:
         self._argv = list(args or [])
+        from jsonargparse import ArgumentError
+
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=ARGS_WARNING)
-            super().parse_arguments(parser, args)
+            try:
+                super().parse_arguments(parser, args)
+            except ArgumentError as err:
+                line = self._unknown_config_keys(list(args or []))
+                if line is None:
+                    raise
+                raise ValueError(line) from err
         subcommand = self.config.get("subcommand")
         cfg = self.config[subcommand] if subcommand else self.config
         check_accelerator(cfg.get("trainer.accelerator"), list(args or []))
@@ -658,6 +666,34 @@ class SwarBenchCLI(LightningCLI):
         """The local folder the fit's ``ModelCheckpoint`` writes into, when fixed before the run."""
         where = fresh_checkpoint_folder(cfg)
         return where[1] if where is not None else None
+
+    def _unknown_config_keys(self, args: list[str]) -> str | None:
+        """One line naming every key of the ``--config`` files of ``args`` that names no option of
+        the subcommand, by file, each with a "did you mean" (``config_errors.unknown_config_keys``);
+        None when every key is an option (the parser's own message then stands)."""
+        import yaml
+
+        from swar_bench.config_errors import unknown_config_keys, unknown_keys_line
+
+        command = args[0] if args else None
+        subparser = getattr(self, "_subcommand_parsers", {}).get(command)
+        if subparser is None:
+            return None
+        options = {a.dest for a in subparser._actions if isinstance(getattr(a, "dest", None), str)}
+        groups = {a.dest for a in subparser._actions if type(a).__name__ == "_ActionConfigLoad"}  # --trainer FILE
+        lines = []
+        for i, arg in enumerate(args):
+            path = args[i + 1] if arg == "--config" and i + 1 < len(args) else arg.split("=", 1)[1] if arg.startswith("--config=") else None
+            if path is None or not os.path.isfile(path):
+                continue
+            try:
+                with open(path, encoding="utf-8") as handle:
+                    unknown = unknown_config_keys(yaml.safe_load(handle), options, groups=groups)
+            except (OSError, UnicodeDecodeError, yaml.YAMLError):
+                continue
+            if unknown:
+                lines.append(unknown_keys_line(f"--config={os.path.abspath(path)}", unknown, command))
+        return "; ".join(lines) if lines else None
 
     _ckpt_run_folder: str | None = None
     """The run folder ``--ckpt_path`` lies in, when the run logs into it (``_configure_run_folder``)."""
