@@ -35,8 +35,7 @@ GROUPS = {
 """Option group -> (top-level package, file in it, class) whose ``__init__`` parameters are the
 group's options (``SwarBenchCLI.add_arguments_to_parser`` and LightningCLI's own groups)."""
 
-TOP_LEVEL = ("help", "config", "print_config", "seed_everything", "optimizer", "lr_scheduler", "collective_timeout",
-             "slurm_requeue")
+TOP_LEVEL = ("help", "config", "print_config", "seed_everything", "optimizer", "lr_scheduler", "collective_timeout")
 """Options of every subcommand that are no constructor parameter (LightningCLI's, and
 ``--collective_timeout`` of ``SwarBenchCLI``)."""
 
@@ -45,14 +44,14 @@ SKIPPED_METHOD_ARGS = ("model", "train_dataloaders", "val_dataloaders", "dataloa
 (``LightningCLI.subcommands``)."""
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _parameters(package: str, relative: str, cls: str, method: str = "__init__") -> tuple[frozenset[str], bool] | None:
     """``(parameter names, takes **kwargs)`` of ``cls.method`` in ``package``'s file ``relative``,
     read with ``ast``; None when the file or the method is not found."""
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
         return None
-    path = os.path.join(list(spec.submodule_search_locations)[0], relative)
+    path = os.path.join(next(iter(spec.submodule_search_locations)), relative)
     try:
         with open(path, encoding="utf-8") as handle:
             tree = ast.parse(handle.read())
