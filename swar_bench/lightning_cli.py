@@ -23,7 +23,12 @@ command line and in a ``--config`` file alike (``SwarBenchCLI.init_parser``). Wi
 (a forced version, ``--checkpoint.dirpath``): a new run never writes over a run
 (:func:`check_fresh_start`, one line naming the folder). A ``last.ckpt`` that cannot be read (cut
 short by a kill or a full disk) is passed over for the newest checkpoint beside it that can, in
-one line (:func:`readable_resume`). Checkpoints are read weights-only and written beside their
+one line (:func:`readable_resume`), and so is a step checkpoint newer than ``last.ckpt`` (a kill between
+the two saves), whose save is then completed (:func:`completed_resume`). A ``fit`` holds the folder it
+resumes or is forced into for the whole run: a second one is refused, exit 1, in one line naming the
+holder (:func:`holding_fit_folder`). A misspelt ``--config`` key is named with the file, every one at once,
+each with a "did you mean" (``swar_bench.config_errors.unknown_config_keys``); a misspelt option on the
+command line is refused before Lightning is imported (``swar_bench.fast_options``). Checkpoints are read weights-only and written beside their
 destination, then renamed (``swar_bench.checkpoint_io``); a full disk ends the run with exit code
 1 and one line naming the run folder, the previous checkpoint intact; in a distributed run a
 collective that waits longer than ``--collective_timeout`` seconds (a rank stopped or hung) ends
@@ -1021,8 +1026,9 @@ def main(argv: list[str] | None = None) -> int:
     """Run the CLI on ``argv`` (default ``sys.argv[1:]``); returns the exit code.
 
     0 on success; 2 for a bad command line / config (one line on stderr); 1 when training
-    stopped on a non-finite loss, a data file is corrupt (``CorruptDataError``) or the disk is
-    full (ENOSPC, EDQUOT: one line naming the run folder); 130 when stopped by Ctrl-C and 143 by
+    stopped on a non-finite loss, a data file is corrupt (``CorruptDataError``), the disk is
+    full (ENOSPC, EDQUOT: one line naming the run folder) or another fit holds the run folder
+    (``FolderLockedError``, one line naming it); 130 when stopped by Ctrl-C and 143 by
     SIGTERM (one line, from rank 0).
     """
     from jsonargparse import ArgumentError
