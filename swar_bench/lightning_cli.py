@@ -577,6 +577,8 @@ class SwarBenchCLI(LightningCLI):
 
     _checkpoint: dict[str, Any] | None = None
     _checkpoint_path: str | None = None
+    _held: contextlib.ExitStack | None = None
+    _held_folders: frozenset[str] | set[str] = frozenset()
     _seed: int | None = None
 
     def init_parser(self, **kwargs: Any):
@@ -661,8 +663,8 @@ class SwarBenchCLI(LightningCLI):
         other than global rank 0 (the launched ranks of a distributed run re-parse the command)."""
         text = os.fspath(folder)
         key = os.path.abspath(text)
-        if subcommand != "fit" or "://" in text or key in self._held_folders or not _rank_zero():
-            return
+        if self._held is None or subcommand != "fit" or "://" in text or key in self._held_folders or not _rank_zero():
+            return  # (no _held: not run by __init__, so nothing would hold the lock for the run)
         self._held.enter_context(holding_fit_folder(text, None if checkpoint_folder is None else os.fspath(checkpoint_folder)))
         self._held_folders.add(key)
 
