@@ -94,7 +94,8 @@ def unknown_options(argv: list[str]) -> list[tuple[str, str | None]]:
     for token in argv[1:]:
         if not token.startswith("--") or token == "--":
             continue
-        name = token[2:].split("=", 1)[0].rstrip("+")
+        typed = token[2:].split("=", 1)[0]  # as typed, for the message; "+" appends to a list option
+        name = typed.rstrip("+")
         group, dot, rest = name.partition(".")
         if not name or top is None:
             continue
@@ -102,14 +103,14 @@ def unknown_options(argv: list[str]) -> list[tuple[str, str | None]]:
             if group in top or not dot and any(a.startswith(group) for a in top):
                 continue  # an option, or a prefix argparse resolves itself (--ckpt -> --ckpt_path)
             close = difflib.get_close_matches(group, sorted(top), n=1, cutoff=0.6)
-            found.append((f"--{name}", f"--{close[0]}{dot}{rest}" if close else None))
+            found.append((f"--{typed}", f"--{close[0]}{dot}{rest}" if close else None))
             continue
         allowed = table[group]
         first = rest.split(".")[0]
         if allowed is None or first in allowed or "." not in rest and any(a.startswith(first) for a in allowed):
             continue  # not read here, an option, or a prefix argparse resolves itself
         close = difflib.get_close_matches(first, sorted(allowed), n=1, cutoff=0.6)
-        found.append((f"--{name}", f"--{group}.{close[0]}" if close else None))
+        found.append((f"--{typed}", f"--{group}.{close[0]}" if close else None))
     return found
 
 
