@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import sys
@@ -68,6 +69,11 @@ def _unknown(argv: list[str]) -> int:
     return 2
 
 
+def _refuse(line: str, argv: list[str]) -> int:
+    print(f"swar-bench: error: {line}", file=sys.stderr)
+    return 2
+
+
 def _command(argv: list[str]) -> tuple[Callable[[list[str]], int], list[str]]:
     """The main function of ``argv``'s command (imported here: the slow part) and its arguments."""
     # OpenMP threads that spin while waiting slow every step down 5-10x once other processes
@@ -97,6 +103,14 @@ def _command(argv: list[str]) -> tuple[Callable[[list[str]], int], list[str]]:
         return check_main, argv[1:]
     if not argv[0].startswith("-") and argv[0] not in LIGHTNING_COMMANDS:
         return _unknown, argv
+    if argv[0] in LIGHTNING_COMMANDS:
+        # an unknown option is refused here, in well under a second, not after the 5-35 s of
+        # importing Lightning that building its parser needs (swar_bench.fast_options)
+        from swar_bench.fast_options import unknown_options_line
+
+        line = unknown_options_line(argv)
+        if line is not None:
+            return functools.partial(_refuse, line), argv
     from swar_bench.lightning_cli import main as lightning_main
 
     return lightning_main, argv

@@ -165,3 +165,42 @@ def non_finite(text: str) -> bool:
         return not math.isfinite(float(text))
     except ValueError:
         return False
+
+
+def unknown_config_keys(config: Any, options: set[str], prefix: str = "", groups: frozenset[str] | set[str] = frozenset()
+                        ) -> list[tuple[str, str | None]]:
+    """Every key of a ``--config`` mapping that names no option, with the closest option of its
+    level (``difflib.get_close_matches``) or None: ``[("trainer.max_step", "trainer.max_steps")]``.
+
+    ``options`` are the parser's dotted option names (``trainer.max_steps``, ``model.mechanism``),
+    ``groups`` those of them that only load a group of options from a file (``--trainer FILE``);
+    a key that is a group of options (``trainer``) is looked into when it holds a mapping, a key
+    that is only an option is not (a class-typed option such as ``model.mechanism`` checks its own
+    ``init_args``). jsonargparse stops at the first unknown key and names neither the file nor
+    an alternative."""
+    import difflib
+
+    found: list[tuple[str, str | None]] = []
+    if not isinstance(config, dict):
+        return found
+    level = sorted({o[len(prefix):].split(".")[0] for o in options if o.startswith(prefix) and not o.endswith(".help")})
+    for name, value in config.items():
+        key = f"{prefix}{name}"
+        if isinstance(value, dict) and (key in groups or key not in options) and any(o.startswith(key + ".") for o in options):
+            found += unknown_config_keys(value, options, key + ".", groups)  # a group of options
+            continue
+        if key in options or any(o.startswith(key + ".") for o in options):
+            continue
+        close = difflib.get_close_matches(str(name), level, n=1, cutoff=0.6)
+        found.append((key, prefix + close[0] if close else None))
+    return found
+
+
+def unknown_keys_line(source: str, unknown: list[tuple[str, str | None]], command: str) -> str:
+    """One line naming every unknown key of ``source`` (``--config=/abs/run.yaml`` or the command
+    line), each with its suggestion: ``--config=/abs/run.yaml: unknown keys trainer.max_step (did
+    you mean trainer.max_steps?), model.lrr (did you mean model.lr?); expected options of
+    swar-bench fit (swar-bench fit --help)``."""
+    shown = ", ".join(f"{key} (did you mean {close}?)" if close else key for key, close in unknown)
+    noun = "key" if len(unknown) == 1 else "keys"
+    return f"{source}: unknown {noun} {shown}; expected options of swar-bench {command} (swar-bench {command} --help)"

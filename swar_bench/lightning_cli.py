@@ -23,7 +23,12 @@ command line and in a ``--config`` file alike (``SwarBenchCLI.init_parser``). Wi
 (a forced version, ``--checkpoint.dirpath``): a new run never writes over a run
 (:func:`check_fresh_start`, one line naming the folder). A ``last.ckpt`` that cannot be read (cut
 short by a kill or a full disk) is passed over for the newest checkpoint beside it that can, in
-one line (:func:`readable_resume`). Checkpoints are read weights-only and written beside their
+one line (:func:`readable_resume`), and so is a step checkpoint newer than ``last.ckpt`` (a kill between
+the two saves), whose save is then completed (:func:`completed_resume`). A ``fit`` holds the folder it
+resumes or is forced into for the whole run: a second one is refused, exit 1, in one line naming the
+holder (:func:`holding_fit_folder`). A misspelt ``--config`` key is named with the file, every one at once,
+each with a "did you mean" (``swar_bench.config_errors.unknown_config_keys``); a misspelt option on the
+command line is refused before Lightning is imported (``swar_bench.fast_options``). Checkpoints are read weights-only and written beside their
 destination, then renamed (``swar_bench.checkpoint_io``); a full disk ends the run with exit code
 1 and one line naming the run folder, the previous checkpoint intact; in a distributed run a
 collective that waits longer than ``--collective_timeout`` seconds (a rank stopped or hung) ends
@@ -80,6 +85,7 @@ from swar_bench.config_errors import one_line as _one_line
 from swar_bench.config_errors import option_source as _option_source
 from swar_bench.datamodules.passkey_swar import PasskeySwarDataModule
 from swar_bench.io import PROBE_PREFIX, atomic_path, name_limits, nearest_existing, probe_write
+from swar_bench.locks import FolderLockedError
 from swar_bench.module import TBPTTModule, mechanism_class_path
 from swar_bench.quiet import quiet_output
 from swar_bench.slurm import resume_hint
@@ -316,33 +322,73 @@ def fresh_start_notice(folder: str | os.PathLike) -> None:
 
 
 def readable_resume(path: str, subcommand: str | None) -> str:
-    """The checkpoint ``--ckpt_path last`` resumes: ``path`` when it reads as a checkpoint
-    (``swar_bench.slurm.checkpoint_progress``, weights only), else the newest readable checkpoint
-    beside it (largest recorded step, ``swar_bench.slurm.newest_checkpoint``: a ``last.ckpt``
-    cut short by a kill or a full disk next to an intact step checkpoint), after one line on
-    stderr (rank 0) naming both.
+    """The checkpoint ``--ckpt_path last`` resumes: the checkpoint of ``path``'s folder with the
+    most recorded progress (``swar_bench.slurm.newest_checkpoint``: global step, then batches;
+    read weights only), ``path`` itself on a tie. Two faults leave ``path`` (a ``last.ckpt``) behind
+    another checkpoint of its folder, and each is said in one line on stderr (rank 0) naming both:
+    ``path`` cannot be read (cut short by a kill or a full disk), or a step checkpoint records more
+    progress than ``path`` (a run killed between its two saves: Lightning's ``ModelCheckpoint``
+    writes ``epoch=E-step=S.ckpt``, then ``last.ckpt``). Resuming from the newer one loses no
+    steps, and its ``ModelCheckpoint`` state names it, so the resumed run's next save replaces it:
+    no stray file is left.
 
     Raises:
         ValueError: ``path`` cannot be read and no checkpoint beside it can (one line)."""
     from swar_bench.slurm import checkpoint_progress, newest_checkpoint, resume_candidates
 
-    try:
-        checkpoint_progress(path)
-        return path
-    except Exception as err:  # noqa: BLE001 - truncated, not a checkpoint, refused: fall back below
-        reason = f"{type(err).__name__}: {_one_line(str(err))[:120]}"
     folder = os.path.dirname(path) or "."
     others = [p for p in resume_candidates(folder) if os.path.abspath(p) != os.path.abspath(path)]
     newest = newest_checkpoint(others, warn=lambda line: None)
-    if newest is None:
-        raise ValueError(
-            f"--ckpt_path=last: {path} cannot be read ({reason}) and no other checkpoint beside it can; expected a "
-            f"checkpoint file to resume from (--ckpt_path FILE), or a new run into another folder"
-        )
+    try:
+        progress = checkpoint_progress(path)
+    except Exception as err:  # noqa: BLE001 - truncated, not a checkpoint, refused: fall back below
+        reason = f"{type(err).__name__}: {_one_line(str(err))[:120]}"
+        if newest is None:
+            raise ValueError(
+                f"--ckpt_path=last: {path} cannot be read ({reason}) and no other checkpoint beside it can; expected a "
+                f"checkpoint file to resume from (--ckpt_path FILE), or a new run into another folder"
+            ) from None
+        if _rank_zero():
+            print(f"swar-bench {subcommand}: {path} cannot be read ({reason}); resuming from {newest[0]} (global step "
+                  f"{newest[1]}), the newest checkpoint beside it that can", file=sys.stderr, flush=True)
+        return newest[0]
+    if newest is None or checkpoint_progress(newest[0]) <= progress:
+        return path
     if _rank_zero():
-        print(f"swar-bench {subcommand}: {path} cannot be read ({reason}); resuming from {newest[0]} (global step "
-              f"{newest[1]}), the newest checkpoint beside it that can", file=sys.stderr, flush=True)
+        print(f"swar-bench {subcommand}: {newest[0]} (global step {newest[1]}) is newer than {path} (global step "
+              f"{progress[0]}), left by a run stopped between its two saves; resuming from {newest[0]}",
+              file=sys.stderr, flush=True)
     return newest[0]
+
+
+def completed_resume(chosen: str, found: str, cfg: Any, subcommand: str | None) -> str:
+    """The file a ``fit --ckpt_path last`` resumes from once its folder is locked
+    (:func:`holding_fit_folder`): when :func:`readable_resume` chose a step checkpoint over
+    ``found`` (the folder's ``last.ckpt``, unreadable or behind it; or no ``last.ckpt`` at all),
+    the save the kill interrupted is completed: ``chosen`` is copied over ``last.ckpt`` (beside it,
+    then renamed) and the run resumes from ``last.ckpt``. Lightning never removes the checkpoint a
+    run resumed from (``ModelCheckpoint._should_remove_checkpoint``), so resuming from the step
+    checkpoint itself would leave it behind for good; resumed from ``last.ckpt``, the step
+    checkpoint is managed as any other (replaced by the next save, or kept while in the top k).
+    ``chosen`` unchanged for other commands (they write no checkpoint), global ranks other than 0,
+    a SLURM ``hpc_ckpt_*`` (Lightning's own resume file), or a run without ``save_last``."""
+    from lightning.pytorch.callbacks import ModelCheckpoint
+
+    from swar_bench.io import atomic_path
+
+    name = os.path.basename(chosen)
+    if subcommand != "fit" or name.startswith((ModelCheckpoint.CHECKPOINT_NAME_LAST, "hpc_ckpt_")) or not _rank_zero():
+        return chosen
+    last = found if os.path.basename(found).startswith(ModelCheckpoint.CHECKPOINT_NAME_LAST) else None
+    if last is None and (cfg.get("checkpoint") or {}).get("save_last"):
+        last = os.path.join(os.path.dirname(chosen), ModelCheckpoint.CHECKPOINT_NAME_LAST + ModelCheckpoint.FILE_EXTENSION)
+    if last is None:
+        return chosen
+    import shutil
+
+    with atomic_path(last) as tmp:
+        shutil.copyfile(chosen, tmp)
+    return last
 
 
 def fresh_checkpoint_folder(cfg: Any) -> tuple[str, str] | None:
@@ -391,6 +437,68 @@ def check_fresh_start(cfg: Any) -> None:
             f"{option}: {folder} already holds the checkpoints of a run ({shown}); a new run never writes over them: "
             "expected --ckpt_path last to resume that run, or another folder for a new one"
         )
+
+
+def fit_lock_folders(cfg: Any) -> list[str]:
+    """The local folders a ``fit`` of ``cfg`` writes into that another fit may write into too,
+    each locked for the whole run (:func:`holding_fit_folder`): the run folder
+    ``<save_dir>/<name>/<version>`` once its version is fixed (a resumed run, a forced version;
+    :meth:`SwarBenchCLI._configure_run_folder`), ``--checkpoint.dirpath``, and
+    ``<default_root_dir>/checkpoints`` without a logger. A new run's ``version_N`` (picked by the
+    logger, a new folder) is not among them; nor are remote folders."""
+    from swar_bench import runs
+
+    folders = []
+    where = fresh_checkpoint_folder(cfg)
+    logger = cfg.get("trainer.logger")
+    init_args = getattr(logger, "init_args", None)
+    if where is not None and where[0].startswith("--trainer.logger.init_args.version"):
+        folders.append(os.path.dirname(where[1]))  # the run folder: its logs, reports and checkpoints
+    elif where is not None:
+        folders.append(where[1])
+    if (init_args is not None and init_args.get("version") is not None and where is not None
+            and where[0].startswith("--checkpoint.dirpath")
+            and str(getattr(logger, "class_path", "")).endswith(("TensorBoardLogger", "CSVLogger"))):
+        folders.append(os.path.join(str(init_args.get("save_dir") or "."), str(init_args.get("name") or ""),
+                                    runs.version_folder(init_args.get("version"))))
+    return [f for f in dict.fromkeys(os.path.normpath(f) for f in folders) if "://" not in f]
+
+
+@contextlib.contextmanager
+def holding_fit_folder(folder: str, checkpoint_folder: str | None) -> Iterator[None]:
+    """Hold ``folder``'s lock (``swar_bench.locks.folder_lock``, ``DIR/.swar-bench.lock``) for the
+    block: a second ``fit`` into it (two ``--ckpt_path last`` resuming one run) is refused in one
+    line naming the holder (``FolderLockedError``, exit 1), before it reads or writes anything. A
+    killed holder's lock goes with it (the kernel releases a ``flock``). Holding it, the temporary
+    files ``.tmp-*.ckpt`` a killed save left in ``checkpoint_folder`` are removed (one line each):
+    no other writer can own them. A folder the lock created and the run left empty is removed."""
+    from swar_bench.io import TEMP_PREFIX
+    from swar_bench.locks import LOCK_NAME, folder_lock
+
+    created = runs_first_missing(folder)
+    with folder_lock(folder, f"swar-bench fit into {folder}"):
+        if checkpoint_folder is not None and os.path.isdir(checkpoint_folder):
+            for path in sorted(glob.glob(os.path.join(glob.escape(checkpoint_folder), TEMP_PREFIX + "*.ckpt"))):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(path)
+                    print(f"swar-bench fit: removed {path}, left by a run stopped while saving", file=sys.stderr, flush=True)
+        yield
+    if created is not None and os.path.isdir(folder) and os.listdir(folder) == [LOCK_NAME]:
+        with contextlib.suppress(OSError):  # the run wrote nothing: leave no folder behind it
+            os.unlink(os.path.join(folder, LOCK_NAME))
+            absolute = Path(os.path.abspath(folder))
+            for path in [absolute, *absolute.parents]:  # up to the outermost folder it created
+                path.rmdir()
+                if path == Path(created):
+                    break
+
+
+def runs_first_missing(folder: str) -> str | None:
+    """The outermost missing folder of ``folder``'s path (``swar_bench.runs.first_missing``), None when it exists."""
+    from swar_bench import runs
+
+    missing = runs.first_missing(folder)
+    return None if missing is None else str(missing)
 
 
 def check_trainable(model: TBPTTModule, subcommand: str | None, ckpt_path: Any) -> None:
@@ -472,6 +580,8 @@ class SwarBenchCLI(LightningCLI):
 
     _checkpoint: dict[str, Any] | None = None
     _checkpoint_path: str | None = None
+    _held: contextlib.ExitStack | None = None
+    _held_folders: frozenset[str] | set[str] = frozenset()
     _seed: int | None = None
 
     def init_parser(self, **kwargs: Any):
@@ -486,9 +596,17 @@ class SwarBenchCLI(LightningCLI):
 
     def parse_arguments(self, parser, args) -> None:
         self._argv = list(args or [])
+        from jsonargparse import ArgumentError
+
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", message=ARGS_WARNING)
-            super().parse_arguments(parser, args)
+            try:
+                super().parse_arguments(parser, args)
+            except ArgumentError as err:
+                line = self._unknown_config_keys(list(args or []))
+                if line is None:
+                    raise
+                raise ValueError(line) from err
         subcommand = self.config.get("subcommand")
         cfg = self.config[subcommand] if subcommand else self.config
         check_accelerator(cfg.get("trainer.accelerator"), list(args or []))
@@ -500,13 +618,17 @@ class SwarBenchCLI(LightningCLI):
             # `fit --ckpt_path last` with no checkpoint is a fresh start (a first SLURM run);
             # evaluating with none would silently score a randomly initialised model.
             dirpath = (cfg.get("checkpoint") or {}).get("dirpath") or os.path.join(str(cfg.get("trainer.default_root_dir")), "checkpoints")
-            found = glob.glob(os.path.join(glob.escape(str(dirpath)), "last*.ckpt"))
-            if found:  # Lightning's "last": the newest last*.ckpt; one cut short falls back
+            from swar_bench.slurm import resume_candidates
+
+            self._lock_for_fit(subcommand, dirpath, dirpath)  # before its checkpoints are read
+            # Lightning's "last": the newest last*.ckpt, else any checkpoint (a run killed between
+            # its first step checkpoint and its first last.ckpt); readable_resume takes the most progress
+            found = glob.glob(os.path.join(glob.escape(str(dirpath)), "last*.ckpt")) or resume_candidates(dirpath)
+            if found:
                 newest = max(found, key=os.path.getmtime)
-                chosen = readable_resume(newest, subcommand)
-                if chosen != newest:
-                    cfg.ckpt_path = chosen
-                    self._read_checkpoint(chosen)
+                # a file: Lightning's "last" may differ
+                cfg.ckpt_path = completed_resume(readable_resume(newest, subcommand), newest, cfg, subcommand)
+                self._read_checkpoint(cfg.ckpt_path)
             if not found and subcommand == "fit":
                 cfg.ckpt_path = None
                 check_fresh_start(cfg)  # before the notice: a refused fresh start says only why
@@ -529,6 +651,59 @@ class SwarBenchCLI(LightningCLI):
             check_output_folder(folder, flag)
         if subcommand == "fit" and cfg.get("ckpt_path") in (None, ""):
             check_fresh_start(cfg)
+        for folder in fit_lock_folders(cfg) if subcommand == "fit" else ():
+            self._lock_for_fit(subcommand, folder, self._checkpoint_folder(cfg))
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._held = contextlib.ExitStack()  # the folder locks of a fit (fit_lock_folders), for the whole run
+        self._held_folders: set[str] = set()
+        with self._held:
+            super().__init__(*args, **kwargs)
+
+    def _lock_for_fit(self, subcommand: str | None, folder: str | os.PathLike, checkpoint_folder: str | os.PathLike | None) -> None:
+        """Hold ``folder`` for the rest of a ``fit`` (:func:`holding_fit_folder`), once; nothing for
+        other subcommands (a ``test`` may read a run while it trains), a remote folder, or a rank
+        other than global rank 0 (the launched ranks of a distributed run re-parse the command)."""
+        text = os.fspath(folder)
+        key = os.path.abspath(text)
+        if self._held is None or subcommand != "fit" or "://" in text or key in self._held_folders or not _rank_zero():
+            return  # (no _held: not run by __init__, so nothing would hold the lock for the run)
+        self._held.enter_context(holding_fit_folder(text, None if checkpoint_folder is None else os.fspath(checkpoint_folder)))
+        self._held_folders.add(key)
+
+    @staticmethod
+    def _checkpoint_folder(cfg: Any) -> str | None:
+        """The local folder the fit's ``ModelCheckpoint`` writes into, when fixed before the run."""
+        where = fresh_checkpoint_folder(cfg)
+        return where[1] if where is not None else None
+
+    def _unknown_config_keys(self, args: list[str]) -> str | None:
+        """One line naming every key of the ``--config`` files of ``args`` that names no option of
+        the subcommand, by file, each with a "did you mean" (``config_errors.unknown_config_keys``);
+        None when every key is an option (the parser's own message then stands)."""
+        import yaml
+
+        from swar_bench.config_errors import unknown_config_keys, unknown_keys_line
+
+        command = args[0] if args else None
+        subparser = getattr(self, "_subcommand_parsers", {}).get(command)
+        if subparser is None:
+            return None
+        options = {a.dest for a in subparser._actions if isinstance(getattr(a, "dest", None), str)}
+        groups = {a.dest for a in subparser._actions if type(a).__name__ == "_ActionConfigLoad"}  # --trainer FILE
+        lines = []
+        for i, arg in enumerate(args):
+            path = args[i + 1] if arg == "--config" and i + 1 < len(args) else arg.split("=", 1)[1] if arg.startswith("--config=") else None
+            if path is None or not os.path.isfile(path):
+                continue
+            try:
+                with open(path, encoding="utf-8") as handle:
+                    unknown = unknown_config_keys(yaml.safe_load(handle), options, groups=groups)
+            except (OSError, UnicodeDecodeError, yaml.YAMLError):
+                continue
+            if unknown:
+                lines.append(unknown_keys_line(f"--config={os.path.abspath(path)}", unknown, command))
+        return "; ".join(lines) if lines else None
 
     _ckpt_run_folder: str | None = None
     """The run folder ``--ckpt_path`` lies in, when the run logs into it (``_configure_run_folder``)."""
@@ -563,7 +738,12 @@ class SwarBenchCLI(LightningCLI):
         ckpt_path = cfg.get("ckpt_path") if subcommand else None
         if str(ckpt_path) == "last" and (cfg.get("checkpoint") or {}).get("dirpath") is None:
             skipped: list[str] = []
+            if forced:  # locked before its checkpoints are read: another fit may be writing them
+                version_dir = root / runs.version_folder(init_args.version)
+                self._lock_for_fit(subcommand, version_dir, version_dir / "checkpoints")
             found = runs.last_checkpoint(root, init_args.get("version"), warn=skipped.append)
+            if found is not None and not forced:
+                self._lock_for_fit(subcommand, found[0].parent.parent, found[0].parent)
             if _rank_zero():  # a forced version resumes its newest readable checkpoint: say what it skipped
                 for line in skipped:
                     print(f"swar-bench {subcommand}: {line}; resuming from the newest readable checkpoint", file=sys.stderr, flush=True)
@@ -579,13 +759,15 @@ class SwarBenchCLI(LightningCLI):
                     "mechanism first, or a checkpoint file"
                 )
             else:
-                cfg.ckpt_path, init_args.version = readable_resume(str(found[0]), subcommand), found[1]
+                chosen = readable_resume(str(found[0]), subcommand)
+                cfg.ckpt_path, init_args.version = completed_resume(chosen, str(found[0]), cfg, subcommand), found[1]
         elif ckpt_path is not None and not forced and str(ckpt_path) not in CKPT_PATH_KEYWORDS and "://" not in str(ckpt_path):
             # a checkpoint inside a run folder, wherever it lies: log and report into that folder
             run = runs.run_folder_of_checkpoint(str(ckpt_path))
             if run is not None:
                 init_args.save_dir, init_args.name, init_args.version = runs.logger_location(run, init_args.name)
                 self._ckpt_run_folder = str(Path(init_args.save_dir, init_args.name, runs.version_folder(init_args.version)))
+                self._lock_for_fit(subcommand, self._ckpt_run_folder, self._ckpt_checkpoint_dir())
 
     def _ckpt_checkpoint_dir(self) -> str | None:
         """``<run folder>/checkpoints`` as Lightning's ``ModelCheckpoint`` spells it for a run into
@@ -872,8 +1054,9 @@ def main(argv: list[str] | None = None) -> int:
     """Run the CLI on ``argv`` (default ``sys.argv[1:]``); returns the exit code.
 
     0 on success; 2 for a bad command line / config (one line on stderr); 1 when training
-    stopped on a non-finite loss, a data file is corrupt (``CorruptDataError``) or the disk is
-    full (ENOSPC, EDQUOT: one line naming the run folder); 130 when stopped by Ctrl-C and 143 by
+    stopped on a non-finite loss, a data file is corrupt (``CorruptDataError``), the disk is
+    full (ENOSPC, EDQUOT: one line naming the run folder) or another fit holds the run folder
+    (``FolderLockedError``, one line naming it); 130 when stopped by Ctrl-C and 143 by
     SIGTERM (one line, from rank 0).
     """
     from jsonargparse import ArgumentError
@@ -909,6 +1092,9 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         print(f"swar-bench: error: {message}", file=sys.stderr)
         return 2
+    except FolderLockedError as err:  # another fit writes into the folder: not a wrong argument
+        print(f"swar-bench: error: {_one_line(str(err))}", file=sys.stderr)
+        return 1
     except RuntimeError as err:  # after ValueError: DataSourceError is both
         if not collective_timed_out(err):
             raise

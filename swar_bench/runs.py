@@ -101,7 +101,9 @@ def existing_checkpoints(folder: str | Path) -> list[str]:
 
 def last_checkpoint(root: str | Path, version: int | str | None = None, warn=None) -> tuple[Path, int | str] | None:
     """The checkpoint ``--ckpt_path last`` resumes and its version. Without ``version``: the
-    newest ``<root>/*/checkpoints/last*.ckpt`` by modification time (the latest run). With
+    ``last*.ckpt`` of the run folder ``<root>/*/`` whose ``checkpoints/*.ckpt`` is newest by
+    modification time (the latest run), else that newest checkpoint; the caller
+    (``swar_bench.lightning_cli.readable_resume``) then takes the most progress of its folder. With
     ``version`` (a job that continues one run, e.g. ``slurm_<job id>``): the checkpoint of
     ``<root>/<version>/checkpoints/`` with the largest recorded global step, ``hpc_ckpt_<k>.ckpt``
     of a SLURM requeue among them (``swar_bench.slurm.newest_checkpoint``), so a resume never goes
@@ -114,11 +116,26 @@ def last_checkpoint(root: str | Path, version: int | str | None = None, warn=Non
         newest = newest_checkpoint(resume_candidates(root / version_folder(version) / "checkpoints"), warn=warn)
         return None if newest is None else (Path(newest[0]), version)
     folders = [p for p in root.glob("*") if p.is_dir()]
-    found = [(ckpt.stat().st_mtime, ckpt) for folder in folders for ckpt in (folder / "checkpoints").glob("last*.ckpt")]
+    # any checkpoint, not only last*.ckpt: a run killed between its first step checkpoint and its
+    # first last.ckpt has only the former (the caller picks the most progress in that folder)
+    found = [(mtime, ckpt) for folder in folders for ckpt in (folder / "checkpoints").glob("*.ckpt")
+             if (mtime := _mtime(ckpt)) is not None]
     if not found:
         return None
     ckpt = max(found)[1]
+    # in the latest run's folder, its last*.ckpt when it has one: what the run meant to resume from
+    lasts = [(mtime, path) for mtime, path in found if path.parent == ckpt.parent and path.name.startswith("last")]
+    ckpt = max(lasts)[1] if lasts else ckpt
     return ckpt, parse_version(ckpt.parent.parent.name)
+
+
+def _mtime(path: Path) -> float | None:
+    """``path``'s modification time; None when it is not a file (any more: a running fit removes
+    the checkpoint it replaces)."""
+    try:
+        return path.stat().st_mtime if path.is_file() else None
+    except FileNotFoundError:
+        return None
 
 
 RUN_FILE_RE = re.compile(r"hparams\.yaml|metrics\.csv|events\.out\.tfevents\..*")

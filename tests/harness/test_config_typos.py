@@ -1,0 +1,118 @@
+"""A typo'd key in a --config file (issue 26, item 9) was reported without the file's name, without a
+suggestion and only the first of several: now one line names the file, every unknown key, and the
+closest option of each."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import swar_bench.lightning_cli as lc
+from swar_bench.config_errors import unknown_config_keys
+from swar_bench.lightning_cli import main
+
+CONFIGS = Path(__file__).resolve().parents[2] / "configs"
+
+
+def _error(capsys) -> str:
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err
+    lines = [ln for ln in captured.err.splitlines() if ln.strip()]
+    assert len(lines) == 1, lines
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def fit_options():
+    """The dotted option names and the file-loading groups of the real `fit` parser."""
+    seen = {}
+    original = lc.SwarBenchCLI._unknown_config_keys
+
+    def capture(self, args):
+        parser = self._subcommand_parsers["fit"]
+        seen["options"] = {a.dest for a in parser._actions if isinstance(getattr(a, "dest", None), str)}
+        seen["groups"] = {a.dest for a in parser._actions if type(a).__name__ == "_ActionConfigLoad"}
+        return original(self, args)
+
+    lc.SwarBenchCLI._unknown_config_keys = capture
+    try:
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder, "typo.yaml")
+            path.write_text("trainer:\n  max_step: 10\n")
+            assert main(["fit", "--config", str(CONFIGS / "quickstart.yaml"), "--config", str(path)]) == 2
+    finally:
+        lc.SwarBenchCLI._unknown_config_keys = original
+    return seen["options"], seen["groups"]
+
+
+def test_a_typo_in_a_config_file_names_the_file_and_the_option_meant(tmp_path, capsys):
+    # the reported input: `max_step:` under trainer
+    path = tmp_path / "run.yaml"
+    path.write_text("trainer:\n  max_step: 10\n")
+    assert main(["fit", "--config", str(CONFIGS / "quickstart.yaml"), "--config", str(path)]) == 2
+    assert _error(capsys) == (
+        f"swar-bench: error: --config={path}: unknown key trainer.max_step (did you mean trainer.max_steps?); "
+        "expected options of swar-bench fit (swar-bench fit --help)")
+
+
+def test_every_typo_of_a_config_file_is_named_at_once(tmp_path, capsys):
+    path = tmp_path / "run.yaml"
+    path.write_text("trainer:\n  max_step: 10\n  acelerator: cpu\nmodel:\n  lrr: 0.1\ndata:\n  batchsize: 4\nzzz: 1\n")
+    assert main(["fit", "--config", str(CONFIGS / "quickstart.yaml"), "--config", str(path)]) == 2
+    assert _error(capsys) == (
+        f"swar-bench: error: --config={path}: unknown keys trainer.max_step (did you mean trainer.max_steps?), "
+        "trainer.acelerator (did you mean trainer.accelerator?), model.lrr (did you mean model.lr?), "
+        "data.batchsize (did you mean data.batch_size?), zzz; expected options of swar-bench fit (swar-bench fit --help)")
+
+
+@pytest.mark.parametrize("config", sorted(p.name for p in CONFIGS.glob("*.yaml")))
+def test_the_shipped_configs_have_no_unknown_key(fit_options, config):
+    options, groups = fit_options
+    assert unknown_config_keys(yaml.safe_load((CONFIGS / config).read_text()), options, groups=groups) == []
+
+
+def _typo(name: str, i: int, kind: int) -> str:
+    i %= len(name)
+    return [name[:i] + name[i + 1:], name[:i] + "x" + name[i:], name[:i] + name[i] * 2 + name[i + 1:]][kind]
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_any_typos_of_real_options_are_all_named_with_their_option(tmp_path, capsys, fit_options, data):
+    """The kind: one-character typos of any real `trainer.` / `model.` / `data.` / `checkpoint.`
+    options in a config file are all named, in file order, in one line naming the file."""
+    options, groups = fit_options
+    leaves = sorted(o for o in options if o.count(".") == 1 and o.split(".")[0] in ("trainer", "model", "data", "checkpoint")
+                    and not o.endswith(".help") and o not in groups and not any(p.startswith(o + ".") for p in options))
+    chosen = data.draw(st.lists(st.sampled_from(leaves), min_size=1, max_size=4, unique=True))
+    typos = []
+    for option in chosen:
+        group, name = option.split(".")
+        typo = _typo(name, data.draw(st.integers(0, 50)), data.draw(st.integers(0, 2)))
+        if f"{group}.{typo}" in options or not typo or any(t[1] == f"{group}.{typo}" for t in typos):
+            continue
+        typos.append((option, f"{group}.{typo}"))
+    if not typos:
+        return
+    content: dict = {}
+    for _, wrong in typos:
+        group, name = wrong.split(".")
+        content.setdefault(group, {})[name] = 1
+    with tempfile.TemporaryDirectory(dir=tmp_path) as folder:
+        path = Path(folder, "run.yaml")
+        path.write_text(yaml.safe_dump(content, sort_keys=False))
+        capsys.readouterr()
+        assert main(["fit", "--config", str(CONFIGS / "quickstart.yaml"), "--config", str(path)]) == 2
+        line = _error(capsys)
+    assert line.startswith(f"swar-bench: error: --config={path}: unknown key")
+    named = [wrong for group in content for wrong in (f"{group}.{n}" for n in content[group])]
+    positions = [line.index(f" {wrong}") for wrong in named]
+    assert positions == sorted(positions)
+    for option, wrong in typos:
+        found = unknown_config_keys(content, options, groups=groups)
+        assert (wrong, option) in found or any(k == wrong and s in options for k, s in found)
