@@ -26,7 +26,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 from torchmetrics import Metric
 
-from swar_bench.callbacks.eval_hooks import PREFIX, EvalHooks, reset_metrics
+from swar_bench.callbacks.eval_hooks import PREFIX, EvalHooks, check_eval_outputs, reset_metrics
 from swar_bench.callbacks.reporting import (
     format_number,
     log_epoch_value,
@@ -37,6 +37,7 @@ from swar_bench.callbacks.reporting import (
 )
 from swar_bench.intervals import FEW_NOTE, format_accuracy, wilson, wilson_arrays
 from swar_bench.io import atomic_write_text
+from swar_bench.module import EvalOutputs
 from swar_bench.tasks.oracle import ANSWER_KINDS
 from swar_bench.tasks.passkey_swar import ALLOWED_N
 
@@ -63,8 +64,6 @@ _STALE = ANSWER_KINDS.index("ar_expired_stale")
 _NEVER = ANSWER_KINDS.index("ar_expired_never")
 _PASSKEY = ANSWER_KINDS.index("passkey")
 _PASSKEY_EXACT = KINDS.index("passkey_exact")
-
-EVAL_OUTPUT_KEYS = ("pred", "target", "answer_kind", "key_age", "row", "n_writes")
 
 
 def age_bin_bounds(age_bin_upper: Sequence[int] = AGE_BIN_UPPER) -> tuple[np.ndarray, np.ndarray]:
@@ -98,22 +97,6 @@ def check_n_writes_values(
             f"{name}={n_writes_values!r}: expected a non-empty sequence of positive integers"
         )
     return tuple(values)
-
-
-def check_eval_outputs(outputs: Any, keys: Sequence[str], stage: str) -> Mapping[str, Any]:
-    """The evaluation step's outputs dict (contract 4); ``TypeError`` when it is not a mapping,
-    ``ValueError`` naming the missing keys."""
-    if not isinstance(outputs, Mapping):
-        raise TypeError(
-            f"{stage}_step returned {type(outputs).__name__}: expected the evaluation outputs dict "
-            f"with keys {', '.join(keys)}"
-        )
-    missing = [k for k in keys if k not in outputs]
-    if missing:
-        raise ValueError(
-            f"{stage}_step outputs lack {', '.join(missing)}: expected keys {', '.join(keys)}"
-        )
-    return outputs
 
 
 class AnswerTypeCounts(Metric):
@@ -183,7 +166,7 @@ class AnswerTypeCounts(Metric):
         row: torch.Tensor,
         n_writes: int,
     ) -> None:
-        """Count one evaluation batch (contract 4): all tensors ``[M]`` (M supervised positions),
+        """Count one evaluation batch (the fields of ``EvalOutputs``): all tensors ``[M]`` (M supervised positions),
         ``pred`` / ``target`` int64 token ids, ``answer_kind`` int64 codes of ``ANSWER_KINDS``,
         ``key_age`` int64 writes (-1 n/a), ``row`` int64 row in the batch; ``n_writes`` the batch's N."""
         i = self.n_index(n_writes)
@@ -225,10 +208,11 @@ class AnswerTypeCounts(Metric):
             self.age_count[i] += torch.bincount(bins, minlength=n_age)
             self.age_correct[i] += torch.bincount(bins[correct[has_age]], minlength=n_age)
 
-    def update_from_outputs(self, outputs: Mapping[str, Any], stage: str = "validation") -> None:
-        """``update`` from an evaluation step's outputs dict (contract 4)."""
-        outputs = check_eval_outputs(outputs, EVAL_OUTPUT_KEYS, stage)
-        self.update(*(outputs[k] for k in EVAL_OUTPUT_KEYS[:-1]), n_writes=int(outputs["n_writes"]))
+    def update_from_outputs(self, outputs: EvalOutputs, stage: str = "validation") -> None:
+        """``update`` from an evaluation step's :class:`~swar_bench.module.EvalOutputs`
+        (``TypeError`` for anything else, :func:`~swar_bench.callbacks.eval_hooks.check_eval_outputs`)."""
+        out = check_eval_outputs(outputs, stage)
+        self.update(out.pred, out.target, out.answer_kind, out.key_age, out.row, n_writes=out.n_writes)
 
     def compute(self) -> dict[str, torch.Tensor]:
         return {
@@ -468,8 +452,8 @@ REPORT_FILES = (
 class AnswerTypeAccuracy(EvalHooks):
     """Accuracy per N x answer type and per key age for validation and test.
 
-    Consumes the evaluation step outputs (contract 4: ``pred[M]``, ``target[M]``,
-    ``answer_kind[M]``, ``key_age[M]``, ``row[M]``, ``n_writes``) and logs, at epoch end,
+    Consumes the evaluation steps' :class:`~swar_bench.module.EvalOutputs` (``pred``,
+    ``target``, ``answer_kind``, ``key_age``, ``row``, ``n_writes``) and logs, at epoch end,
     ``val/acc/<kind>/n<N>`` and ``test/acc/<kind>/n<N>`` for every kind in ``KINDS`` observed at N
     (a kind with count 0 is not logged), with the bounds of its 95% Wilson interval as
     ``<stage>/acc_ci_low/<kind>/n<N>`` and ``<stage>/acc_ci_high/<kind>/n<N>``. The counts are torchmetrics states summed across ranks,
@@ -485,7 +469,7 @@ class AnswerTypeAccuracy(EvalHooks):
         write_reports: set False to only log metrics.
 
     Raises:
-        TypeError / ValueError: an evaluation step that does not return the contract-4 dict, or
+        TypeError / ValueError: an evaluation step that does not return ``EvalOutputs``, or
             an N outside ``n_writes_values``.
     """
 

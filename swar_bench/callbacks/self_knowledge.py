@@ -36,13 +36,14 @@ from torchmetrics import Metric
 from torchmetrics.functional.classification import binary_auroc
 from torchmetrics.utilities import dim_zero_cat
 
+from swar_bench.callbacks.eval_hooks import check_eval_outputs
+from swar_bench.module import EvalOutputs
+
 N_PERMUTATIONS = 200
 """Default shuffles of the permutation baseline."""
 
 PERMUTATION_SEED = 0
 """Default seed of the permutation baseline's shuffles."""
-
-TOKEN_OUTPUT_KEYS = ("pred", "target", "loss", "confidence", "answer_kind", "n_writes")
 
 
 class TokenConfidences(Metric):
@@ -72,7 +73,7 @@ class TokenConfidences(Metric):
         answer_kind: torch.Tensor,
         n_writes: int,
     ) -> None:
-        """Keep one evaluation batch: all tensors ``[M]`` (contract 4), ``n_writes`` the batch's N.
+        """Keep one evaluation batch: all tensors ``[M]`` (the fields of ``EvalOutputs``), ``n_writes`` the batch's N.
 
         Raises:
             ValueError: the tensors are not 1-D of one length.
@@ -89,9 +90,11 @@ class TokenConfidences(Metric):
         self.loss.append(loss.detach().to(torch.float64))
         self.confidence.append(confidence.detach().to(torch.float64))
 
-    def update_from_outputs(self, outputs: Mapping[str, Any]) -> None:
-        """``update`` from an evaluation step's outputs dict (contract 4)."""
-        self.update(*(outputs[k] for k in TOKEN_OUTPUT_KEYS[:-1]), n_writes=int(outputs["n_writes"]))
+    def update_from_outputs(self, outputs: EvalOutputs, stage: str = "validation") -> None:
+        """``update`` from an evaluation step's :class:`~swar_bench.module.EvalOutputs`
+        (``TypeError`` for anything else)."""
+        out = check_eval_outputs(outputs, stage)
+        self.update(out.pred, out.target, out.loss, out.confidence, out.answer_kind, n_writes=out.n_writes)
 
     def compute(self) -> dict[str, np.ndarray]:
         """The kept values as numpy arrays ``[M_total]``, in a canonical order (see module doc)."""

@@ -45,23 +45,23 @@ def test_train_seeds_disjoint_and_gapless_across_ranks():
 def test_batch_matches_generator_and_oracle_annotation():
     ds = PasskeySwarBatches("generate")
     batch = ds[("validation", 64, (0, 1, 2))]
-    assert batch["input_ids"].dtype == torch.int64 and batch["input_ids"].dim() == 2
-    assert batch["n_writes"].tolist() == [64, 64, 64]
+    assert batch.input_ids.dtype == torch.int64 and batch.input_ids.dim() == 2
+    assert batch.n_writes.tolist() == [64, 64, 64]
     for row, index in enumerate((0, 1, 2)):
         seed = example_seed("validation", 64, index)
         ex = make_example(seed, 64)
         t = len(ex["input_ids"])
-        assert int(batch["seed"][row]) == seed
-        assert batch["input_ids"][row, :t].tolist() == ex["input_ids"].astype(int).tolist()
-        assert batch["labels"][row, :t].tolist() == ex["labels"].astype(int).tolist()
+        assert int(batch.seed[row]) == seed
+        assert batch.input_ids[row, :t].tolist() == ex["input_ids"].astype(int).tolist()
+        assert batch.labels[row, :t].tolist() == ex["labels"].astype(int).tolist()
         kind, age = annotate(ex["input_ids"])
-        assert batch["answer_kind"][row, :t].tolist() == kind.astype(int).tolist()
-        assert batch["key_age"][row, :t].tolist() == age.astype(int).tolist()
+        assert batch.answer_kind[row, :t].tolist() == kind.astype(int).tolist()
+        assert batch.key_age[row, :t].tolist() == age.astype(int).tolist()
         # right padding: PAD / -100 / none / -1
-        assert (batch["input_ids"][row, t:] == 0).all() and (batch["labels"][row, t:] == -100).all()
-        assert (batch["answer_kind"][row, t:] == 0).all() and (batch["key_age"][row, t:] == -1).all()
+        assert (batch.input_ids[row, t:] == 0).all() and (batch.labels[row, t:] == -100).all()
+        assert (batch.answer_kind[row, t:] == 0).all() and (batch.key_age[row, t:] == -1).all()
         # answer_kind is set exactly on the supervised positions
-        assert ((batch["labels"][row] != -100) == (batch["answer_kind"][row] != 0)).all()
+        assert ((batch.labels[row] != -100) == (batch.answer_kind[row] != 0)).all()
 
 
 @pytest.mark.parametrize("world", [1, 2, 3])
@@ -233,7 +233,7 @@ def test_local_folder_is_read_with_the_parameters_it_records(tmp_path):
     dm.trainer = None
     (batch,) = list(dm.val_dataloader())
     # key ages annotated with w=8: a valid query's key is at most 8 writes old
-    ages = batch["key_age"][batch["answer_kind"] == 1]
+    ages = batch.key_age[batch.answer_kind == 1]
     assert ages.numel() > 0 and int(ages.max()) <= 8
     with pytest.raises(ValueError, match=r"^--data\.task_params w=16 differ from w=8 recorded in .*leave --data\.task_params out"):
         PasskeySwarDataModule(source=str(tmp_path), val_configs=[32], task_params={"w": 16})

@@ -43,15 +43,15 @@ def test_batch_is_zoologys_example_in_the_harness_convention():
     inputs, labels = multiquery_ar(64, 40, 16, data.train_seed, num_kv_pairs=2, random_non_queries=False)
     assert set(batch) == {"input_ids", "labels", "answer_kind", "key_age", "n_writes", "seed"}
     assert all(v.dtype == torch.int64 for v in batch.values())
-    np.testing.assert_array_equal(batch["input_ids"].numpy(), inputs[:3])
+    np.testing.assert_array_equal(batch.input_ids.numpy(), inputs[:3])
     # the module's shift recovers Zoology's labels: labels[t] is the target after inputs[t]
-    np.testing.assert_array_equal(shift_targets(batch["labels"]).numpy(), labels[:3])
-    supervised = batch["labels"] != IGNORE_INDEX
-    assert (batch["answer_kind"][supervised] == AR_VALID).all() and (batch["answer_kind"][~supervised] == 0).all()
+    np.testing.assert_array_equal(shift_targets(batch.labels).numpy(), labels[:3])
+    supervised = batch.labels != IGNORE_INDEX
+    assert (batch.answer_kind[supervised] == AR_VALID).all() and (batch.answer_kind[~supervised] == 0).all()
     gaps = query_gaps(inputs[:3], labels[:3], 2)
-    np.testing.assert_array_equal(shift_targets(batch["key_age"]).clamp_min(0).numpy()[:, :-1], gaps[:, :-1])
-    assert (batch["key_age"][~supervised] == -1).all()
-    assert batch["n_writes"].tolist() == [2, 2, 2] and batch["seed"].tolist() == [0, 1, 2]
+    np.testing.assert_array_equal(shift_targets(batch.key_age).clamp_min(0).numpy()[:, :-1], gaps[:, :-1])
+    assert (batch.key_age[~supervised] == -1).all()
+    assert batch.n_writes.tolist() == [2, 2, 2] and batch.seed.tolist() == [0, 1, 2]
 
 
 def test_indices_wrap_and_validation_reads_the_test_segment():
@@ -72,10 +72,10 @@ def test_conversion_keeps_every_answer(n, extra, seed, passes):
                     num_train_examples=5, num_test_examples=1, train_seed=seed, random_non_queries=True)
     batch = MQARBatches(data)[("train", n, tuple(range(5)))]
     inputs, labels = multiquery_ar(data.vocab_size, 5, T, seed, num_kv_pairs=n, num_passes=passes)
-    np.testing.assert_array_equal(batch["input_ids"].numpy(), inputs)
-    np.testing.assert_array_equal(shift_targets(batch["labels"]).numpy(), labels)
-    assert int((batch["labels"] != IGNORE_INDEX).sum()) == 5 * n  # Zoology's last position is never a query
-    age = shift_targets(batch["key_age"])[labels != IGNORE_INDEX]
+    np.testing.assert_array_equal(batch.input_ids.numpy(), inputs)
+    np.testing.assert_array_equal(shift_targets(batch.labels).numpy(), labels)
+    assert int((batch.labels != IGNORE_INDEX).sum()) == 5 * n  # Zoology's last position is never a query
+    age = shift_targets(batch.key_age)[labels != IGNORE_INDEX]
     assert (age >= 2).all() and (age <= T).all()
 
 
@@ -89,14 +89,14 @@ def test_training_stream_reads_the_segment_in_order_then_wraps():
     assert isinstance(loader.batch_sampler or loader.sampler, TrainBatchSampler)
     seen = []
     for batch in loader:
-        dm.stream.consume(int(batch["n_writes"][0]))
-        seen += batch["seed"].tolist()
+        dm.stream.consume(int(batch.n_writes[0]))
+        seen += batch.seed.tolist()
     assert seen == list(range(16))
     seen = []
     for _ in range(3):
         for batch in dm.train_dataloader():
-            dm.stream.consume(int(batch["n_writes"][0]))
-            seen += batch["seed"].tolist()
+            dm.stream.consume(int(batch.n_writes[0]))
+            seen += batch.seed.tolist()
     assert seen == [i % 40 for i in range(16, 64)]
 
 
@@ -247,9 +247,9 @@ def test_supervised_logits_give_the_same_loss_and_gradients(build):
         mechanism = build()
         module = TBPTTModule(mechanism, tbptt_steps=16, supervised_logits=sparse)
         module.eval()  # no dropout: the two passes must see the same function
-        targets = shift_targets(batch["labels"])
+        targets = shift_targets(batch.labels)
         state = mechanism.init_state(8)
-        _, (loss_sum, count) = module._chunk_loss(state, batch["input_ids"], targets)
+        _, (loss_sum, count) = module._chunk_loss(state, batch.input_ids, targets)
         (loss_sum / count).backward()
         losses.append(loss_sum.detach())
         grads.append({n: p.grad.clone() for n, p in mechanism.named_parameters() if p.grad is not None})
