@@ -9,6 +9,7 @@ import torch
 
 from swar_bench.datamodules.passkey_swar import (
     FILLER_SEED,
+    Batch,
     PasskeySwarBatches,
     PasskeySwarDataModule,
     TrainBatchSampler,
@@ -76,7 +77,7 @@ def test_eval_sharding_exact_with_equal_step_counts(world):
         assert len(set(per_rank_n)) == 1
     fillers = [k for s in shards for k in s if not k[2]]
     filler = PasskeySwarBatches("generate")[("validation", 64, ())]
-    assert filler["seed"].tolist() == [FILLER_SEED] and (filler["labels"] == -100).all()
+    assert filler.seed.tolist() == [FILLER_SEED] and (filler.labels == -100).all()
     assert len(fillers) == sum(len(s) for s in shards) - sum(
         -(-len(range(r, t, world)) // 4) for r in range(world) for t in counts.values()
     )
@@ -115,7 +116,7 @@ def test_workers_yield_the_same_batches_as_the_main_process():
     a, b = batches(0), batches(2)
     assert len(a) == len(b) == 6
     for x, y in zip(a, b):
-        assert x.keys() == y.keys() and all(torch.equal(x[k], y[k]) for k in x)
+        assert type(x) is type(y) is Batch and all(torch.equal(v, vars(y)[k]) for k, v in vars(x).items())
 
 
 def test_config_validation_messages():
@@ -165,14 +166,14 @@ def test_local_hub_folder_gives_the_generated_batches(tmp_path):
     with pytest.warns(UserWarning, match="eval_examples=100"):
         a = list(local.val_dataloader())
     b = list(generated.val_dataloader())
-    assert [x["input_ids"].shape[0] for x in a] == [4, 2]  # capped at the 6 stored examples
+    assert [x.input_ids.shape[0] for x in a] == [4, 2]  # capped at the 6 stored examples
     for x, y in zip(a, b):
-        assert all(torch.equal(x[k], y[k]) for k in x)
+        assert all(torch.equal(v, vars(y)[k]) for k, v in vars(x).items())
     # training indices past the stored split wrap around: batch 1 holds indices 4..7 -> 4, 5, 0, 1
     train = iter(local.train_dataloader())
     next(train)
     second = next(train)
-    assert second["seed"].tolist() == [example_seed("train", 32, i) for i in (4, 5, 0, 1)]
+    assert second.seed.tolist() == [example_seed("train", 32, i) for i in (4, 5, 0, 1)]
 
 
 def test_missing_local_folder_is_a_clear_error(tmp_path):
@@ -192,7 +193,7 @@ def test_train_loader_workers_build_exactly_the_issued_batches():
     def epoch(workers):
         dm = PasskeySwarDataModule(train_configs=[32, 64], batch_size=3, examples_per_epoch=18, num_workers=workers)
         dm.trainer = None
-        return [(int(b["n_writes"][0]), tuple(b["seed"].tolist())) for b in dm.train_dataloader()]
+        return [(int(b.n_writes[0]), tuple(b.seed.tolist())) for b in dm.train_dataloader()]
 
     main_process, workers = epoch(0), epoch(2)
     assert main_process == workers and len(main_process) == 6
@@ -254,7 +255,7 @@ def test_eval_examples_beyond_a_stored_split_warn_once_with_both_counts(tmp_path
         f"eval_examples=100: the validation split of n{n} in {tmp_path} has 5 examples; evaluating those 5"
         for n in (32, 64)
     ]
-    assert sum(int(b["n_writes"].numel()) for b in batches) == 10  # 5 per N, the cap itself
+    assert sum(int(b.n_writes.numel()) for b in batches) == 10  # 5 per N, the cap itself
     with pytest.warns(UserWarning, match=r"eval_examples=100: the test split of n64 .* has 5 examples"):
         list(dm.test_dataloader())
     with warnings.catch_warnings():
@@ -290,7 +291,7 @@ def test_train_index_start_gives_each_seed_its_own_examples():
     dm = PasskeySwarDataModule(train_configs=[32], batch_size=2, train_index_start=500)
     key = next(iter(TrainBatchSampler(dm.stream, 0, 1, None)))
     assert key == ("train", 32, (500, 501))
-    assert int(dm.dataset[key]["seed"][0]) == example_seed("train", 32, 500)
+    assert int(dm.dataset[key].seed[0]) == example_seed("train", 32, 500)
 
 
 @pytest.mark.parametrize("value", [-1, 10**6, 2.5, True, "3"])

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from swar_bench.callbacks import AnswerTypeAccuracy, Calibration, MQARAccuracy, MQARCounts
 from swar_bench.callbacks.mqar_accuracy import gap_band_labels
 from swar_bench.datamodules import mqar as mqar_module
+from swar_bench.datamodules.batches import Batch
 from swar_bench.datamodules.mqar import MQARBatches, MQARData
 from swar_bench.datamodules.passkey_swar import PasskeySwarDataModule, TrainBatchSampler
 from swar_bench.mechanisms import GRU, CausalAttention, GatedDeltaNet, Oracle
@@ -41,8 +42,7 @@ def test_batch_is_zoologys_example_in_the_harness_convention():
     data = MQARData(**SMALL)
     batch = MQARBatches(data)[("train", 2, (0, 1, 2))]
     inputs, labels = multiquery_ar(64, 40, 16, data.train_seed, num_kv_pairs=2, random_non_queries=False)
-    assert set(batch) == {"input_ids", "labels", "answer_kind", "key_age", "n_writes", "seed"}
-    assert all(v.dtype == torch.int64 for v in batch.values())
+    assert isinstance(batch, Batch) and all(v.dtype == torch.int64 for v in vars(batch).values())
     np.testing.assert_array_equal(batch.input_ids.numpy(), inputs[:3])
     # the module's shift recovers Zoology's labels: labels[t] is the target after inputs[t]
     np.testing.assert_array_equal(shift_targets(batch.labels).numpy(), labels[:3])
@@ -56,12 +56,12 @@ def test_batch_is_zoologys_example_in_the_harness_convention():
 
 def test_indices_wrap_and_validation_reads_the_test_segment():
     ds = MQARBatches(MQARData(**SMALL))
-    np.testing.assert_array_equal(ds[("train", 2, (40, 41))]["input_ids"], ds[("train", 2, (0, 1))]["input_ids"])
-    np.testing.assert_array_equal(ds[("validation", 2, (3,))]["input_ids"], ds[("test", 2, (3,))]["input_ids"])
-    assert (ds[("test", 2, (0,))]["input_ids"] != ds[("train", 2, (0,))]["input_ids"]).any()
+    np.testing.assert_array_equal(ds[("train", 2, (40, 41))].input_ids, ds[("train", 2, (0, 1))].input_ids)
+    np.testing.assert_array_equal(ds[("validation", 2, (3,))].input_ids, ds[("test", 2, (3,))].input_ids)
+    assert (ds[("test", 2, (0,))].input_ids != ds[("train", 2, (0,))].input_ids).any()
     assert ds.split_size("train", 2) == 40 and ds.split_size("validation", 2) == 12
     filler = ds[("test", 2, ())]
-    assert filler["seed"].tolist() == [-1] and (filler["labels"] == IGNORE_INDEX).all()
+    assert filler.seed.tolist() == [-1] and (filler.labels == IGNORE_INDEX).all()
 
 
 @settings(max_examples=25, deadline=None)
@@ -103,7 +103,7 @@ def test_training_stream_reads_the_segment_in_order_then_wraps():
 def test_eval_loader_covers_the_test_segment_once():
     dm = _dm(eval_batch_size=5)
     dm.setup("validate")
-    seeds = [s for b in dm.val_dataloader() for s in b["seed"].tolist()]
+    seeds = [s for b in dm.val_dataloader() for s in b.seed.tolist()]
     assert seeds == list(range(12))
     assert dm.train_configs == dm.val_configs == dm.test_configs == (2,)
 
@@ -154,8 +154,8 @@ def test_cache_is_written_once_and_reused(tmp_path, monkeypatch):
     monkeypatch.setattr(mqar_module, "_segment_arrays", refuse)
     again = _dm(mqar={"cache_dir": str(tmp_path)})
     again.setup("fit")
-    for key, value in again.dataset[("train", 2, (0, 5))].items():
-        assert torch.equal(value, first[key]), key
+    for key, value in vars(again.dataset[("train", 2, (0, 5))]).items():
+        assert torch.equal(value, getattr(first, key)), key
     # other parameters, another file
     assert MQARData(**{**SMALL, "cache_dir": str(tmp_path), "test_seed": 5}).cache_path() != again.mqar.cache_path()
 
