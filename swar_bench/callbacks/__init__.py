@@ -1,4 +1,4 @@
-"""Lightning callbacks: answer-type accuracy, calibration, the length curriculum, the training
+"""Lightning callbacks: answer-kind accuracy, calibration, the length curriculum, the training
 FLOP budget, and MQAR's accuracy per query gap.
 
 They consume what the TBPTT module's evaluation steps return, :class:`swar_bench.module.EvalOutputs`

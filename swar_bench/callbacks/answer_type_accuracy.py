@@ -1,4 +1,4 @@
-"""Exact accuracy per ``n_writes`` x answer type and per key age, reduced exactly across ranks.
+"""Exact accuracy per ``n_writes`` x answer kind and per key age, reduced exactly across ranks.
 
 The task (docs/TASK.md, "Answer rule") distinguishes what a model must keep (``ar_valid`` answers,
 the passkey) from what it must forget (``ar_expired`` queries, answered NULL). Expired queries are
@@ -50,7 +50,7 @@ KINDS = (
     "passkey_exact",
     "all",
 )
-"""Reported answer types. ``ar_expired`` = stale + never; ``passkey`` counts passkey tokens;
+"""Reported answer kinds. ``ar_expired`` = stale + never; ``passkey`` counts passkey tokens;
 ``passkey_exact`` counts examples whose passkey tokens are all exact; ``all`` counts every
 supervised position."""
 
@@ -100,7 +100,7 @@ def check_n_writes_values(
 
 
 class AnswerTypeCounts(Metric):
-    """Correct / total counts per ``n_writes`` x answer type and per ``n_writes`` x key-age bin.
+    """Correct / total counts per ``n_writes`` x answer kind and per ``n_writes`` x key-age bin.
 
     Args:
         n_writes_values: every N that may be evaluated (default: ``ALLOWED_N``, every N of the task); the
@@ -280,7 +280,7 @@ class AccuracyReport:
         return self._ratio(self.age_correct, self.age_count)
 
     def accuracy_of(self, kind: str, n_writes: int) -> float:
-        """Accuracy of one answer type at one N (NaN when not observed); ``ValueError`` for an
+        """Accuracy of one answer kind at one N (NaN when not observed); ``ValueError`` for an
         unknown kind or an N that was not evaluated."""
         if kind not in KINDS:
             raise ValueError(f"kind={kind!r}: expected one of {list(KINDS)}")
@@ -311,9 +311,9 @@ class AccuracyReport:
 
 
 def accuracy_table(report: AccuracyReport) -> str:
-    """Markdown table, one row per N, one column per answer type:
+    """Markdown table, one row per N, one column per answer kind:
     ``accuracy [95% Wilson low, high] (count)`` (``swar_bench.intervals.format_accuracy``), with
-    ``*`` after a cell of fewer than 30 items and ``none (0)`` where an answer type does not occur at
+    ``*`` after a cell of fewer than 30 items and ``none (0)`` where an answer kind does not occur at
     that N (e.g. stale queries at n32); a legend line follows the table."""
     rows = [
         [f"n{n}"]
@@ -329,7 +329,7 @@ def accuracy_table(report: AccuracyReport) -> str:
 
 def accuracy_csv(report: AccuracyReport) -> str:
     """CSV ``n_writes,answer_type,correct,count,accuracy,ci_low,ci_high,few`` (one line per N x
-    answer type; accuracy and the 95% Wilson bounds are ``none`` when the count is 0; ``few`` is 1
+    answer kind; accuracy and the 95% Wilson bounds are ``none`` when the count is 0; ``few`` is 1
     when fewer than 30 items were counted)."""
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
@@ -371,7 +371,7 @@ def age_accuracy_csv(report: AccuracyReport) -> str:
 
 
 def plot_accuracy_vs_n_writes(report: AccuracyReport) -> Figure:
-    """Accuracy (y) against N (x, log2) with one line per answer type; gaps where unobserved."""
+    """Accuracy (y) against N (x, log2) with one line per answer kind; gaps where unobserved."""
     fig = Figure(figsize=(7, 4.5))
     ax = fig.add_subplot()
     acc = report.accuracy
@@ -450,7 +450,7 @@ REPORT_FILES = (
 
 
 class AnswerTypeAccuracy(EvalHooks):
-    """Accuracy per N x answer type and per key age for validation and test.
+    """Accuracy per N x answer kind and per key age for validation and test.
 
     Consumes the evaluation steps' :class:`~swar_bench.module.EvalOutputs` (``pred``,
     ``target``, ``answer_kind``, ``key_age``, ``row``, ``n_writes``) and logs, at epoch end,
