@@ -1,4 +1,4 @@
-"""LengthCurriculum drives the DataModule's N through set_train_n (contract 4), with a fixed lag."""
+"""LengthCurriculum drives the DataModule's N through set_train_n (the curriculum's hook), with a fixed lag."""
 
 from __future__ import annotations
 
