@@ -123,7 +123,7 @@ def worker(tree: Path, mechanism: str, precision: str, steps: int, blocks: int) 
 
         def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
             self.cpu += time.process_time() - self.start
-            self.tokens += batch["input_ids"].numel()
+            self.tokens += batch.input_ids.numel()
             self.done += 1
             if self.done % steps == 0:
                 print(json.dumps({"cpu_s": self.cpu, "tokens": self.tokens}), flush=True)
