@@ -294,7 +294,7 @@ def calibration_table(report: CalibrationReport) -> str:
     if b is not None:
         if math.isfinite(b.mean):
             table += (
-                f"permutation baseline (answer losses shuffled across tokens of the same answer type, "
+                f"permutation baseline (answer losses shuffled across tokens of the same answer kind, "
                 f"{b.n_permutations} shuffles, seed {b.seed}): mean {b.mean:.4f}, 95% of shuffles in "
                 f"[{b.low:.4f}, {b.high:.4f}], p = {format_number(b.p_value, 4)}\n"
             )

@@ -158,7 +158,7 @@ def test_lightning_logs_ece_and_correlation_and_writes_files(tmp_path):
     ]
     table = (tmp_path / "reports" / "calibration.md").read_text()
     assert "| n32 | 4 | 0.5000 [0.1500, 0.8500] (4)* | 1.2750 | 0.2875 | 0.8750 |" in table
-    assert "permutation baseline (answer losses shuffled across tokens of the same answer type" in table
+    assert "permutation baseline (answer losses shuffled across tokens of the same answer kind" in table
     assert (
         "self-knowledge correlation: 1.0000"
         in (tmp_path / "reports" / "calibration.md").read_text()
