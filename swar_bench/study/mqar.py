@@ -407,8 +407,8 @@ def write_mqar_report(study: MQARStudy, out: Path) -> list[Path]:
     n = len(study.learning_rates)
     lines = [
         f"# MQAR: {study.name}", "",
-        "Score: the best final test accuracy over the learning rates run so far (Zoology's protocol: best "
-        f"of {n}, one seed, early stop above 0.99). Published: read off the paper's figure.", "",
+        ("Score: the best final test accuracy over the learning rates run so far (Zoology's protocol: best "
+         f"of {n}, one seed, early stop above 0.99). Published: read off the paper's figure."), "",
         "| entry | mechanism | T | d_model | state bytes / seq | rates done | best lr | accuracy | published | mixer there |",
         "|---|---|---:|---:|---:|---:|---:|---:|---:|---|",
     ]

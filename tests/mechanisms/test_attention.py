@@ -1,9 +1,9 @@
 """Sliding-window and causal attention against a direct masked-softmax reference."""
 
 import pytest
+import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-import torch
 
 from swar_bench.mechanisms import CausalAttention, SlidingWindowAttention
 from swar_bench.mechanisms.attention import AttentionMixer, rotary

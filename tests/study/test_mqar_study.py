@@ -21,7 +21,8 @@ STUDY = "configs/studies/mqar_zoology.yaml"
 
 
 def tiny_config(tmp_path):
-    cfg = yaml.safe_load(open("configs/mqar/figure2_t64.yaml"))
+    with open("configs/mqar/figure2_t64.yaml") as handle:
+        cfg = yaml.safe_load(handle)
     inner = cfg["model"]["mechanism"]["init_args"]["mechanism"]["init_args"]
     inner.update(vocab_size=64, flops_seq_len=16)
     cfg["model"]["mechanism"]["init_args"]["max_position_embeddings"] = 16
@@ -110,7 +111,7 @@ def test_run_records_reuses_and_reports(tmp_path, capsys):
     assert study_main(["report", str(path), "--out", str(tmp_path / "report")]) == 0
     table = (tmp_path / "report" / "tiny.md").read_text()
     best = max(json.loads(r.read_text())["accuracy"] for r in records)
-    assert f"| Att_d16 | CausalAttention | 16 | 16 | 4,104 | 2/2 |" in table and f"{best:.3f} | 0.98 | Attention |" in table
+    assert "| Att_d16 | CausalAttention | 16 | 16 | 4,104 | 2/2 |" in table and f"{best:.3f} | 0.98 | Attention |" in table
     assert (tmp_path / "report" / "tiny_recall_vs_state.png").read_bytes()[:4] == b"\x89PNG"
 
 
