@@ -144,7 +144,8 @@ class TBPTTModule(pl.LightningModule):
             same loss and gradients as the full logits (up to float summation order) without
             the ``[B, T, vocab_size]`` tensor, which dominates the step for large vocabularies
             (MQAR: 8192 tokens, a few supervised positions per sequence). Needs a mechanism with
-            ``forward_features`` and ``project`` (every ``MixerLM``). Evaluation is unchanged.
+            ``forward_features`` and ``project`` (every ``MixerLM``). Evaluation does the same
+            (the head at the answer positions only; the same logits up to float summation order).
 
     Steps take a :class:`~swar_bench.datamodules.batches.Batch`; ``validation_step`` /
     ``test_step`` / ``predict_step`` return :class:`EvalOutputs` (1-D tensors over the M
@@ -426,11 +427,17 @@ class TBPTTModule(pl.LightningModule):
         state = self.mechanism.init_state(B, device=self.device)
         for start in range(0, T, self.tbptt_steps):
             sl = slice(start, start + self.tbptt_steps)
-            logits, state = self.mechanism(input_ids[:, sl], state)
             mask = targets[:, sl] != IGNORE_INDEX
-            if not bool(mask.any()):
-                continue
-            sel = logits[mask].float()
+            if self.supervised_logits:
+                features, state = self.mechanism.forward_features(input_ids[:, sl], state)
+                if not bool(mask.any()):
+                    continue
+                sel = self.mechanism.project(features[mask]).float()  # [M, vocab_size]
+            else:
+                logits, state = self.mechanism(input_ids[:, sl], state)
+                if not bool(mask.any()):
+                    continue
+                sel = logits[mask].float()
             tgt = targets[:, sl][mask]
             logp = torch.log_softmax(sel, dim=-1)
             conf, pred = logp.exp().max(dim=-1)

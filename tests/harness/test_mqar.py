@@ -358,3 +358,26 @@ def test_run_folder_names_the_wrapper_and_what_it_wraps():
     assert nested_class_paths(wrapped) == ["swar_bench.mechanisms.zoology_backbone.ZoologyBackbone",
                                            "swar_bench.mechanisms.CausalAttention"]
     assert nested_class_paths(None) == [] and nested_class_paths({"init_args": {}}) == []
+
+
+@pytest.mark.parametrize("build", [
+    lambda: ZoologyBackbone(_attention(), max_position_embeddings=16),
+    lambda: GatedDeltaNet(vocab_size=64, d_model=16, n_layers=1, n_heads=2),
+])
+def test_supervised_logits_evaluate_the_same_answers(build):
+    """Evaluation with the head at the answer positions only: the same predictions, losses and
+    confidences as the full logits (up to float summation order), chunked or not."""
+    data = MQARData(**SMALL)
+    batch = MQARBatches(data)[("test", 2, tuple(range(8)))]
+    outs = []
+    for sparse in (False, True):
+        torch.manual_seed(0)
+        module = TBPTTModule(build(), tbptt_steps=5, supervised_logits=sparse)
+        module.eval()
+        outs.append(module.evaluate_batch(batch))
+    full, sparse = outs
+    assert full.keys() == sparse.keys() and full["pred"].numel() == 8 * SMALL["num_kv_pairs"]
+    for name in ("pred", "target", "answer_kind", "key_age", "row"):
+        assert torch.equal(sparse[name], full[name]), name
+    for name in ("loss", "confidence"):
+        torch.testing.assert_close(sparse[name], full[name], rtol=1e-5, atol=1e-6, msg=name)
