@@ -35,7 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from swar_bench.intervals import wilson  # noqa: E402
+from swar_bench.intervals import wilson
 
 OUT = ROOT / "results" / "bf16_parity"
 PRECISIONS = ("32-true", "bf16-mixed")
@@ -127,7 +127,7 @@ def table(seed_records: dict[str, list[Path]] | None = None) -> str:
         verdicts.append(line + (f"; apart: {', '.join(apart)}" if apart else ""))
         records = (seed_records or {}).get(m, [])
         if records and apart:
-            seeds = [dict(((n, k), (c, t)) for n, k, c, t in read_source(r)[0]) for r in records]
+            seeds = [{(n, k): (c, t) for n, k, c, t in read_source(r)[0]} for r in records]
             spans = []
             for key in sorted(set(a) & set(b)):
                 if a[key][1] and b[key][1] and not _overlap(wilson(*a[key]), wilson(*b[key])):
