@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 import torch
 
+from swar_bench.datamodules.batches import Batch
+
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
@@ -63,7 +65,9 @@ def test_eval_clock_writes_tokens_batches_and_peak_rss(tmp_path):
     clock = bench_streaming_eval.EvalClock(str(out))
     clock.on_test_start(None, None)
     for b in range(3):
-        batch = {"input_ids": torch.zeros((4, 10 + b), dtype=torch.int64)}
+        grid = torch.zeros((4, 10 + b), dtype=torch.int64)
+        batch = Batch(input_ids=grid, labels=grid, answer_kind=grid, key_age=grid,
+                      n_writes=torch.full((4,), 32), seed=torch.zeros(4, dtype=torch.int64))
         clock.on_test_batch_start(None, None, batch, b)
         clock.on_test_batch_end(None, None, {}, batch, b)
     clock.on_test_end(None, None)
