@@ -66,7 +66,6 @@ from typing import Any
 import lightning.pytorch as pl
 import torch
 from lightning.pytorch.callbacks import (
-    BasePredictionWriter,
     Callback,
     ModelCheckpoint,
     ModelSummary,
@@ -75,6 +74,7 @@ from lightning.pytorch.cli import LightningCLI
 
 from swar_bench import interrupts
 from swar_bench.argparsing import check_no_dashes_value, check_path_given
+from swar_bench.callbacks.prediction_writer import PredictionWriter
 from swar_bench.callbacks.slurm_requeue import SlurmRequeue
 from swar_bench.config_errors import (  # noqa: F401 - FINITE_FLOAT_EXPECTED, mechanism_names: their old import path
     FINITE_FLOAT_EXPECTED,
@@ -84,7 +84,7 @@ from swar_bench.config_errors import (  # noqa: F401 - FINITE_FLOAT_EXPECTED, me
 from swar_bench.config_errors import one_line as _one_line
 from swar_bench.config_errors import option_source as _option_source
 from swar_bench.datamodules.passkey_swar import PasskeySwarDataModule
-from swar_bench.io import PROBE_PREFIX, atomic_path, name_limits, nearest_existing, probe_write
+from swar_bench.io import PROBE_PREFIX, name_limits, nearest_existing, probe_write
 from swar_bench.locks import FolderLockedError
 from swar_bench.module import TBPTTModule, mechanism_class_path
 from swar_bench.quiet import quiet_output
@@ -110,26 +110,6 @@ def resolve_mechanism_names(argv: list[str]) -> list[str]:
     for line in replaced_init_args(argv, "--model.mechanism"):
         print(f"swar-bench: warning: {line}", file=sys.stderr)
     return resolved
-
-
-class PredictionWriter(BasePredictionWriter):
-    """Saves ``predict`` outputs (the contract-4 dicts, one per batch) to
-    ``<output_dir>/predictions_rank<r>.pt`` with ``torch.save``, atomically (temp file + rename),
-    and prints ``wrote <path>``. ``output_dir`` None (the default) writes nothing and says so."""
-
-    def __init__(self, output_dir: str | None = None) -> None:
-        super().__init__(write_interval="epoch")
-        self.output_dir = output_dir
-
-    def write_on_epoch_end(self, trainer, pl_module, predictions: Any, batch_indices: Any) -> None:
-        if self.output_dir is None:
-            if trainer.is_global_zero:
-                print("predict: outputs not kept; give --predictions.output_dir DIR to save them")
-            return
-        path = os.path.join(self.output_dir, f"predictions_rank{trainer.global_rank}.pt")
-        with atomic_path(path) as tmp:
-            torch.save(predictions, tmp)
-        print(f"wrote {path}")
 
 
 ARGS_WARNING = r"LightningCLI's args parameter is intended to run from within Python"
