@@ -11,7 +11,7 @@ GatedDeltaNet`` or ``--model.mechanism=swar_bench.mechanisms.GRU`` swaps it), ``
 (``--predictions.output_dir DIR`` saves ``predict`` outputs); the default logger is
 TensorBoard under ``runs/``.
 
-Each run has its own folder ``runs/<config>/<Mechanism>/version_N/`` (``swar_bench.runs``):
+Each run has its own folder ``runs/<config>/<Mechanism>/version_N/`` (``swar_bench.harness.runs``):
 logs, ``config.yaml``, ``checkpoints/`` and test reports. ``--ckpt_path last`` resumes the newest
 run of that config and mechanism in its folder (without ``--checkpoint.dirpath``; with it, the
 newest checkpoint of that folder). A mechanism name is resolved by
@@ -28,8 +28,8 @@ the two saves), whose save is then completed (:func:`completed_resume`). A ``fit
 resumes or is forced into for the whole run: a second one is refused, exit 1, in one line naming the
 holder (:func:`holding_fit_folder`). A misspelt ``--config`` key is named with the file, every one at once,
 each with a "did you mean" (``swar_bench.config_errors.unknown_config_keys``); a misspelt option on the
-command line is refused before Lightning is imported (``swar_bench.fast_options``). Checkpoints are read weights-only and written beside their
-destination, then renamed (``swar_bench.checkpoint_io``); a full disk ends the run with exit code
+command line is refused before Lightning is imported (``swar_bench.harness.fast_options``). Checkpoints are read weights-only and written beside their
+destination, then renamed (``swar_bench.runtime.checkpoint_io``); a full disk ends the run with exit code
 1 and one line naming the run folder, the previous checkpoint intact; in a distributed run a
 collective that waits longer than ``--collective_timeout`` seconds (a rank stopped or hung) ends
 it with exit code 1 and one line, the launched ranks killed (:func:`collective_timed_out`); ``validate`` / ``test`` / ``predict`` without ``--ckpt_path`` warn
@@ -41,10 +41,10 @@ Bad configs end with one line on stderr (exit code 2), e.g. an unknown mechanism
 ``tbptt_steps < 1``, an N outside the task's N set (32..16384), a ``--ckpt_path`` that does not exist or whose
 weights do not fit the configured mechanism, a ``--ckpt_path`` (a path or a URL) that
 ``torch.load(weights_only=True)`` refuses (a pickled payload is never run;
-``swar_bench.checkpoint_io``), an output folder that cannot be created, a mechanism
+``swar_bench.runtime.checkpoint_io``), an output folder that cannot be created, a mechanism
 init arg of the wrong type (naming the option or the ``--config`` file that set it) or
 ``--trainer.accelerator=gpu`` on a machine without one, a mechanism whose parameters cannot fit in
-memory (``swar_bench.memory``); they are found before anything is written. A non-finite training loss ends the run with one line (exit
+memory (``swar_bench.runtime.memory``); they are found before anything is written. A non-finite training loss ends the run with one line (exit
 code 1) and no checkpoint written after it.
 """
 
@@ -72,8 +72,6 @@ from lightning.pytorch.callbacks import (
 )
 from lightning.pytorch.cli import LightningCLI
 
-from swar_bench import interrupts
-from swar_bench.argparsing import check_no_dashes_value, check_path_given
 from swar_bench.callbacks.prediction_writer import PredictionWriter
 from swar_bench.callbacks.slurm_requeue import SlurmRequeue
 from swar_bench.config_errors import (  # noqa: F401 - FINITE_FLOAT_EXPECTED, mechanism_names: their old import path
@@ -84,12 +82,14 @@ from swar_bench.config_errors import (  # noqa: F401 - FINITE_FLOAT_EXPECTED, me
 from swar_bench.config_errors import one_line as _one_line
 from swar_bench.config_errors import option_source as _option_source
 from swar_bench.datamodules.passkey_swar import PasskeySwarDataModule
-from swar_bench.io import PROBE_PREFIX, name_limits, nearest_existing, probe_write
-from swar_bench.locks import FolderLockedError
 from swar_bench.module import TBPTTModule, mechanism_class_path
-from swar_bench.quiet import quiet_output
-from swar_bench.slurm import resume_hint
-from swar_bench.text import yaml_problem
+from swar_bench.runtime.slurm import resume_hint
+from swar_bench.utils import interrupts
+from swar_bench.utils.argparsing import check_no_dashes_value, check_path_given
+from swar_bench.utils.files import PROBE_PREFIX, name_limits, nearest_existing, probe_write
+from swar_bench.utils.locks import FolderLockedError
+from swar_bench.utils.quiet import quiet_output
+from swar_bench.utils.text import yaml_problem
 
 TRAINER_DEFAULTS = {
     "default_root_dir": "runs",
@@ -178,7 +178,7 @@ def nested_class_paths(node: Any) -> list[str]:
 def check_output_folder(path: str | os.PathLike, flag: str) -> None:
     """Raise ValueError (one line naming ``flag`` and ``path``) unless the folder ``path`` exists
     and is writable or can be created; leaves nothing behind (it rehearses an atomic write,
-    ``swar_bench.io.probe_write``, in ``path`` or in its nearest existing parent). Remote paths (``scheme://``) are not checked."""
+    ``swar_bench.utils.files.probe_write``, in ``path`` or in its nearest existing parent). Remote paths (``scheme://``) are not checked."""
     text = os.fspath(path)
     check_path_given(flag, text, "a folder path")  # "" would be the current folder
     if "://" in text:
@@ -253,7 +253,7 @@ def progress_bar_default() -> bool:
 
 def trainer_defaults(argv: list[str]) -> dict[str, Any]:
     """``TRAINER_DEFAULTS`` with the logger named after the first ``--config`` file (its stem), so
-    that a config that sets no logger still gets its own run folder (``swar_bench.runs``), and
+    that a config that sets no logger still gets its own run folder (``swar_bench.harness.runs``), and
     the progress bar only on a terminal (:func:`progress_bar_default`)."""
     configs = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--config"]
     configs += [a.split("=", 1)[1] for a in argv if a.startswith("--config=")]
@@ -303,7 +303,7 @@ def fresh_start_notice(folder: str | os.PathLike) -> None:
 
 def readable_resume(path: str, subcommand: str | None) -> str:
     """The checkpoint ``--ckpt_path last`` resumes: the checkpoint of ``path``'s folder with the
-    most recorded progress (``swar_bench.slurm.newest_checkpoint``: global step, then batches;
+    most recorded progress (``swar_bench.runtime.slurm.newest_checkpoint``: global step, then batches;
     read weights only), ``path`` itself on a tie. Two faults leave ``path`` (a ``last.ckpt``) behind
     another checkpoint of its folder, and each is said in one line on stderr (rank 0) naming both:
     ``path`` cannot be read (cut short by a kill or a full disk), or a step checkpoint records more
@@ -314,7 +314,7 @@ def readable_resume(path: str, subcommand: str | None) -> str:
 
     Raises:
         ValueError: ``path`` cannot be read and no checkpoint beside it can (one line)."""
-    from swar_bench.slurm import checkpoint_progress, newest_checkpoint, resume_candidates
+    from swar_bench.runtime.slurm import checkpoint_progress, newest_checkpoint, resume_candidates
 
     folder = os.path.dirname(path) or "."
     others = [p for p in resume_candidates(folder) if os.path.abspath(p) != os.path.abspath(path)]
@@ -354,7 +354,7 @@ def completed_resume(chosen: str, found: str, cfg: Any, subcommand: str | None) 
     a SLURM ``hpc_ckpt_*`` (Lightning's own resume file), or a run without ``save_last``."""
     from lightning.pytorch.callbacks import ModelCheckpoint
 
-    from swar_bench.io import atomic_path
+    from swar_bench.utils.files import atomic_path
 
     name = os.path.basename(chosen)
     if subcommand != "fit" or name.startswith((ModelCheckpoint.CHECKPOINT_NAME_LAST, "hpc_ckpt_")) or not _rank_zero():
@@ -377,7 +377,7 @@ def fresh_checkpoint_folder(cfg: Any) -> tuple[str, str] | None:
     forced logger version (``<save_dir>/<name>/<version>/checkpoints``, after
     ``_configure_run_folder``) or ``--trainer.logger=false`` (``<default_root_dir>/checkpoints``).
     None when the logger picks a new ``version_N`` (a new folder) or the folder is remote."""
-    from swar_bench import runs
+    from swar_bench.harness import runs
 
     dirpath = (cfg.get("checkpoint") or {}).get("dirpath")
     if dirpath:
@@ -404,7 +404,7 @@ def check_fresh_start(cfg: Any) -> None:
     ValueError (one line naming the folder, its checkpoints and ``--ckpt_path last``) when the
     checkpoint folder it would write into (:func:`fresh_checkpoint_folder`) already holds
     ``*.ckpt`` files. A resumed fit (``--ckpt_path``) continues the run whose checkpoints they are."""
-    from swar_bench import runs
+    from swar_bench.harness import runs
 
     where = fresh_checkpoint_folder(cfg)
     if where is None:
@@ -426,7 +426,7 @@ def fit_lock_folders(cfg: Any) -> list[str]:
     :meth:`SwarBenchCLI._configure_run_folder`), ``--checkpoint.dirpath``, and
     ``<default_root_dir>/checkpoints`` without a logger. A new run's ``version_N`` (picked by the
     logger, a new folder) is not among them; nor are remote folders."""
-    from swar_bench import runs
+    from swar_bench.harness import runs
 
     folders = []
     where = fresh_checkpoint_folder(cfg)
@@ -446,14 +446,14 @@ def fit_lock_folders(cfg: Any) -> list[str]:
 
 @contextlib.contextmanager
 def holding_fit_folder(folder: str, checkpoint_folder: str | None) -> Iterator[None]:
-    """Hold ``folder``'s lock (``swar_bench.locks.folder_lock``, ``DIR/.swar-bench.lock``) for the
+    """Hold ``folder``'s lock (``swar_bench.utils.locks.folder_lock``, ``DIR/.swar-bench.lock``) for the
     block: a second ``fit`` into it (two ``--ckpt_path last`` resuming one run) is refused in one
     line naming the holder (``FolderLockedError``, exit 1), before it reads or writes anything. A
     killed holder's lock goes with it (the kernel releases a ``flock``). Holding it, the temporary
     files ``.tmp-*.ckpt`` a killed save left in ``checkpoint_folder`` are removed (one line each):
     no other writer can own them. A folder the lock created and the run left empty is removed."""
-    from swar_bench.io import TEMP_PREFIX
-    from swar_bench.locks import LOCK_NAME, folder_lock
+    from swar_bench.utils.files import TEMP_PREFIX
+    from swar_bench.utils.locks import LOCK_NAME, folder_lock
 
     created = runs_first_missing(folder)
     with folder_lock(folder, f"swar-bench fit into {folder}"):
@@ -474,8 +474,8 @@ def holding_fit_folder(folder: str, checkpoint_folder: str | None) -> Iterator[N
 
 
 def runs_first_missing(folder: str) -> str | None:
-    """The outermost missing folder of ``folder``'s path (``swar_bench.runs.first_missing``), None when it exists."""
-    from swar_bench import runs
+    """The outermost missing folder of ``folder``'s path (``swar_bench.harness.runs.first_missing``), None when it exists."""
+    from swar_bench.harness import runs
 
     missing = runs.first_missing(folder)
     return None if missing is None else str(missing)
@@ -506,13 +506,13 @@ def check_trainable(model: TBPTTModule, subcommand: str | None, ckpt_path: Any) 
 def discarding_empty_run(trainer: Any) -> Iterator[None]:
     """Run the block (a ``trainer.fit`` / ``test``); when it ends with an exception (Ctrl-C,
     SIGTERM, Lightning's ``sys.exit`` after them, an error) remove the run folder if this run
-    created it and it holds nothing the run produced (``swar_bench.runs.discard_empty_run``): no
+    created it and it holds nothing the run produced (``swar_bench.harness.runs.discard_empty_run``): no
     checkpoint saved by any ``ModelCheckpoint`` of the trainer, no logged metric, no report. A
     folder that existed (``test --ckpt_path last``, a resumed fit) is put back as it was when the
     run produced nothing in it or in a ``--checkpoint.dirpath`` elsewhere
-    (``swar_bench.runs.discard_stopped_additions``). On global rank 0 only, and only for a
+    (``swar_bench.harness.runs.discard_stopped_additions``). On global rank 0 only, and only for a
     logger's local folder; the exception is raised again."""
-    from swar_bench import runs
+    from swar_bench.harness import runs
 
     folder = None
     if getattr(trainer, "logger", None) is not None and _rank_zero():
@@ -598,7 +598,7 @@ class SwarBenchCLI(LightningCLI):
             # `fit --ckpt_path last` with no checkpoint is a fresh start (a first SLURM run);
             # evaluating with none would silently score a randomly initialised model.
             dirpath = (cfg.get("checkpoint") or {}).get("dirpath") or os.path.join(str(cfg.get("trainer.default_root_dir")), "checkpoints")
-            from swar_bench.slurm import resume_candidates
+            from swar_bench.runtime.slurm import resume_candidates
 
             self._lock_for_fit(subcommand, dirpath, dirpath)  # before its checkpoints are read
             # Lightning's "last": the newest last*.ckpt, else any checkpoint (a run killed between
@@ -689,15 +689,15 @@ class SwarBenchCLI(LightningCLI):
     """The run folder ``--ckpt_path`` lies in, when the run logs into it (``_configure_run_folder``)."""
 
     def _configure_run_folder(self, cfg: Any, subcommand: str | None) -> None:
-        """Name the run folder after the config and the mechanism (``swar_bench.runs``): the
+        """Name the run folder after the config and the mechanism (``swar_bench.harness.runs``): the
         TensorBoard/CSV logger's ``name`` becomes ``<name>/<Mechanism>``; ``--ckpt_path last``
         (without ``--checkpoint.dirpath``) becomes the newest ``last.ckpt`` of those runs and a
-        checkpoint inside a run folder anywhere (``swar_bench.runs.run_folder_of_checkpoint``: any
+        checkpoint inside a run folder anywhere (``swar_bench.harness.runs.run_folder_of_checkpoint``: any
         ``save_dir``, name, version or nesting) puts the logger on that folder unless a version is
         forced, so a resumed fit and a validate / test log and report into the run they continue.
         A logger version that is not one folder name, or a name with ``..`` (outside
         ``save_dir``), raises ValueError (one line) before anything is created."""
-        from swar_bench import runs
+        from swar_bench.harness import runs
 
         logger = cfg.get("trainer.logger")
         init_args = getattr(logger, "init_args", None)
@@ -758,7 +758,11 @@ class SwarBenchCLI(LightningCLI):
         return os.path.join(self._ckpt_run_folder, "checkpoints")
 
     def _read_checkpoint(self, path: str) -> None:
-        from swar_bench.checkpoint_io import CheckpointRefusedError, is_remote, load_checkpoint
+        from swar_bench.runtime.checkpoint_io import (
+            CheckpointRefusedError,
+            is_remote,
+            load_checkpoint,
+        )
 
         check_path_given("--ckpt_path", path, f"a checkpoint file or one of {', '.join(CKPT_PATH_KEYWORDS)}")
         remote = is_remote(path)
@@ -828,11 +832,11 @@ class SwarBenchCLI(LightningCLI):
         self.trainer = self.instantiate_trainer()
 
     def _check_model_fits(self) -> None:
-        """Before the mechanism is built: its parameters fit in memory (``swar_bench.memory``,
+        """Before the mechanism is built: its parameters fit in memory (``swar_bench.runtime.memory``,
         counted on the meta device; ``fit`` holds weights, gradients and Adam's moments), else
         ValueError naming ``--model.mechanism.init_args``."""
         from swar_bench.mechanisms.registry import resolve_class
-        from swar_bench.memory import check_fits
+        from swar_bench.runtime.memory import check_fits
 
         cfg = self.config[self.subcommand] if self.subcommand else self.config
         mechanism = cfg.get("model.mechanism")
@@ -874,7 +878,7 @@ class SwarBenchCLI(LightningCLI):
 
     def instantiate_trainer(self, **kwargs: Any):
         from swar_bench.mechanisms.task_fit import check_task_fits
-        from swar_bench.quiet import silence_run_notices
+        from swar_bench.utils.quiet import silence_run_notices
 
         cfg = self.config[self.subcommand] if self.subcommand else self.config
         if isinstance(self.model, TBPTTModule):  # before the Trainer: nothing written yet
@@ -886,7 +890,7 @@ class SwarBenchCLI(LightningCLI):
         silence_run_notices(resuming=cfg.get("ckpt_path") not in (None, ""), checkpoint_dir=self._ckpt_checkpoint_dir())
         global _RUN_TRAINER
         trainer = super().instantiate_trainer(**kwargs)
-        from swar_bench.checkpoint_io import SafeCheckpointIO
+        from swar_bench.runtime.checkpoint_io import SafeCheckpointIO
 
         # every checkpoint Lightning reads (--ckpt_path of any spelling, last, hpc) weights only;
         # every one it writes beside its destination, then renamed
@@ -934,7 +938,12 @@ class SwarBenchCLI(LightningCLI):
         calibration table of a test, then ``wrote <path>`` for every report file."""
         if not self.trainer.is_global_zero:
             return
-        from swar_bench.callbacks import AnswerTypeAccuracy, Calibration, MQARAccuracy, calibration_table
+        from swar_bench.callbacks import (
+            AnswerTypeAccuracy,
+            Calibration,
+            MQARAccuracy,
+            calibration_table,
+        )
 
         stage = "Test" if subcommand == "test" else "Validation"
         for callback in self.trainer.callbacks:
@@ -970,7 +979,7 @@ class SwarBenchCLI(LightningCLI):
             path = self.trainer.ckpt_path
             checkpoint, account = None, None
             if path and os.path.isfile(path):
-                from swar_bench.checkpoint_io import load_checkpoint
+                from swar_bench.runtime.checkpoint_io import load_checkpoint
 
                 checkpoint = load_checkpoint(path, mmap=True)
                 found = {k: tuple(v.shape) for k, v in checkpoint.get("state_dict", {}).items() if isinstance(v, torch.Tensor)}
@@ -982,7 +991,7 @@ class SwarBenchCLI(LightningCLI):
 
         parser.add_lightning_class_args(ModelCheckpoint, "checkpoint")
         # A resumed fit replaces its run's last.ckpt (no last-v1.ckpt beside it).
-        # No dirpath: checkpoints go to <run folder>/checkpoints (swar_bench.runs).
+        # No dirpath: checkpoints go to <run folder>/checkpoints (swar_bench.harness.runs).
         parser.set_defaults({"checkpoint.save_last": True, "checkpoint.enable_version_counter": False})
         parser.add_lightning_class_args(AnswerTypeAccuracy, "accuracy")
         parser.add_lightning_class_args(Calibration, "calibration")
@@ -1211,7 +1220,7 @@ class FlopsPerTokenSummary(ModelSummary):
 
 
 class StopCheck(Callback):
-    """Raises a recorded Ctrl-C again at every batch boundary (``swar_bench.interrupts``): a
+    """Raises a recorded Ctrl-C again at every batch boundary (``swar_bench.utils.interrupts``): a
     ``KeyboardInterrupt`` lost inside a finalizer or a library's broad ``except`` would otherwise
     let training go on. Lightning then shuts down as for any Ctrl-C."""
 
@@ -1222,7 +1231,7 @@ class StopCheck(Callback):
 
 
 def flag_sigint() -> dict[int, Any]:
-    """Install the recording Ctrl-C and SIGTERM handlers (``swar_bench.interrupts``: Ctrl-C is
+    """Install the recording Ctrl-C and SIGTERM handlers (``swar_bench.utils.interrupts``: Ctrl-C is
     Python's own ``KeyboardInterrupt``, remembered, since Lightning turns it into ``sys.exit(1)``,
     the exit code a non-finite loss also has; SIGTERM before Lightning's own handler exists,
     during the seconds of set-up, raises ``interrupts.Terminated``); returns the previous
@@ -1255,7 +1264,7 @@ def stop_status(exc: BaseException, prog: str, subcommand: str | None) -> int | 
     handler existed), 130 for Ctrl-C. None for any other exit. For fit and demo the line names
     the checkpoint ``fit --ckpt_path last`` would resume from, when one exists
     (``resume_checkpoint``); in a SLURM job with requeue, the one the requeued job resumes from
-    (``swar_bench.slurm.resume_hint``)."""
+    (``swar_bench.runtime.slurm.resume_hint``)."""
     from lightning.pytorch.utilities.exceptions import SIGTERMException
 
     if isinstance(exc, (SIGTERMException, interrupts.Terminated)):

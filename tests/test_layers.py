@@ -58,7 +58,7 @@ LAYER_OF = {
     "swar_bench.callbacks": "callbacks",
     "swar_bench.config_errors": "config_errors",
     "swar_bench.lightning_cli": "harness",
-    "swar_bench.runs": "harness",
+    "swar_bench.harness.runs": "harness",
     "swar_bench.demo": "harness",
     "swar_bench.study": "study",
     "swar_bench.cli": "cli",
@@ -113,7 +113,7 @@ def module_name(path: Path) -> str:
 
 def imports_of(path: Path) -> list[tuple[int, str]]:
     """``(line, dotted name)`` of every import in the file, at any depth; ``from swar_bench import
-    interrupts`` names the submodule ``swar_bench.interrupts`` when there is one, relative
+    interrupts`` names the submodule ``swar_bench.utils.interrupts`` when there is one, relative
     imports are resolved against the file's package."""
     package = module_name(path) if path.name == "__init__.py" else module_name(path).rpartition(".")[0]
     found = []
@@ -191,7 +191,7 @@ def _has_layer(module: str) -> bool:
         ("swar_bench.mechanisms.gla", "lightning.pytorch"),
         ("swar_bench.callbacks.calibration", "swar_bench.study.report"),
         ("swar_bench.study.runner", "swar_bench.lightning_cli"),
-        ("swar_bench.io", "swar_bench.tasks.passkey_swar"),
+        ("swar_bench.utils.files", "swar_bench.tasks.passkey_swar"),
     ],
 )
 def test_the_imports_the_rules_forbid_are_found(module, target):
@@ -200,7 +200,7 @@ def test_the_imports_the_rules_forbid_are_found(module, target):
 
 def test_imports_are_resolved_as_python_does():
     found = {name: line for line, name in imports_of(PACKAGE / "tasks" / "cli.py")}
-    assert "swar_bench.interrupts" in found  # from swar_bench import interrupts: the submodule
+    assert "swar_bench.utils.interrupts" in found  # from swar_bench import interrupts: the submodule
     assert all(name != "swar_bench" for name in found)
 
 

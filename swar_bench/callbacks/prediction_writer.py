@@ -9,7 +9,7 @@ from typing import Any
 import torch
 from lightning.pytorch.callbacks import BasePredictionWriter
 
-from swar_bench.io import atomic_path
+from swar_bench.utils.files import atomic_path
 
 
 class PredictionWriter(BasePredictionWriter):
