@@ -46,6 +46,9 @@ init arg of the wrong type (naming the option or the ``--config`` file that set 
 ``--trainer.accelerator=gpu`` on a machine without one, a mechanism whose parameters cannot fit in
 memory (``swar_bench.runtime.memory``); they are found before anything is written. A non-finite training loss ends the run with one line (exit
 code 1) and no checkpoint written after it.
+
+Here: ``SwarBenchCLI``, ``run_cli`` and ``main``; the pieces are in ``swar_bench.harness`` (one module
+an idea) and ``swar_bench.callbacks``, their names importable from here too (``__all__``).
 """
 
 from __future__ import annotations
@@ -76,7 +79,6 @@ from swar_bench.config_errors import (  # FINITE_FLOAT_EXPECTED, mechanism_names
     parse_error_line,
 )
 from swar_bench.config_errors import one_line as _one_line
-from swar_bench.config_errors import option_source as _option_source
 from swar_bench.datamodules.passkey_swar import PasskeySwarDataModule
 from swar_bench.harness import stops
 from swar_bench.harness.announce import Announce, describe_mechanism
@@ -89,8 +91,10 @@ from swar_bench.harness.checkpoints import (
 )
 from swar_bench.harness.checks import (
     check_accelerator,
+    check_model_fits,
     check_output_folder,
     check_trainable,
+    naming_the_option,
     nested_class_paths,
     resolve_mechanism_names,
 )
@@ -385,49 +389,10 @@ class SwarBenchCLI(LightningCLI):
         self.trainer = self.instantiate_trainer()
 
     def _check_model_fits(self) -> None:
-        """Before the mechanism is built: its parameters fit in memory (``swar_bench.runtime.memory``,
-        counted on the meta device; ``fit`` holds weights, gradients and Adam's moments), else
-        ValueError naming ``--model.mechanism.init_args``."""
-        from swar_bench.mechanisms.registry import resolve_class
-        from swar_bench.runtime.memory import check_fits
-
-        cfg = self.config[self.subcommand] if self.subcommand else self.config
-        mechanism = cfg.get("model.mechanism")
-        class_path = getattr(mechanism, "class_path", None)
-        init_args = getattr(mechanism, "init_args", None)
-        if not class_path:
-            return
-        try:
-            cls = resolve_class(str(class_path), "--model.mechanism")
-        except ValueError:
-            return  # named by the parser
-        args = init_args.as_dict() if hasattr(init_args, "as_dict") else dict(init_args or {})
-        accelerator = str(cfg.get("trainer.accelerator") or "cpu").lower()
-        cuda = accelerator in ("gpu", "cuda", "auto") and torch.cuda.is_available()
-        shown = ", ".join(f"{k}={v}" for k, v in args.items())
-        check_fits(cls, args, f"--model.mechanism={class_path} ({shown})", copies=4 if self.subcommand == "fit" else 1,
-                   cuda=cuda)
+        check_model_fits(self.config[self.subcommand] if self.subcommand else self.config, self.subcommand)
 
     def _naming_the_option(self, message: str) -> str:
-        """``message`` led by the option of the argument it starts with (the mechanism's init args
-        first, then the model's and the data module's), or unchanged when it starts with none."""
-        import re
-
-        first = re.match(r"(\w+)(=| )", message)
-        if first is None:
-            return message
-        cfg = self.config[self.subcommand] if self.subcommand else self.config
-        for group in ("model.mechanism.init_args", "model", "data"):
-            values = cfg.get(group)
-            if values is None or not hasattr(values, "keys") or first.group(1) not in values:
-                continue
-            option, value = f"{group}.{first.group(1)}", values.get(first.group(1))
-            source = _option_source(self._argv, option, str(value))
-            lead = f"{source}: {option}" if source is not None else f"--{option}"
-            if first.group(2) == "=":  # "lr=-1.0 is invalid; ...": the option in place of the name
-                return lead + message[len(first.group(1)):] if source is None else f"{lead}: {message}"
-            return f"{lead}={value}: {message}" if source is None else f"{lead}: {message}"
-        return message
+        return naming_the_option(message, self.config[self.subcommand] if self.subcommand else self.config, self._argv)
 
     def instantiate_trainer(self, **kwargs: Any):
         from swar_bench.mechanisms.task_fit import check_task_fits

@@ -170,3 +170,49 @@ def check_trainable(model: TBPTTModule, subcommand: str | None, ckpt_path: Any) 
             file=sys.stderr,
             flush=True,
         )
+
+
+def check_model_fits(cfg: Any, subcommand: str | None) -> None:
+    """Before the mechanism is built: its parameters fit in memory (``swar_bench.runtime.memory``,
+    counted on the meta device; ``fit`` holds weights, gradients and Adam's moments), else
+    ValueError naming ``--model.mechanism.init_args``. ``cfg``: the subcommand's config."""
+    from swar_bench.mechanisms.registry import resolve_class
+    from swar_bench.runtime.memory import check_fits
+
+    mechanism = cfg.get("model.mechanism")
+    class_path = getattr(mechanism, "class_path", None)
+    init_args = getattr(mechanism, "init_args", None)
+    if not class_path:
+        return
+    try:
+        cls = resolve_class(str(class_path), "--model.mechanism")
+    except ValueError:
+        return  # named by the parser
+    args = init_args.as_dict() if hasattr(init_args, "as_dict") else dict(init_args or {})
+    accelerator = str(cfg.get("trainer.accelerator") or "cpu").lower()
+    cuda = accelerator in ("gpu", "cuda", "auto") and torch.cuda.is_available()
+    shown = ", ".join(f"{k}={v}" for k, v in args.items())
+    check_fits(cls, args, f"--model.mechanism={class_path} ({shown})", copies=4 if subcommand == "fit" else 1,
+               cuda=cuda)
+
+
+def naming_the_option(message: str, cfg: Any, argv: list[str]) -> str:
+    """``message`` led by the option of the argument it starts with (the mechanism's init args
+    first, then the model's and the data module's, in ``cfg``; where it was set: the command line
+    ``argv`` or one of its ``--config`` files), or unchanged when it starts with none."""
+    import re
+
+    first = re.match(r"(\w+)(=| )", message)
+    if first is None:
+        return message
+    for group in ("model.mechanism.init_args", "model", "data"):
+        values = cfg.get(group)
+        if values is None or not hasattr(values, "keys") or first.group(1) not in values:
+            continue
+        option, value = f"{group}.{first.group(1)}", values.get(first.group(1))
+        source = _option_source(argv, option, str(value))
+        lead = f"{source}: {option}" if source is not None else f"--{option}"
+        if first.group(2) == "=":  # "lr=-1.0 is invalid; ...": the option in place of the name
+            return lead + message[len(first.group(1)):] if source is None else f"{lead}: {message}"
+        return f"{lead}={value}: {message}" if source is None else f"{lead}: {message}"
+    return message

@@ -103,7 +103,7 @@ def last_checkpoint(root: str | Path, version: int | str | None = None, warn=Non
     """The checkpoint ``--ckpt_path last`` resumes and its version. Without ``version``: the
     ``last*.ckpt`` of the run folder ``<root>/*/`` whose ``checkpoints/*.ckpt`` is newest by
     modification time (the latest run), else that newest checkpoint; the caller
-    (``swar_bench.lightning_cli.readable_resume``) then takes the most progress of its folder. With
+    (``swar_bench.harness.run_folders.readable_resume``) then takes the most progress of its folder. With
     ``version`` (a job that continues one run, e.g. ``slurm_<job id>``): the checkpoint of
     ``<root>/<version>/checkpoints/`` with the largest recorded global step, ``hpc_ckpt_<k>.ckpt``
     of a SLURM requeue among them (``swar_bench.runtime.slurm.newest_checkpoint``), so a resume never goes
