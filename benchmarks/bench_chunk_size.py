@@ -67,7 +67,7 @@ def frontier_batches(batch_size: int) -> list[tuple[torch.Tensor, torch.Tensor]]
     out = []
     for n in (32, 64):
         batch = source[("train", n, tuple(range(batch_size)))]
-        out.append((batch["input_ids"].long(), shift_targets(batch["labels"]).long()))
+        out.append((batch.input_ids.long(), shift_targets(batch.labels).long()))
     return out
 
 

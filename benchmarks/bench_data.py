@@ -209,7 +209,7 @@ def fit_share(extra_args: list[str], steps: int, warmup: int, work: Path, thread
         def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
             self.ends.append(time.perf_counter())
             self.cpu_ends.append(time.process_time())
-            self.tokens += batch["input_ids"].numel()
+            self.tokens += batch.input_ids.numel()
 
         def on_train_end(self, trainer, pl_module):
             self.fetch = list(trainer.profiler.recorded_durations.get(FETCH_KEY, []))

@@ -23,9 +23,9 @@ untimed ones) of tokens/s (the batch's ``B * T`` tokens, padding included); MFU 
 backward costs about twice a forward) / the float32 matmul peak, the best of several 1-thread
 ``[512, 512] @ [512, 512]`` float32 matmuls measured by this process at the start; and with
 ``--baseline``, the ratio of this tree's median tokens/s to the baseline's at the same mechanism
-and precision. On a machine shared with other jobs CPU time still grows with cache and memory
-contention: compare the ratios of one run, not absolute numbers across runs. Exits 1 if a worker
-fails.
+and precision, with the range of the per-round ratios (both timed in the same round). On a
+machine shared with other jobs CPU time still grows with cache and memory contention: compare
+the ratios of one run, not absolute numbers across runs. Exits 1 if a worker fails.
 """
 
 from __future__ import annotations
@@ -123,7 +123,7 @@ def worker(tree: Path, mechanism: str, precision: str, steps: int, blocks: int) 
 
         def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
             self.cpu += time.process_time() - self.start
-            self.tokens += batch["input_ids"].numel()
+            self.tokens += batch.input_ids.numel()
             self.done += 1
             if self.done % steps == 0:
                 print(json.dumps({"cpu_s": self.cpu, "tokens": self.tokens}), flush=True)
@@ -218,15 +218,23 @@ def main(argv: list[str] | None = None) -> int:
         f"{args.steps} steps after {args.warmup} warm-up; float32 matmul peak {peak:.1f} GFLOP/s, "
         f"bfloat16 {peak_bf16:.1f} GFLOP/s (1 thread, measured in this run)\n"
     )
-    print("| mechanism | precision | code | tokens/s | MFU (vs fp32 peak) | ratio vs baseline |")
-    print("|---|---|---|---:|---:|---:|")
+    print("| mechanism | precision | code | tokens/s | MFU (vs fp32 peak) | ratio vs baseline | per-round ratios (min..max) |")
+    print("|---|---|---|---:|---:|---:|---:|")
     median = {(c[0], c[2], c[3]): statistics.median(r) for c, r in zip(configs, rates)}
+    per_round = {(c[0], c[2], c[3]): r for c, r in zip(configs, rates)}
+
+    def spread(a: tuple, b: tuple) -> str:
+        """min..max over rounds of the ratio of two configurations timed in the same round."""
+        ratios = [x / y for x, y in zip(per_round[a], per_round[b])]
+        return f"{min(ratios):.2f}..{max(ratios):.2f}"
+
     for (label, _, m, p), final in zip(configs, finals):
         rate = median[(label, m, p)]
         mfu = rate * 3 * final["flops_per_token"] / (peak * 1e9)
         base = median.get(("baseline", m, p))
         ratio = f"{rate / base:.2f}x" if base and label == "this" else "-"
-        print(f"| {m} | {p} | {label} | {rate:,.0f} | {100 * mfu:.1f}% | {ratio} |")
+        rng = spread((label, m, p), ("baseline", m, p)) if base and label == "this" else "-"
+        print(f"| {m} | {p} | {label} | {rate:,.0f} | {100 * mfu:.1f}% | {ratio} | {rng} |")
     for label, tree in trees:
         paths = sorted({f["swar_bench"] for c, f in zip(configs, finals) if c[0] == label})
         print(f"code {label}: {tree} (imported {', '.join(paths)})")
@@ -235,7 +243,8 @@ def main(argv: list[str] | None = None) -> int:
             for p in precisions:
                 if p != "32-true" and ("this", m, p) in median:
                     print(f"{m}: this code in {p} vs baseline in 32-true: "
-                          f"{median[('this', m, p)] / median[('baseline', m, '32-true')]:.2f}x")
+                          f"{median[('this', m, p)] / median[('baseline', m, '32-true')]:.2f}x "
+                          f"(per round {spread(('this', m, p), ('baseline', m, '32-true'))})")
     return 0
 
 

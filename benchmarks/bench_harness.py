@@ -86,7 +86,7 @@ class TrainClock(pl.Callback):
         if batch_idx + 1 == self.warmup:
             self.t0 = now
         elif batch_idx >= self.warmup:
-            self.tokens += batch["input_ids"].numel()
+            self.tokens += batch.input_ids.numel()
             self.t1 = now
 
 
@@ -182,7 +182,7 @@ def bare_run(args: argparse.Namespace) -> RunResult:
         seeds = [example_seed("train", N, i) for i in range(step * B, (step + 1) * B)]
         batch = collate_examples(generate_examples(seeds, N), N, annotate)
         built = time.perf_counter() - tb
-        input_ids, targets = batch["input_ids"], shift_targets(batch["labels"])
+        input_ids, targets = batch.input_ids, shift_targets(batch.labels)
         T = input_ids.shape[1]
         state = mech.init_state(B)
         total, count = 0.0, 0

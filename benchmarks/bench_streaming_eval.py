@@ -78,7 +78,7 @@ class EvalClock(pl.Callback):
     def on_test_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0) -> None:
         self.seconds += time.perf_counter() - self._t0
         self.cpu_seconds += time.process_time() - self._c0
-        self.tokens += int(batch["input_ids"].numel())
+        self.tokens += int(batch.input_ids.numel())
         self.batches += 1
 
     def on_test_end(self, trainer, pl_module) -> None:

@@ -15,14 +15,16 @@ boundary the last logit of a chunk predicts the first label of the next chunk.
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import lightning.pytorch as pl
 import torch
-import torch.nn.functional as F
 from torchmetrics import MeanMetric
 
+from swar_bench.datamodules.batches import Batch
 from swar_bench.mechanisms.task_fit import check_task_fits
 from swar_bench.tbptt import IGNORE_INDEX, supervised_cross_entropy, tbptt_chunks
 
@@ -51,6 +53,60 @@ def shift_targets(labels: torch.Tensor) -> torch.Tensor:
     targets = torch.full_like(labels, IGNORE_INDEX)
     targets[:, :-1] = labels[:, 1:]
     return targets
+
+
+@dataclass(frozen=True)
+class EvalOutputs:
+    """What an evaluation step returns, over the M supervised positions of one :class:`Batch`
+    (row-major order): ``TBPTTModule.validation_step`` / ``test_step`` / ``predict_step`` hand it
+    to the callbacks (docs/ARCHITECTURE.md, "Hand-offs").
+
+    Attributes:
+        pred: ``[M]`` int64, the predicted (argmax) token.
+        target: ``[M]`` int64, the label (the batch's ``labels`` shifted: ``labels[:, t + 1]``).
+        loss: ``[M]`` float32, the answer token's cross-entropy (nats).
+        confidence: ``[M]`` float32, the softmax probability of ``pred``.
+        answer_kind: ``[M]`` int64, codes of ``swar_bench.tasks.oracle.ANSWER_KINDS``.
+        key_age: ``[M]`` int64, the batch's ``key_age`` (-1: does not apply).
+        row: ``[M]`` int64, the position's row in the batch.
+        n_writes: the batch's N.
+        batch_size: rows holding an example (filler rows, ``seed`` -1, do not count).
+
+    ``to(device)`` lets Lightning's ``move_data_to_device`` move it (the predict loop does);
+    ``as_dict()`` is the plain dict ``predict`` saves (``torch.load(weights_only=True)`` reads it).
+
+    Raises:
+        ValueError: a tensor that is not 1-D, or tensors of different lengths.
+    """
+
+    pred: torch.Tensor
+    target: torch.Tensor
+    loss: torch.Tensor
+    confidence: torch.Tensor
+    answer_kind: torch.Tensor
+    key_age: torch.Tensor
+    row: torch.Tensor
+    n_writes: int
+    batch_size: int
+
+    TENSORS = ("pred", "target", "loss", "confidence", "answer_kind", "key_age", "row")
+    """The ``[M]`` fields, in order."""
+
+    def __post_init__(self) -> None:
+        tensors = [getattr(self, name) for name in self.TENSORS]
+        if any(not isinstance(t, torch.Tensor) or t.dim() != 1 or t.shape != tensors[0].shape for t in tensors):
+            shapes = [tuple(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__ for t in tensors]
+            raise ValueError(f"EvalOutputs {'/'.join(self.TENSORS)} are {shapes}; expected 1-D tensors of one length M")
+
+    def to(self, device: Any) -> EvalOutputs:
+        """Every tensor moved by Lightning's ``move_data_to_device``."""
+        from lightning.fabric.utilities import move_data_to_device
+
+        return EvalOutputs(**move_data_to_device(self.as_dict(), device))
+
+    def as_dict(self) -> dict[str, Any]:
+        """The fields by name (the same tensors, not copies)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
 
 def mechanism_class_path(mechanism: torch.nn.Module) -> str:
@@ -88,11 +144,12 @@ class TBPTTModule(pl.LightningModule):
             same loss and gradients as the full logits (up to float summation order) without
             the ``[B, T, vocab_size]`` tensor, which dominates the step for large vocabularies
             (MQAR: 8192 tokens, a few supervised positions per sequence). Needs a mechanism with
-            ``forward_features`` and ``project`` (every ``MixerLM``). Evaluation is unchanged.
+            ``forward_features`` and ``project`` (every ``MixerLM``). Evaluation does the same
+            (the head at the answer positions only; the same logits up to float summation order).
 
-    Batches follow contract 3 (``input_ids``, ``labels``, ``answer_kind``, ``key_age``,
-    ``n_writes``, ``seed``). ``validation_step`` / ``test_step`` / ``predict_step`` return the
-    contract-4 dict (1-D tensors over the M supervised positions of the batch).
+    Steps take a :class:`~swar_bench.datamodules.batches.Batch`; ``validation_step`` /
+    ``test_step`` / ``predict_step`` return :class:`EvalOutputs` (1-D tensors over the M
+    supervised positions of the batch).
 
     Raises:
         ValueError: a mechanism without the protocol's methods, ``tbptt_steps < 1``, ``lr <= 0``, ``warmup_steps < 0``, or a
@@ -254,26 +311,18 @@ class TBPTTModule(pl.LightningModule):
             and self.trainer.world_size > 1
         )
 
-    def _synced_length(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    def _synced_length(self, batch: Batch) -> Batch:
         """Right-pad the batch to the longest T over all ranks.
 
         Every rank must run the same number of chunks: each chunk is a forward / backward with
         collectives inside (DDP all-reduce, FSDP all-gather / reduce-scatter).
         """
-        T = batch["input_ids"].shape[1]
+        T = batch.input_ids.shape[1]
         if not self._distributed():
             return batch
         t = torch.tensor([T], dtype=torch.int64, device=self.device)
         torch.distributed.all_reduce(t, op=torch.distributed.ReduceOp.MAX)
-        extra = int(t.item()) - T
-        if extra == 0:
-            return batch
-        fill = {"input_ids": 0, "labels": IGNORE_INDEX, "answer_kind": 0, "key_age": -1}
-        out = dict(batch)
-        for name, value in fill.items():
-            if name in batch:
-                out[name] = F.pad(batch[name], (0, extra), value=value)
-        return out
+        return batch.padded(int(t.item()))
 
     def _any_rank(self, flag: bool) -> bool:
         if not self._distributed():
@@ -318,9 +367,9 @@ class TBPTTModule(pl.LightningModule):
         logits, state = self.mechanism(ids, state)
         return state, supervised_cross_entropy(logits, tgt)
 
-    def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:
+    def training_step(self, batch: Batch, batch_idx: int) -> None:
         batch = self._synced_length(batch)
-        input_ids, targets = batch["input_ids"], shift_targets(batch["labels"])
+        input_ids, targets = batch.input_ids, shift_targets(batch.labels)
         B, T = input_ids.shape
         trainable = self.has_trainable_params
         n_total = (targets != IGNORE_INDEX).sum()
@@ -334,7 +383,7 @@ class TBPTTModule(pl.LightningModule):
                 if self._any_rank(not bool(torch.isfinite(ce_sum))):
                     raise FloatingPointError(
                         f"non-finite training loss ({ce_sum.item()}) at global step {self.global_step}, "
-                        f"batch {batch_idx}, n_writes={int(batch['n_writes'][0])}, tokens {chunk.start}..{chunk.stop}; "
+                        f"batch {batch_idx}, n_writes={batch.n}, tokens {chunk.start}..{chunk.stop}; "
                         "stopping before the update, no checkpoint is written"
                     )
                 total_loss += float(ce_sum.detach())
@@ -349,7 +398,7 @@ class TBPTTModule(pl.LightningModule):
         self.last_train_loss = total_loss / max(total_count, 1)
         self.tokens_seen += B * T
         self.log("train/loss", self.last_train_loss, prog_bar=True, batch_size=B)
-        self.log("train/n_writes", float(batch["n_writes"][0]), batch_size=B)
+        self.log("train/n_writes", float(batch.n_writes[0]), batch_size=B)
         if trainable:
             self.log("lr", self.optimizers().param_groups[0]["lr"], prog_bar=True, batch_size=B)
         else:
@@ -362,32 +411,33 @@ class TBPTTModule(pl.LightningModule):
     # ------------------------------------------------------------------ evaluation
 
     @torch.no_grad()
-    def evaluate_batch(self, batch: dict[str, torch.Tensor]) -> dict[str, Any]:
-        """Stream a batch chunk by chunk; the contract-4 outputs over its supervised positions.
-
-        Returns 1-D tensors over the M supervised positions (row-major order): ``pred`` int64,
-        ``target`` int64, ``loss`` float32 (nats), ``confidence`` float32, ``answer_kind``
-        int64, ``key_age`` int64, ``row`` int64; plus ``n_writes`` (int) and ``batch_size``
-        (int, rows with a real example: filler rows that pad a rank's shard have ``seed`` -1).
-        """
+    def evaluate_batch(self, batch: Batch) -> EvalOutputs:
+        """Stream a batch chunk by chunk; the :class:`EvalOutputs` of its supervised positions
+        (row-major order)."""
         batch = self._synced_length(batch)
-        input_ids = batch["input_ids"]
+        input_ids = batch.input_ids
         B, T = input_ids.shape
-        targets = shift_targets(batch["labels"])
-        kind = shift_targets(batch["answer_kind"]).clamp_min(0)
-        age = torch.full_like(batch["key_age"], -1)
-        age[:, :-1] = batch["key_age"][:, 1:]
-        parts: dict[str, list[torch.Tensor]] = {k: [] for k in ("pred", "target", "loss", "confidence", "answer_kind", "key_age", "row", "pos")}
+        targets = shift_targets(batch.labels)
+        kind = shift_targets(batch.answer_kind).clamp_min(0)
+        age = torch.full_like(batch.key_age, -1)
+        age[:, :-1] = batch.key_age[:, 1:]
+        parts: dict[str, list[torch.Tensor]] = {k: [] for k in EvalOutputs.TENSORS + ("pos",)}
         rows = torch.arange(B, device=input_ids.device)[:, None].expand(B, T)
         positions = torch.arange(T, device=input_ids.device)[None, :].expand(B, T)
         state = self.mechanism.init_state(B, device=self.device)
         for start in range(0, T, self.tbptt_steps):
             sl = slice(start, start + self.tbptt_steps)
-            logits, state = self.mechanism(input_ids[:, sl], state)
             mask = targets[:, sl] != IGNORE_INDEX
-            if not bool(mask.any()):
-                continue
-            sel = logits[mask].float()
+            if self.supervised_logits:
+                features, state = self.mechanism.forward_features(input_ids[:, sl], state)
+                if not bool(mask.any()):
+                    continue
+                sel = self.mechanism.project(features[mask]).float()  # [M, vocab_size]
+            else:
+                logits, state = self.mechanism(input_ids[:, sl], state)
+                if not bool(mask.any()):
+                    continue
+                sel = logits[mask].float()
             tgt = targets[:, sl][mask]
             logp = torch.log_softmax(sel, dim=-1)
             conf, pred = logp.exp().max(dim=-1)
@@ -403,34 +453,31 @@ class TBPTTModule(pl.LightningModule):
             "pred": torch.int64, "target": torch.int64, "loss": torch.float32, "confidence": torch.float32,
             "answer_kind": torch.int64, "key_age": torch.int64, "row": torch.int64, "pos": torch.int64,
         }
-        out: dict[str, Any] = {}
+        out: dict[str, torch.Tensor] = {}
         for name, dtype in empty.items():
             out[name] = torch.cat(parts[name]).to(dtype) if parts[name] else torch.zeros(0, dtype=dtype, device=self.device)
         # chunks visit positions column-block by column-block; restore row-major order
         order = torch.argsort(out["row"] * T + out["pos"])
-        out = {k: v[order] for k, v in out.items()}
-        del out["pos"]
-        seeds = batch.get("seed")
-        out["n_writes"] = int(batch["n_writes"][0])
-        out["batch_size"] = int((seeds >= 0).sum()) if seeds is not None else B
-        return out
+        return EvalOutputs(
+            **{name: out[name][order] for name in EvalOutputs.TENSORS}, n_writes=batch.n, batch_size=batch.real_rows
+        )
 
-    def _eval_step(self, batch: dict[str, torch.Tensor], prefix: str) -> dict[str, Any]:
+    def _eval_step(self, batch: Batch, prefix: str) -> EvalOutputs:
         out = self.evaluate_batch(batch)
-        m = out["loss"].numel()
+        m = out.loss.numel()
         # logged on every batch (filler batches with M = 0 weigh 0) so all ranks sync the same keys
         metric = self.val_loss if prefix == "val" else self.test_loss
         # a weighted mean over all answer tokens, reduced across ranks by torchmetrics: exactly the
         # one-process value (a mean of per-rank means would weigh unequal shards equally)
-        metric.update(out["loss"].sum() / max(m, 1), weight=m)
+        metric.update(out.loss.sum() / max(m, 1), weight=m)
         self.log(f"{prefix}/loss", metric, on_step=False, on_epoch=True, add_dataloader_idx=False)
         return out
 
-    def validation_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> dict[str, Any]:
+    def validation_step(self, batch: Batch, batch_idx: int) -> EvalOutputs:
         return self._eval_step(batch, "val")
 
-    def test_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> dict[str, Any]:
+    def test_step(self, batch: Batch, batch_idx: int) -> EvalOutputs:
         return self._eval_step(batch, "test")
 
-    def predict_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> dict[str, Any]:
+    def predict_step(self, batch: Batch, batch_idx: int) -> EvalOutputs:
         return self.evaluate_batch(batch)

@@ -1,9 +1,10 @@
-"""Lightning callbacks: answer-type accuracy, calibration, the length curriculum, the training
+"""Lightning callbacks: answer-kind accuracy, calibration, the length curriculum, the training
 FLOP budget, and MQAR's accuracy per query gap.
 
-They consume the evaluation step outputs of the TBPTT module (flattened supervised positions with
-``pred``, ``target``, ``loss``, ``confidence``, ``answer_kind``, ``key_age``, ``row``,
-``n_writes``) and report per ``n_writes`` x answer type; the curriculum picks the training N.
+They consume what the TBPTT module's evaluation steps return, :class:`swar_bench.module.EvalOutputs`
+(the supervised positions of a batch: ``pred``, ``target``, ``loss``, ``confidence``,
+``answer_kind``, ``key_age``, ``row``, with ``n_writes``), and report per ``n_writes`` x answer
+kind; the curriculum picks the training N.
 """
 
 from swar_bench.callbacks.answer_type_accuracy import (

@@ -1,4 +1,4 @@
-"""Exact accuracy per ``n_writes`` x answer type and per key age, reduced exactly across ranks.
+"""Exact accuracy per ``n_writes`` x answer kind and per key age, reduced exactly across ranks.
 
 The task (docs/TASK.md, "Answer rule") distinguishes what a model must keep (``ar_valid`` answers,
 the passkey) from what it must forget (``ar_expired`` queries, answered NULL). Expired queries are
@@ -26,7 +26,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 from torchmetrics import Metric
 
-from swar_bench.callbacks.eval_hooks import PREFIX, EvalHooks, reset_metrics
+from swar_bench.callbacks.eval_hooks import PREFIX, EvalHooks, check_eval_outputs, reset_metrics
 from swar_bench.callbacks.reporting import (
     format_number,
     log_epoch_value,
@@ -35,6 +35,7 @@ from swar_bench.callbacks.reporting import (
     save_figure_atomic,
     tensorboard_experiments,
 )
+from swar_bench.module import EvalOutputs
 from swar_bench.tasks.oracle import ANSWER_KINDS
 from swar_bench.tasks.passkey_swar import ALLOWED_N
 from swar_bench.utils.files import atomic_write_text
@@ -49,7 +50,7 @@ KINDS = (
     "passkey_exact",
     "all",
 )
-"""Reported answer types. ``ar_expired`` = stale + never; ``passkey`` counts passkey tokens;
+"""Reported answer kinds. ``ar_expired`` = stale + never; ``passkey`` counts passkey tokens;
 ``passkey_exact`` counts examples whose passkey tokens are all exact; ``all`` counts every
 supervised position."""
 
@@ -63,8 +64,6 @@ _STALE = ANSWER_KINDS.index("ar_expired_stale")
 _NEVER = ANSWER_KINDS.index("ar_expired_never")
 _PASSKEY = ANSWER_KINDS.index("passkey")
 _PASSKEY_EXACT = KINDS.index("passkey_exact")
-
-EVAL_OUTPUT_KEYS = ("pred", "target", "answer_kind", "key_age", "row", "n_writes")
 
 
 def age_bin_bounds(age_bin_upper: Sequence[int] = AGE_BIN_UPPER) -> tuple[np.ndarray, np.ndarray]:
@@ -100,24 +99,8 @@ def check_n_writes_values(
     return tuple(values)
 
 
-def check_eval_outputs(outputs: Any, keys: Sequence[str], stage: str) -> Mapping[str, Any]:
-    """The evaluation step's outputs dict (contract 4); ``TypeError`` when it is not a mapping,
-    ``ValueError`` naming the missing keys."""
-    if not isinstance(outputs, Mapping):
-        raise TypeError(
-            f"{stage}_step returned {type(outputs).__name__}: expected the evaluation outputs dict "
-            f"with keys {', '.join(keys)}"
-        )
-    missing = [k for k in keys if k not in outputs]
-    if missing:
-        raise ValueError(
-            f"{stage}_step outputs lack {', '.join(missing)}: expected keys {', '.join(keys)}"
-        )
-    return outputs
-
-
 class AnswerTypeCounts(Metric):
-    """Correct / total counts per ``n_writes`` x answer type and per ``n_writes`` x key-age bin.
+    """Correct / total counts per ``n_writes`` x answer kind and per ``n_writes`` x key-age bin.
 
     Args:
         n_writes_values: every N that may be evaluated (default: ``ALLOWED_N``, every N of the task); the
@@ -183,7 +166,7 @@ class AnswerTypeCounts(Metric):
         row: torch.Tensor,
         n_writes: int,
     ) -> None:
-        """Count one evaluation batch (contract 4): all tensors ``[M]`` (M supervised positions),
+        """Count one evaluation batch (the fields of ``EvalOutputs``): all tensors ``[M]`` (M supervised positions),
         ``pred`` / ``target`` int64 token ids, ``answer_kind`` int64 codes of ``ANSWER_KINDS``,
         ``key_age`` int64 writes (-1 n/a), ``row`` int64 row in the batch; ``n_writes`` the batch's N."""
         i = self.n_index(n_writes)
@@ -225,10 +208,11 @@ class AnswerTypeCounts(Metric):
             self.age_count[i] += torch.bincount(bins, minlength=n_age)
             self.age_correct[i] += torch.bincount(bins[correct[has_age]], minlength=n_age)
 
-    def update_from_outputs(self, outputs: Mapping[str, Any], stage: str = "validation") -> None:
-        """``update`` from an evaluation step's outputs dict (contract 4)."""
-        outputs = check_eval_outputs(outputs, EVAL_OUTPUT_KEYS, stage)
-        self.update(*(outputs[k] for k in EVAL_OUTPUT_KEYS[:-1]), n_writes=int(outputs["n_writes"]))
+    def update_from_outputs(self, outputs: EvalOutputs, stage: str = "validation") -> None:
+        """``update`` from an evaluation step's :class:`~swar_bench.module.EvalOutputs`
+        (``TypeError`` for anything else, :func:`~swar_bench.callbacks.eval_hooks.check_eval_outputs`)."""
+        out = check_eval_outputs(outputs, stage)
+        self.update(out.pred, out.target, out.answer_kind, out.key_age, out.row, n_writes=out.n_writes)
 
     def compute(self) -> dict[str, torch.Tensor]:
         return {
@@ -296,7 +280,7 @@ class AccuracyReport:
         return self._ratio(self.age_correct, self.age_count)
 
     def accuracy_of(self, kind: str, n_writes: int) -> float:
-        """Accuracy of one answer type at one N (NaN when not observed); ``ValueError`` for an
+        """Accuracy of one answer kind at one N (NaN when not observed); ``ValueError`` for an
         unknown kind or an N that was not evaluated."""
         if kind not in KINDS:
             raise ValueError(f"kind={kind!r}: expected one of {list(KINDS)}")
@@ -327,9 +311,9 @@ class AccuracyReport:
 
 
 def accuracy_table(report: AccuracyReport) -> str:
-    """Markdown table, one row per N, one column per answer type:
+    """Markdown table, one row per N, one column per answer kind:
     ``accuracy [95% Wilson low, high] (count)`` (``swar_bench.utils.intervals.format_accuracy``), with
-    ``*`` after a cell of fewer than 30 items and ``none (0)`` where an answer type does not occur at
+    ``*`` after a cell of fewer than 30 items and ``none (0)`` where an answer kind does not occur at
     that N (e.g. stale queries at n32); a legend line follows the table."""
     rows = [
         [f"n{n}"]
@@ -345,7 +329,7 @@ def accuracy_table(report: AccuracyReport) -> str:
 
 def accuracy_csv(report: AccuracyReport) -> str:
     """CSV ``n_writes,answer_type,correct,count,accuracy,ci_low,ci_high,few`` (one line per N x
-    answer type; accuracy and the 95% Wilson bounds are ``none`` when the count is 0; ``few`` is 1
+    answer kind; accuracy and the 95% Wilson bounds are ``none`` when the count is 0; ``few`` is 1
     when fewer than 30 items were counted)."""
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
@@ -387,7 +371,7 @@ def age_accuracy_csv(report: AccuracyReport) -> str:
 
 
 def plot_accuracy_vs_n_writes(report: AccuracyReport) -> Figure:
-    """Accuracy (y) against N (x, log2) with one line per answer type; gaps where unobserved."""
+    """Accuracy (y) against N (x, log2) with one line per answer kind; gaps where unobserved."""
     fig = Figure(figsize=(7, 4.5))
     ax = fig.add_subplot()
     acc = report.accuracy
@@ -466,10 +450,10 @@ REPORT_FILES = (
 
 
 class AnswerTypeAccuracy(EvalHooks):
-    """Accuracy per N x answer type and per key age for validation and test.
+    """Accuracy per N x answer kind and per key age for validation and test.
 
-    Consumes the evaluation step outputs (contract 4: ``pred[M]``, ``target[M]``,
-    ``answer_kind[M]``, ``key_age[M]``, ``row[M]``, ``n_writes``) and logs, at epoch end,
+    Consumes the evaluation steps' :class:`~swar_bench.module.EvalOutputs` (``pred``,
+    ``target``, ``answer_kind``, ``key_age``, ``row``, ``n_writes``) and logs, at epoch end,
     ``val/acc/<kind>/n<N>`` and ``test/acc/<kind>/n<N>`` for every kind in ``KINDS`` observed at N
     (a kind with count 0 is not logged), with the bounds of its 95% Wilson interval as
     ``<stage>/acc_ci_low/<kind>/n<N>`` and ``<stage>/acc_ci_high/<kind>/n<N>``. The counts are torchmetrics states summed across ranks,
@@ -485,7 +469,7 @@ class AnswerTypeAccuracy(EvalHooks):
         write_reports: set False to only log metrics.
 
     Raises:
-        TypeError / ValueError: an evaluation step that does not return the contract-4 dict, or
+        TypeError / ValueError: an evaluation step that does not return ``EvalOutputs``, or
             an N outside ``n_writes_values``.
     """
 

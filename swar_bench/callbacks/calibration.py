@@ -31,8 +31,8 @@ import torch
 from lightning.pytorch.utilities import rank_zero_info, rank_zero_warn
 from torchmetrics import Metric
 
-from swar_bench.callbacks.answer_type_accuracy import check_eval_outputs, check_n_writes_values
-from swar_bench.callbacks.eval_hooks import PREFIX, EvalHooks, reset_metrics
+from swar_bench.callbacks.answer_type_accuracy import check_n_writes_values
+from swar_bench.callbacks.eval_hooks import PREFIX, EvalHooks, check_eval_outputs, reset_metrics
 from swar_bench.callbacks.reporting import (
     format_number,
     log_epoch_value,
@@ -43,20 +43,18 @@ from swar_bench.callbacks.reporting import (
 from swar_bench.callbacks.self_knowledge import (
     N_PERMUTATIONS,
     PERMUTATION_SEED,
-    TOKEN_OUTPUT_KEYS,
     PermutationBaseline,
     TokenConfidences,
     auroc_per_n,
     permutation_baseline,
 )
+from swar_bench.module import EvalOutputs
 from swar_bench.tasks.passkey_swar import ALLOWED_N
 from swar_bench.utils.files import atomic_write_text
 from swar_bench.utils.intervals import FEW_NOTE, MISSING, format_accuracy, wilson
 
 N_BINS = 15
 """Equal-width confidence bins for the ECE (Guo et al. 2017 use 15)."""
-
-CALIBRATION_OUTPUT_KEYS = ("pred", "target", "loss", "confidence", "n_writes")
 
 
 @dataclass(frozen=True)
@@ -177,7 +175,7 @@ class CalibrationCounts(Metric):
         confidence: torch.Tensor,
         n_writes: int,
     ) -> None:
-        """Add one evaluation batch (contract 4): ``pred`` / ``target`` int64 ``[M]``, ``loss``
+        """Add one evaluation batch (the fields of ``EvalOutputs``): ``pred`` / ``target`` int64 ``[M]``, ``loss``
         float ``[M]`` per-token cross-entropy (nats), ``confidence`` float ``[M]`` softmax
         probability of ``pred``; ``n_writes`` the batch's N."""
         if int(n_writes) not in self._n_index:
@@ -202,16 +200,11 @@ class CalibrationCounts(Metric):
         self.bin_correct[i] += torch.bincount(bins[correct], minlength=self.n_bins)
         self.bin_confidence[i] += torch.bincount(bins, weights=conf, minlength=self.n_bins)
 
-    def update_from_outputs(self, outputs: Mapping[str, Any], stage: str = "validation") -> None:
-        """``update`` from an evaluation step's outputs dict (contract 4)."""
-        outputs = check_eval_outputs(outputs, CALIBRATION_OUTPUT_KEYS, stage)
-        self.update(
-            outputs["pred"],
-            outputs["target"],
-            outputs["loss"],
-            outputs["confidence"],
-            int(outputs["n_writes"]),
-        )
+    def update_from_outputs(self, outputs: EvalOutputs, stage: str = "validation") -> None:
+        """``update`` from an evaluation step's :class:`~swar_bench.module.EvalOutputs`
+        (``TypeError`` for anything else)."""
+        out = check_eval_outputs(outputs, stage)
+        self.update(out.pred, out.target, out.loss, out.confidence, out.n_writes)
 
     def compute(self) -> dict[str, torch.Tensor]:
         names = ("count", "correct", "loss_sum", "bin_count", "bin_correct", "bin_confidence")
@@ -301,7 +294,7 @@ def calibration_table(report: CalibrationReport) -> str:
     if b is not None:
         if math.isfinite(b.mean):
             table += (
-                f"permutation baseline (answer losses shuffled across tokens of the same answer type, "
+                f"permutation baseline (answer losses shuffled across tokens of the same answer kind, "
                 f"{b.n_permutations} shuffles, seed {b.seed}): mean {b.mean:.4f}, 95% of shuffles in "
                 f"[{b.low:.4f}, {b.high:.4f}], p = {format_number(b.p_value, 4)}\n"
             )
@@ -340,8 +333,8 @@ CALIBRATION_FILES = ("calibration.md", "calibration.csv")
 class Calibration(EvalHooks):
     """Self-knowledge correlation and per-N expected calibration error of the answer tokens.
 
-    Consumes the evaluation step outputs (contract 4: ``pred``, ``target``, ``loss``,
-    ``confidence``, ``n_writes``); logs ``val/ece/n<N>`` / ``test/ece/n<N>`` per evaluated N and
+    Consumes the evaluation steps' :class:`~swar_bench.module.EvalOutputs` (``pred``,
+    ``target``, ``loss``, ``confidence``, ``answer_kind``, ``n_writes``); logs ``val/ece/n<N>`` / ``test/ece/n<N>`` per evaluated N and
     ``val/self_knowledge_correlation`` / ``test/self_knowledge_correlation`` (NaN when fewer than
     2 N were evaluated or a side has zero variance; the reason is logged the first time only, per
     ``val`` / ``test``, not at every validation). At test end (global rank 0) writes ``CALIBRATION_FILES`` atomically to ``out_dir`` (default: the logger's
@@ -435,7 +428,7 @@ class Calibration(EvalHooks):
         counts, tokens = self._states(stage)
         counts.update_from_outputs(outputs, stage)
         if self.self_knowledge:
-            tokens.update_from_outputs(check_eval_outputs(outputs, TOKEN_OUTPUT_KEYS, stage))
+            tokens.update_from_outputs(outputs, stage)
 
     def on_eval_epoch_end(
         self, stage: str, trainer: pl.Trainer, pl_module: pl.LightningModule

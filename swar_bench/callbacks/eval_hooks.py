@@ -4,8 +4,9 @@ MQAR). Each callback names the DataModule ``task`` it measures; on another task'
 hooks do nothing (:meth:`EvalHooks.serves`).
 
 A subclass keeps one set of torchmetrics states per pass and implements three methods that take
-the pass by name: ``stage`` is Lightning's ``"validation"`` or ``"test"`` (the name the contract-4
-checks put in their error messages); :data:`PREFIX` gives the metric prefix (``val`` / ``test``).
+the pass by name: ``stage`` is Lightning's ``"validation"`` or ``"test"`` (the name
+:func:`check_eval_outputs` puts in its error message); :data:`PREFIX` gives the metric prefix
+(``val`` / ``test``). What a step hands them is :class:`swar_bench.module.EvalOutputs`.
 """
 
 from __future__ import annotations
@@ -18,9 +19,24 @@ from lightning.pytorch.callbacks import Callback
 from torchmetrics import Metric
 
 from swar_bench.callbacks.reporting import report_dir
+from swar_bench.module import EvalOutputs
 
 PREFIX = {"validation": "val", "test": "test"}
 """Logged-metric prefix of each evaluation stage (``val/acc/...``, ``test/ece/...``)."""
+
+
+def check_eval_outputs(outputs: Any, stage: str = "validation") -> EvalOutputs:
+    """``outputs`` when it is an :class:`~swar_bench.module.EvalOutputs`.
+
+    Raises:
+        TypeError: anything else, naming the step (``<stage>_step``) and what it returned.
+    """
+    if not isinstance(outputs, EvalOutputs):
+        raise TypeError(
+            f"{stage}_step returned {type(outputs).__name__}: expected swar_bench.module.EvalOutputs "
+            "(what TBPTTModule's evaluation steps return)"
+        )
+    return outputs
 
 
 def reset_metrics(pl_module: pl.LightningModule, *metrics: Metric) -> None:
@@ -75,7 +91,8 @@ class EvalHooks(Callback):
         """Start of a validation or test pass (reset that stage's states, :func:`reset_metrics`)."""
 
     def on_eval_batch_end(self, stage: str, outputs: Any) -> None:
-        """After each evaluation step: ``outputs`` is the step's contract-4 dict."""
+        """After each evaluation step: ``outputs`` is what the step returned, an
+        :class:`~swar_bench.module.EvalOutputs` (:func:`check_eval_outputs`)."""
 
     def on_eval_epoch_end(
         self, stage: str, trainer: pl.Trainer, pl_module: pl.LightningModule

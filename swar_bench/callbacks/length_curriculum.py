@@ -13,7 +13,7 @@ reusing the referee's ``ThompsonBernoulli`` and ``FlopLedger``:
 - a ledger holding ``budget_flops`` split evenly across arms masks any arm whose next batch it
   cannot pay; when no arm can pay, training stops.
 
-The improvement is measured on the batch's own N (``batch["n_writes"]``), between consecutive
+The improvement is measured on the batch's own N (``batch.n_writes``, a :class:`~swar_bench.datamodules.batches.Batch`), between consecutive
 batches of that N, with the module's ``last_train_loss``; the choice goes to the DataModule through
 ``trainer.datamodule.set_train_n(n_writes)``.
 """
@@ -199,9 +199,9 @@ class LengthCurriculum(Callback):
             raise TypeError(
                 f"LengthCurriculum needs {type(pl_module).__name__}.last_train_loss (mean loss of the last training batch)"
             )
-        n = int(batch["n_writes"][0])
+        n = batch.n
         local = torch.tensor(
-            [float(pl_module.last_train_loss), float(batch["input_ids"].numel()), float(n)],
+            [float(pl_module.last_train_loss), float(batch.input_ids.numel()), float(n)],
             dtype=torch.float64,
             device=pl_module.device,
         )

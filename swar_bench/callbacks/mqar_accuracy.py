@@ -24,8 +24,7 @@ import numpy as np
 import torch
 from torchmetrics import Metric
 
-from swar_bench.callbacks.answer_type_accuracy import check_eval_outputs
-from swar_bench.callbacks.eval_hooks import PREFIX, EvalHooks, reset_metrics
+from swar_bench.callbacks.eval_hooks import PREFIX, EvalHooks, check_eval_outputs, reset_metrics
 from swar_bench.callbacks.reporting import format_number, log_epoch_value, markdown_table
 from swar_bench.utils.files import atomic_write_text
 from swar_bench.utils.intervals import FEW_NOTE, format_accuracy, wilson
@@ -36,8 +35,6 @@ more band holds gaps > 2048."""
 
 REPORT_FILES = ("mqar_accuracy.md", "mqar_accuracy.csv")
 """Files ``MQARAccuracy`` writes at test end, in its report folder."""
-
-_KEYS = ("pred", "target", "key_age")
 
 
 def gap_band_labels(gap_bin_upper: Sequence[int] = GAP_BIN_UPPER) -> tuple[str, ...]:
@@ -128,8 +125,8 @@ class MQARAccuracy(EvalHooks):
         gap_bin_upper: inclusive upper edges of the gap bands (tokens).
 
     Raises:
-        TypeError / ValueError: an evaluation step that does not return the contract-4 dict;
-            bad ``gap_bin_upper``.
+        TypeError / ValueError: an evaluation step that does not return
+            :class:`~swar_bench.module.EvalOutputs`; bad ``gap_bin_upper``.
     """
 
     task = "mqar"
@@ -155,8 +152,8 @@ class MQARAccuracy(EvalHooks):
         reset_metrics(pl_module, self._counts(stage))
 
     def on_eval_batch_end(self, stage: str, outputs: Any) -> None:
-        outputs = check_eval_outputs(outputs, _KEYS, stage)
-        self._counts(stage).update(*(outputs[k] for k in _KEYS))
+        out = check_eval_outputs(outputs, stage)
+        self._counts(stage).update(out.pred, out.target, out.key_age)
 
     def on_eval_epoch_end(self, stage: str, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         # torchmetrics' compute() squeezes one-element states to 0-d: restore 1-D arrays

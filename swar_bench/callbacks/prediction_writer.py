@@ -13,7 +13,8 @@ from swar_bench.utils.files import atomic_path
 
 
 class PredictionWriter(BasePredictionWriter):
-    """Saves ``predict`` outputs (the contract-4 dicts, one per batch) to
+    """Saves ``predict`` outputs (one :class:`~swar_bench.module.EvalOutputs` per batch, saved as
+    its plain dict ``as_dict()`` so ``torch.load(weights_only=True)`` reads the file) to
     ``<output_dir>/predictions_rank<r>.pt`` with ``torch.save``, atomically (temp file + rename),
     and prints ``wrote <path>``. ``output_dir`` None (the default) writes nothing and says so."""
 
@@ -26,7 +27,11 @@ class PredictionWriter(BasePredictionWriter):
             if trainer.is_global_zero:
                 print("predict: outputs not kept; give --predictions.output_dir DIR to save them")
             return
+        from lightning_utilities.core.apply_func import apply_to_collection
+
+        from swar_bench.module import EvalOutputs
+
         path = os.path.join(self.output_dir, f"predictions_rank{trainer.global_rank}.pt")
         with atomic_path(path) as tmp:
-            torch.save(predictions, tmp)
+            torch.save(apply_to_collection(predictions, EvalOutputs, EvalOutputs.as_dict), tmp)
         print(f"wrote {path}")

@@ -2,7 +2,7 @@
 
 The referee's self-knowledge correlation (docs/REFEREE.md, "Calibration: `self_knowledge_correlation`"; see
 ``calibration.self_knowledge_correlation``) correlates per-N error with per-N mean answer loss.
-Both follow the answer mix (which answer types are asked at N, and how hard each is), and both
+Both follow the answer mix (which answer kinds are asked at N, and how hard each is), and both
 come from the same logits, so a model at chance can score 0.9995. Two measures sit beside it:
 
 - **AUROC per N** of the answer token's max softmax probability for correct vs wrong answers
@@ -10,16 +10,16 @@ come from the same logits, so a model at chance can score 0.9995. Two measures s
   right answers above its wrong ones? 0.5 = confidence says nothing about correctness, 1 = it
   separates them perfectly. Undefined (NaN) at an N where every answer is right or every one wrong.
 - **The correlation's permutation baseline**: the per-token answer losses are shuffled across
-  tokens of the same answer type (over all N, seeded), the per-N mean losses recomputed and the
+  tokens of the same answer kind (over all N, seeded), the per-N mean losses recomputed and the
   correlation with the (unchanged) per-N error taken again, ``n_permutations`` times. The shuffle
-  keeps the answer mix of every N and the loss distribution of every answer type, and breaks only
+  keeps the answer mix of every N and the loss distribution of every answer kind, and breaks only
   the link between a token's loss and whether that token was answered right; a correlation inside
   the baseline's range is explained by the answer mix alone. Reported: the baseline's mean, its
   2.5-97.5 percentile range and the one-sided permutation p-value
   ``(1 + #{r_perm >= r}) / (1 + n_permutations)`` (Phipson & Smyth 2010).
 
 The per-token values are torchmetrics list states (``dist_reduce_fx="cat"``), gathered across
-ranks; they are put in a canonical order (by N, answer type, loss, confidence, correctness) before
+ranks; they are put in a canonical order (by N, answer kind, loss, confidence, correctness) before
 shuffling, so a DDP run gives the same baseline as one process.
 """
 
@@ -36,17 +36,18 @@ from torchmetrics import Metric
 from torchmetrics.functional.classification import binary_auroc
 from torchmetrics.utilities import dim_zero_cat
 
+from swar_bench.callbacks.eval_hooks import check_eval_outputs
+from swar_bench.module import EvalOutputs
+
 N_PERMUTATIONS = 200
 """Default shuffles of the permutation baseline."""
 
 PERMUTATION_SEED = 0
 """Default seed of the permutation baseline's shuffles."""
 
-TOKEN_OUTPUT_KEYS = ("pred", "target", "loss", "confidence", "answer_kind", "n_writes")
-
 
 class TokenConfidences(Metric):
-    """Every answer token's N, answer type, correctness, loss and confidence, kept for the AUROC
+    """Every answer token's N, answer kind, correctness, loss and confidence, kept for the AUROC
     and the permutation baseline (memory grows with the answer tokens evaluated: about 17 bytes
     each).
 
@@ -72,7 +73,7 @@ class TokenConfidences(Metric):
         answer_kind: torch.Tensor,
         n_writes: int,
     ) -> None:
-        """Keep one evaluation batch: all tensors ``[M]`` (contract 4), ``n_writes`` the batch's N.
+        """Keep one evaluation batch: all tensors ``[M]`` (the fields of ``EvalOutputs``), ``n_writes`` the batch's N.
 
         Raises:
             ValueError: the tensors are not 1-D of one length.
@@ -89,9 +90,11 @@ class TokenConfidences(Metric):
         self.loss.append(loss.detach().to(torch.float64))
         self.confidence.append(confidence.detach().to(torch.float64))
 
-    def update_from_outputs(self, outputs: Mapping[str, Any]) -> None:
-        """``update`` from an evaluation step's outputs dict (contract 4)."""
-        self.update(*(outputs[k] for k in TOKEN_OUTPUT_KEYS[:-1]), n_writes=int(outputs["n_writes"]))
+    def update_from_outputs(self, outputs: EvalOutputs, stage: str = "validation") -> None:
+        """``update`` from an evaluation step's :class:`~swar_bench.module.EvalOutputs`
+        (``TypeError`` for anything else)."""
+        out = check_eval_outputs(outputs, stage)
+        self.update(out.pred, out.target, out.loss, out.confidence, out.answer_kind, n_writes=out.n_writes)
 
     def compute(self) -> dict[str, np.ndarray]:
         """The kept values as numpy arrays ``[M_total]``, in a canonical order (see module doc)."""
@@ -130,7 +133,7 @@ def auroc_per_n(
 
 @dataclass(frozen=True)
 class PermutationBaseline:
-    """The self-knowledge correlation under shuffles of the answer losses within answer type.
+    """The self-knowledge correlation under shuffles of the answer losses within answer kind.
 
     ``mean``, ``low`` / ``high`` (2.5 / 97.5 percentiles) of the finite shuffled correlations,
     ``p_value`` = ``(1 + #{r_perm >= observed}) / (1 + n_valid)`` (NaN when the observed

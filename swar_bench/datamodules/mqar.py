@@ -11,7 +11,7 @@ Zoology's figure 2 draws its two seeds from ``np.random.seed(123)`` (``DataConfi
 ``zoology/data/utils.py::prepare_data``: ``randint(0, 2**31)`` for train, 843828734, and
 ``randint(2**31, 2**32)`` for test, 3062119789 -- the defaults here.
 
-Batches follow contract 3 (docs/ARCHITECTURE.md, "The path of one token"), int64 ``[B, T]``:
+Batches are :class:`swar_bench.datamodules.batches.Batch` (docs/ARCHITECTURE.md, "Hand-offs"), int64 ``[B, T]``:
 
 * ``input_ids``: the example;
 * ``labels``: in the harness's Hugging Face convention, ``labels[:, t + 1]`` = Zoology's
@@ -38,6 +38,7 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
+from swar_bench.datamodules.batches import Batch, filler_batch
 from swar_bench.tasks.mqar import IGNORE_INDEX, MQARParams, multiquery_ar, query_gaps
 
 ZOOLOGY_TRAIN_SEED = 843828734
@@ -182,8 +183,8 @@ class MQARBatches(Dataset):
         """Examples in ``split``'s segment (validation and test share the test segment)."""
         return self.data.num_train_examples if split == "train" else self.data.num_test_examples
 
-    def batch(self, split: str, indices: Sequence[int]) -> dict[str, torch.Tensor]:
-        """The contract-3 batch of ``indices`` (taken modulo the segment's size); see the module."""
+    def batch(self, split: str, indices: Sequence[int]) -> Batch:
+        """The :class:`Batch` of ``indices`` (taken modulo the segment's size); see the module."""
         arrays = self._split(split)
         size = len(arrays["inputs"])
         rows = np.asarray([int(i) % size for i in indices], dtype=np.int64)
@@ -197,17 +198,16 @@ class MQARBatches(Dataset):
 
         answer_kind = np.where(labels != IGNORE_INDEX, AR_VALID, 0).astype(np.int64)
         B = len(rows)
-        return {
-            "input_ids": torch.from_numpy(np.ascontiguousarray(inputs)),
-            "labels": torch.from_numpy(labels),
-            "answer_kind": torch.from_numpy(answer_kind),
-            "key_age": torch.from_numpy(key_age),
-            "n_writes": torch.full((B,), self.data.num_kv_pairs, dtype=torch.int64),
-            "seed": torch.from_numpy(rows.copy()),
-        }
+        return Batch(
+            input_ids=torch.from_numpy(np.ascontiguousarray(inputs)),
+            labels=torch.from_numpy(labels),
+            answer_kind=torch.from_numpy(answer_kind),
+            key_age=torch.from_numpy(key_age),
+            n_writes=torch.full((B,), self.data.num_kv_pairs, dtype=torch.int64),
+            seed=torch.from_numpy(rows.copy()),
+        )
 
-    def __getitem__(self, key: tuple) -> dict[str, torch.Tensor]:
-        from swar_bench.datamodules.batches import filler_batch
+    def __getitem__(self, key: tuple) -> Batch:
 
         split, n_writes, indices = key
         if not indices:

@@ -4,10 +4,9 @@ The DataModule is here; the batches it serves are built in ``batches.py`` (``col
 ``PasskeySwarBatches``) and handed out by ``sampling.py`` (the training stream and its sampler,
 the evaluation keys), whose names are re-exported here.
 
-Every batch holds one N (``n_writes``) and follows contract 3: ``input_ids[B, T]`` int64 right
-padded with PAD=0, ``labels[B, T]`` int64 (-100 unsupervised), ``answer_kind[B, T]`` int64 and
-``key_age[B, T]`` int64 from ``swar_bench.tasks.oracle.annotate``, ``n_writes[B]`` and
-``seed[B]`` int64.
+Every batch holds one N (``n_writes``) and is a :class:`~swar_bench.datamodules.batches.Batch`
+(``input_ids``, ``labels``, ``answer_kind``, ``key_age`` ``[B, T]``, ``n_writes``, ``seed``
+``[B]``, all int64; docs/ARCHITECTURE.md, "Hand-offs").
 
 Which example goes where (docs/TASK.md, "Columns": seed = split_seed * 10**12 + N * 10**6
 + index):
@@ -44,6 +43,7 @@ from torch.utils.data import DataLoader
 
 from swar_bench.datamodules.batches import (
     FILLER_SEED,
+    Batch,
     BatchKey,
     PasskeySwarBatches,
     collate_examples,
@@ -62,6 +62,7 @@ __all__ = [
     "DEFAULT_TRAIN_CONFIGS",
     "FILLER_SEED",
     "TASKS",
+    "Batch",
     "BatchKey",
     "EvalBatchSampler",
     "PasskeySwarBatches",
@@ -273,7 +274,7 @@ class PasskeySwarDataModule(pl.LightningDataModule):
     # ------------------------------------------------------------------ curriculum
 
     def set_train_n(self, n_writes: int) -> None:
-        """Serve N = ``n_writes`` in the next training batches (contract 4, the curriculum).
+        """Serve N = ``n_writes`` in the next training batches (the hook ``LengthCurriculum`` calls).
 
         Takes effect from the next batch the sampler issues: with ``num_workers=0`` the very next
         training batch; with workers, batches already prefetched (up to ``num_workers *
@@ -393,7 +394,7 @@ class PasskeySwarDataModule(pl.LightningDataModule):
     def on_before_batch_transfer(self, batch: Any, dataloader_idx: int) -> Any:
         trainer = self.trainer
         if trainer is not None and trainer.training:
-            self.stream.consume(int(batch["n_writes"][0]))
+            self.stream.consume(batch.n)
         return batch
 
     def state_dict(self) -> dict[str, Any]:

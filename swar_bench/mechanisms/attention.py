@@ -18,15 +18,24 @@ QUERY_BLOCK = 256  # queries per scaled_dot_product_attention call (bounds the s
 
 
 def rotary(x: torch.Tensor, positions: torch.Tensor, base: float = 10000.0) -> torch.Tensor:
-    """Rotate ``x [B, H, T, D]`` (D even) by ``positions [B, T]`` (int64, tokens) as in RoFormer
-    eq. 34, in float32; returns ``x``'s dtype."""
+    """Rotate ``x [B, H, T, D]`` (D even) by ``positions [B, T]`` or ``[1, T]`` (int64, tokens; a
+    single row serves every sequence of the batch) as in RoFormer eq. 34, in float32; returns
+    ``x``'s dtype.
+
+    The pairs ``(x[2i], x[2i+1])`` are rotated by the angle ``position * base**(-2i / D)``:
+    ``(x1 cos - x2 sin, x1 sin + x2 cos)``, computed as one complex product (RoFormer eq. 34's own
+    form), which reads ``x`` once instead of as two strided halves; it equals the real form up to
+    float rounding (tests/mechanisms/test_attention.py).
+    """
     D = x.shape[-1]
     inv_freq = base ** (-torch.arange(0, D, 2, device=x.device, dtype=torch.float32) / D)
-    angles = positions.to(torch.float32).unsqueeze(-1) * inv_freq  # [B, T, D/2]
-    cos, sin = angles.cos().unsqueeze(1), angles.sin().unsqueeze(1)
-    x1, x2 = x.float()[..., 0::2], x.float()[..., 1::2]
-    out = torch.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1).flatten(-2)
-    return out.to(x.dtype)
+    angles = positions.to(torch.float32).unsqueeze(-1) * inv_freq  # [B or 1, T, D/2]
+    turn = torch.polar(torch.ones_like(angles), angles).unsqueeze(1)  # cos + i sin, [B or 1, 1, T, D/2]
+    xf = x.float()
+    if xf.stride(-1) != 1 or xf.storage_offset() % 2 or any(st % 2 for st in xf.stride()[:-1]):
+        xf = xf.contiguous()  # view_as_complex needs (re, im) adjacent and even strides
+    pairs = torch.view_as_complex(xf.unflatten(-1, (D // 2, 2)))
+    return torch.view_as_real(pairs * turn).flatten(-2).to(x.dtype)
 
 
 class AttentionMixer(Mixer):
@@ -85,17 +94,33 @@ class AttentionMixer(Mixer):
         else:
             k_cache, v_cache, start = state
         L = k_cache.shape[2]
-        positions = start.unsqueeze(1) + torch.arange(T, device=x.device)  # [B, T]
+        if self.window is None:
+            # full attention: every sequence of the batch has seen L tokens, so one row of
+            # positions (and one mask) serves the whole batch
+            start = start[:1]
+        positions = start.unsqueeze(1) + torch.arange(T, device=x.device)  # [B or 1, T]
         q, k = rotary(q, positions), rotary(k, positions)
-        keys = torch.cat([k_cache.to(k.dtype), k], dim=2)  # [B, H, L + T, D]
-        values = torch.cat([v_cache.to(v.dtype), v], dim=2)
-        key_pos = start.unsqueeze(1) - L + torch.arange(L + T, device=x.device)  # [B, L + T]
+        if L:
+            keys = torch.cat([k_cache.to(k.dtype), k], dim=2)  # [B, H, L + T, D]
+            values = torch.cat([v_cache.to(v.dtype), v], dim=2)
+        else:  # an empty cache (a full-attention sequence's first chunk): nothing to join
+            keys, values = k, v
+        key_pos = start.unsqueeze(1) - L + torch.arange(L + T, device=x.device)  # [B or 1, L + T]
         outs = []
         for s in range(0, T, QUERY_BLOCK):
             e = min(T, s + QUERY_BLOCK)
             # sliding window: query i sees concatenated keys [i, i + W]; full: all up to L + i
             lo = s if self.window is not None else 0
             hi = L + e
+            if self.window is None and L == 0 and s == 0:
+                # the plain causal mask of the first block: SDPA's is_causal skips the masked
+                # blocks instead of reading a mask (the same softmax over the same keys)
+                outs.append(
+                    nn.functional.scaled_dot_product_attention(
+                        q[:, :, s:e], keys[:, :, lo:hi], values[:, :, lo:hi], is_causal=True
+                    )
+                )
+                continue
             qp = positions[:, s:e, None]
             kp = key_pos[:, None, lo:hi]
             mask = (kp <= qp) & (kp >= 0)

@@ -7,7 +7,7 @@ two ``np.int64`` arrays of the same length ``T``:
 - ``input_ids[t]`` is the token read at position ``t``;
 - ``targets[t]`` is the token the model's logits at position ``t`` must predict, or ``IGNORE`` (-100)
   where nothing is supervised. Targets are *aligned* with the inputs (the original protocol's convention:
-  "the target at position ``distance``"), not shifted as in the harness's ``labels`` (contract 3).
+  "the target at position ``distance``"), not shifted as in the harness's ``Batch.labels`` (docs/ARCHITECTURE.md, "Hand-offs").
 
 Alphabet: tokens ``0 .. vocab - 2`` carry content (keys, values, filler); token ``MARK(vocab) = vocab - 1``
 is reserved as a content-free cue (the multi-hop anchor / query marker and the copy query), which is

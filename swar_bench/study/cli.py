@@ -126,10 +126,54 @@ def add_layer(spec, class_path: str, init_args_text: str | None, name: str | Non
     return dataclasses.replace(spec, mechanisms=mechanisms), [name]
 
 
+def mqar_main(args: argparse.Namespace) -> int:
+    """``run`` / ``status`` / ``report`` of a study file with ``task: mqar`` (swar_bench.study.mqar).
+
+    Raises:
+        StudyError: a bad file, an option the MQAR study has no use for (one line)."""
+    from swar_bench.study.mqar import MQARRunner, load_mqar_study, status_lines, write_mqar_report
+
+    study = load_mqar_study(args.study)
+    if args.command == "run":
+        for flag, value in (("--add", args.add), ("--init-args", args.init_args), ("--name", args.name)):
+            if value is not None:
+                raise StudyError(f"{flag}: an MQAR study runs its own entries; expected --only ENTRY[,ENTRY]")
+        if args.launcher != "local":
+            raise StudyError(f"--launcher {args.launcher}: an MQAR study runs locally; expected --launcher local")
+        for flag, value in (("--jobs", args.jobs), ("--threads", args.threads)):
+            if value < 1:
+                raise StudyError(f"{flag}={value} is invalid; expected an integer >= 1")
+        only = [x.strip() for x in args.only.split(",") if x.strip()] if args.only else None
+        runner = MQARRunner(study, jobs=args.jobs, threads=args.threads, rerun_stale=args.rerun_stale,
+                            only=only, log=lambda line: print(line, flush=True))
+        try:
+            return runner.run()
+        except KeyboardInterrupt:
+            return 130
+    if args.command == "report":
+        if args.out is not None and args.out.strip() == "":
+            raise StudyError("--out='': expected a folder path")
+        out = Path(args.out) if args.out else Path(study.records)
+        if out.exists() and not out.is_dir():
+            raise StudyError(f"--out {out} is a file; expected a folder for the tables and figures")
+        for path in write_mqar_report(study, out):
+            print(f"study: wrote {path}")
+        return 0
+    if args.command == "site":
+        raise StudyError("site: an MQAR study has no site; expected `swar-bench study report`")
+    for line in status_lines(study):
+        print(line)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     p = _parser()
     args = p.parse_args(argv)
     try:
+        from swar_bench.study.mqar import is_mqar_study
+
+        if is_mqar_study(args.study):
+            return mqar_main(args)
         spec = load_study(args.study)
         if args.command == "run":
             from swar_bench.study.launchers import check_launcher

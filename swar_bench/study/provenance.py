@@ -25,6 +25,8 @@ FINGERPRINTED = (
     "datamodules/",
     "tasks/passkey_swar/",
     "tasks/oracle.py",
+    "tasks/mqar.py",
+    "callbacks/mqar_accuracy.py",
     "callbacks/answer_type_accuracy.py",
     "callbacks/eval_hooks.py",
     "callbacks/length_curriculum.py",

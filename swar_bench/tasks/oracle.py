@@ -213,7 +213,7 @@ def verify_example(
         expected_labels[pos] = ids[pos]
         expected_types.append("passkey")
 
-    # Labels and answer types
+    # Labels and answer kinds
     for t in range(T):
         if labels[t] == expected_labels[t]:
             continue

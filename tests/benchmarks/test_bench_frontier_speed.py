@@ -20,6 +20,9 @@ def test_a_side_by_side_run_of_this_tree_against_itself_reports_both_and_a_ratio
     assert [r[3].strip() for r in rows] == ["this", "baseline"]
     assert float(rows[0][4].replace(",", "")) > 0 and rows[0][5].strip().endswith("%")
     assert rows[0][6].strip().endswith("x") and rows[1][6].strip() == "-"
+    # one round: the per-round range is that round's ratio, printed twice
+    low, high = rows[0][7].strip().split("..")
+    assert low == high and rows[1][7].strip() == "-"
     assert f"imported {root}/swar_bench/__init__.py" in out
 
 

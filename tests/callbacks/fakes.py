@@ -1,4 +1,4 @@
-"""Hand-built evaluation outputs (contract 4) and tiny Lightning parts for the callback tests."""
+"""Hand-built evaluation outputs (``EvalOutputs``) and tiny Lightning parts for the callback tests."""
 
 from __future__ import annotations
 
@@ -6,12 +6,15 @@ import lightning.pytorch as pl
 import torch
 from torch.utils.data import DataLoader, IterableDataset
 
+from swar_bench.datamodules.batches import Batch
+from swar_bench.module import EvalOutputs
+
 CODES = {"none": 0, "ar_valid": 1, "ar_expired_stale": 2, "ar_expired_never": 3, "passkey": 4}
-"""answer_kind codes of the task's ANSWER_KINDS (contract 2)."""
+"""answer_kind codes of ``swar_bench.tasks.oracle.ANSWER_KINDS``."""
 
 
-def eval_outputs(n_writes: int, positions: list[tuple], batch_size: int) -> dict:
-    """Contract-4 outputs from ``(row, kind, key_age, correct[, confidence, loss])`` tuples.
+def eval_outputs(n_writes: int, positions: list[tuple], batch_size: int) -> EvalOutputs:
+    """``EvalOutputs`` from ``(row, kind, key_age, correct[, confidence, loss])`` tuples.
 
     The target is a value token (24 + position % 16); a wrong prediction is the next id.
     """
@@ -26,17 +29,17 @@ def eval_outputs(n_writes: int, positions: list[tuple], batch_size: int) -> dict
         pred.append(t if correct else t + 1)
         conf.append(p[4] if len(p) > 4 else 0.5)
         loss.append(p[5] if len(p) > 5 else 1.0)
-    return {
-        "pred": torch.tensor(pred, dtype=torch.int64),
-        "target": torch.tensor(target, dtype=torch.int64),
-        "loss": torch.tensor(loss, dtype=torch.float32),
-        "confidence": torch.tensor(conf, dtype=torch.float32),
-        "answer_kind": torch.tensor(kinds, dtype=torch.int64),
-        "key_age": torch.tensor(ages, dtype=torch.int64),
-        "row": torch.tensor(rows, dtype=torch.int64),
-        "n_writes": n_writes,
-        "batch_size": batch_size,
-    }
+    return EvalOutputs(
+        pred=torch.tensor(pred, dtype=torch.int64),
+        target=torch.tensor(target, dtype=torch.int64),
+        loss=torch.tensor(loss, dtype=torch.float32),
+        confidence=torch.tensor(conf, dtype=torch.float32),
+        answer_kind=torch.tensor(kinds, dtype=torch.int64),
+        key_age=torch.tensor(ages, dtype=torch.int64),
+        row=torch.tensor(rows, dtype=torch.int64),
+        n_writes=n_writes,
+        batch_size=batch_size,
+    )
 
 
 # n64, 2 rows; the passkey positions of the two rows are interleaved on purpose.
@@ -78,8 +81,8 @@ BATCH_N32 = eval_outputs(
 
 def random_outputs(
     generator: torch.Generator, n_writes: int, batch_size: int, per_row: int
-) -> dict:
-    """Random contract-4 outputs: ``per_row`` queries and 4 passkey tokens per row."""
+) -> EvalOutputs:
+    """Random ``EvalOutputs``: ``per_row`` queries and 4 passkey tokens per row."""
     m = batch_size * (per_row + 4)
     row = torch.arange(batch_size).repeat_interleave(per_row + 4)
     kind = torch.randint(1, 4, (m,), generator=generator)
@@ -91,17 +94,17 @@ def random_outputs(
     pred = torch.where(wrong, (target + 1) % 40, target)
     conf = torch.rand(m, generator=generator)
     conf[::7] = 1.0
-    return {
-        "pred": pred,
-        "target": target,
-        "loss": torch.rand(m, generator=generator) * 3,
-        "confidence": conf,
-        "answer_kind": kind,
-        "key_age": age,
-        "row": row,
-        "n_writes": n_writes,
-        "batch_size": batch_size,
-    }
+    return EvalOutputs(
+        pred=pred,
+        target=target,
+        loss=torch.rand(m, generator=generator) * 3,
+        confidence=conf,
+        answer_kind=kind,
+        key_age=age,
+        row=row,
+        n_writes=n_writes,
+        batch_size=batch_size,
+    )
 
 
 class EvalOutputsModule(pl.LightningModule):
@@ -111,14 +114,14 @@ class EvalOutputsModule(pl.LightningModule):
         super().__init__()
         self.weight = torch.nn.Parameter(torch.zeros(1))
 
-    def validation_step(self, batch: dict, batch_idx: int) -> dict:
+    def validation_step(self, batch: EvalOutputs, batch_idx: int) -> EvalOutputs:
         return batch
 
-    def test_step(self, batch: dict, batch_idx: int) -> dict:
+    def test_step(self, batch: EvalOutputs, batch_idx: int) -> EvalOutputs:
         return batch
 
 
-def eval_loader(batches: list[dict]) -> DataLoader:
+def eval_loader(batches: list[EvalOutputs]) -> DataLoader:
     return DataLoader(batches, batch_size=None)
 
 
@@ -131,10 +134,14 @@ class _CurrentN(IterableDataset):
             n = self.datamodule.n_writes
             self.datamodule.served.append(n)
             length = 12 + 3 * n  # any per-N length will do here
-            yield {
-                "input_ids": torch.ones(2, length, dtype=torch.int64),
-                "n_writes": torch.full((2,), n, dtype=torch.int64),
-            }
+            yield Batch(
+                input_ids=torch.ones(2, length, dtype=torch.int64),
+                labels=torch.full((2, length), -100, dtype=torch.int64),
+                answer_kind=torch.zeros(2, length, dtype=torch.int64),
+                key_age=torch.full((2, length), -1, dtype=torch.int64),
+                n_writes=torch.full((2,), n, dtype=torch.int64),
+                seed=torch.arange(2, dtype=torch.int64),
+            )
 
 
 class CurriculumDataModule(pl.LightningDataModule):
@@ -157,7 +164,7 @@ class CurriculumDataModule(pl.LightningDataModule):
 class CurriculumEvalDataModule(CurriculumDataModule):
     """``CurriculumDataModule`` that also serves pre-built evaluation batches for validation."""
 
-    def __init__(self, val_batches: list[dict]) -> None:
+    def __init__(self, val_batches: list[EvalOutputs]) -> None:
         super().__init__()
         self.val_batches = val_batches
 
@@ -173,8 +180,8 @@ class TrainLossModule(pl.LightningModule):
         self.weight = torch.nn.Parameter(torch.tensor([3.0]))
         self.last_train_loss = float("nan")
 
-    def training_step(self, batch: dict, batch_idx: int) -> torch.Tensor:
-        scale = 1.0 + batch["n_writes"][0].float() / 256
+    def training_step(self, batch: Batch, batch_idx: int) -> torch.Tensor:
+        scale = 1.0 + batch.n_writes[0].float() / 256
         loss = scale * (self.weight**2).sum()
         self.last_train_loss = float(loss.detach())
         return loss
@@ -186,5 +193,5 @@ class TrainLossModule(pl.LightningModule):
 class TrainEvalModule(TrainLossModule):
     """``TrainLossModule`` whose validation step returns each pre-built batch as its outputs."""
 
-    def validation_step(self, batch: dict, batch_idx: int) -> dict:
+    def validation_step(self, batch: EvalOutputs, batch_idx: int) -> EvalOutputs:
         return batch

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import math
 
@@ -121,12 +122,10 @@ def test_key_age_bins():
 def test_bad_inputs_are_refused_with_one_line():
     metric = AnswerTypeCounts()
     with pytest.raises(ValueError, match=r"n_writes=48: expected one of \[32, 64"):
-        metric.update_from_outputs(dict(BATCH_N32, n_writes=48))
-    with pytest.raises(ValueError, match="outputs lack key_age, row"):
-        metric.update_from_outputs(
-            {k: v for k, v in BATCH_N32.items() if k not in ("key_age", "row")}
-        )
-    with pytest.raises(TypeError, match="expected the evaluation outputs dict"):
+        metric.update_from_outputs(dataclasses.replace(BATCH_N32, n_writes=48))
+    with pytest.raises(TypeError, match=r"validation_step returned dict: expected swar_bench.module.EvalOutputs"):
+        metric.update_from_outputs(BATCH_N32.as_dict())
+    with pytest.raises(TypeError, match="returned Tensor: expected swar_bench.module.EvalOutputs"):
         metric.update_from_outputs(torch.tensor(1.0))
     with pytest.raises(ValueError, match="n_writes_values"):
         AnswerTypeCounts(n_writes_values=[])

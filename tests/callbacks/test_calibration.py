@@ -92,14 +92,14 @@ def test_ece_equals_torchmetrics_binary_calibration_error():
     for _ in range(5):
         out = random_outputs(g, 128, batch_size=3, per_row=10)
         metric.update_from_outputs(out)
-        reference.update(out["confidence"], (out["pred"] == out["target"]).long())
+        reference.update(out.confidence, (out.pred == out.target).long())
     report = CalibrationReport.from_counts(metric.n_writes_values, metric.compute())
     assert report.ece[0] == pytest.approx(float(reference.compute()), abs=1e-6)
 
 
 def test_confidence_outside_unit_interval_is_refused():
     out = _ece_batch()
-    out["confidence"][0] = 1.5
+    out.confidence[0] = 1.5
     with pytest.raises(ValueError, match=r"confidence outside \[0, 1\]"):
         CalibrationCounts().update_from_outputs(out)
 
@@ -158,7 +158,7 @@ def test_lightning_logs_ece_and_correlation_and_writes_files(tmp_path):
     ]
     table = (tmp_path / "reports" / "calibration.md").read_text()
     assert "| n32 | 4 | 0.5000 [0.1500, 0.8500] (4)* | 1.2750 | 0.2875 | 0.8750 |" in table
-    assert "permutation baseline (answer losses shuffled across tokens of the same answer type" in table
+    assert "permutation baseline (answer losses shuffled across tokens of the same answer kind" in table
     assert (
         "self-knowledge correlation: 1.0000"
         in (tmp_path / "reports" / "calibration.md").read_text()
@@ -183,9 +183,7 @@ def test_counts_on_cuda_equal_cpu():
     for device in ("cpu", "cuda"):
         accuracy, calibration = AnswerTypeCounts().to(device), CalibrationCounts().to(device)
         for batch in batches:
-            moved = {
-                k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in batch.items()
-            }
+            moved = batch.to(device)
             accuracy.update_from_outputs(moved)
             calibration.update_from_outputs(moved)
         merged = {**accuracy.compute(), **{f"cal.{k}": v for k, v in calibration.compute().items()}}

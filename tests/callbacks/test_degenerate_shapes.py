@@ -143,18 +143,18 @@ def _hand_counts(batches, n, kind):
     """(correct, count) of one answer kind at N, counted from the positions."""
     correct = count = 0
     for b in batches:
-        if b["n_writes"] != n:
+        if b.n_writes != n:
             continue
-        ok = b["pred"] == b["target"]
-        code = b["answer_kind"]
+        ok = b.pred == b.target
+        code = b.answer_kind
         if kind == "all":
             mask = torch.ones_like(ok)
         elif kind == "ar_expired":
             mask = (code == CODES["ar_expired_stale"]) | (code == CODES["ar_expired_never"])
         elif kind == "passkey_exact":
-            rows = b["row"][code == CODES["passkey"]].unique().tolist()
+            rows = b.row[code == CODES["passkey"]].unique().tolist()
             count += len(rows)
-            correct += sum(bool(ok[(code == CODES["passkey"]) & (b["row"] == r)].all()) for r in rows)
+            correct += sum(bool(ok[(code == CODES["passkey"]) & (b.row == r)].all()) for r in rows)
             continue
         else:
             mask = code == CODES[kind]

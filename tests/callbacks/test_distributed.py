@@ -9,6 +9,7 @@ One ``torch.multiprocessing.spawn`` of 2 CPU processes (``init_process_group("gl
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -30,6 +31,7 @@ from swar_bench.callbacks import (
 )
 from swar_bench.callbacks.answer_type_accuracy import REPORT_FILES
 from swar_bench.callbacks.calibration import CALIBRATION_FILES
+from swar_bench.module import EvalOutputs
 
 from .fakes import (
     BATCH_N32,
@@ -46,20 +48,20 @@ HANG_LIMIT_S = 300
 # Four batches: the distributed sampler gives rank 0 the two n64 batches and rank 1 the two n32
 # ones, so no rank alone can log what one process logs. The losses differ per N, so the
 # self-knowledge correlation is defined.
-N32_LOW_LOSS = dict(BATCH_N32, loss=BATCH_N32["loss"] * 0.25)
-N32_ALL_WRONG = dict(N32_LOW_LOSS, pred=BATCH_N32["target"] + 1)
-N64_ALL_RIGHT = dict(BATCH_N64, pred=BATCH_N64["target"].clone())
+N32_LOW_LOSS = dataclasses.replace(BATCH_N32, loss=BATCH_N32.loss * 0.25)
+N32_ALL_WRONG = dataclasses.replace(N32_LOW_LOSS, pred=BATCH_N32.target + 1)
+N64_ALL_RIGHT = dataclasses.replace(BATCH_N64, pred=BATCH_N64.target.clone())
 VAL_BATCHES = [BATCH_N64, N32_LOW_LOSS, N64_ALL_RIGHT, N32_ALL_WRONG]
 
 
-def _random_batches() -> list[dict]:
+def _random_batches() -> list[EvalOutputs]:
     g = torch.Generator().manual_seed(11)
     # Rank 0 gets the even batches, rank 1 the odd ones: n2048 only ever reaches rank 1.
     plan = [(32, 3), (2048, 2), (64, 4), (256, 1), (32, 2), (64, 3), (256, 2)]
     return [random_outputs(g, n, batch_size=b, per_row=12) for n, b in plan]
 
 
-def _counts(batches: list[dict]) -> dict[str, torch.Tensor]:
+def _counts(batches: list[EvalOutputs]) -> dict[str, torch.Tensor]:
     accuracy, calibration = AnswerTypeCounts(), CalibrationCounts()
     for batch in batches:
         accuracy.update_from_outputs(batch)

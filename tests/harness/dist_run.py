@@ -30,15 +30,15 @@ class Recorder(pl.Callback):
         self.records: list[tuple] = []
 
     def on_validation_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0):
-        seeds = batch["seed"].tolist()
+        seeds = batch.seed.tolist()
         seen: dict[int, int] = {}
-        for i in range(outputs["pred"].numel()):
-            row = int(outputs["row"][i])
+        for i in range(outputs.pred.numel()):
+            row = int(outputs.row[i])
             k = seen.get(row, 0)
             seen[row] = k + 1
             self.records.append((
-                seeds[row], k, int(outputs["n_writes"]), int(outputs["pred"][i]), int(outputs["target"][i]),
-                float(outputs["loss"][i]), int(outputs["answer_kind"][i]), int(outputs["key_age"][i]),
+                seeds[row], k, int(outputs.n_writes), int(outputs.pred[i]), int(outputs.target[i]),
+                float(outputs.loss[i]), int(outputs.answer_kind[i]), int(outputs.key_age[i]),
             ))
 
 

@@ -1,4 +1,4 @@
-"""LengthCurriculum drives the DataModule's N through set_train_n (contract 4), with a fixed lag."""
+"""LengthCurriculum drives the DataModule's N through set_train_n (the curriculum's hook), with a fixed lag."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ class Watch(pl.Callback):
         self.first = self.curriculum.current_n
 
     def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
-        self.seen.append(int(batch["n_writes"][0]))
+        self.seen.append(int(batch.n_writes[0]))
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
         self.decided.append(self.curriculum.current_n)

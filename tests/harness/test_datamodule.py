@@ -9,6 +9,7 @@ import torch
 
 from swar_bench.datamodules.passkey_swar import (
     FILLER_SEED,
+    Batch,
     PasskeySwarBatches,
     PasskeySwarDataModule,
     TrainBatchSampler,
@@ -45,23 +46,23 @@ def test_train_seeds_disjoint_and_gapless_across_ranks():
 def test_batch_matches_generator_and_oracle_annotation():
     ds = PasskeySwarBatches("generate")
     batch = ds[("validation", 64, (0, 1, 2))]
-    assert batch["input_ids"].dtype == torch.int64 and batch["input_ids"].dim() == 2
-    assert batch["n_writes"].tolist() == [64, 64, 64]
+    assert batch.input_ids.dtype == torch.int64 and batch.input_ids.dim() == 2
+    assert batch.n_writes.tolist() == [64, 64, 64]
     for row, index in enumerate((0, 1, 2)):
         seed = example_seed("validation", 64, index)
         ex = make_example(seed, 64)
         t = len(ex["input_ids"])
-        assert int(batch["seed"][row]) == seed
-        assert batch["input_ids"][row, :t].tolist() == ex["input_ids"].astype(int).tolist()
-        assert batch["labels"][row, :t].tolist() == ex["labels"].astype(int).tolist()
+        assert int(batch.seed[row]) == seed
+        assert batch.input_ids[row, :t].tolist() == ex["input_ids"].astype(int).tolist()
+        assert batch.labels[row, :t].tolist() == ex["labels"].astype(int).tolist()
         kind, age = annotate(ex["input_ids"])
-        assert batch["answer_kind"][row, :t].tolist() == kind.astype(int).tolist()
-        assert batch["key_age"][row, :t].tolist() == age.astype(int).tolist()
+        assert batch.answer_kind[row, :t].tolist() == kind.astype(int).tolist()
+        assert batch.key_age[row, :t].tolist() == age.astype(int).tolist()
         # right padding: PAD / -100 / none / -1
-        assert (batch["input_ids"][row, t:] == 0).all() and (batch["labels"][row, t:] == -100).all()
-        assert (batch["answer_kind"][row, t:] == 0).all() and (batch["key_age"][row, t:] == -1).all()
+        assert (batch.input_ids[row, t:] == 0).all() and (batch.labels[row, t:] == -100).all()
+        assert (batch.answer_kind[row, t:] == 0).all() and (batch.key_age[row, t:] == -1).all()
         # answer_kind is set exactly on the supervised positions
-        assert ((batch["labels"][row] != -100) == (batch["answer_kind"][row] != 0)).all()
+        assert ((batch.labels[row] != -100) == (batch.answer_kind[row] != 0)).all()
 
 
 @pytest.mark.parametrize("world", [1, 2, 3])
@@ -76,7 +77,7 @@ def test_eval_sharding_exact_with_equal_step_counts(world):
         assert len(set(per_rank_n)) == 1
     fillers = [k for s in shards for k in s if not k[2]]
     filler = PasskeySwarBatches("generate")[("validation", 64, ())]
-    assert filler["seed"].tolist() == [FILLER_SEED] and (filler["labels"] == -100).all()
+    assert filler.seed.tolist() == [FILLER_SEED] and (filler.labels == -100).all()
     assert len(fillers) == sum(len(s) for s in shards) - sum(
         -(-len(range(r, t, world)) // 4) for r in range(world) for t in counts.values()
     )
@@ -115,7 +116,7 @@ def test_workers_yield_the_same_batches_as_the_main_process():
     a, b = batches(0), batches(2)
     assert len(a) == len(b) == 6
     for x, y in zip(a, b):
-        assert x.keys() == y.keys() and all(torch.equal(x[k], y[k]) for k in x)
+        assert type(x) is type(y) is Batch and all(torch.equal(v, vars(y)[k]) for k, v in vars(x).items())
 
 
 def test_config_validation_messages():
@@ -165,14 +166,14 @@ def test_local_hub_folder_gives_the_generated_batches(tmp_path):
     with pytest.warns(UserWarning, match="eval_examples=100"):
         a = list(local.val_dataloader())
     b = list(generated.val_dataloader())
-    assert [x["input_ids"].shape[0] for x in a] == [4, 2]  # capped at the 6 stored examples
+    assert [x.input_ids.shape[0] for x in a] == [4, 2]  # capped at the 6 stored examples
     for x, y in zip(a, b):
-        assert all(torch.equal(x[k], y[k]) for k in x)
+        assert all(torch.equal(v, vars(y)[k]) for k, v in vars(x).items())
     # training indices past the stored split wrap around: batch 1 holds indices 4..7 -> 4, 5, 0, 1
     train = iter(local.train_dataloader())
     next(train)
     second = next(train)
-    assert second["seed"].tolist() == [example_seed("train", 32, i) for i in (4, 5, 0, 1)]
+    assert second.seed.tolist() == [example_seed("train", 32, i) for i in (4, 5, 0, 1)]
 
 
 def test_missing_local_folder_is_a_clear_error(tmp_path):
@@ -192,7 +193,7 @@ def test_train_loader_workers_build_exactly_the_issued_batches():
     def epoch(workers):
         dm = PasskeySwarDataModule(train_configs=[32, 64], batch_size=3, examples_per_epoch=18, num_workers=workers)
         dm.trainer = None
-        return [(int(b["n_writes"][0]), tuple(b["seed"].tolist())) for b in dm.train_dataloader()]
+        return [(int(b.n_writes[0]), tuple(b.seed.tolist())) for b in dm.train_dataloader()]
 
     main_process, workers = epoch(0), epoch(2)
     assert main_process == workers and len(main_process) == 6
@@ -233,7 +234,7 @@ def test_local_folder_is_read_with_the_parameters_it_records(tmp_path):
     dm.trainer = None
     (batch,) = list(dm.val_dataloader())
     # key ages annotated with w=8: a valid query's key is at most 8 writes old
-    ages = batch["key_age"][batch["answer_kind"] == 1]
+    ages = batch.key_age[batch.answer_kind == 1]
     assert ages.numel() > 0 and int(ages.max()) <= 8
     with pytest.raises(ValueError, match=r"^--data\.task_params w=16 differ from w=8 recorded in .*leave --data\.task_params out"):
         PasskeySwarDataModule(source=str(tmp_path), val_configs=[32], task_params={"w": 16})
@@ -254,7 +255,7 @@ def test_eval_examples_beyond_a_stored_split_warn_once_with_both_counts(tmp_path
         f"eval_examples=100: the validation split of n{n} in {tmp_path} has 5 examples; evaluating those 5"
         for n in (32, 64)
     ]
-    assert sum(int(b["n_writes"].numel()) for b in batches) == 10  # 5 per N, the cap itself
+    assert sum(int(b.n_writes.numel()) for b in batches) == 10  # 5 per N, the cap itself
     with pytest.warns(UserWarning, match=r"eval_examples=100: the test split of n64 .* has 5 examples"):
         list(dm.test_dataloader())
     with warnings.catch_warnings():
@@ -290,7 +291,7 @@ def test_train_index_start_gives_each_seed_its_own_examples():
     dm = PasskeySwarDataModule(train_configs=[32], batch_size=2, train_index_start=500)
     key = next(iter(TrainBatchSampler(dm.stream, 0, 1, None)))
     assert key == ("train", 32, (500, 501))
-    assert int(dm.dataset[key]["seed"][0]) == example_seed("train", 32, 500)
+    assert int(dm.dataset[key].seed[0]) == example_seed("train", 32, 500)
 
 
 @pytest.mark.parametrize("value", [-1, 10**6, 2.5, True, "3"])

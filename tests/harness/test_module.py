@@ -66,31 +66,31 @@ def test_chunked_evaluation_equals_one_pass_reference():
     assert max(spy.lengths) == 7  # streamed: never more than tbptt_steps tokens at once
     # reference: one call on the whole sequence, HF shift by hand
     with torch.no_grad():
-        logits, _ = mech(batch["input_ids"], mech.init_state(3))
-    labels = batch["labels"]
+        logits, _ = mech(batch.input_ids, mech.init_state(3))
+    labels = batch.labels
     rows, cols = torch.nonzero(labels[:, 1:] != -100, as_tuple=True)
     ref_logits = logits[rows, cols]
     ref_target = labels[rows, cols + 1]
-    assert torch.equal(out["target"], ref_target)
-    assert torch.equal(out["row"], rows)
-    assert torch.equal(out["pred"], ref_logits.argmax(-1))
-    torch.testing.assert_close(out["loss"], F.cross_entropy(ref_logits, ref_target, reduction="none"), atol=1e-4, rtol=1e-4)
-    torch.testing.assert_close(out["confidence"], ref_logits.softmax(-1).max(-1).values, atol=1e-5, rtol=1e-4)
-    assert torch.equal(out["answer_kind"], batch["answer_kind"][rows, cols + 1])
-    assert torch.equal(out["key_age"], batch["key_age"][rows, cols + 1])
-    assert out["n_writes"] == 32 and out["batch_size"] == 3
-    assert out["pred"].dtype == torch.int64 and out["loss"].dtype == torch.float32
+    assert torch.equal(out.target, ref_target)
+    assert torch.equal(out.row, rows)
+    assert torch.equal(out.pred, ref_logits.argmax(-1))
+    torch.testing.assert_close(out.loss, F.cross_entropy(ref_logits, ref_target, reduction="none"), atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(out.confidence, ref_logits.softmax(-1).max(-1).values, atol=1e-5, rtol=1e-4)
+    assert torch.equal(out.answer_kind, batch.answer_kind[rows, cols + 1])
+    assert torch.equal(out.key_age, batch.key_age[rows, cols + 1])
+    assert out.n_writes == 32 and out.batch_size == 3
+    assert out.pred.dtype == torch.int64 and out.loss.dtype == torch.float32
     # a chunk boundary right before an answer: the last logit of a chunk predicts the next label
     first_answer = int(torch.nonzero(labels[0] != -100)[0])
     spy.lengths.clear()
     out2 = TBPTTModule(spy, tbptt_steps=first_answer).evaluate_batch(batch)
     assert spy.lengths[0] == first_answer
-    assert torch.equal(out2["target"], out["target"]) and torch.equal(out2["pred"], out["pred"])
+    assert torch.equal(out2.target, out.target) and torch.equal(out2.pred, out.pred)
 
 
 def test_oracle_is_exact_through_the_module():
     out = TBPTTModule(Oracle(), tbptt_steps=13).evaluate_batch(_batch(64, range(4)))
-    assert out["target"].numel() > 0 and torch.equal(out["pred"], out["target"])
+    assert out.target.numel() > 0 and torch.equal(out.pred, out.target)
 
 
 def test_warmup_cosine_schedule():

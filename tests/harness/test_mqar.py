@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from swar_bench.callbacks import AnswerTypeAccuracy, Calibration, MQARAccuracy, MQARCounts
 from swar_bench.callbacks.mqar_accuracy import gap_band_labels
 from swar_bench.datamodules import mqar as mqar_module
+from swar_bench.datamodules.batches import Batch
 from swar_bench.datamodules.mqar import MQARBatches, MQARData
 from swar_bench.datamodules.passkey_swar import PasskeySwarDataModule, TrainBatchSampler
 from swar_bench.mechanisms import GRU, CausalAttention, GatedDeltaNet, Oracle
@@ -41,27 +42,26 @@ def test_batch_is_zoologys_example_in_the_harness_convention():
     data = MQARData(**SMALL)
     batch = MQARBatches(data)[("train", 2, (0, 1, 2))]
     inputs, labels = multiquery_ar(64, 40, 16, data.train_seed, num_kv_pairs=2, random_non_queries=False)
-    assert set(batch) == {"input_ids", "labels", "answer_kind", "key_age", "n_writes", "seed"}
-    assert all(v.dtype == torch.int64 for v in batch.values())
-    np.testing.assert_array_equal(batch["input_ids"].numpy(), inputs[:3])
+    assert isinstance(batch, Batch) and all(v.dtype == torch.int64 for v in vars(batch).values())
+    np.testing.assert_array_equal(batch.input_ids.numpy(), inputs[:3])
     # the module's shift recovers Zoology's labels: labels[t] is the target after inputs[t]
-    np.testing.assert_array_equal(shift_targets(batch["labels"]).numpy(), labels[:3])
-    supervised = batch["labels"] != IGNORE_INDEX
-    assert (batch["answer_kind"][supervised] == AR_VALID).all() and (batch["answer_kind"][~supervised] == 0).all()
+    np.testing.assert_array_equal(shift_targets(batch.labels).numpy(), labels[:3])
+    supervised = batch.labels != IGNORE_INDEX
+    assert (batch.answer_kind[supervised] == AR_VALID).all() and (batch.answer_kind[~supervised] == 0).all()
     gaps = query_gaps(inputs[:3], labels[:3], 2)
-    np.testing.assert_array_equal(shift_targets(batch["key_age"]).clamp_min(0).numpy()[:, :-1], gaps[:, :-1])
-    assert (batch["key_age"][~supervised] == -1).all()
-    assert batch["n_writes"].tolist() == [2, 2, 2] and batch["seed"].tolist() == [0, 1, 2]
+    np.testing.assert_array_equal(shift_targets(batch.key_age).clamp_min(0).numpy()[:, :-1], gaps[:, :-1])
+    assert (batch.key_age[~supervised] == -1).all()
+    assert batch.n_writes.tolist() == [2, 2, 2] and batch.seed.tolist() == [0, 1, 2]
 
 
 def test_indices_wrap_and_validation_reads_the_test_segment():
     ds = MQARBatches(MQARData(**SMALL))
-    np.testing.assert_array_equal(ds[("train", 2, (40, 41))]["input_ids"], ds[("train", 2, (0, 1))]["input_ids"])
-    np.testing.assert_array_equal(ds[("validation", 2, (3,))]["input_ids"], ds[("test", 2, (3,))]["input_ids"])
-    assert (ds[("test", 2, (0,))]["input_ids"] != ds[("train", 2, (0,))]["input_ids"]).any()
+    np.testing.assert_array_equal(ds[("train", 2, (40, 41))].input_ids, ds[("train", 2, (0, 1))].input_ids)
+    np.testing.assert_array_equal(ds[("validation", 2, (3,))].input_ids, ds[("test", 2, (3,))].input_ids)
+    assert (ds[("test", 2, (0,))].input_ids != ds[("train", 2, (0,))].input_ids).any()
     assert ds.split_size("train", 2) == 40 and ds.split_size("validation", 2) == 12
     filler = ds[("test", 2, ())]
-    assert filler["seed"].tolist() == [-1] and (filler["labels"] == IGNORE_INDEX).all()
+    assert filler.seed.tolist() == [-1] and (filler.labels == IGNORE_INDEX).all()
 
 
 @settings(max_examples=25, deadline=None)
@@ -72,10 +72,10 @@ def test_conversion_keeps_every_answer(n, extra, seed, passes):
                     num_train_examples=5, num_test_examples=1, train_seed=seed, random_non_queries=True)
     batch = MQARBatches(data)[("train", n, tuple(range(5)))]
     inputs, labels = multiquery_ar(data.vocab_size, 5, T, seed, num_kv_pairs=n, num_passes=passes)
-    np.testing.assert_array_equal(batch["input_ids"].numpy(), inputs)
-    np.testing.assert_array_equal(shift_targets(batch["labels"]).numpy(), labels)
-    assert int((batch["labels"] != IGNORE_INDEX).sum()) == 5 * n  # Zoology's last position is never a query
-    age = shift_targets(batch["key_age"])[labels != IGNORE_INDEX]
+    np.testing.assert_array_equal(batch.input_ids.numpy(), inputs)
+    np.testing.assert_array_equal(shift_targets(batch.labels).numpy(), labels)
+    assert int((batch.labels != IGNORE_INDEX).sum()) == 5 * n  # Zoology's last position is never a query
+    age = shift_targets(batch.key_age)[labels != IGNORE_INDEX]
     assert (age >= 2).all() and (age <= T).all()
 
 
@@ -89,21 +89,21 @@ def test_training_stream_reads_the_segment_in_order_then_wraps():
     assert isinstance(loader.batch_sampler or loader.sampler, TrainBatchSampler)
     seen = []
     for batch in loader:
-        dm.stream.consume(int(batch["n_writes"][0]))
-        seen += batch["seed"].tolist()
+        dm.stream.consume(int(batch.n_writes[0]))
+        seen += batch.seed.tolist()
     assert seen == list(range(16))
     seen = []
     for _ in range(3):
         for batch in dm.train_dataloader():
-            dm.stream.consume(int(batch["n_writes"][0]))
-            seen += batch["seed"].tolist()
+            dm.stream.consume(int(batch.n_writes[0]))
+            seen += batch.seed.tolist()
     assert seen == [i % 40 for i in range(16, 64)]
 
 
 def test_eval_loader_covers_the_test_segment_once():
     dm = _dm(eval_batch_size=5)
     dm.setup("validate")
-    seeds = [s for b in dm.val_dataloader() for s in b["seed"].tolist()]
+    seeds = [s for b in dm.val_dataloader() for s in b.seed.tolist()]
     assert seeds == list(range(12))
     assert dm.train_configs == dm.val_configs == dm.test_configs == (2,)
 
@@ -154,8 +154,8 @@ def test_cache_is_written_once_and_reused(tmp_path, monkeypatch):
     monkeypatch.setattr(mqar_module, "_segment_arrays", refuse)
     again = _dm(mqar={"cache_dir": str(tmp_path)})
     again.setup("fit")
-    for key, value in again.dataset[("train", 2, (0, 5))].items():
-        assert torch.equal(value, first[key]), key
+    for key, value in vars(again.dataset[("train", 2, (0, 5))]).items():
+        assert torch.equal(value, getattr(first, key)), key
     # other parameters, another file
     assert MQARData(**{**SMALL, "cache_dir": str(tmp_path), "test_seed": 5}).cache_path() != again.mqar.cache_path()
 
@@ -247,9 +247,9 @@ def test_supervised_logits_give_the_same_loss_and_gradients(build):
         mechanism = build()
         module = TBPTTModule(mechanism, tbptt_steps=16, supervised_logits=sparse)
         module.eval()  # no dropout: the two passes must see the same function
-        targets = shift_targets(batch["labels"])
+        targets = shift_targets(batch.labels)
         state = mechanism.init_state(8)
-        _, (loss_sum, count) = module._chunk_loss(state, batch["input_ids"], targets)
+        _, (loss_sum, count) = module._chunk_loss(state, batch.input_ids, targets)
         (loss_sum / count).backward()
         losses.append(loss_sum.detach())
         grads.append({n: p.grad.clone() for n, p in mechanism.named_parameters() if p.grad is not None})
@@ -358,3 +358,26 @@ def test_run_folder_names_the_wrapper_and_what_it_wraps():
     assert nested_class_paths(wrapped) == ["swar_bench.mechanisms.zoology_backbone.ZoologyBackbone",
                                            "swar_bench.mechanisms.CausalAttention"]
     assert nested_class_paths(None) == [] and nested_class_paths({"init_args": {}}) == []
+
+
+@pytest.mark.parametrize("build", [
+    lambda: ZoologyBackbone(_attention(), max_position_embeddings=16),
+    lambda: GatedDeltaNet(vocab_size=64, d_model=16, n_layers=1, n_heads=2),
+])
+def test_supervised_logits_evaluate_the_same_answers(build):
+    """Evaluation with the head at the answer positions only: the same predictions, losses and
+    confidences as the full logits (up to float summation order), chunked or not."""
+    data = MQARData(**SMALL)
+    batch = MQARBatches(data)[("test", 2, tuple(range(8)))]
+    outs = []
+    for sparse in (False, True):
+        torch.manual_seed(0)
+        module = TBPTTModule(build(), tbptt_steps=5, supervised_logits=sparse)
+        module.eval()
+        outs.append(module.evaluate_batch(batch))
+    full, sparse = outs
+    assert full.keys() == sparse.keys() and full["pred"].numel() == 8 * SMALL["num_kv_pairs"]
+    for name in ("pred", "target", "answer_kind", "key_age", "row"):
+        assert torch.equal(sparse[name], full[name]), name
+    for name in ("loss", "confidence"):
+        torch.testing.assert_close(sparse[name], full[name], rtol=1e-5, atol=1e-6, msg=name)

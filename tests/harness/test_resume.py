@@ -27,7 +27,7 @@ class Probe(pl.Callback):
     def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
         if self.kill_after is not None and trainer.global_step >= self.kill_after:
             raise Killed(f"killed after step {trainer.global_step}")
-        self.seen.append(tuple(batch["seed"].tolist()))
+        self.seen.append(tuple(batch.seed.tolist()))
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
         if trainer.global_step == CURRICULUM_STEP:

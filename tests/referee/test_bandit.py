@@ -1,4 +1,4 @@
-"""ThompsonBernoulli and FlopLedger (contract 5)."""
+"""ThompsonBernoulli and FlopLedger."""
 
 import numpy as np
 import pytest

@@ -1,0 +1,445 @@
+"""A study of Zoology's MQAR recipe: ``swar-bench study run|status|report`` on a file with ``task: mqar``.
+
+Zoology (Arora et al., 2023; HazyResearch/zoology, ``zoology/experiments/iclr24_zoology_figure2``)
+scores a mixer at one width by the best test accuracy over the learning rates
+``logspace(-4, -2, 4)``, one seed, each run stopped early once the accuracy passes 0.99. A study
+file says which (mechanism, width) entries to run and beside which published values to report them:
+
+    task: mqar
+    name: mqar_zoology
+    records: results/mqar              # the study's only state: one JSON record per finished run
+    out: runs/studies/mqar             # run folders (checkpoints, logs); a stopped run resumes here
+    learning_rates: [2.154434690031884e-3, 1.0e-2, 4.641588833612782e-4, 1.0e-4]   # in run order
+    seed: 123
+    entries:
+      - {name: Attention_T64_d64, config: configs/mqar/figure2_t64.yaml, d_model: 64,
+         published: {mixer: Attention, accuracy: 0.98}}
+      - {name: GatedDeltaNet_T64_d64, config: configs/mqar/figure2_t64.yaml,
+         overlay: configs/mqar/mechanisms/gated_delta_net.yaml, d_model: 64}
+
+Each run is ``swar-bench fit --config <config> [--config <overlay>]`` with the width, rate and
+seed on the command line; it validates on the test segment after every epoch (``val/mqar/acc``,
+the recipe's config). Its record (``<records>/<run>.fit.json``) holds the command, the code and
+environment (``swar_bench.study.provenance``), the accuracy after every epoch
+(``<run>.curve.csv``), the final and best accuracy, the state bytes per sequence and the wall time.
+The score of a run is its **final** accuracy (what Zoology's plots read: the last logged
+``valid/accuracy`` of each wandb run); an entry's score is the best over its rates.
+
+Resuming: a record is reused when its command is the same and its code compatible (else one line,
+or ``--rerun-stale``); a run stopped mid-way restarts from its ``last.ckpt`` when its command is
+unchanged (the command is kept beside the run folder as ``<run>.command``).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+from concurrent import futures
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from swar_bench.study import provenance
+from swar_bench.study.records import read_json, scalar_history, write_json
+from swar_bench.study.spec import NAME, StudyError
+
+SWAR_BENCH = [sys.executable, "-m", "swar_bench.cli"]
+ZOOLOGY_RATES = (2.154434690031884e-3, 1.0e-2, 4.641588833612782e-4, 1.0e-4)
+"""``numpy.logspace(-4, -2, 4)`` (Zoology figure 2's ``lrs``), 2.15e-3 first."""
+ENTRY_KEYS = {"name", "config", "overlay", "d_model", "published"}
+STUDY_KEYS = {"task", "name", "records", "out", "learning_rates", "seed", "entries", "compatible_code", "note"}
+
+
+@dataclass(frozen=True)
+class Published:
+    """A value read off a paper's figure: ``mixer`` (its name there), ``accuracy`` and ``source``."""
+
+    mixer: str
+    accuracy: float
+    source: str = "Zoology (Arora et al., 2023), Figure 2"
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One (mechanism, width) of the study: ``config`` (+ ``overlay``) at ``d_model``."""
+
+    name: str
+    config: str
+    d_model: int
+    overlay: str | None = None
+    published: Published | None = None
+
+
+@dataclass(frozen=True)
+class MQARStudy:
+    """A parsed MQAR study file (module docstring); paths are as written (relative to the cwd)."""
+
+    path: str
+    name: str
+    records: str
+    out: str
+    entries: tuple[Entry, ...]
+    learning_rates: tuple[float, ...] = ZOOLOGY_RATES
+    seed: int = 123
+    compatible_code: tuple[str, ...] = field(default_factory=tuple)
+
+    def entry(self, name: str) -> Entry:
+        for e in self.entries:
+            if e.name == name:
+                return e
+        raise StudyError(f"no entry {name!r} in {self.path}; expected one of {', '.join(e.name for e in self.entries)}")
+
+
+def is_mqar_study(path: str | Path) -> bool:
+    """True when the YAML file at ``path`` is a mapping with ``task: mqar`` (False when unreadable:
+    the ordinary loader then names the fault)."""
+    import yaml
+
+    try:
+        raw = yaml.safe_load(Path(path).read_text())
+    except (OSError, yaml.YAMLError):
+        return False
+    return isinstance(raw, dict) and raw.get("task") == "mqar"
+
+
+def _unknown(keys, allowed, where: str) -> None:
+    extra = sorted(set(keys) - allowed)
+    if extra:
+        raise StudyError(f"{where}: unknown key(s) {', '.join(map(str, extra))}; expected some of {', '.join(sorted(allowed))}")
+
+
+def load_mqar_study(path: str | Path) -> MQARStudy:
+    """Parse and check an MQAR study file.
+
+    Raises:
+        StudyError: one line naming the bad value and what was expected (unknown keys, a missing
+            or non-file config, a width or rate that is not positive, a duplicate or bad name).
+    """
+    import yaml
+
+    try:
+        raw = yaml.safe_load(Path(path).read_text())
+    except (OSError, yaml.YAMLError) as err:
+        raise StudyError(f"study file {path}: cannot be read ({err})") from None
+    if not isinstance(raw, dict) or raw.get("task") != "mqar":
+        raise StudyError(f"study file {path}: expected a mapping with task: mqar")
+    _unknown(raw, STUDY_KEYS, str(path))
+    for key in ("name", "records", "out"):
+        if not isinstance(raw.get(key), str) or not raw[key].strip():
+            raise StudyError(f"{path}: {key}={raw.get(key)!r}; expected a non-empty string")
+    rates = raw.get("learning_rates", list(ZOOLOGY_RATES))
+    if not isinstance(rates, list) or not rates or not all(
+        isinstance(r, (int, float)) and not isinstance(r, bool) and math.isfinite(r) and r > 0 for r in rates
+    ):
+        raise StudyError(f"{path}: learning_rates={rates!r}; expected a non-empty list of positive numbers")
+    seed = raw.get("seed", 123)
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise StudyError(f"{path}: seed={seed!r}; expected an integer >= 0")
+    entries_raw = raw.get("entries")
+    if not isinstance(entries_raw, list) or not entries_raw:
+        raise StudyError(f"{path}: entries={entries_raw!r}; expected a non-empty list")
+    entries, seen = [], set()
+    for i, e in enumerate(entries_raw):
+        at = f"{path}: entries[{i}]"
+        if not isinstance(e, dict):
+            raise StudyError(f"{at}={e!r}; expected a mapping")
+        _unknown(e, ENTRY_KEYS, at)
+        name = e.get("name")
+        if not isinstance(name, str) or not NAME.match(name) or name in seen:
+            raise StudyError(f"{at}: name={name!r}; expected a new name of letters, digits, '_', '.', '-'")
+        seen.add(name)
+        for key in ("config", "overlay"):
+            value = e.get(key)
+            if value is None and key == "overlay":
+                continue
+            if not isinstance(value, str) or not Path(value).is_file():
+                raise StudyError(f"{at}: {key}={value!r}; expected an existing config file")
+        d = e.get("d_model")
+        if isinstance(d, bool) or not isinstance(d, int) or d < 1:
+            raise StudyError(f"{at}: d_model={d!r}; expected an integer >= 1")
+        pub = e.get("published")
+        published = None
+        if pub is not None:
+            if not isinstance(pub, dict) or not isinstance(pub.get("mixer"), str) or not isinstance(
+                pub.get("accuracy"), (int, float)
+            ) or not 0 <= pub["accuracy"] <= 1:
+                raise StudyError(f"{at}: published={pub!r}; expected {{mixer: NAME, accuracy: 0..1[, source: TEXT]}}")
+            published = Published(pub["mixer"], float(pub["accuracy"]), str(pub.get("source", Published.source)))
+        entries.append(Entry(name, e["config"], d, e.get("overlay"), published))
+    accepted = raw.get("compatible_code") or []
+    return MQARStudy(
+        path=str(path), name=raw["name"], records=raw["records"], out=raw["out"], entries=tuple(entries),
+        learning_rates=tuple(float(r) for r in rates), seed=seed,
+        compatible_code=tuple(str(c) for c in accepted),
+    )
+
+
+def lr_text(lr: float) -> str:
+    return f"{lr:.3g}"
+
+
+def run_name(e: Entry, lr: float) -> str:
+    return f"{e.name}_lr{lr_text(lr)}"
+
+
+def _class(path: str) -> type:
+    import importlib
+
+    module, _, name = path.rpartition(".")
+    return getattr(importlib.import_module(module), name)
+
+
+def merged_config(e: Entry) -> dict[str, Any]:
+    """The entry's config with its overlay merged in (mappings merged key by key, as jsonargparse
+    applies two ``--config`` files) and its ``d_model`` set."""
+    import yaml
+
+    def merge(a: Any, b: Any) -> Any:
+        if isinstance(a, dict) and isinstance(b, dict):
+            if "class_path" in b and b["class_path"] != a.get("class_path"):
+                # another class: the earlier class's arguments that it does not take are dropped
+                # (jsonargparse's rule when a later config changes class_path)
+                import inspect
+
+                accepted = inspect.signature(_class(b["class_path"])).parameters
+                a = {**a, "init_args": {k: v for k, v in (a.get("init_args") or {}).items() if k in accepted}}
+            return {**a, **{k: merge(a.get(k), v) for k, v in b.items()}}
+        return b
+
+    cfg = yaml.safe_load(Path(e.config).read_text())
+    if e.overlay:
+        cfg = merge(cfg, yaml.safe_load(Path(e.overlay).read_text()))
+    cfg["model"]["mechanism"]["init_args"]["mechanism"]["init_args"]["d_model"] = e.d_model
+    return cfg
+
+
+def entry_facts(e: Entry) -> dict[str, Any]:
+    """``seq_len`` (T), ``state_bytes`` (float32 state of one sequence after T tokens: the mixers'
+    state, a KV cache for attention, plus the position counter), ``n_params`` and ``mechanism``
+    (the inner class) of the entry's model, built from its merged config."""
+    cfg = merged_config(e)
+    outer = cfg["model"]["mechanism"]
+    inner = outer["init_args"]["mechanism"]
+
+    args = {k: v for k, v in outer["init_args"].items() if k != "mechanism"}
+    model = _class(outer["class_path"])(_class(inner["class_path"])(**inner.get("init_args", {})), **args)
+    T = int(cfg["data"]["mqar"]["input_seq_len"])
+    return {
+        "seq_len": T,
+        "state_bytes": int(model.state_bytes(1, T)),
+        "n_params": int(model.n_params),
+        "mechanism": inner["class_path"].rsplit(".", 1)[-1],
+    }
+
+
+def fit_args(study: MQARStudy, e: Entry, lr: float) -> list[str]:
+    name = run_name(e, lr)
+    out = Path(study.out)
+    args = ["fit", "--config", e.config]
+    if e.overlay:
+        args += ["--config", e.overlay]
+    return args + [
+        f"--model.mechanism.init_args.mechanism.init_args.d_model={e.d_model}",
+        f"--model.lr={lr!r}",
+        f"--seed_everything={study.seed}",
+        f"--trainer.logger.init_args.save_dir={out}",
+        f"--trainer.logger.init_args.name={name}",
+        f"--checkpoint.dirpath={out / name / 'checkpoints'}",
+    ]
+
+
+def curve(run_dir: Path) -> list[dict[str, Any]]:
+    """One row per validation: ``{"step", "tag", "value"}`` of the ``val/mqar/`` scalars."""
+    return [{"step": s, "tag": t, "value": v} for s, t, v in scalar_history(run_dir, prefix="val/mqar/")]
+
+
+def curve_text(rows: list[dict[str, Any]]) -> str:
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(["step", "tag", "value"])
+    for r in rows:
+        writer.writerow([r["step"], r["tag"], f"{r['value']:.6g}"])
+    return buf.getvalue()
+
+
+class MQARRunner:
+    """Runs an MQAR study's missing fits, ``jobs`` processes at once (``threads`` torch threads each)."""
+
+    def __init__(self, study: MQARStudy, jobs: int = 1, threads: int = 1, rerun_stale: bool = False,
+                 only: list[str] | None = None, log=print):
+        self.study, self.jobs, self.threads = study, jobs, threads
+        self.rerun_stale, self.log = rerun_stale, log
+        self.entries = [study.entry(n) for n in only] if only else list(study.entries)
+        self.records, self.out = Path(study.records), Path(study.out)
+        self.code, self.env = provenance.code_version(), provenance.environment()
+        self.failed: list[str] = []
+
+    def saved(self, name: str, command: str) -> dict[str, Any] | None:
+        """The reusable record of ``name`` (same command, compatible code), else None.
+
+        Raises:
+            StudyError: a record of other code, without ``rerun_stale``."""
+        record = read_json(self.records / f"{name}.fit.json")
+        if record is None or record.get("command") != command:
+            return None
+        if provenance.compatible(record.get("code"), self.study.compatible_code):
+            return record
+        if self.rerun_stale:
+            return None
+        raise StudyError(
+            f"record {self.records / f'{name}.fit.json'} was made by other code (fingerprint "
+            f"{(record.get('code') or {}).get('fingerprint')}, this checkout {self.code['fingerprint']}); "
+            "expected --rerun-stale, or its commit in the study's compatible_code"
+        )
+
+    def fit(self, e: Entry, lr: float) -> dict[str, Any] | None:
+        """The record of one run (reused, or trained now, resuming its ``last.ckpt`` when the
+        same command was stopped before); None when it failed."""
+        from swar_bench.utils.files import atomic_write_text
+
+        name = run_name(e, lr)
+        args = fit_args(self.study, e, lr)
+        command = shlex.join(["swar-bench", *args])
+        record = self.saved(name, command)
+        if record is not None:
+            return record
+        run_dir, marker = self.out / name, self.out / f"{name}.command"
+        last = run_dir / "checkpoints" / "last.ckpt"
+        resumed = last.is_file() and marker.is_file() and marker.read_text().strip() == command
+        if not resumed:
+            shutil.rmtree(run_dir, ignore_errors=True)
+        self.out.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(marker, command + "\n")
+        log_path = self.out / f"{name}.fit.log"
+        env = {**os.environ, "OMP_NUM_THREADS": str(self.threads), "MKL_NUM_THREADS": str(self.threads)}
+        self.log(f"study: fit {name}{' (resumed from last.ckpt)' if resumed else ''}")
+        start = time.monotonic()
+        with open(log_path, "a" if resumed else "w") as handle:
+            rc = subprocess.call([*SWAR_BENCH, *args, *([f"--ckpt_path={last}"] if resumed else [])],
+                                 stdout=handle, stderr=subprocess.STDOUT, env=env)
+        secs = time.monotonic() - start
+        if rc != 0:
+            self.failed.append(name)
+            self.log(f"study: fit {name} failed (exit {rc}); see {log_path}")
+            if rc in (130, 143):
+                raise KeyboardInterrupt
+            return None
+        rows = curve(run_dir)
+        acc = [r for r in rows if r["tag"] == "val/mqar/acc"]
+        final_step = max((r["step"] for r in rows), default=-1)
+        previous = read_json(self.records / f"{name}.fit.json") if resumed else None
+        record = {
+            "kind": "mqar_fit", "entry": e.name, "d_model": e.d_model, "lr": lr, "seed": self.study.seed,
+            "command": command, "code": self.code, "environment": self.env,
+            "wall_s": round(secs + float((previous or {}).get("wall_s", 0.0)), 1), "resumed": resumed,
+            **entry_facts(e),
+            "epochs": len(acc),
+            "accuracy": acc[-1]["value"] if acc else math.nan,
+            "best_accuracy": max((r["value"] for r in acc), default=math.nan),
+            "final": {r["tag"]: r["value"] for r in rows if r["step"] == final_step},
+            "curve": f"{name}.curve.csv",
+        }
+        atomic_write_text(self.records / f"{name}.curve.csv", curve_text(rows))
+        write_json(self.records / f"{name}.fit.json", record)
+        self.log(f"study: fit {name}: {secs / 60:.1f} min, {len(acc)} epochs, accuracy {record['accuracy']:.4f}")
+        return record
+
+    def run(self) -> int:
+        """Every missing run; 0 when all have records, 1 when one failed."""
+        plan = [(e, lr) for e in self.entries for lr in self.study.learning_rates]
+        for e, lr in plan:  # a stale record stops the study before anything runs
+            self.saved(run_name(e, lr), shlex.join(["swar-bench", *fit_args(self.study, e, lr)]))
+        with futures.ThreadPoolExecutor(max_workers=self.jobs) as pool:
+            list(pool.map(lambda job: self.fit(*job), plan))
+        return 1 if self.failed else 0
+
+
+def status_lines(study: MQARStudy) -> list[str]:
+    """One line per run: ``done <acc>``, ``running`` (a run folder without a record), or ``to do``."""
+    lines = []
+    for e in study.entries:
+        for lr in study.learning_rates:
+            name = run_name(e, lr)
+            record = read_json(Path(study.records) / f"{name}.fit.json")
+            if record is not None:
+                lines.append(f"{name}: done, accuracy {record['accuracy']:.4f} after {record['epochs']} epochs")
+            elif (Path(study.out) / name).is_dir():
+                lines.append(f"{name}: started (run folder present, no record)")
+            else:
+                lines.append(f"{name}: to do")
+    return lines
+
+
+def scores(study: MQARStudy) -> list[dict[str, Any]]:
+    """Per entry: the best final accuracy over its recorded rates (``score``, ``lr``), the rates
+    done, and the entry's facts and published value."""
+    out = []
+    for e in study.entries:
+        records = [r for lr in study.learning_rates
+                   if (r := read_json(Path(study.records) / f"{run_name(e, lr)}.fit.json")) is not None]
+        best = max(records, key=lambda r: r["accuracy"] if math.isfinite(r["accuracy"]) else -1.0, default=None)
+        out.append({
+            "entry": e, "records": records, "best": best,
+            "score": best["accuracy"] if best else math.nan,
+            "facts": ({k: best[k] for k in ("seq_len", "state_bytes", "mechanism")} if best else entry_facts(e)),
+        })
+    return out
+
+
+def write_mqar_report(study: MQARStudy, out: Path) -> list[Path]:
+    """``<name>.md`` (our score beside the published value per entry) and ``<name>_recall_vs_state.png``
+    (accuracy against state bytes per sequence, log scale; one point per entry with records)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from swar_bench.utils.files import atomic_path, atomic_write_text
+
+    rows = scores(study)
+    n = len(study.learning_rates)
+    lines = [
+        f"# MQAR: {study.name}", "",
+        ("Score: the best final test accuracy over the learning rates run so far (Zoology's protocol: best "
+         f"of {n}, one seed, early stop above 0.99). Published: read off the paper's figure."), "",
+        "| entry | mechanism | T | d_model | state bytes / seq | rates done | best lr | accuracy | published | mixer there |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for r in rows:
+        e, f, best = r["entry"], r["facts"], r["best"]
+        pub = e.published
+        lines.append(
+            f"| {e.name} | {f['mechanism']} | {f['seq_len']} | {e.d_model} | {f['state_bytes']:,} | "
+            f"{len(r['records'])}/{n} | {lr_text(best['lr']) if best else '-'} | "
+            f"{r['score']:.3f} | {f'{pub.accuracy:.2f}' if pub else '-'} | {pub.mixer if pub else '-'} |"
+            if best else
+            f"| {e.name} | {f['mechanism']} | {f['seq_len']} | {e.d_model} | {f['state_bytes']:,} | 0/{n} | - | - | "
+            f"{f'{pub.accuracy:.2f}' if pub else '-'} | {pub.mixer if pub else '-'} |"
+        )
+    out.mkdir(parents=True, exist_ok=True)
+    md = atomic_write_text(out / f"{study.name}.md", "\n".join(lines) + "\n")
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for r in rows:
+        if r["best"] is None:
+            continue
+        f = r["facts"]
+        ax.scatter(f["state_bytes"], r["score"], label=f"{f['mechanism']} d{r['entry'].d_model} T{f['seq_len']}")
+    ax.set_xscale("log")
+    ax.set_xlabel("state bytes per sequence (float32, after T tokens)")
+    ax.set_ylabel("MQAR accuracy (best over rates)")
+    ax.set_ylim(0, 1.02)
+    ax.set_title(f"{study.name}: recall vs state")
+    if ax.collections:
+        ax.legend(fontsize=7)
+    png = out / f"{study.name}_recall_vs_state.png"
+    with atomic_path(png) as tmp:
+        fig.savefig(tmp, format="png", dpi=120, bbox_inches="tight")
+    plt.close(fig)
+    return [Path(md), png]

@@ -1,0 +1,135 @@
+"""The MQAR study (swar_bench.study.mqar): the file, the records, resuming and the report, on a
+tiny version of Zoology's recipe (vocab 64, T 16, two learning rates, two epochs)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import subprocess
+
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from swar_bench.study import mqar
+from swar_bench.study.cli import main as study_main
+from swar_bench.study.spec import StudyError
+
+STUDY = "configs/studies/mqar_zoology.yaml"
+
+
+def tiny_config(tmp_path):
+    with open("configs/mqar/figure2_t64.yaml") as handle:
+        cfg = yaml.safe_load(handle)
+    inner = cfg["model"]["mechanism"]["init_args"]["mechanism"]["init_args"]
+    inner.update(vocab_size=64, flops_seq_len=16)
+    cfg["model"]["mechanism"]["init_args"]["max_position_embeddings"] = 16
+    cfg["model"].update(max_steps=8, tbptt_steps=16)
+    cfg["data"]["mqar"].update(vocab_size=64, input_seq_len=16, num_kv_pairs=2, num_train_examples=64,
+                               num_test_examples=32, cache_dir=str(tmp_path / "cache"))
+    cfg["data"].update(batch_size=16, eval_batch_size=16, examples_per_epoch=64, eval_examples=32)
+    cfg["trainer"].update(max_epochs=2, enable_progress_bar=False)
+    path = tmp_path / "tiny.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+def write_study(tmp_path, **changes):
+    study = {
+        "task": "mqar", "name": "tiny", "records": str(tmp_path / "records"), "out": str(tmp_path / "runs"),
+        "learning_rates": [1.0e-2, 3.0e-3], "seed": 7,
+        "entries": [{"name": "Att_d16", "config": str(tiny_config(tmp_path)), "d_model": 16,
+                     "published": {"mixer": "Attention", "accuracy": 0.98}}],
+    }
+    study.update(changes)
+    path = tmp_path / "study.yaml"
+    path.write_text(yaml.safe_dump(study))
+    return path
+
+
+def test_the_zoology_study_file_loads_and_sizes_its_states():
+    study = mqar.load_mqar_study(STUDY)
+    assert mqar.is_mqar_study(STUDY) and not mqar.is_mqar_study("configs/studies/frontier.yaml")
+    assert sorted(study.learning_rates) == pytest.approx([1e-4, 4.641588833612782e-4, 2.154434690031884e-3, 1e-2])
+    assert study.learning_rates[0] == pytest.approx(2.154434690031884e-3)
+    facts = mqar.entry_facts(study.entry("Attention_T64_d64"))
+    # the KV cache of 2 layers after 64 tokens, float32, plus the int64 position counter
+    assert facts == {"seq_len": 64, "state_bytes": 2 * 2 * 64 * 64 * 4 + 8, "n_params": facts["n_params"],
+                     "mechanism": "CausalAttention"}
+    gdn = mqar.merged_config(study.entry("GatedDeltaNet_T64_d64"))
+    inner = gdn["model"]["mechanism"]["init_args"]["mechanism"]
+    assert inner["class_path"].endswith("GatedDeltaNet") and "flops_seq_len" not in inner["init_args"]
+    assert gdn["model"]["mechanism"]["init_args"]["max_position_embeddings"] == 0
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"learning_rates": [0.0]}, "learning_rates=[0.0]; expected a non-empty list of positive numbers"),
+    ({"seed": -1}, "seed=-1; expected an integer >= 0"),
+    ({"entries": []}, "entries=[]; expected a non-empty list"),
+    ({"colour": 1}, "unknown key(s) colour"),
+    ({"entries": [{"name": "x", "config": "nope.yaml", "d_model": 8}]}, "config='nope.yaml'; expected an existing config file"),
+])
+def test_bad_study_files_are_refused_in_one_line(tmp_path, change, message):
+    with pytest.raises(StudyError, match=re.escape(message)) as err:
+        mqar.load_mqar_study(write_study(tmp_path, **change))
+    assert "\n" not in str(err.value)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.one_of(st.integers(max_value=0), st.booleans(), st.floats(allow_nan=True), st.text(max_size=3)))
+def test_any_width_that_is_not_a_positive_integer_is_refused(tmp_path_factory, d_model):
+    tmp = tmp_path_factory.mktemp("w")
+    entry = {"name": "x", "config": "configs/mqar/figure2_t64.yaml", "d_model": d_model}
+    with pytest.raises(StudyError, match="d_model=.*expected an integer >= 1"):
+        mqar.load_mqar_study(write_study(tmp, entries=[entry]))
+
+
+def test_run_records_reuses_and_reports(tmp_path, capsys):
+    path = write_study(tmp_path)
+    assert study_main(["run", str(path), "--jobs", "1"]) == 0
+    records = sorted((tmp_path / "records").glob("*.fit.json"))
+    assert [r.name for r in records] == ["Att_d16_lr0.003.fit.json", "Att_d16_lr0.01.fit.json"]
+    record = json.loads(records[1].read_text())
+    assert record["kind"] == "mqar_fit" and record["lr"] == 1.0e-2 and record["seed"] == 7
+    assert record["epochs"] == 2 and 0.0 <= record["accuracy"] <= 1.0
+    assert record["best_accuracy"] >= record["accuracy"]
+    assert record["code"]["fingerprint"] and record["environment"]["torch"]
+    assert record["state_bytes"] == 2 * 2 * 16 * 16 * 4 + 8 and record["seq_len"] == 16
+    assert "--model.lr=0.01" in record["command"] and "--seed_everything=7" in record["command"]
+    curve = (tmp_path / "records" / record["curve"]).read_text().splitlines()
+    assert curve[0] == "step,tag,value" and sum(",val/mqar/acc," in line for line in curve) == 2
+    capsys.readouterr()
+
+    # a second run finds every record and trains nothing
+    assert study_main(["run", str(path)]) == 0
+    assert "study: fit" not in capsys.readouterr().out
+    assert study_main(["status", str(path)]) == 0
+    assert capsys.readouterr().out.count(": done, accuracy") == 2
+
+    assert study_main(["report", str(path), "--out", str(tmp_path / "report")]) == 0
+    table = (tmp_path / "report" / "tiny.md").read_text()
+    best = max(json.loads(r.read_text())["accuracy"] for r in records)
+    assert "| Att_d16 | CausalAttention | 16 | 16 | 4,104 | 2/2 |" in table and f"{best:.3f} | 0.98 | Attention |" in table
+    assert (tmp_path / "report" / "tiny_recall_vs_state.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_a_stopped_run_resumes_from_its_last_checkpoint(tmp_path, capsys):
+    path = write_study(tmp_path, learning_rates=[1.0e-2])
+    study = mqar.load_mqar_study(path)
+    entry = study.entries[0]
+    # the first epoch only, as a run stopped after it would have left it
+    runner = mqar.MQARRunner(study, log=lambda line: None)
+    first = mqar.fit_args(study, entry, 1.0e-2)
+
+
+    assert subprocess.call([*mqar.SWAR_BENCH, *first, "--trainer.max_epochs=1"]) == 0
+    name = mqar.run_name(entry, 1.0e-2)
+    (tmp_path / "runs" / f"{name}.command").write_text(
+        shlex.join(["swar-bench", *first]) + "\n")
+    lines = []
+    runner.log = lines.append
+    record = runner.fit(entry, 1.0e-2)
+    assert lines[0] == f"study: fit {name} (resumed from last.ckpt)"
+    assert record["resumed"] is True and record["epochs"] == 2  # epoch 1 from before, epoch 2 now
