@@ -13,7 +13,7 @@ test`` writes; ``--record`` names the fit record or a JSON with ``fit_command``,
 
 ``table`` reads every pair of CSVs in ``results/bf16_parity/`` and prints, per mechanism, N and
 answer type (types with no items are skipped), the two accuracies with their 95% Wilson
-intervals (``swar_bench.intervals.wilson``), whether the intervals overlap, and whether each
+intervals (``swar_bench.utils.intervals.wilson``), whether the intervals overlap, and whether each
 accuracy lies inside the other's interval; then one verdict line per mechanism (and, with
 ``--seeds``, the range of the cells apart over other float32 seeds' test records: the spread a
 change of training trajectory alone gives, which the Wilson intervals of one test do not hold). With ``--docs`` it
@@ -35,7 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from swar_bench.intervals import wilson
+from swar_bench.utils.intervals import wilson
 
 OUT = ROOT / "results" / "bf16_parity"
 PRECISIONS = ("32-true", "bf16-mixed")

@@ -29,12 +29,12 @@ LIGHTNING_COMMANDS = ("fit", "validate", "test", "predict")
 def main(argv: list[str] | None = None) -> int:
     """Dispatch ``argv`` (default ``sys.argv[1:]``) to a command; returns its exit code.
 
-    Ctrl-C and SIGTERM are handled from the first line on (``swar_bench.interrupts``), during
+    Ctrl-C and SIGTERM are handled from the first line on (``swar_bench.utils.interrupts``), during
     the seconds of imports a command needs: stopped there, it prints one line and exits 130 or
     143 (128 + the signal), as each command does once running. The command then installs its
     own handlers (Lightning its SIGTERM / SLURM ones).
     """
-    from swar_bench import interrupts
+    from swar_bench.utils import interrupts
 
     argv = list(sys.argv[1:] if argv is None else argv)
     previous = interrupts.install(sigterm=True)
@@ -105,8 +105,8 @@ def _command(argv: list[str]) -> tuple[Callable[[list[str]], int], list[str]]:
         return _unknown, argv
     if argv[0] in LIGHTNING_COMMANDS:
         # an unknown option is refused here, in well under a second, not after the 5-35 s of
-        # importing Lightning that building its parser needs (swar_bench.fast_options)
-        from swar_bench.fast_options import unknown_options_line
+        # importing Lightning that building its parser needs (swar_bench.harness.fast_options)
+        from swar_bench.harness.fast_options import unknown_options_line
 
         line = unknown_options_line(argv)
         if line is not None:

@@ -30,7 +30,7 @@ from pathlib import Path
 import lightning.pytorch as pl
 import torch
 
-from swar_bench.argparsing import ArgumentParser, PathArg
+from swar_bench.utils.argparsing import ArgumentParser, PathArg
 
 TARGET_KINDS = ("ar_valid", "ar_expired", "passkey")
 TARGET_N = 32
@@ -115,9 +115,9 @@ def main(argv: list[str] | None = None) -> int:
     """Run the demo; see the module docstring for the exit codes."""
     from lightning.pytorch.utilities.exceptions import MisconfigurationException
 
-    from swar_bench import interrupts
     from swar_bench.lightning_cli import flag_sigint, stop_status
-    from swar_bench.quiet import quiet_output
+    from swar_bench.utils import interrupts
+    from swar_bench.utils.quiet import quiet_output
 
     args = _parse(list(sys.argv[1:] if argv is None else argv))
     previous_sigint = flag_sigint()

@@ -224,7 +224,7 @@ class TBPTTModule(pl.LightningModule):
     def setup(self, stage: str) -> None:
         """Called on every rank once its process group exists: make sure it is torn down at exit,
         and that the mechanism's vocabulary holds every token of the task (ValueError otherwise)."""
-        from swar_bench.distributed import destroy_process_group_at_exit
+        from swar_bench.runtime.distributed import destroy_process_group_at_exit
 
         destroy_process_group_at_exit()
         datamodule = getattr(self._trainer, "datamodule", None) if self._trainer is not None else None
@@ -238,7 +238,7 @@ class TBPTTModule(pl.LightningModule):
         """Shard the mechanism per block: FSDP2 under ModelParallelStrategy, FSDP1 under FSDPStrategy."""
         from lightning.pytorch.strategies import FSDPStrategy, ModelParallelStrategy
 
-        from swar_bench.distributed import parallelize_mechanism, wrap_blocks_fsdp1
+        from swar_bench.runtime.distributed import parallelize_mechanism, wrap_blocks_fsdp1
 
         if self._trainer is None:
             return

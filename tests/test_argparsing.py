@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from swar_bench.argparsing import ArgumentParser
+from swar_bench.utils.argparsing import ArgumentParser
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from swar_bench.argparsing import ArgumentParser, PathArg
 from swar_bench.cli import main as swar_main
+from swar_bench.utils.argparsing import ArgumentParser, PathArg
 
 ROOT = Path(__file__).resolve().parents[1]
 QUICKSTART = str(ROOT / "configs" / "quickstart.yaml")

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from swar_bench import interrupts
+from swar_bench.utils import interrupts
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 

@@ -1,4 +1,4 @@
-"""swar_bench.intervals: Wilson intervals and seed spreads against published and hand-computed values."""
+"""swar_bench.utils.intervals: Wilson intervals and seed spreads against published and hand-computed values."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from swar_bench.intervals import (
+from swar_bench.utils.intervals import (
     FEW_ITEMS,
     format_accuracy,
     format_spread,

@@ -1,4 +1,4 @@
-"""swar_bench.io: atomic writes (content, mode, no temporary file left, errors name the target)
+"""swar_bench.utils.files: atomic writes (content, mode, no temporary file left, errors name the target)
 and the write rehearsal used by every output check."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from swar_bench import interrupts
-from swar_bench.io import (
+from swar_bench.utils import interrupts
+from swar_bench.utils.files import (
     PROBE_PREFIX,
     TEMP_PREFIX,
     atomic_path,

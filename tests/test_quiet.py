@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from swar_bench.quiet import quiet_output
+from swar_bench.utils.quiet import quiet_output
 
 NOTICES = {
     "leafspec": ("`isinstance(treespec, LeafSpec)` is deprecated, use ... instead.", FutureWarning),

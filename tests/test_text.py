@@ -3,7 +3,7 @@
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from swar_bench.text import plural
+from swar_bench.utils.text import plural
 
 
 def test_reported_case():

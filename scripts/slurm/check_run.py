@@ -16,7 +16,7 @@ import sys
 
 
 def _load(path: str) -> dict:
-    from swar_bench.checkpoint_io import load_checkpoint
+    from swar_bench.runtime.checkpoint_io import load_checkpoint
 
     return load_checkpoint(path)
 

@@ -35,11 +35,11 @@ from swar_bench.callbacks.reporting import (
     save_figure_atomic,
     tensorboard_experiments,
 )
-from swar_bench.intervals import FEW_NOTE, format_accuracy, wilson, wilson_arrays
-from swar_bench.io import atomic_write_text
 from swar_bench.module import EvalOutputs
 from swar_bench.tasks.oracle import ANSWER_KINDS
 from swar_bench.tasks.passkey_swar import ALLOWED_N
+from swar_bench.utils.files import atomic_write_text
+from swar_bench.utils.intervals import FEW_NOTE, format_accuracy, wilson, wilson_arrays
 
 KINDS = (
     "ar_valid",
@@ -312,7 +312,7 @@ class AccuracyReport:
 
 def accuracy_table(report: AccuracyReport) -> str:
     """Markdown table, one row per N, one column per answer kind:
-    ``accuracy [95% Wilson low, high] (count)`` (``swar_bench.intervals.format_accuracy``), with
+    ``accuracy [95% Wilson low, high] (count)`` (``swar_bench.utils.intervals.format_accuracy``), with
     ``*`` after a cell of fewer than 30 items and ``none (0)`` where an answer kind does not occur at
     that N (e.g. stale queries at n32); a legend line follows the table."""
     rows = [

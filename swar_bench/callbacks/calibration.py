@@ -48,10 +48,10 @@ from swar_bench.callbacks.self_knowledge import (
     auroc_per_n,
     permutation_baseline,
 )
-from swar_bench.intervals import FEW_NOTE, MISSING, format_accuracy, wilson
-from swar_bench.io import atomic_write_text
 from swar_bench.module import EvalOutputs
 from swar_bench.tasks.passkey_swar import ALLOWED_N
+from swar_bench.utils.files import atomic_write_text
+from swar_bench.utils.intervals import FEW_NOTE, MISSING, format_accuracy, wilson
 
 N_BINS = 15
 """Equal-width confidence bins for the ECE (Guo et al. 2017 use 15)."""

@@ -26,8 +26,8 @@ from torchmetrics import Metric
 
 from swar_bench.callbacks.eval_hooks import PREFIX, EvalHooks, check_eval_outputs, reset_metrics
 from swar_bench.callbacks.reporting import format_number, log_epoch_value, markdown_table
-from swar_bench.intervals import FEW_NOTE, format_accuracy, wilson
-from swar_bench.io import atomic_write_text
+from swar_bench.utils.files import atomic_write_text
+from swar_bench.utils.intervals import FEW_NOTE, format_accuracy, wilson
 
 GAP_BIN_UPPER = (4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048)
 """Inclusive upper edges of the query-gap bands in tokens: 1-4, 5-8, 9-16, ..., 1025-2048; one

@@ -1,7 +1,7 @@
 """Where the callbacks' reports go and how they get there: atomic files, TensorBoard, table cells.
 
 Shared by ``AnswerTypeAccuracy`` and ``Calibration``. Every file is written to a temporary file
-in the target folder and renamed over the target (``swar_bench.io``), so a reader never sees a
+in the target folder and renamed over the target (``swar_bench.utils.files``), so a reader never sees a
 half-written table or figure, and a crash leaves the previous version in place.
 """
 
@@ -18,8 +18,8 @@ import numpy as np
 import torch
 from lightning.pytorch.loggers import TensorBoardLogger
 
-from swar_bench.intervals import MISSING
-from swar_bench.io import atomic_write
+from swar_bench.utils.files import atomic_write
+from swar_bench.utils.intervals import MISSING
 
 
 def save_figure_atomic(figure: Any, path: str | os.PathLike, dpi: int = 120) -> Path:

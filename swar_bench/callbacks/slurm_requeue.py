@@ -16,7 +16,7 @@ run then goes on until SLURM stops it (SIGTERM), as with Lightning's handler. A 
 checkpoint is a resume from a batch boundary, which equals the uninterrupted run (steps,
 validations, weights).
 
-What a requeued job resumes from: ``swar_bench.slurm.newest_checkpoint``.
+What a requeued job resumes from: ``swar_bench.runtime.slurm.newest_checkpoint``.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from typing import Any
 import lightning.pytorch as pl
 from lightning.pytorch.utilities.rank_zero import rank_zero_info, rank_zero_warn
 
-from swar_bench.slurm import set_resume_folders
+from swar_bench.runtime.slurm import set_resume_folders
 
 
 def _job_id() -> str | None:

@@ -164,7 +164,7 @@ class MQARBatches(Dataset):
         if arrays is None:
             arrays = {split: _segment_arrays(self.data.segment(split)) for split in ("train", "test")}
             if path is not None:
-                from swar_bench.io import atomic_path
+                from swar_bench.utils.files import atomic_path
 
                 small = np.int16 if self.data.vocab_size <= np.iinfo(np.int16).max else np.int32
                 with atomic_path(path) as tmp, open(tmp, "wb") as handle:

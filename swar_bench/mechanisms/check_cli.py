@@ -21,8 +21,8 @@ import json
 import sys
 from typing import Any
 
-from swar_bench.argparsing import ArgumentParser, PathArg
-from swar_bench.text import yaml_problem
+from swar_bench.utils.argparsing import ArgumentParser, PathArg
+from swar_bench.utils.text import yaml_problem
 
 
 def mechanism_from_configs(paths: list[str]) -> tuple[str | None, dict, dict | None, str | None]:
@@ -130,9 +130,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command on ``argv``; returns 0 (all checks pass), 1 (a check fails) or 2 (bad input)."""
-    from swar_bench.argparsing import check_seed
     from swar_bench.mechanisms.conformance import check_mechanism, format_report, max_seed, passed
     from swar_bench.mechanisms.registry import resolve_class, resolve_class_path
+    from swar_bench.utils.argparsing import check_seed
 
     args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
     try:
@@ -174,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     def build() -> Any:
         return cls(**init_args)
 
-    from swar_bench.memory import check_fits
+    from swar_bench.runtime.memory import check_fits
 
     try:  # the checks hold weights and gradients: refuse a size that cannot fit before building it
         check_fits(cls, init_args, f"{full_path}(**{init_args})", copies=2)

@@ -44,9 +44,9 @@ from typing import Any
 
 import torch
 
-from swar_bench.argparsing import check_seed
 from swar_bench.mechanisms.protocol import is_fixed_size, iter_state_tensors, measure_state_bytes
-from swar_bench.text import plural
+from swar_bench.utils.argparsing import check_seed
+from swar_bench.utils.text import plural
 
 EVAL_CHUNK = 256
 """Tokens per call when streaming the long input (the harness's default ``tbptt_steps``)."""

@@ -29,9 +29,6 @@ from pathlib import Path
 
 import torch
 
-from swar_bench import interrupts
-from swar_bench.argparsing import ArgumentParser, PathArg, check_no_dashes_value
-from swar_bench.io import probe_write
 from swar_bench.referee.evaluate import check_init_seed, check_seed, evaluate
 from swar_bench.referee.report import plot_forgetting_curve, plot_format, read_json, write_json
 from swar_bench.referee.table import (
@@ -41,7 +38,10 @@ from swar_bench.referee.table import (
     comparison_table,
 )
 from swar_bench.referee.verdict import ALPHA, verdict, verdict_table
-from swar_bench.text import yaml_problem
+from swar_bench.utils import interrupts
+from swar_bench.utils.argparsing import ArgumentParser, PathArg, check_no_dashes_value
+from swar_bench.utils.files import probe_write
+from swar_bench.utils.text import yaml_problem
 
 PROG = "swar-bench referee"
 
@@ -122,7 +122,7 @@ def prepare_output(
 
     Used for every output path of the CLI before any work, so a bad path fails at once rather than
     after the evaluation: the folder is really created and each file's atomic write is rehearsed
-    (``swar_bench.io.probe_write``), which catches what permission bits cannot (a pseudo-filesystem like
+    (``swar_bench.utils.files.probe_write``), which catches what permission bits cannot (a pseudo-filesystem like
     ``/proc``, a read-only mount, a name too long, running as root). Existing files are not touched.
 
     Args:
@@ -563,7 +563,7 @@ def main(argv: list[str] | None = None) -> int:
     0 ok; 2 bad input (one line); 130 interrupted by SIGINT (Ctrl-C), 143 by SIGTERM (``timeout``,
     SLURM), i.e. 128 + the signal, each after one line on stderr and after removing the folders
     this run created that are still empty. Results are written atomically, so an interrupted run
-    leaves no half-written file. The SIGINT and SIGTERM handlers (``swar_bench.interrupts``: a
+    leaves no half-written file. The SIGINT and SIGTERM handlers (``swar_bench.utils.interrupts``: a
     stop is recorded, so one whose first delivery was lost is raised again at the next chunk)
     are installed only when called from the main thread (Python allows no other) and the
     previous handlers are restored on return.

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from swar_bench.text import plural
+from swar_bench.utils.text import plural
 
 
 def self_knowledge_correlation(

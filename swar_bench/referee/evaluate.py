@@ -23,8 +23,6 @@ from typing import Any
 import numpy as np
 import torch
 
-from swar_bench.argparsing import check_seed
-from swar_bench.intervals import wilson
 from swar_bench.mechanisms.protocol import measure_state_bytes, state_bytes_at
 from swar_bench.referee.bandit import FlopLedger
 from swar_bench.referee.correlation import self_knowledge_correlation
@@ -48,6 +46,8 @@ from swar_bench.referee.suites import (
     random_permutation,
 )
 from swar_bench.referee.train import flops, train_step_tokens, train_tbptt
+from swar_bench.utils.argparsing import check_seed
+from swar_bench.utils.intervals import wilson
 
 __all__ = [
     "MAX_SEED",

@@ -1,5 +1,5 @@
 """Writing a referee result: the JSON file and the forgetting-curve PNG, both atomically
-(``swar_bench.io.atomic_write``: temp file + rename)."""
+(``swar_bench.utils.files.atomic_write``: temp file + rename)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import matplotlib.ticker
 
-from swar_bench.io import atomic_write
+from swar_bench.utils.files import atomic_write
 
 
 def write_json(result: Mapping[str, Any], path: str | os.PathLike) -> Path:

@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from swar_bench.argparsing import TORCH_MAX_SEED, check_seed
 from swar_bench.referee.suites import DEFAULT_VOCAB, MIN_VOCAB
+from swar_bench.utils.argparsing import TORCH_MAX_SEED, check_seed
 
 TRAIN_PROTOCOLS = ("fixed_steps", "matched_flops")
 """How each (suite, range) cell is trained.
@@ -61,7 +61,7 @@ MIN_INIT_SEED = -(2**63)
 
 def check_init_seed(init_seed: Any) -> int:
     """``init_seed`` as an int in ``[MIN_INIT_SEED, MAX_SEED]`` (what ``torch.manual_seed`` takes;
-    the seed check of ``swar_bench.argparsing.check_seed``).
+    the seed check of ``swar_bench.utils.argparsing.check_seed``).
 
     Raises:
         ValueError: one line naming ``init_seed=value`` and that range.

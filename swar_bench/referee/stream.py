@@ -20,11 +20,11 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from swar_bench import interrupts
 from swar_bench.mechanisms.adapter import LossOnlyAdapter
 from swar_bench.mechanisms.protocol import State, map_state
 from swar_bench.referee.suites import IGNORE
 from swar_bench.tbptt import chunk_bounds
+from swar_bench.utils import interrupts
 
 
 def is_loss_only(mechanism: object) -> bool:
@@ -136,8 +136,8 @@ class Runner:
 
         Raises:
             ValueError: a loss-only mechanism returned a non-scalar loss.
-            KeyboardInterrupt / swar_bench.interrupts.Terminated: a stop was recorded
-                (``swar_bench.interrupts.raise_if_stopped``).
+            KeyboardInterrupt / swar_bench.utils.interrupts.Terminated: a stop was recorded
+                (``swar_bench.utils.interrupts.raise_if_stopped``).
         """
         interrupts.raise_if_stopped()  # a Ctrl-C / SIGTERM whose first delivery was lost
         x = torch.as_tensor(input_ids, dtype=torch.int64, device=self.device)

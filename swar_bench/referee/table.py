@@ -11,9 +11,9 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from swar_bench.intervals import FEW_ITEMS, FEW_MARK, MISSING
 from swar_bench.referee.evaluate import PROTOCOL_KEYS, SCHEMA, TRAIN_PROTOCOLS
 from swar_bench.referee.suites import SUITE_NAMES
+from swar_bench.utils.intervals import FEW_ITEMS, FEW_MARK, MISSING
 
 FLOPS_TOLERANCE = 0.05
 """Default largest relative difference ``|a - b| / max(a, b)`` of two results' training FLOPs in one

@@ -17,8 +17,8 @@ import os
 import sys
 from pathlib import Path
 
-from swar_bench.argparsing import ArgumentParser
 from swar_bench.study.spec import StudyError, load_study
+from swar_bench.utils.argparsing import ArgumentParser
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -74,12 +74,12 @@ def add_layer(spec, class_path: str, init_args_text: str | None, name: str | Non
     import dataclasses
     import json
 
-    from swar_bench.io import atomic_write_text
     from swar_bench.mechanisms.check_cli import device_problem, parse_init_args
     from swar_bench.mechanisms.conformance import check_mechanism, passed
     from swar_bench.mechanisms.registry import resolve_class, resolve_class_path
     from swar_bench.study.spec import ADDED, NAME, MechanismSpec
     from swar_bench.study.status import stale_runs
+    from swar_bench.utils.files import atomic_write_text
 
     try:
         init_args = parse_init_args(init_args_text)
@@ -222,8 +222,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"study: wrote {path}")
             return 0
         if args.command == "site":
-            from swar_bench import interrupts
             from swar_bench.study.site import write_site
+            from swar_bench.utils import interrupts
 
             if args.out is not None and args.out.strip() == "":
                 raise StudyError("--out='': expected a folder path")

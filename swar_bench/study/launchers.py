@@ -21,7 +21,7 @@ Requeue: each array asks for ``--requeue`` and for SIGUSR1 ``signal_delay_s`` be
 limit. A fit's ``swar_bench.callbacks.slurm_requeue.SlurmRequeue`` saves ``hpc_ckpt_<k>.ckpt`` at
 a batch boundary and runs ``scontrol requeue <array job>_<task>``; the requeued task (any requeue:
 the signal, ``scontrol requeue``, a preemption with requeue, a node failure) resumes from the
-newest checkpoint of its run (``swar_bench.slurm.newest_checkpoint``). A test starts again.
+newest checkpoint of its run (``swar_bench.runtime.slurm.newest_checkpoint``). A test starts again.
 
 Inside a task, submitit's process runs :func:`run_task`, which runs the same ``swar-bench``
 subprocess as the local launcher and writes the same records; the records stay the only state.
@@ -103,7 +103,7 @@ def read_marker(out: Path, kind: str, name: str) -> dict[str, Any] | None:
 
 
 def write_marker(out: Path, task: Task, job: str) -> None:
-    from swar_bench.io import atomic_write_text
+    from swar_bench.utils.files import atomic_write_text
 
     atomic_write_text(
         marker_path(out, task.kind, task.name),
@@ -228,7 +228,7 @@ def plan(spec: StudySpec, settled: set[tuple[str, str]] | None = None, only: lis
 
 class _TaskRunner(Runner):
     """``Runner`` inside a SLURM task: a requeued fit (``SLURM_RESTART_COUNT`` > 0) keeps its run
-    folder and resumes from its newest checkpoint (``swar_bench.slurm.newest_checkpoint``)."""
+    folder and resumes from its newest checkpoint (``swar_bench.runtime.slurm.newest_checkpoint``)."""
 
     def __init__(self, spec: StudySpec, restart: int, **kwargs: Any):
         super().__init__(spec, jobs=1, log=lambda line: print(line, flush=True), **kwargs)
@@ -236,7 +236,7 @@ class _TaskRunner(Runner):
         self.resume_from: str | None = None
 
     def _fresh(self, name: str) -> None:
-        from swar_bench.slurm import newest_checkpoint, resume_candidates
+        from swar_bench.runtime.slurm import newest_checkpoint, resume_candidates
 
         self.resume_from = None
         if self.restart > 0:

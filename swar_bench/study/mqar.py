@@ -302,7 +302,7 @@ class MQARRunner:
     def fit(self, e: Entry, lr: float) -> dict[str, Any] | None:
         """The record of one run (reused, or trained now, resuming its ``last.ckpt`` when the
         same command was stopped before); None when it failed."""
-        from swar_bench.io import atomic_write_text
+        from swar_bench.utils.files import atomic_write_text
 
         name = run_name(e, lr)
         args = fit_args(self.study, e, lr)
@@ -401,7 +401,7 @@ def write_mqar_report(study: MQARStudy, out: Path) -> list[Path]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from swar_bench.io import atomic_path, atomic_write_text
+    from swar_bench.utils.files import atomic_path, atomic_write_text
 
     rows = scores(study)
     n = len(study.learning_rates)

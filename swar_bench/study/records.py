@@ -20,7 +20,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from swar_bench.io import atomic_write_text
+from swar_bench.utils.files import atomic_write_text
 
 RECORD_VERSION = 1
 

@@ -31,12 +31,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from swar_bench.intervals import clopper_pearson, seed_spread, wilson
-from swar_bench.io import atomic_write, atomic_write_text
 from swar_bench.study import protocol, provenance
 from swar_bench.study.records import _nan_safe, read_curve, read_json
 from swar_bench.study.runner import read_budget, run_name
 from swar_bench.study.spec import MechanismSpec, StudySpec
+from swar_bench.utils.files import atomic_write, atomic_write_text
+from swar_bench.utils.intervals import clopper_pearson, seed_spread, wilson
 
 AGE_BANDS = ((33, 64), (65, 128), (129, None))
 """Stale-key age bands in writes idle (docs/TASK.md: a key is stale after ``2w = 32`` idle writes)."""

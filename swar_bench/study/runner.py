@@ -396,7 +396,7 @@ class Runner:
             return None
         rows = curve_rows(scalar_history(run_dir))
         (self.records / f"{name}.curve.csv").parent.mkdir(parents=True, exist_ok=True)
-        from swar_bench.io import atomic_write_text
+        from swar_bench.utils.files import atomic_write_text
 
         atomic_write_text(self.records / f"{name}.curve.csv", curve_csv(rows))
         step, val = final_validation(rows)
@@ -628,7 +628,7 @@ def _num(value: Any) -> float:
 
 
 def _tokens_seen(ckpt: Path) -> int:
-    from swar_bench.checkpoint_io import load_checkpoint
+    from swar_bench.runtime.checkpoint_io import load_checkpoint
 
     state = load_checkpoint(ckpt)
     return int(state.get("tokens_seen", 0))

@@ -440,8 +440,8 @@ def write_site(spec: StudySpec, out: str | os.PathLike) -> Path:
             budget config is incomplete.
         OSError: the folder beside ``out`` cannot be written.
     """
-    from swar_bench import interrupts
-    from swar_bench.io import TEMP_PREFIX, new_file_mode
+    from swar_bench.utils import interrupts
+    from swar_bench.utils.files import TEMP_PREFIX, new_file_mode
 
     out = Path(out)
     _check_out(out)

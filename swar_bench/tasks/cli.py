@@ -31,12 +31,6 @@ import signal
 import sys
 from collections.abc import Iterator
 
-from swar_bench import interrupts
-from swar_bench.argparsing import ArgumentParser
-from swar_bench.io import (
-    atomic_write_text,
-)
-from swar_bench.locks import FolderLockedError
 from swar_bench.tasks.cli_options import (
     GENERATE,
     UsageError,
@@ -79,7 +73,13 @@ from swar_bench.tasks.passkey_swar import (
     write_vocab_json,
 )
 from swar_bench.tasks.stats import compute_stats, format_report, format_table
-from swar_bench.text import plural
+from swar_bench.utils import interrupts
+from swar_bench.utils.argparsing import ArgumentParser
+from swar_bench.utils.files import (
+    atomic_write_text,
+)
+from swar_bench.utils.locks import FolderLockedError
+from swar_bench.utils.text import plural
 
 
 def _generated(split: str, n: int, num_examples: int, params: PasskeySwarParams) -> Iterator[dict]:
@@ -131,7 +131,7 @@ def _pairs(
 def cmd_generate(args) -> int:
     """``data generate``: write the requested configs and splits as a Hub-layout release
     (README.md, vocab.json and params.json first); finished split files are kept. The folder is
-    locked for the run (``swar_bench.locks.folder_lock``): a second writer is refused, exit 1,
+    locked for the run (``swar_bench.utils.locks.folder_lock``): a second writer is refused, exit 1,
     naming this one. Exit 0, or 130/143 when stopped (the folder then lacks what was not written;
     ``verify`` names it); 1 for a full disk (ENOSPC)."""
     configs = configs_option(args.configs)
@@ -145,7 +145,7 @@ def cmd_generate(args) -> int:
     params = params_option(args.params)
     check_out_folder("--out", args.out)
     check_folder_params(args.out, params)
-    from swar_bench.locks import folder_lock
+    from swar_bench.utils.locks import folder_lock
 
     # one writer per folder: a second one would remove this one's temporary files as stale
     with folder_lock(args.out, "swar-bench data generate"):

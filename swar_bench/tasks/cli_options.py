@@ -7,7 +7,6 @@ import json
 import os
 import sys
 
-from swar_bench.io import PROBE_PREFIX, name_limits, nearest_existing, probe_write
 from swar_bench.tasks.hub_io import (
     CONFIGS_SECTION,
     DataSourceError,
@@ -18,6 +17,7 @@ from swar_bench.tasks.hub_io import (
     resolve_source,
 )
 from swar_bench.tasks.passkey_swar import ALLOWED_N, SPLIT_SEEDS, PasskeySwarParams
+from swar_bench.utils.files import PROBE_PREFIX, name_limits, nearest_existing, probe_write
 
 GENERATE = "generate"
 

@@ -7,7 +7,7 @@ import stat
 
 import pytest
 
-from swar_bench.io import atomic_write_text
+from swar_bench.utils.files import atomic_write_text
 
 
 @pytest.mark.parametrize("umask, expected", [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])

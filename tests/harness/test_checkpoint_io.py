@@ -22,8 +22,12 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from swar_bench.checkpoint_io import CheckpointRefusedError, SafeCheckpointIO, load_checkpoint
 from swar_bench.lightning_cli import main
+from swar_bench.runtime.checkpoint_io import (
+    CheckpointRefusedError,
+    SafeCheckpointIO,
+    load_checkpoint,
+)
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 

@@ -14,9 +14,9 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from swar_bench.checkpoint_io import SafeCheckpointIO, load_checkpoint
 from swar_bench.lightning_cli import main, readable_resume
-from swar_bench.locks import LOCK_NAME
+from swar_bench.runtime.checkpoint_io import SafeCheckpointIO, load_checkpoint
+from swar_bench.utils.locks import LOCK_NAME
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 SMALL = ["--model.mechanism=GRU", "--model.mechanism.init_args.d_model=8", "--model.mechanism.init_args.n_layers=1",
@@ -67,7 +67,7 @@ def test_a_full_disk_keeps_the_previous_checkpoint_and_names_the_run_folder(tmp_
     run = tmp_path / "runs" / "quickstart" / "GRU" / "version_1"
     assert f"(run folder {run}" in lines[0] or f"(run folder {folder}" in lines[0], lines[0]
     assert (folder / "last.ckpt").read_bytes() == before  # the previous checkpoint, whole
-    # no temporary file left (the fit's folder lock stays: swar_bench.locks)
+    # no temporary file left (the fit's folder lock stays: swar_bench.utils.locks)
     assert sorted(p.name for p in folder.iterdir() if not p.name.endswith(".ckpt") and p.name != LOCK_NAME) == []
     assert load_checkpoint(folder / "last.ckpt")["global_step"] == 2
 

@@ -449,6 +449,7 @@ def test_the_progress_bar_is_on_only_on_a_terminal_unless_set(tmp_path, monkeypa
     # own switch (enable_progress_bar) is off by default when stdout is no terminal; a config or
     # --trainer.enable_progress_bar still decides.
     from swar_bench import lightning_cli
+    from swar_bench.harness import stops
 
     monkeypatch.setattr(lightning_cli.sys.stdout, "isatty", lambda: terminal)
     argv = ["test", "--config", str(CONFIGS / "oracle.yaml"), "--data.test_configs=[32]", "--data.eval_examples=8",
@@ -458,7 +459,7 @@ def test_the_progress_bar_is_on_only_on_a_terminal_unless_set(tmp_path, monkeypa
         argv.append(f"--trainer.enable_progress_bar={flag}")
     assert main(argv) == 0
     expected = terminal if flag is None else flag == "true"
-    assert (lightning_cli._RUN_TRAINER.progress_bar_callback is not None) == expected
+    assert (stops.run_trainer().progress_bar_callback is not None) == expected
 
 
 def test_a_demo_piped_to_a_log_writes_no_progress_bar(tmp_path, monkeypatch, capfd):

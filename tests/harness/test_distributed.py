@@ -80,7 +80,7 @@ def test_process_group_is_destroyed_at_exit(tmp_path):
     script = tmp_path / "exit_hook.py"
     script.write_text(
         "import atexit, torch.distributed as dist\n"
-        "from swar_bench.distributed import destroy_process_group_at_exit\n"
+        "from swar_bench.runtime.distributed import destroy_process_group_at_exit\n"
         f"dist.init_process_group('gloo', init_method='file://{tmp_path / 'store'}', rank=0, world_size=1)\n"
         # registered first, so it runs last (atexit is LIFO): it sees what our hook left
         "atexit.register(lambda: print('initialized at exit:', dist.is_initialized()))\n"

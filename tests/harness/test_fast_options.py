@@ -1,6 +1,6 @@
 """A mistyped option of fit/validate/test/predict (issue 26, item 9) took 5-35 s to be refused: the
 seconds of importing Lightning to build the parser. It is now refused before Lightning is imported
-(swar_bench.fast_options), in one line with a "did you mean", and the table it reads agrees with
+(swar_bench.harness.fast_options), in one line with a "did you mean", and the table it reads agrees with
 the real parser."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from jsonargparse import ArgumentError
 
 import swar_bench.lightning_cli as lc
-from swar_bench.fast_options import known_options, unknown_options
+from swar_bench.harness.fast_options import known_options, unknown_options
 from swar_bench.lightning_cli import main
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -22,9 +22,9 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from swar_bench.checkpoint_io import load_checkpoint
 from swar_bench.lightning_cli import holding_fit_folder, main, readable_resume
-from swar_bench.locks import LOCK_NAME, FolderLockedError, folder_lock
+from swar_bench.runtime.checkpoint_io import load_checkpoint
+from swar_bench.utils.locks import LOCK_NAME, FolderLockedError, folder_lock
 from tests.harness.processes import child
 
 ROOT = Path(__file__).resolve().parents[2]

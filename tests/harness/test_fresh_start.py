@@ -13,9 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonargparse import Namespace
 
-from swar_bench import runs
-from swar_bench.checkpoint_io import load_checkpoint
+from swar_bench.harness import runs
 from swar_bench.lightning_cli import SwarBenchCLI, check_fresh_start, main
+from swar_bench.runtime.checkpoint_io import load_checkpoint
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 SMALL = ["--model.mechanism=GRU", "--model.mechanism.init_args.d_model=8", "--model.mechanism.init_args.n_layers=1",

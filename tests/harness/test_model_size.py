@@ -7,10 +7,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from swar_bench import memory
 from swar_bench.lightning_cli import main
 from swar_bench.mechanisms import GRU, LSTM
 from swar_bench.mechanisms.check_cli import main as check_main
+from swar_bench.runtime import memory
 
 
 def _lines(capsys) -> list[str]:

@@ -11,7 +11,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from swar_bench import runs
+from swar_bench.harness import runs
 from swar_bench.lightning_cli import main
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"

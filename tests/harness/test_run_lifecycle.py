@@ -141,7 +141,7 @@ RESULTS_ADDED = ("answer_type_accuracy.csv", "events_metric", "checkpoints/last.
 def test_a_stopped_run_into_an_existing_folder_leaves_it_as_it_was(tmp_path, event_bytes, earlier_test, setup, results):
     import tempfile
 
-    from swar_bench import runs
+    from swar_bench.harness import runs
 
     events = event_bytes
     with tempfile.TemporaryDirectory(dir=tmp_path) as base:

@@ -154,7 +154,7 @@ def test_sbatch_without_a_venv_says_where_it_looked(tmp_path):
     [(None, None, None), (None, 12, "last"), (102, 199, "last"), (40, 30, "hpc")],
 )
 def test_a_requeued_job_resumes_from_its_newest_checkpoint(tmp_path, hpc_step, last_step, expected):
-    from swar_bench.runs import last_checkpoint
+    from swar_bench.harness.runs import last_checkpoint
 
     folder = tmp_path / "slurm_4242" / "checkpoints"
     paths = {"hpc": folder / "hpc_ckpt_1.ckpt", "last": folder / "last.ckpt"}

@@ -22,7 +22,7 @@ from swar_bench.callbacks.slurm_requeue import SlurmRequeue
 from swar_bench.datamodules.passkey_swar import PasskeySwarDataModule
 from swar_bench.mechanisms import GRU
 from swar_bench.module import TBPTTModule
-from swar_bench.slurm import newest_checkpoint, resume_candidates
+from swar_bench.runtime.slurm import newest_checkpoint, resume_candidates
 
 CHUNKS = 3  # optimizer steps per batch: sequences of N=32 are 132 tokens, chunks of 50
 BATCHES = 8
@@ -177,7 +177,7 @@ def test_stop_message_once_from_rank_zero_naming_the_checkpoint_a_requeue_takes(
     from lightning.pytorch.utilities.exceptions import SIGTERMException
     from lightning.pytorch.utilities.rank_zero import rank_zero_only
 
-    import swar_bench.slurm
+    import swar_bench.runtime.slurm
     from swar_bench.lightning_cli import stop_status
 
     # under srun only SLURM_PROCID tells the ranks apart (no RANK / LOCAL_RANK); the Trainer sets
@@ -189,7 +189,7 @@ def test_stop_message_once_from_rank_zero_naming_the_checkpoint_a_requeue_takes(
     (tmp_path / "checkpoints").mkdir()
     _write_checkpoint(tmp_path / "checkpoints" / "last.ckpt", 30, 30)
     _write_checkpoint(tmp_path / "hpc_ckpt_1.ckpt", 40, 40)
-    monkeypatch.setattr(swar_bench.slurm, "_RESUME_DIRS", (str(tmp_path), str(tmp_path / "checkpoints")))
+    monkeypatch.setattr(swar_bench.runtime.slurm, "_RESUME_DIRS", (str(tmp_path), str(tmp_path / "checkpoints")))
     assert stop_status(SIGTERMException(), "swar-bench", "fit") == 143
     expected = f"swar-bench: stopped by SIGTERM (the requeued job resumes from {tmp_path / 'hpc_ckpt_1.ckpt'}, global step 40)\n"
     assert capsys.readouterr().err == (expected if rank == 0 else "")

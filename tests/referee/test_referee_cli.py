@@ -15,11 +15,11 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from swar_bench import interrupts
 from swar_bench.cli import main as swar_main
 from swar_bench.mechanisms import GRU
 from swar_bench.referee.cli import main
 from swar_bench.referee.evaluate import evaluate
+from swar_bench.utils import interrupts
 
 QUICK = Path(__file__).resolve().parents[2] / "configs" / "referee" / "quick.yaml"
 SMALL = [
@@ -409,7 +409,7 @@ def test_stopped_run_prints_one_line_and_removes_its_empty_out(
 
 
 def test_sigterm_while_writing_leaves_no_half_written_file(tmp_path, capsys, monkeypatch, gru_result):
-    from swar_bench import io
+    from swar_bench.utils import files as io
 
     armed = []
 

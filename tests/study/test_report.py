@@ -11,10 +11,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from swar_bench.intervals import clopper_pearson
 from swar_bench.study import provenance
 from swar_bench.study.report import SeedResult, across_seeds, collect, markdown, write_report
 from swar_bench.study.spec import load_study
+from swar_bench.utils.intervals import clopper_pearson
 
 BASE = """trainer: {max_steps: 20}
 data: {train_configs: [32], val_configs: [32, 64], test_configs: [32, 256]}

@@ -606,9 +606,9 @@ def _generate_with_a_signal(out, monkeypatch, signum, at, swallow=False, via_dis
     import builtins
 
     from swar_bench import cli as dispatcher
-    from swar_bench import interrupts
     from swar_bench.tasks import cli as data_cli
     from swar_bench.tasks import hub_io
+    from swar_bench.utils import interrupts
 
     def send():
         try:

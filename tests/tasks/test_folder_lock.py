@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from swar_bench.locks import LOCK_NAME, FolderLockedError, folder_lock
 from swar_bench.tasks.cli import main as data_main
+from swar_bench.utils.locks import LOCK_NAME, FolderLockedError, folder_lock
 
 
 def test_the_reported_second_generate_into_one_out_is_refused_naming_the_holder(tmp_path, capsys):

@@ -14,7 +14,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from swar_bench.io import atomic_write_text
 from swar_bench.tasks import hub_io
 from swar_bench.tasks.hub_io import (
     DataSourceError,
@@ -32,6 +31,7 @@ from swar_bench.tasks.passkey_swar import (
     make_example,
 )
 from swar_bench.tasks.store import write as store_write
+from swar_bench.utils.files import atomic_write_text
 
 
 @pytest.fixture(scope="module")

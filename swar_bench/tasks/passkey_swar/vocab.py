@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from swar_bench.io import atomic_write_text
+from swar_bench.utils.files import atomic_write_text
 
 if TYPE_CHECKING:
     from swar_bench.tasks.passkey_swar.params import PasskeySwarParams

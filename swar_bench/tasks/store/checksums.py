@@ -8,9 +8,9 @@ import json
 import os
 from collections.abc import Iterable
 
-from swar_bench.io import atomic_write_text
 from swar_bench.tasks.store.errors import CorruptDataError, first_line
 from swar_bench.tasks.store.layout import CHECKSUMS_FILE, card_files, config_name, split_path
+from swar_bench.utils.files import atomic_write_text
 
 
 def file_sha256(path: str | os.PathLike) -> str:

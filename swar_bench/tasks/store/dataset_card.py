@@ -8,10 +8,10 @@ import os
 import re
 from collections.abc import Iterable
 
-from swar_bench.io import atomic_write_text
 from swar_bench.tasks.passkey_swar import SPLIT_SEEDS, PasskeySwarParams
 from swar_bench.tasks.store.errors import DataSourceError, first_line
 from swar_bench.tasks.store.layout import HUB_ID, card_files, config_name, parse_config
+from swar_bench.utils.files import atomic_write_text
 
 README_PARAMS_RE = re.compile(r"^Parameters: `(\{.*?\})`", re.MULTILINE)
 

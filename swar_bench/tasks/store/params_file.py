@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 import os
 
-from swar_bench.io import atomic_write_text
 from swar_bench.tasks.passkey_swar import PasskeySwarParams
 from swar_bench.tasks.store.dataset_card import README_PARAMS_RE
 from swar_bench.tasks.store.errors import DataSourceError
 from swar_bench.tasks.store.layout import PARAMS_FILE, card_files
+from swar_bench.utils.files import atomic_write_text
 
 
 def params_from(fields, where: str) -> PasskeySwarParams:

@@ -13,8 +13,6 @@ import glob
 import os
 from collections.abc import Sequence
 
-from swar_bench import interrupts
-from swar_bench.io import PROBE_PREFIX, atomic_path
 from swar_bench.tasks.passkey_swar import (
     ALLOWED_N,
     SPLIT_SEEDS,
@@ -47,6 +45,8 @@ from swar_bench.tasks.store.layout import (
 )
 from swar_bench.tasks.store.params_file import check_folder_params, write_params
 from swar_bench.tasks.store.parquet import arrow_schema, finished_split, flat_to_table
+from swar_bench.utils import interrupts
+from swar_bench.utils.files import PROBE_PREFIX, atomic_path
 
 # Temporary names of write_split (in DIR/n{N}/) and atomic_write_text (in DIR/).
 _TEMP_SPLIT = ".tmp-*.parquet"

@@ -30,7 +30,7 @@ GROUPS = {
     "accuracy": ("swar_bench", "callbacks/answer_type_accuracy.py", "AnswerTypeAccuracy"),
     "calibration": ("swar_bench", "callbacks/calibration.py", "Calibration"),
     "mqar_accuracy": ("swar_bench", "callbacks/mqar_accuracy.py", "MQARAccuracy"),
-    "predictions": ("swar_bench", "lightning_cli.py", "PredictionWriter"),
+    "predictions": ("swar_bench", "callbacks/prediction_writer.py", "PredictionWriter"),
 }
 """Option group -> (top-level package, file in it, class) whose ``__init__`` parameters are the
 group's options (``SwarBenchCLI.add_arguments_to_parser`` and LightningCLI's own groups)."""

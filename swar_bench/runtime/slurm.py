@@ -8,7 +8,7 @@ boundary and requeues the job.
 recorded ``global_step`` (file times are not used), so a requeue without the signal (``scontrol
 requeue``, a node failure) never goes back to an older ``hpc_ckpt_*`` when ``last.ckpt`` is newer.
 ``swar-bench fit --ckpt_path last`` with a fixed logger version (what the sbatch script passes)
-resumes from it (``swar_bench.runs.last_checkpoint``).
+resumes from it (``swar_bench.harness.runs.last_checkpoint``).
 """
 
 from __future__ import annotations
@@ -37,8 +37,8 @@ def checkpoint_progress(path: str | os.PathLike) -> tuple[int, int]:
     ``global_step`` stays 0. Raises OSError / RuntimeError / KeyError / pickle errors when
     ``path`` is not a readable checkpoint.
     """
-    # imported here: importing this module (swar_bench.runs does) stays cheap
-    from swar_bench.checkpoint_io import load_checkpoint
+    # imported here: importing this module (swar_bench.harness.runs does) stays cheap
+    from swar_bench.runtime.checkpoint_io import load_checkpoint
 
     checkpoint = load_checkpoint(path, mmap=True)
     step = int(checkpoint["global_step"])

@@ -8,7 +8,7 @@ Raised inside a finalizer (``__del__``, a weakref callback, the garbage collecto
 while (Lightning does so around ``destroy_process_group``). Either way the run keeps training.
 
 So the handlers here first record the stop, then raise; the long loops (the referee's training
-and evaluation chunks, Lightning's batches via ``StopCheck`` in ``swar_bench.lightning_cli``) call
+and evaluation chunks, Lightning's batches via ``swar_bench.callbacks.stop_check.StopCheck``) call
 :func:`raise_if_stopped` once per step, which raises the recorded stop again. A stop is recorded
 until :func:`clear` (each CLI clears it when it installs its handlers).
 

@@ -37,7 +37,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from swar_bench.io import TEMP_PREFIX, atomic_write
+from swar_bench.utils.files import TEMP_PREFIX, atomic_write
 
 VERSION_RE = re.compile(r"version_(\d+)")
 
@@ -103,13 +103,13 @@ def last_checkpoint(root: str | Path, version: int | str | None = None, warn=Non
     """The checkpoint ``--ckpt_path last`` resumes and its version. Without ``version``: the
     ``last*.ckpt`` of the run folder ``<root>/*/`` whose ``checkpoints/*.ckpt`` is newest by
     modification time (the latest run), else that newest checkpoint; the caller
-    (``swar_bench.lightning_cli.readable_resume``) then takes the most progress of its folder. With
+    (``swar_bench.harness.run_folders.readable_resume``) then takes the most progress of its folder. With
     ``version`` (a job that continues one run, e.g. ``slurm_<job id>``): the checkpoint of
     ``<root>/<version>/checkpoints/`` with the largest recorded global step, ``hpc_ckpt_<k>.ckpt``
-    of a SLURM requeue among them (``swar_bench.slurm.newest_checkpoint``), so a resume never goes
+    of a SLURM requeue among them (``swar_bench.runtime.slurm.newest_checkpoint``), so a resume never goes
     back to an older one; a file that cannot be read is skipped, with one line to ``warn``
     (default: stderr). None when there is none."""
-    from swar_bench.slurm import newest_checkpoint, resume_candidates
+    from swar_bench.runtime.slurm import newest_checkpoint, resume_candidates
 
     root = Path(root)
     if version is not None:
@@ -318,7 +318,7 @@ def discard_stopped_additions(folder: str | Path, before: FolderSnapshot | None)
     e.g. ``test --ckpt_path last`` interrupted before its reports: the files the run added are
     removed (its ``test_config.yaml``, its event file holding only the hyperparameters, a ``.tmp-*``
     file, the folders it created), the set-up files it overwrote get their earlier bytes back
-    (atomically, ``swar_bench.io.atomic_write``). Returns True when the folder was put back; False
+    (atomically, ``swar_bench.utils.files.atomic_write``). Returns True when the folder was put back; False
     when ``before`` is None, the folder is gone, or the run produced something (all is kept)."""
     folder = Path(os.path.abspath(folder))
     if before is None or not folder.is_dir() or holds_results(folder, since=before):

@@ -15,7 +15,7 @@ Writing: Lightning's ``TorchCheckpointIO`` writes through an fsspec transaction,
 local file in ``$TMPDIR`` and moves it over the destination, a copy when ``$TMPDIR`` is another
 file system (a full disk leaves a half-written checkpoint; a kill during the copy destroys the
 previous one). :class:`SafeCheckpointIO` writes a local checkpoint into a temporary file beside
-the destination, flushed to disk, then renamed onto it (``swar_bench.io.atomic_write``): a
+the destination, flushed to disk, then renamed onto it (``swar_bench.utils.files.atomic_write``): a
 checkpoint file is the old one or the new one, never a part.
 """
 
@@ -134,6 +134,6 @@ class SafeCheckpointIO(TorchCheckpointIO):
             raise TypeError(f"SafeCheckpointIO.save_checkpoint: storage_options are not supported, got {storage_options!r}")
         import torch
 
-        from swar_bench.io import atomic_write
+        from swar_bench.utils.files import atomic_write
 
         atomic_write(text.removeprefix("file://"), lambda handle: torch.save(checkpoint, handle), binary=True)

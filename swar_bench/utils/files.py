@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from swar_bench import interrupts
+from swar_bench.utils import interrupts
 
 TEMP_PREFIX = ".tmp-"
 """Start of every temporary file's name (``.tmp-<random><name>``): what a cleanup of an

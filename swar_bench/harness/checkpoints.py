@@ -1,0 +1,108 @@
+"""Checkpoint checks of the Lightning command line, before anything is built: ``--ckpt_path`` is
+a checkpoint torch reads weights-only (``read_checkpoint``), and its weights fit the configured
+mechanism (``state_dict_mismatch``, ``mismatch_error``), each refusal one line (ValueError)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from swar_bench.utils.argparsing import check_path_given
+
+CKPT_PATH_KEYWORDS = ("last", "best", "hpc", "registry")
+"""``--ckpt_path`` values Lightning resolves itself (not files)."""
+
+
+def checkpoint_mechanism(checkpoint: dict[str, Any]) -> str | None:
+    """The mechanism class a checkpoint was trained with, when it records one: ``mechanism_class``
+    (written by ``TBPTTModule.on_save_checkpoint``) or a ``mechanism`` entry of its
+    ``hyper_parameters``; None otherwise."""
+    name = checkpoint.get("mechanism_class")
+    if isinstance(name, str):
+        return name
+    entry = (checkpoint.get("hyper_parameters") or {}).get("mechanism")
+    if isinstance(entry, dict) and isinstance(entry.get("class_path"), str):
+        return entry["class_path"]
+    return entry if isinstance(entry, str) else None
+
+
+def state_dict_mismatch(expected: dict[str, tuple[int, ...]], found: dict[str, tuple[int, ...]]) -> str | None:
+    """Compare tensor shapes by state-dict key: None when they match (what a strict
+    ``load_state_dict`` accepts), else a short account such as ``"3 missing, 2 unexpected and 1
+    differently shaped tensor(s), e.g. missing 'mechanism.x'"``."""
+    missing = [k for k in expected if k not in found]
+    unexpected = [k for k in found if k not in expected]
+    shaped = [k for k in expected if k in found and tuple(expected[k]) != tuple(found[k])]
+    if not (missing or unexpected or shaped):
+        return None
+    if missing:
+        example = f"missing {missing[0]!r}"
+    elif unexpected:
+        example = f"unexpected {unexpected[0]!r}"
+    else:
+        k = shaped[0]
+        example = f"{k!r} is {list(found[k])} in the checkpoint, {list(expected[k])} here"
+    return (
+        f"{len(missing)} missing, {len(unexpected)} unexpected and {len(shaped)} differently shaped "
+        f"tensor(s), e.g. {example}"
+    )
+
+
+def mismatch_error(configured: str, account: str, checkpoint: dict[str, Any] | None, path: str | None) -> ValueError:
+    """The one-line ValueError of ``--ckpt_path=path`` whose weights do not fit the ``configured``
+    mechanism class, with the ``account`` of :func:`state_dict_mismatch` and the class the
+    checkpoint was trained with, when it records one (:func:`checkpoint_mechanism`)."""
+    found = checkpoint_mechanism(checkpoint) if checkpoint else None
+    held = f" (it was trained with {found})" if found else ""
+    return ValueError(
+        f"--ckpt_path={path}: the checkpoint's weights{held} do not fit the configured mechanism "
+        f"{configured}: {account}; expected --model.mechanism and its init_args as in the run that wrote it"
+    )
+
+
+def read_checkpoint(path: str) -> dict[str, Any] | None:
+    """The checkpoint ``--ckpt_path=path`` names, read weights-only (``swar_bench.runtime.checkpoint_io``,
+    a pickled payload is never run); None for a distributed checkpoint folder (Lightning's
+    strategy reads it). ValueError (one line naming ``path``) for a missing file, an unreadable
+    or refused one, a folder that is no distributed checkpoint, or no Lightning checkpoint."""
+    from swar_bench.runtime.checkpoint_io import (
+        CheckpointRefusedError,
+        is_remote,
+        load_checkpoint,
+    )
+
+    check_path_given("--ckpt_path", path, f"a checkpoint file or one of {', '.join(CKPT_PATH_KEYWORDS)}")
+    remote = is_remote(path)
+    if not remote and not os.path.exists(path):
+        raise ValueError(f"--ckpt_path={path}: no such file")
+    if not remote and os.path.isdir(path):  # a distributed checkpoint folder: Lightning's strategy reads it
+        if not os.path.isfile(os.path.join(path, ".metadata")):
+            raise ValueError(
+                f"--ckpt_path={path}: a folder, not a checkpoint; expected a .ckpt file written by swar-bench fit "
+                "(or a distributed checkpoint folder holding .metadata)"
+            )
+        return None
+    try:
+        checkpoint = load_checkpoint(path, mmap=not remote)
+    except CheckpointRefusedError as err:  # a pickled payload: never run, named in one line
+        raise ValueError(
+            f"--ckpt_path={path}: not a checkpoint file torch can read with weights_only=True, refused "
+            f"({err.reason}); expected a .ckpt written by swar-bench fit"
+        ) from None
+    except FileNotFoundError:
+        if remote:  # fsspec says "not found" for an unknown host or a refused connection too
+            raise ValueError(
+                f"--ckpt_path={path}: not found, or the server cannot be reached; expected a URL that serves "
+                "a .ckpt written by swar-bench fit"
+            ) from None
+        raise ValueError(f"--ckpt_path={path}: no such file") from None
+    except OSError as err:
+        raise ValueError(f"--ckpt_path={path}: cannot be read ({err.strerror or type(err).__name__})") from None
+    except Exception as err:  # noqa: BLE001 - any failure means "not a checkpoint we can read"
+        raise ValueError(
+            f"--ckpt_path={path}: not a checkpoint file torch can read ({type(err).__name__}); expected a .ckpt "
+            "written by swar-bench fit"
+        ) from None
+    if not isinstance(checkpoint, dict) or not isinstance(checkpoint.get("state_dict"), dict):
+        raise ValueError(f"--ckpt_path={path}: not a Lightning checkpoint (no state_dict)")  # noqa: TRY004 - bad user input
+    return checkpoint

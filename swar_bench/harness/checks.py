@@ -1,0 +1,218 @@
+"""Checks of the Lightning command line's options before anything is built or written, each
+refusal one line (ValueError): mechanism names resolved (``resolve_mechanism_names``), every
+``--config`` file a YAML mapping (``check_config_files``), output folders writable
+(``check_output_folder``), ``--trainer.accelerator`` present on this machine
+(``check_accelerator``) and a fit with something to train (``check_trainable``)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from swar_bench.config_errors import option_source as _option_source
+from swar_bench.harness.run_folders import rank_zero
+from swar_bench.module import TBPTTModule, mechanism_class_path
+from swar_bench.utils.argparsing import check_path_given
+from swar_bench.utils.files import PROBE_PREFIX, name_limits, nearest_existing, probe_write
+from swar_bench.utils.text import yaml_problem
+
+
+def resolve_mechanism_names(argv: list[str]) -> list[str]:
+    """``--model.mechanism=GRU`` -> ``--model.mechanism=swar_bench.mechanisms.GRU`` (the one
+    resolver of every command, ``swar_bench.mechanisms.registry``): zoo names first (``GRU`` is
+    never ``torch.nn.GRU``), dotted class paths imported; ValueError (one line) otherwise."""
+    from swar_bench.mechanisms.registry import replaced_init_args, rewrite_mechanism_args
+
+    resolved = rewrite_mechanism_args(argv, "--model.mechanism")
+    for line in replaced_init_args(argv, "--model.mechanism"):
+        print(f"swar-bench: warning: {line}", file=sys.stderr)
+    return resolved
+
+
+def nested_class_paths(node: Any) -> list[str]:
+    """The class paths of a mechanism config and of the mechanisms it wraps (an init arg named
+    ``mechanism`` holding a ``class_path``), outermost first; ``[]`` without a class path."""
+    paths: list[str] = []
+    while node is not None and len(paths) < 8:
+        is_dict = isinstance(node, dict)
+        class_path = node.get("class_path") if is_dict else getattr(node, "class_path", None)
+        if not class_path:
+            break
+        paths.append(str(class_path))
+        args = node.get("init_args") if is_dict else getattr(node, "init_args", None)
+        node = args.get("mechanism") if args is not None and hasattr(args, "get") else None
+    return paths
+
+
+def check_output_folder(path: str | os.PathLike, flag: str) -> None:
+    """Raise ValueError (one line naming ``flag`` and ``path``) unless the folder ``path`` exists
+    and is writable or can be created; leaves nothing behind (it rehearses an atomic write,
+    ``swar_bench.utils.files.probe_write``, in ``path`` or in its nearest existing parent). Remote paths (``scheme://``) are not checked."""
+    text = os.fspath(path)
+    check_path_given(flag, text, "a folder path")  # "" would be the current folder
+    if "://" in text:
+        return
+    target = Path(os.path.abspath(text))
+    probe = nearest_existing(target)
+    if not probe.is_dir():
+        raise ValueError(f"{flag}={text}: the folder cannot be created ({probe} is not a folder)")
+    name_max = name_limits(probe)[0]
+    too_long = [part for part in target.relative_to(probe).parts if len(os.fsencode(part)) > name_max]
+    if too_long:
+        raise ValueError(
+            f"{flag}={text[:80]}... ({len(text)} characters): the folder cannot be created (a name of "
+            f"{len(os.fsencode(too_long[0]))} bytes; the file system allows {name_max})"
+        )
+    try:
+        probe_write(probe, prefix=PROBE_PREFIX)
+    except OSError as err:
+        verb = "written" if probe == target else "created"
+        raise ValueError(f"{flag}={text}: the folder cannot be {verb} ({err.strerror or err})") from None
+
+
+def check_accelerator(accelerator: Any, argv: list[str]) -> None:
+    """Raise ValueError (one line naming the option, its value and where it was set: the command
+    line or a ``--config`` file of ``argv``) when ``--trainer.accelerator`` asks for a GPU this
+    machine lacks: ``gpu`` without CUDA or MPS, ``cuda`` without CUDA (``torch.cuda.is_available``).
+    Lightning would otherwise stop with only "No supported gpu backend found!"."""
+    if not isinstance(accelerator, str):
+        return
+    value = accelerator.strip().lower()
+    mps = getattr(torch.backends, "mps", None)
+    has_mps = bool(mps is not None and mps.is_available())
+    if value not in ("gpu", "cuda") or torch.cuda.is_available() or (value == "gpu" and has_mps):
+        return
+    source = _option_source(argv, "trainer.accelerator", accelerator)
+    where = f"{source}: trainer.accelerator={accelerator}" if source else f"--trainer.accelerator={accelerator}"
+    raise ValueError(f"{where}: no CUDA device is available on this machine; expected cpu or auto")
+
+
+def output_folders(cfg: Any, subcommand: str | None) -> list[tuple[str, str]]:
+    """``(flag, folder)`` of every local output folder a run of ``subcommand`` writes into."""
+
+    def get(key: str) -> Any:
+        try:
+            return cfg.get(key) if hasattr(cfg, "get") else None
+        except (KeyError, AttributeError):
+            return None
+
+    folders = [("--trainer.default_root_dir", get("trainer.default_root_dir"))]
+    loggers = get("trainer.logger")
+    for i, logger in enumerate(loggers if isinstance(loggers, list) else [loggers]):
+        init_args = getattr(logger, "init_args", None) if logger is not None else None
+        if init_args is None and isinstance(logger, dict):
+            init_args = logger.get("init_args")
+        save_dir = init_args.get("save_dir") if init_args is not None and hasattr(init_args, "get") else None
+        flag = "--trainer.logger.init_args.save_dir" if not isinstance(loggers, list) else f"--trainer.logger[{i}].init_args.save_dir"
+        folders.append((flag, save_dir))
+    if subcommand in (None, "fit"):
+        folders.append(("--checkpoint.dirpath", get("checkpoint.dirpath")))
+    if subcommand in (None, "predict"):
+        folders.append(("--predictions.output_dir", get("predictions.output_dir")))
+    folders += [("--accuracy.out_dir", get("accuracy.out_dir")), ("--calibration.out_dir", get("calibration.out_dir"))]
+    return [(flag, str(folder)) for flag, folder in folders if isinstance(folder, (str, os.PathLike))]
+
+
+def check_config_files(argv: list[str]) -> None:
+    """Every ``--config FILE`` names a YAML file holding a mapping of options (ValueError otherwise):
+    jsonargparse reports an empty file only as "Unexpected config:"."""
+    import yaml
+
+    for i, arg in enumerate(argv):
+        if arg == "--config" and i + 1 < len(argv):
+            path = argv[i + 1]
+        elif arg.startswith("--config="):
+            path = arg.split("=", 1)[1]
+        else:
+            continue
+        check_path_given("--config", path, "the path of a YAML file of options such as configs/quickstart.yaml")
+        if not os.path.isfile(path):
+            continue  # jsonargparse names a missing file itself; an inline YAML string is allowed
+        try:
+            with open(path, encoding="utf-8") as handle:
+                content = yaml.safe_load(handle)
+        except (OSError, UnicodeDecodeError):
+            continue  # jsonargparse reports unreadable files
+        except yaml.YAMLError as err:  # jsonargparse's message names neither the file nor the line
+            raise ValueError(
+                f"--config={path}: not valid YAML ({yaml_problem(err)}); expected a YAML mapping of options "
+                "such as configs/quickstart.yaml"
+            ) from None
+        if content is None:
+            raise ValueError(f"--config={path}: the file is empty; expected a YAML mapping of options such as configs/quickstart.yaml")
+        if not isinstance(content, dict):
+            raise ValueError(  # noqa: TRY004 - bad user input: the CLI reports ValueError as one line
+                f"--config={path}: holds a YAML {type(content).__name__}, not a mapping of options; expected e.g. "
+                "configs/quickstart.yaml"
+            )
+
+
+def check_trainable(model: TBPTTModule, subcommand: str | None, ckpt_path: Any) -> None:
+    """Before a run is built: ``fit`` of a mechanism without trainable parameters (the Oracle)
+    raises ValueError (one line: nothing to train); ``validate`` / ``test`` / ``predict`` of a
+    mechanism with trainable parameters and no ``--ckpt_path`` warns on stderr (rank 0) that the
+    randomly initialised weights are evaluated, an untrained baseline and not a fit run."""
+    mechanism = model.mechanism
+    if subcommand == "fit" and not model.has_trainable_params:
+        raise ValueError(
+            f"--model.mechanism={mechanism_class_path(mechanism)} has no trainable parameters: nothing to train; "
+            "expected a learned mechanism, or `swar-bench test` (e.g. --config configs/oracle.yaml) to evaluate it"
+        )
+    if subcommand in ("validate", "test", "predict") and ckpt_path in (None, "") and model.has_trainable_params and rank_zero():
+        print(
+            f"swar-bench {subcommand}: warning: no --ckpt_path, so {type(mechanism).__name__}'s randomly initialised "
+            "(untrained) weights are evaluated; pass --ckpt_path last or <run>/checkpoints/last.ckpt to "
+            f"{subcommand} a fit run",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
+def check_model_fits(cfg: Any, subcommand: str | None) -> None:
+    """Before the mechanism is built: its parameters fit in memory (``swar_bench.runtime.memory``,
+    counted on the meta device; ``fit`` holds weights, gradients and Adam's moments), else
+    ValueError naming ``--model.mechanism.init_args``. ``cfg``: the subcommand's config."""
+    from swar_bench.mechanisms.registry import resolve_class
+    from swar_bench.runtime.memory import check_fits
+
+    mechanism = cfg.get("model.mechanism")
+    class_path = getattr(mechanism, "class_path", None)
+    init_args = getattr(mechanism, "init_args", None)
+    if not class_path:
+        return
+    try:
+        cls = resolve_class(str(class_path), "--model.mechanism")
+    except ValueError:
+        return  # named by the parser
+    args = init_args.as_dict() if hasattr(init_args, "as_dict") else dict(init_args or {})
+    accelerator = str(cfg.get("trainer.accelerator") or "cpu").lower()
+    cuda = accelerator in ("gpu", "cuda", "auto") and torch.cuda.is_available()
+    shown = ", ".join(f"{k}={v}" for k, v in args.items())
+    check_fits(cls, args, f"--model.mechanism={class_path} ({shown})", copies=4 if subcommand == "fit" else 1,
+               cuda=cuda)
+
+
+def naming_the_option(message: str, cfg: Any, argv: list[str]) -> str:
+    """``message`` led by the option of the argument it starts with (the mechanism's init args
+    first, then the model's and the data module's, in ``cfg``; where it was set: the command line
+    ``argv`` or one of its ``--config`` files), or unchanged when it starts with none."""
+    import re
+
+    first = re.match(r"(\w+)(=| )", message)
+    if first is None:
+        return message
+    for group in ("model.mechanism.init_args", "model", "data"):
+        values = cfg.get(group)
+        if values is None or not hasattr(values, "keys") or first.group(1) not in values:
+            continue
+        option, value = f"{group}.{first.group(1)}", values.get(first.group(1))
+        source = _option_source(argv, option, str(value))
+        lead = f"{source}: {option}" if source is not None else f"--{option}"
+        if first.group(2) == "=":  # "lr=-1.0 is invalid; ...": the option in place of the name
+            return lead + message[len(first.group(1)):] if source is None else f"{lead}: {message}"
+        return f"{lead}={value}: {message}" if source is None else f"{lead}: {message}"
+    return message
