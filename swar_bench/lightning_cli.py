@@ -203,6 +203,7 @@ class SwarBenchCLI(LightningCLI):
                 newest = max(found, key=os.path.getmtime)
                 # a file: Lightning's "last" may differ
                 cfg.ckpt_path = completed_resume(readable_resume(newest, subcommand), newest, cfg, subcommand)
+                self._resolved_last = True
                 self._read_checkpoint(cfg.ckpt_path)
             if not found and subcommand == "fit":
                 cfg.ckpt_path = None
@@ -234,6 +235,15 @@ class SwarBenchCLI(LightningCLI):
         self._held_folders: set[str] = set()
         with self._held:
             super().__init__(*args, **kwargs)
+
+    def _parse_ckpt_path(self) -> None:
+        """Lightning replaces the command line's model options by a checkpoint file's
+        hyperparameters; ``--ckpt_path last`` resolved to a file here keeps the options as typed, as
+        Lightning's own ``"last"`` does (a resumed run with another ``--model.weight_decay`` is then
+        refused by the optimizer's state, not silently trained with the old one)."""
+        if getattr(self, "_resolved_last", False):
+            return
+        super()._parse_ckpt_path()
 
     def _lock_for_fit(self, subcommand: str | None, folder: str | os.PathLike, checkpoint_folder: str | os.PathLike | None) -> None:
         """Hold ``folder`` for the rest of a ``fit`` (:func:`holding_fit_folder`), once; nothing for
@@ -336,6 +346,7 @@ class SwarBenchCLI(LightningCLI):
             else:
                 chosen = readable_resume(str(found[0]), subcommand)
                 cfg.ckpt_path, init_args.version = completed_resume(chosen, str(found[0]), cfg, subcommand), found[1]
+                self._resolved_last = True
         elif ckpt_path is not None and not forced and str(ckpt_path) not in CKPT_PATH_KEYWORDS and "://" not in str(ckpt_path):
             # a checkpoint inside a run folder, wherever it lies: log and report into that folder
             run = runs.run_folder_of_checkpoint(str(ckpt_path))

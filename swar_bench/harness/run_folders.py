@@ -185,26 +185,30 @@ def holding_fit_folder(folder: str, checkpoint_folder: str | None) -> Iterator[N
     line naming the holder (``FolderLockedError``, exit 1), before it reads or writes anything. A
     killed holder's lock goes with it (the kernel releases a ``flock``). Holding it, the temporary
     files ``.tmp-*.ckpt`` a killed save left in ``checkpoint_folder`` are removed (one line each):
-    no other writer can own them. A folder the lock created and the run left empty is removed."""
+    no other writer can own them. A folder the lock created and the run left empty is removed,
+    whether the block ends normally or with an error."""
     from swar_bench.utils.files import TEMP_PREFIX
     from swar_bench.utils.locks import LOCK_NAME, folder_lock
 
     created = runs_first_missing(folder)
-    with folder_lock(folder, f"swar-bench fit into {folder}"):
-        if checkpoint_folder is not None and os.path.isdir(checkpoint_folder):
-            for path in sorted(glob.glob(os.path.join(glob.escape(checkpoint_folder), TEMP_PREFIX + "*.ckpt"))):
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(path)
-                    print(f"swar-bench fit: removed {path}, left by a run stopped while saving", file=sys.stderr, flush=True)
-        yield
-    if created is not None and os.path.isdir(folder) and os.listdir(folder) == [LOCK_NAME]:
-        with contextlib.suppress(OSError):  # the run wrote nothing: leave no folder behind it
-            os.unlink(os.path.join(folder, LOCK_NAME))
-            absolute = Path(os.path.abspath(folder))
-            for path in [absolute, *absolute.parents]:  # up to the outermost folder it created
-                path.rmdir()
-                if path == Path(created):
-                    break
+    try:
+        with folder_lock(folder, f"swar-bench fit into {folder}"):
+            if checkpoint_folder is not None and os.path.isdir(checkpoint_folder):
+                for path in sorted(glob.glob(os.path.join(glob.escape(checkpoint_folder), TEMP_PREFIX + "*.ckpt"))):
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(path)
+                        print(f"swar-bench fit: removed {path}, left by a run stopped while saving", file=sys.stderr, flush=True)
+            yield
+    finally:
+        # after a normal end and after an error alike: a folder the run wrote nothing into goes
+        if created is not None and os.path.isdir(folder) and os.listdir(folder) == [LOCK_NAME]:
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(folder, LOCK_NAME))
+                absolute = Path(os.path.abspath(folder))
+                for path in [absolute, *absolute.parents]:  # up to the outermost folder it created
+                    path.rmdir()
+                    if path == Path(created):
+                        break
 
 
 def runs_first_missing(folder: str) -> str | None:

@@ -375,7 +375,7 @@ def test_supervised_logits_evaluate_the_same_answers(build):
         module = TBPTTModule(build(), tbptt_steps=5, supervised_logits=sparse)
         module.eval()
         outs.append(module.evaluate_batch(batch))
-    full, sparse = outs
+    full, sparse = (out.as_dict() for out in outs)
     assert full.keys() == sparse.keys() and full["pred"].numel() == 8 * SMALL["num_kv_pairs"]
     for name in ("pred", "target", "answer_kind", "key_age", "row"):
         assert torch.equal(sparse[name], full[name]), name
