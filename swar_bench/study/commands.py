@@ -1,0 +1,189 @@
+"""The commands of a study (``swar-bench study``): run names, each mechanism's budget, the exact
+``swar-bench fit`` / ``test`` argument lists of a run, and the facts of a mechanism (state bytes,
+FLOPs per token, parameters) the records carry. ``swar_bench.study.runner`` executes them."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from swar_bench.study.spec import MechanismSpec, StudyError, StudySpec
+
+SWAR_BENCH = [sys.executable, "-m", "swar_bench.cli"]
+
+
+def lr_text(lr: float) -> str:
+    return f"{lr:g}"
+
+
+def run_name(m: MechanismSpec, lr: float, seed: int, retry: bool = False) -> str:
+    """``GatedDeltaNet_lr0.003_seed1`` (``_retry`` for the longer fit of a non-learner)."""
+    return f"{m.name}_lr{lr_text(lr)}_seed{seed}" + ("_retry" if retry else "")
+
+
+@dataclass
+class Budget:
+    """What the shared config says: steps, the N of training, validation and test."""
+
+    max_steps: int
+    train_n: list[int]
+    val_n: list[int]
+    test_n: list[int]
+
+    @property
+    def gate_n(self) -> int:
+        return min(self.train_n)
+
+
+def read_budget(spec: StudySpec, m: MechanismSpec | None = None) -> Budget:
+    """The steps and N lists of the shared config of ``m`` (its ``base``, else the study's). The
+    steps are the schedule's horizon, ``model.max_steps``, when it is below ``trainer.max_steps``
+    (a FLOP-budgeted run caps the trainer's steps far above the steps it will take).
+
+    Raises:
+        StudyError: the config lacks ``trainer.max_steps`` or a data N list (one line)."""
+    import yaml
+
+    config = spec.base_of(m) if m is not None else spec.config
+    try:
+        cfg = yaml.safe_load(Path(config).read_text()) or {}
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
+        raise StudyError(
+            f"{spec.path}: config {config} cannot be read as YAML ({err.__class__.__name__}); expected the "
+            "shared budget config (trainer, model, data)"
+        ) from None
+    if not isinstance(cfg, dict):
+        raise StudyError(f"{spec.path}: config {config} is not a YAML mapping; expected trainer, model and data")
+    try:
+        horizon = (cfg.get("model") or {}).get("max_steps")
+        budget = Budget(
+            max_steps=min(int(cfg["trainer"]["max_steps"]), int(horizon or cfg["trainer"]["max_steps"])),
+            train_n=[int(n) for n in cfg["data"]["train_configs"]],
+            val_n=[int(n) for n in cfg["data"]["val_configs"]],
+            test_n=[int(n) for n in cfg["data"]["test_configs"]],
+        )
+    except (KeyError, TypeError, ValueError, AttributeError):
+        raise StudyError(
+            f"{spec.path}: config {config} needs trainer.max_steps and data.train_configs, val_configs, "
+            "test_configs (integers)"
+        ) from None
+    if budget.gate_n not in budget.val_n:
+        raise StudyError(
+            f"{spec.path}: the gate reads validation at the shortest training N, n{budget.gate_n}, which is not "
+            f"among data.val_configs {budget.val_n} of {config}; expected it there"
+        )
+    stale = [n for n in budget.val_n if n > 2 * STALE_AFTER]
+    if not stale:
+        raise StudyError(
+            f"{spec.path}: data.val_configs {budget.val_n} of {config} has no N above {2 * STALE_AFTER}, where "
+            "stale keys exist; expected one (the selection score needs ar_expired_stale, e.g. 64)"
+        )
+    if spec.readout_n not in budget.test_n:
+        raise StudyError(
+            f"{spec.path}: readout_n={spec.readout_n} is not among data.test_configs {budget.test_n} of {config}; "
+            "expected one of them"
+        )
+    return budget
+
+
+STALE_AFTER = 16
+"""The task's window w (docs/TASK.md, "Answer rule"): a key is stale after 2w idle writes, so
+``ar_expired_stale`` is observed only at N above 2w."""
+
+
+def mechanism_args(m: MechanismSpec) -> list[str]:
+    args = ["--config", m.config] if m.config else []
+    if m.class_path:
+        args.append(f"--model.mechanism.class_path={m.class_path}")
+    for key, value in sorted(m.init_args.items()):
+        args.append(f"--model.mechanism.init_args.{key}={value}")
+    return args
+
+
+def fit_args(
+    spec: StudySpec, budget: Budget, m: MechanismSpec, lr: float, seed: int, retry: bool = False
+) -> list[str]:
+    name = run_name(m, lr, seed, retry)
+    out = Path(spec.out)
+    steps = budget.max_steps * (spec.retry_steps_factor if retry else 1)
+    args = [
+        "fit",
+        "--config",
+        spec.base_of(m),
+        *mechanism_args(m),
+        f"--model.lr={lr_text(lr)}",
+        f"--seed_everything={seed}",
+        f"--data.seed={seed}",
+        f"--data.train_index_start={seed * spec.seed_index_stride}",
+        f"--trainer.logger.init_args.save_dir={out}",
+        f"--trainer.logger.init_args.name={name}",
+        f"--checkpoint.dirpath={out / name / 'checkpoints'}",
+        f"--trainer.val_check_interval={max(1, steps // spec.curve_points)}",
+    ]
+    if retry:
+        args += [f"--trainer.max_steps={steps}", f"--model.max_steps={steps}"]
+    return args
+
+
+def test_args(
+    spec: StudySpec, m: MechanismSpec, lr: float, seed: int, retry: bool = False
+) -> list[str]:
+    name = run_name(m, lr, seed, retry)
+    out = Path(spec.out)
+    return [
+        "test",
+        "--config",
+        spec.base_of(m),
+        *mechanism_args(m),
+        f"--seed_everything={seed}",
+        f"--data.seed={seed}",
+        f"--data.train_index_start={seed * spec.seed_index_stride}",
+        f"--trainer.logger.init_args.save_dir={out}",
+        f"--trainer.logger.init_args.name={name}_test",
+        f"--checkpoint.dirpath={out / name / 'test_checkpoints'}",
+        f"--ckpt_path={out / name / 'checkpoints' / 'last.ckpt'}",
+        f"--accuracy.out_dir={out / name / 'test'}",
+        f"--calibration.out_dir={out / name / 'test'}",
+    ]
+
+
+def running_marker(out: Path, name: str) -> Path:
+    """``<out>/<name>.running``: the host and pid of the process running a fit or test of ``name``."""
+    return out / f"{name}.running"
+
+
+def command_text(args: list[str]) -> str:
+    return shlex.join(["swar-bench", *args])
+
+
+def mechanism_class(m: MechanismSpec) -> tuple[str | None, dict[str, Any]]:
+    """``(class path, init args)`` a run of ``m`` builds: its config file's
+    ``model.mechanism`` with the study's ``class_path`` and ``init_args`` set on top."""
+    import yaml
+
+    class_path, init_args = m.class_path, {}
+    if m.config:
+        spec = (
+            (yaml.safe_load(Path(m.config).read_text()) or {}).get("model", {}).get("mechanism", {})
+        )
+        class_path = class_path or spec.get("class_path")
+        init_args = dict(spec.get("init_args") or {})
+    init_args.update(m.init_args)
+    return class_path, init_args
+
+
+def mechanism_facts(m: MechanismSpec) -> dict[str, float]:
+    """Parameters, state bytes per sequence (float32) and forward FLOPs per token of the configured
+    mechanism (built once, on the CPU)."""
+    from swar_bench.mechanisms.registry import resolve_class
+
+    class_path, init_args = mechanism_class(m)
+    mech = resolve_class(class_path)(**init_args)
+    return {
+        "n_params": int(mech.n_params),
+        "state_bytes": int(mech.state_bytes(1)),
+        "flops_per_token": float(mech.flops_per_token),
+    }
