@@ -137,7 +137,8 @@ class AttentionMixer(Mixer):
         o = torch.cat(outs, dim=2) if outs else q
         y = self.o_proj(o.transpose(1, 2).reshape(B, T, H * D))
         if self.window is None:
-            return y, (keys.to(k_cache.dtype), values.to(v_cache.dtype))
+            # an empty cache was not joined: copy, so the state is no view of the projections
+            return y, (keys.to(k_cache.dtype, copy=not L), values.to(v_cache.dtype, copy=not L))
         W = self.window
         new_state = (
             keys[:, :, -W:].to(k_cache.dtype).contiguous(),

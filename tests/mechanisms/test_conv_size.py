@@ -34,7 +34,7 @@ DEFAULT_LOGITS_SHA256 = {
     "MultiScaleRetention": "aae93a9fe711c711",
     "GatedLinearAttention": "528702fe553b93d3",
     "HGRN2": "ad99b4b04275d592",
-    "Based": "94b20de5647aff10",
+    "Based": "a952f11bf285f42d",  # its attention layers' rotary is one complex product (float rounding)
     "DeltaNet": "bcd5c70215766192",
     "GatedDeltaNet": "2a397b7c1e808538",
     "GatedDeltaProduct": "5bbf9f6fe51141eb",
