@@ -84,9 +84,11 @@ from swar_bench.harness import stops
 from swar_bench.harness.announce import Announce, describe_mechanism
 from swar_bench.harness.checkpoints import (
     CKPT_PATH_KEYWORDS,
+    RESUME_FIXED,
     checkpoint_mechanism,
     mismatch_error,
     read_checkpoint,
+    resumed_optimizer_changes,
     state_dict_mismatch,
 )
 from swar_bench.harness.checks import (
@@ -134,14 +136,47 @@ from swar_bench.utils.argparsing import check_no_dashes_value
 from swar_bench.utils.quiet import quiet_output
 
 __all__ = [
-    "ARGS_WARNING", "CKPT_PATH_KEYWORDS", "COLLECTIVE_TIMEOUT_S", "FINITE_FLOAT_EXPECTED", "TRAINER_DEFAULTS",
-    "Announce", "FlopsPerTokenSummary", "PredictionWriter", "StopCheck", "SwarBenchCLI", "check_accelerator",
-    "check_fresh_start", "check_output_folder", "check_trainable", "checkpoint_mechanism", "collective_timed_out",
-    "completed_resume", "describe_mechanism", "discarding_empty_run", "fit_lock_folders", "flag_sigint",
-    "fresh_checkpoint_folder", "fresh_start_notice", "holding_fit_folder", "main", "mechanism_names",
-    "nested_class_paths", "parse_error_line", "progress_bar_default", "readable_resume", "resolve_mechanism_names",
-    "resume_checkpoint", "run_cli", "run_folder", "save_config_kwargs", "state_dict_mismatch", "stop_other_ranks",
-    "stop_status", "trainer_defaults",
+    "ARGS_WARNING",
+    "CKPT_PATH_KEYWORDS",
+    "COLLECTIVE_TIMEOUT_S",
+    "FINITE_FLOAT_EXPECTED",
+    "RESUME_FIXED",
+    "TRAINER_DEFAULTS",
+    "Announce",
+    "FlopsPerTokenSummary",
+    "PredictionWriter",
+    "StopCheck",
+    "SwarBenchCLI",
+    "check_accelerator",
+    "check_fresh_start",
+    "check_output_folder",
+    "check_trainable",
+    "checkpoint_mechanism",
+    "collective_timed_out",
+    "completed_resume",
+    "describe_mechanism",
+    "discarding_empty_run",
+    "fit_lock_folders",
+    "flag_sigint",
+    "fresh_checkpoint_folder",
+    "fresh_start_notice",
+    "holding_fit_folder",
+    "main",
+    "mechanism_names",
+    "nested_class_paths",
+    "parse_error_line",
+    "progress_bar_default",
+    "readable_resume",
+    "resolve_mechanism_names",
+    "resume_checkpoint",
+    "resumed_optimizer_changes",
+    "run_cli",
+    "run_folder",
+    "save_config_kwargs",
+    "state_dict_mismatch",
+    "stop_other_ranks",
+    "stop_status",
+    "trainer_defaults",
 ]
 
 class SwarBenchCLI(LightningCLI):
@@ -445,6 +480,14 @@ class SwarBenchCLI(LightningCLI):
         account = state_dict_mismatch(expected, found)
         if account is not None:
             raise self._mismatch_error(account, self._checkpoint, self._checkpoint_path)
+        if self.subcommand == "fit":
+            changed = resumed_optimizer_changes(dict(model.hparams), self._checkpoint.get("hyper_parameters") or {})
+            if changed:
+                raise ValueError(
+                    f"--ckpt_path={self._checkpoint_path}: a resumed fit keeps the checkpoint's optimizer and "
+                    f"schedule, which differ from this command's: {changed}; expected the values the run was "
+                    "trained with, or a new run without --ckpt_path"
+                )
 
     def _prepare_subcommand_parser(self, klass: type, subcommand: str, **kwargs: Any):
         parser = super()._prepare_subcommand_parser(klass, subcommand, **kwargs)

@@ -106,3 +106,24 @@ def read_checkpoint(path: str) -> dict[str, Any] | None:
     if not isinstance(checkpoint, dict) or not isinstance(checkpoint.get("state_dict"), dict):
         raise ValueError(f"--ckpt_path={path}: not a Lightning checkpoint (no state_dict)")  # noqa: TRY004 - bad user input
     return checkpoint
+
+
+RESUME_FIXED = ("lr", "weight_decay", "betas", "warmup_steps", "max_steps", "min_lr_ratio")
+"""``TBPTTModule`` options a resumed fit cannot change: the optimizer's and the schedule's state
+restored from the checkpoint carries the old values (and the run's hparams would record the new)."""
+
+
+def resumed_optimizer_changes(now: dict[str, Any], saved: dict[str, Any]) -> str | None:
+    """``"--model.lr=0.5 (trained with 0.003), ..."`` for every ``RESUME_FIXED`` option whose
+    value in ``now`` (this command's module hparams) differs from ``saved`` (the checkpoint's);
+    None when all agree or the checkpoint does not record them."""
+
+    def norm(value: Any) -> Any:
+        return [float(v) for v in value] if isinstance(value, (list, tuple)) else value
+
+    diffs = [
+        f"--model.{key}={now[key]} (trained with {saved[key]})"
+        for key in RESUME_FIXED
+        if key in now and key in saved and norm(now[key]) != norm(saved[key])
+    ]
+    return ", ".join(diffs) or None

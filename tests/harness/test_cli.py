@@ -119,8 +119,42 @@ def test_resume_with_another_optimizer_layout_names_the_cause(tmp_path, capsys):
     capsys.readouterr()
     code, err = _error_line(capsys, [*base, "--trainer.max_steps=4", "--ckpt_path", "last", "--model.weight_decay=0"])
     assert code == 2 and len(err) == 1
-    assert err[0].startswith("swar-bench: error: --ckpt_path: the checkpoint's optimizer state does not fit this run's optimizer (")
-    assert "--model.weight_decay" in err[0]
+    assert "a resumed fit keeps the checkpoint's optimizer and schedule" in err[0]
+    assert "--model.weight_decay=0.0 (trained with 0.01)" in err[0]
+
+
+@pytest.mark.parametrize("option, shown", [("--model.weight_decay=0.5", "--model.weight_decay=0.5 (trained with 0.01)"),
+                                           ("--model.lr=0.5", "--model.lr=0.5 (trained with 0.003)")])
+def test_resume_with_another_lr_or_weight_decay_is_refused_not_ignored(tmp_path, capsys, option, shown):
+    # Reported: the optimizer's restored state kept the old value while the run's hparams recorded the new one
+    base = ["fit", "--config", str(CONFIGS / "quickstart.yaml"), "--model.mechanism=GRU", "--model.mechanism.init_args.d_model=8",
+            "--data.eval_examples=2", "--trainer.val_check_interval=2", *_common(tmp_path)]
+    assert main([*base, "--trainer.max_steps=2"]) == 0
+    before = (tmp_path / "ckpt" / "last.ckpt").read_bytes()
+    capsys.readouterr()
+    code, err = _error_line(capsys, [*base, "--trainer.max_steps=4", "--ckpt_path", "last", option])
+    assert code == 2 and len(err) == 1 and shown in err[0], err
+    assert (tmp_path / "ckpt" / "last.ckpt").read_bytes() == before  # nothing trained or written
+
+
+_hp = st.fixed_dictionaries({"lr": st.floats(1e-5, 1.0), "weight_decay": st.floats(0, 1.0),
+                             "betas": st.tuples(st.floats(0, 0.99), st.floats(0, 0.999)),
+                             "warmup_steps": st.integers(0, 100), "max_steps": st.integers(1, 10_000),
+                             "min_lr_ratio": st.floats(0, 1)})
+
+
+@settings(max_examples=60, deadline=None)
+@given(saved=_hp, now=_hp)
+def test_a_resume_is_refused_exactly_when_an_optimizer_option_changed(saved, now):
+    from swar_bench.lightning_cli import RESUME_FIXED, resumed_optimizer_changes
+
+    changed = resumed_optimizer_changes(now, saved)
+    differs = [k for k in RESUME_FIXED if now[k] != saved[k]]
+    assert (changed is None) == (not differs)
+    for key in differs:
+        assert f"--model.{key}=" in changed
+    # the same values as a list (a config file) and a tuple (the checkpoint) are no change
+    assert resumed_optimizer_changes({**saved, "betas": list(saved["betas"])}, saved) is None
 
 
 def test_vocabulary_smaller_than_the_task_stops_before_anything_is_written(tmp_path, capsys):
@@ -322,7 +356,7 @@ def test_evaluation_prints_the_per_n_table_not_lightnings_dump(tmp_path, capsys,
     out = capsys.readouterr().out
     assert f"{title} accuracy per N x answer kind:" in out
     accuracy = out.split(f"{title} accuracy per N x answer kind:")[1].split("Calibration:")[0]
-    rows = [ln for ln in accuracy.splitlines() if ln.startswith("| n32 ") or ln.startswith("| n64 ")]
+    rows = [ln for ln in accuracy.splitlines() if ln.startswith(("| n32 ", "| n64 "))]
     assert len(rows) == 2 and all("1.000" in r for r in rows), rows
     assert "DataLoader 0" not in out and "Test metric" not in out and "Validate metric" not in out
     if subcommand == "test":
