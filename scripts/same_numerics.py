@@ -39,14 +39,14 @@ def _fit(tree: Path, name: str, extra: list[str], out: Path) -> tuple[Path, list
             f"--trainer.logger.init_args.save_dir={run}", "--trainer.logger.init_args.name=run",
             f"--checkpoint.dirpath={run / 'checkpoints'}"]
     env = dict(os.environ, PYTHONPATH=str(tree), OMP_NUM_THREADS="1")
-    done = subprocess.run(args, cwd=tree, env=env, capture_output=True, text=True)
+    done = subprocess.run(args, cwd=tree, env=env, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"fit of {name} in {tree} failed (exit {done.returncode}): {done.stderr.strip().splitlines()[-1:]}")
     ckpt = run / "checkpoints" / "last.ckpt"
     args = [sys.executable, "-m", "swar_bench.cli", "test", "--config", "configs/results_frontier.yaml", *extra,
             "--data.test_configs=[32,64]", "--data.eval_examples=32", f"--trainer.logger.init_args.save_dir={run / 'test'}",
             f"--ckpt_path={ckpt}"]
-    done = subprocess.run(args, cwd=tree, env=env, capture_output=True, text=True)
+    done = subprocess.run(args, cwd=tree, env=env, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"test of {name} in {tree} failed (exit {done.returncode}): {done.stderr.strip().splitlines()[-1:]}")
     table = [p.read_text() for p in sorted((run / "test").rglob("answer_type_accuracy.csv"))]
@@ -56,7 +56,9 @@ def _fit(tree: Path, name: str, extra: list[str], out: Path) -> tuple[Path, list
 def _compare(a: Path, b: Path) -> str | None:
     import torch
 
-    ca, cb = (torch.load(p, map_location="cpu", weights_only=False) for p in (a, b))
+    from swar_bench.runtime.checkpoint_io import load_checkpoint
+
+    ca, cb = (load_checkpoint(p) for p in (a, b))
     sa, sb = ca["state_dict"], cb["state_dict"]
     if sa.keys() != sb.keys():
         return f"different parameters: {sorted(set(sa) ^ set(sb))[:3]}"
@@ -88,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
                     continue
                 tree = tmp / label
                 done = subprocess.run(["git", "worktree", "add", "--detach", str(tree), commit], cwd=ROOT,
-                                      capture_output=True, text=True)
+                                      capture_output=True, text=True, check=False)
                 if done.returncode != 0:
                     parser.error(f"{label} commit {commit!r}: {done.stderr.strip().splitlines()[-1]}")
                 trees.append(tree)
@@ -108,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             for tree in trees:
                 if tree != ROOT:
-                    subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=ROOT, capture_output=True)
+                    subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=ROOT, capture_output=True, check=False)
 
 
 if __name__ == "__main__":
