@@ -126,6 +126,20 @@ def add_layer(spec, class_path: str, init_args_text: str | None, name: str | Non
     return dataclasses.replace(spec, mechanisms=mechanisms), [name]
 
 
+def check_pin(study: str, pinned: str | None, records: str) -> None:
+    """Refuse ``study run`` from a checkout whose training code is not the study's pin
+    (``code_fingerprint``): the new runs would not be comparable with the records.
+
+    Raises:
+        StudyError: one line naming both fingerprints and, when a record knows it, the commit to
+            check out (``swar_bench.study.provenance.pin_refusal``)."""
+    from swar_bench.study.provenance import pin_refusal
+
+    refusal = pin_refusal(study, pinned, records)
+    if refusal is not None:
+        raise StudyError(refusal)
+
+
 def mqar_main(args: argparse.Namespace) -> int:
     """``run`` / ``status`` / ``report`` of a study file with ``task: mqar`` (swar_bench.study.mqar).
 
@@ -143,6 +157,7 @@ def mqar_main(args: argparse.Namespace) -> int:
         for flag, value in (("--jobs", args.jobs), ("--threads", args.threads)):
             if value < 1:
                 raise StudyError(f"{flag}={value} is invalid; expected an integer >= 1")
+        check_pin(study.name, study.code_fingerprint, study.records)
         only = [x.strip() for x in args.only.split(",") if x.strip()] if args.only else None
         runner = MQARRunner(study, jobs=args.jobs, threads=args.threads, rerun_stale=args.rerun_stale,
                             only=only, log=lambda line: print(line, flush=True))
@@ -178,6 +193,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "run":
             from swar_bench.study.launchers import check_launcher
 
+            check_pin(spec.name, spec.code_fingerprint, spec.records)  # new runs only by the pinned code
             check_launcher(args)  # a SLURM launcher this machine cannot use: one line, nothing submitted
             for flag, value in (("--jobs", args.jobs), ("--threads", args.threads)):
                 if value < 1:

@@ -26,7 +26,8 @@ The score of a run is its **final** accuracy (what Zoology's plots read: the las
 ``valid/accuracy`` of each wandb run); an entry's score is the best over its rates.
 
 Resuming: a record is reused when its command is the same and its code compatible (else one line,
-or ``--rerun-stale``); a run stopped mid-way restarts from its ``last.ckpt`` when its command is
+or ``--rerun-stale``; ``code_fingerprint: <16 hex>`` pins the training code the records are judged
+against, as in a study of the task, ``swar_bench.study.provenance``); a run stopped mid-way restarts from its ``last.ckpt`` when its command is
 unchanged (the command is kept beside the run folder as ``<run>.command``).
 """
 
@@ -48,13 +49,14 @@ from typing import Any
 
 from swar_bench.study import provenance
 from swar_bench.study.records import read_json, scalar_history, write_json
-from swar_bench.study.spec import NAME, StudyError
+from swar_bench.study.spec import NAME, StudyError, pinned_code
 
 SWAR_BENCH = [sys.executable, "-m", "swar_bench.cli"]
 ZOOLOGY_RATES = (2.154434690031884e-3, 1.0e-2, 4.641588833612782e-4, 1.0e-4)
 """``numpy.logspace(-4, -2, 4)`` (Zoology figure 2's ``lrs``), 2.15e-3 first."""
 ENTRY_KEYS = {"name", "config", "overlay", "d_model", "published"}
-STUDY_KEYS = {"task", "name", "records", "out", "learning_rates", "seed", "entries", "compatible_code", "note"}
+STUDY_KEYS = {"task", "name", "records", "out", "learning_rates", "seed", "entries", "compatible_code",
+              "code_fingerprint", "note"}
 
 
 @dataclass(frozen=True)
@@ -89,6 +91,7 @@ class MQARStudy:
     learning_rates: tuple[float, ...] = ZOOLOGY_RATES
     seed: int = 123
     compatible_code: tuple[str, ...] = field(default_factory=tuple)
+    code_fingerprint: str | None = None
 
     def entry(self, name: str) -> Entry:
         for e in self.entries:
@@ -178,6 +181,7 @@ def load_mqar_study(path: str | Path) -> MQARStudy:
         path=str(path), name=raw["name"], records=raw["records"], out=raw["out"], entries=tuple(entries),
         learning_rates=tuple(float(r) for r in rates), seed=seed,
         compatible_code=tuple(str(c) for c in accepted),
+        code_fingerprint=pinned_code(raw.get("code_fingerprint"), f"{path}: code_fingerprint"),
     )
 
 
@@ -289,13 +293,14 @@ class MQARRunner:
         record = read_json(self.records / f"{name}.fit.json")
         if record is None or record.get("command") != command:
             return None
-        if provenance.compatible(record.get("code"), self.study.compatible_code):
+        if provenance.compatible(record.get("code"), self.study.compatible_code, self.study.code_fingerprint):
             return record
         if self.rerun_stale:
             return None
         raise StudyError(
             f"record {self.records / f'{name}.fit.json'} was made by other code (fingerprint "
-            f"{(record.get('code') or {}).get('fingerprint')}, this checkout {self.code['fingerprint']}); "
+            f"{(record.get('code') or {}).get('fingerprint')}, the study's code "
+            f"{self.study.code_fingerprint or self.code['fingerprint']}); "
             "expected --rerun-stale, or its commit in the study's compatible_code"
         )
 

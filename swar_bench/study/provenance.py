@@ -5,14 +5,18 @@ SHA-256 of the source files that decide what a fit or test computes (``FINGERPRI
 mechanisms, the module and its TBPTT loop, the data path from the task to the batch, the
 accuracy callback), not of the command-line glue, file checks or reports around them. Two records
 with the same fingerprint were made by the same training code, whatever their commits; a study may
-also declare other commits compatible (``compatible_code``), saying why in the study file.
+also declare other commits compatible (``compatible_code``), saying why in the study file, and
+pin its training code (``code_fingerprint``): its records are then judged against the pin, not
+against the checkout, and new runs are refused from a checkout of other code (:func:`pin_refusal`).
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import platform
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -97,14 +101,54 @@ def environment() -> dict[str, Any]:
     }
 
 
-def compatible(record_code: dict[str, Any] | None, accepted: tuple[str, ...] = ()) -> bool:
-    """True when a record's ``code`` is this checkout's training code: the same fingerprint, or a
-    commit the study declares compatible (a prefix of at least 7 hex digits matches)."""
+FINGERPRINT_RE = re.compile(r"[0-9a-f]{16}")
+"""A fingerprint as :func:`fingerprint` spells it: 16 lowercase hex digits."""
+
+
+def compatible(
+    record_code: dict[str, Any] | None, accepted: tuple[str, ...] = (), pinned: str | None = None
+) -> bool:
+    """True when a record's ``code`` is the study's training code: its fingerprint equals
+    ``pinned`` (the study's ``code_fingerprint``) or, without a pin, this checkout's; or its commit
+    is one the study declares compatible (a prefix of at least 7 hex digits matches, a dirty tree
+    never does)."""
     if not isinstance(record_code, dict):
         return False
-    if record_code.get("fingerprint") == fingerprint():
+    if record_code.get("fingerprint") == (pinned or fingerprint()):
         return True
     commit = record_code.get("commit") or ""
     return any(
         len(c) >= 7 and commit.startswith(c) and not record_code.get("dirty") for c in accepted
     )
+
+
+def commit_of(fingerprint_hex: str, records: str | Path) -> str | None:
+    """The commit of a clean record (``<records>/*.json``, ``code``) made by training code
+    ``fingerprint_hex``, the most recent by file time; None when no record says."""
+    found = []
+    for path in Path(records).glob("*.json") if Path(records).is_dir() else []:
+        try:
+            code = json.loads(path.read_text()).get("code")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if (isinstance(code, dict) and code.get("fingerprint") == fingerprint_hex
+                and isinstance(code.get("commit"), str) and code.get("dirty") is False):
+            found.append((path.stat().st_mtime, code["commit"]))
+    return max(found)[1] if found else None
+
+
+def pin_refusal(study: str, pinned: str | None, records: str | Path, checkout: str | None = None) -> str | None:
+    """Why ``study run`` of a study pinned to training code ``pinned`` cannot run from this
+    checkout (fingerprint ``checkout``, default :func:`fingerprint`), in one line naming a commit
+    with that code when a record knows one; None when it is not pinned or the code is the pinned one.
+    New runs must be made by the code of the records they are compared with."""
+    checkout = checkout or fingerprint()
+    if pinned is None or pinned == checkout:
+        return None
+    commit = commit_of(pinned, records)
+    where = (
+        f"run it from a checkout of commit {commit[:12]} (git worktree add ../{study}-code {commit[:12]})"
+        if commit
+        else "run it from a checkout whose training code has that fingerprint (no record names its commit)"
+    )
+    return f"study {study} is pinned to training code {pinned}; this checkout has {checkout}; {where}"

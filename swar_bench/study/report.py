@@ -117,7 +117,7 @@ class MechanismResult:
 
 
 def _compatible(record: dict[str, Any] | None, spec: StudySpec) -> dict[str, Any] | None:
-    if record is None or not provenance.compatible(record.get("code"), spec.compatible_code):
+    if record is None or not provenance.compatible(record.get("code"), spec.compatible_code, spec.code_fingerprint):
         return None
     return record
 

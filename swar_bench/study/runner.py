@@ -111,15 +111,16 @@ class Runner:
         record = read_json(self.records / f"{name}.{kind}.json")
         if record is None or record.get("command") != command:
             return None
-        if provenance.compatible(record.get("code"), self.spec.compatible_code):
+        if provenance.compatible(record.get("code"), self.spec.compatible_code, self.spec.code_fingerprint):
             return record
         if self.rerun_stale:
             return None
         code = record.get("code") or {}
         raise StudyError(
             f"record {self.records / f'{name}.{kind}.json'} was made by other code (commit "
-            f"{str(code.get('commit'))[:10]}, fingerprint {code.get('fingerprint')}; this checkout has "
-            f"{self.code['fingerprint']}); expected --rerun-stale to run it again, or its commit in the "
+            f"{str(code.get('commit'))[:10]}, fingerprint {code.get('fingerprint')}; "
+            f"{'the study is pinned to' if self.spec.code_fingerprint else 'this checkout has'} "
+            f"{self.spec.code_fingerprint or self.code['fingerprint']}); expected --rerun-stale to run it again, or its commit in the "
             "study's compatible_code"
         )
 

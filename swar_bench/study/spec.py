@@ -15,6 +15,7 @@ study's only state.
     seeds: 3
     gate: {ar_valid: 0.5, passkey_exact: 0.9}
     readout_n: 256
+    code_fingerprint: 5bcec857e4759810   # optional: the training code of its records
     slurm: {partition: gpu, time_min: 240, cpus_per_task: 8, gpus_per_task: 1, mem_gb: 32}
     mechanisms:
       - name: GatedDeltaNet
@@ -112,6 +113,7 @@ class StudySpec:
     readout_n: int = 256
     retry_steps_factor: int = 3
     compatible_code: tuple[str, ...] = ()
+    code_fingerprint: str | None = None
     path: str = ""
     slurm: SlurmSpec = field(default_factory=lambda: SlurmSpec())
 
@@ -153,6 +155,7 @@ TOP_KEYS = {
     "readout_n",
     "retry_steps_factor",
     "compatible_code",
+    "code_fingerprint",
 }
 MECHANISM_KEYS = {"name", "config", "class_path", "init_args", "seeds", "learning_rates", "base", "learning_rate_from"}
 
@@ -164,6 +167,24 @@ def _unknown(keys: set[str], allowed: set[str], where: str) -> None:
         raise StudyError(
             f"{where}: unknown key {key!r}{hint}; expected some of {', '.join(sorted(allowed))}"
         )
+
+
+def pinned_code(value: Any, what: str) -> str | None:
+    """The study's ``code_fingerprint`` (the training code its records are judged against,
+    ``swar_bench.study.provenance``): None when absent.
+
+    Raises:
+        StudyError: not 16 lowercase hex digits (one line naming ``what`` and the value)."""
+    from swar_bench.study.provenance import FINGERPRINT_RE
+
+    if value is None:
+        return None
+    if not isinstance(value, str) or not FINGERPRINT_RE.fullmatch(value):
+        raise StudyError(
+            f"{what}={value!r} is invalid; expected the 16 lowercase hex digits of a training-code fingerprint "
+            "(python -c 'from swar_bench.study import provenance; print(provenance.fingerprint())')"
+        )
+    return value
 
 
 def _count(value: Any, what: str, low: int = 1) -> int:
@@ -356,6 +377,7 @@ def load_study(path: str | Path) -> StudySpec:
         readout_n=_count(raw.get("readout_n", 256), f"{where}: readout_n"),
         retry_steps_factor=_count(raw.get("retry_steps_factor", 3), f"{where}: retry_steps_factor"),
         compatible_code=tuple(str(c) for c in (raw.get("compatible_code") or [])),
+        code_fingerprint=pinned_code(raw.get("code_fingerprint"), f"{where}: code_fingerprint"),
         path=where,
         slurm=slurm_spec({} if raw.get("slurm") is None else raw["slurm"], f"{where}: slurm"),
     )

@@ -58,7 +58,7 @@ def run_states(spec: StudySpec) -> list[tuple[str, str, str]]:
             kind, name = entry.split(" ", 1)
             record = read_json(runner.records / f"{name}.{kind}.json")
             if record is not None and provenance.compatible(
-                record.get("code"), spec.compatible_code
+                record.get("code"), spec.compatible_code, spec.code_fingerprint
             ):
                 state = "done"
             elif record is not None:
