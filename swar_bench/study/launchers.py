@@ -20,8 +20,10 @@ decidable now and exits, saying what to run once the queue has drained.
 Requeue: each array asks for ``--requeue`` and for SIGUSR1 ``signal_delay_s`` before its time
 limit. A fit's ``swar_bench.callbacks.slurm_requeue.SlurmRequeue`` saves ``hpc_ckpt_<k>.ckpt`` at
 a batch boundary and runs ``scontrol requeue <array job>_<task>``; the requeued task (any requeue:
-the signal, ``scontrol requeue``, a preemption with requeue, a node failure) resumes from the
-newest checkpoint of its run (``swar_bench.runtime.slurm.newest_checkpoint``). A test starts again.
+the signal, ``scontrol requeue``, a preemption with requeue, a node failure), like a task a later
+``run`` submits again, resumes from the newest checkpoint of its run
+(``swar_bench.runtime.slurm.newest_checkpoint``) when its attempt file holds the same command and
+training code (``swar_bench.study.attempts``, as on this machine). A test starts again.
 
 Inside a task, submitit's process runs :func:`run_task`, which runs the same ``swar-bench``
 subprocess as the local launcher and writes the same records; the records stay the only state.
@@ -43,6 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from swar_bench.study.attempts import Attempts
 from swar_bench.study.records import read_json, write_json
 from swar_bench.study.runner import Runner, run_name
 from swar_bench.study.spec import MechanismSpec, SlurmSpec, StudyError, StudySpec, slurm_spec
@@ -227,32 +230,25 @@ def plan(spec: StudySpec, settled: set[tuple[str, str]] | None = None, only: lis
 
 
 class _TaskRunner(Runner):
-    """``Runner`` inside a SLURM task: a requeued fit (``SLURM_RESTART_COUNT`` > 0) keeps its run
-    folder and resumes from its newest checkpoint (``swar_bench.runtime.slurm.newest_checkpoint``)."""
+    """``Runner`` inside a SLURM task. A fit resumes as a local one does
+    (``swar_bench.study.attempts``: same command, same training code, a readable checkpoint),
+    whether its task was requeued (``SLURM_RESTART_COUNT`` > 0: the time limit, a preemption, a
+    node failure) or submitted again by a later ``run`` (a cancelled or timed-out task); it
+    resumes from the checkpoint with the most progress, by name (``hpc_ckpt_<k>.ckpt`` of a
+    requeue among them), and the stopped attempt's log is kept as ``<run>.fit.log.<k>``."""
 
     def __init__(self, spec: StudySpec, restart: int, **kwargs: Any):
         super().__init__(spec, jobs=1, log=lambda line: print(line, flush=True), **kwargs)
         self.restart = restart
-        self.resume_from: str | None = None
 
-    def _fresh(self, name: str) -> None:
-        from swar_bench.runtime.slurm import newest_checkpoint, resume_candidates
+    def _resume_args(self, attempt: Attempts) -> list[str]:
+        return [f"--ckpt_path={attempt.resume_from[0]}"]
 
-        self.resume_from = None
-        if self.restart > 0:
-            newest = newest_checkpoint(resume_candidates(self.out / name / "checkpoints"), warn=self.log)
-            if newest is not None:
-                self.resume_from = newest[0]
-                self.log(f"study: restart {self.restart}: resumes from {newest[0]} (global step {newest[1]})")
-                return
-        super()._fresh(name)
-
-    def _execute(self, args: list[str], log_path: Path) -> tuple[int, float]:
-        if args and args[0] == "fit" and self.resume_from is not None:
-            args = [*args, f"--ckpt_path={self.resume_from}"]
-            if log_path.is_file():  # keep the interrupted attempt's log
-                os.replace(log_path, log_path.with_name(f"{log_path.name}.{self.restart - 1}"))
-        return super()._execute(args, log_path)
+    def _execute(self, args: list[str], log_path: Path, attempt: Attempts | None = None) -> tuple[int, float]:
+        if attempt is not None and attempt.resume_from is not None and log_path.is_file():
+            # keep the stopped attempt's log
+            os.replace(log_path, log_path.with_name(f"{log_path.name}.{len(attempt.history) - 1}"))
+        return super()._execute(args, log_path, attempt)
 
 
 def _requeue_signal_seen(signum: int, frame: Any) -> None:

@@ -17,6 +17,7 @@ import csv
 import io
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -69,13 +70,24 @@ def read_json(path: Path) -> dict[str, Any] | None:
     return record
 
 
+def _written_order(path: Path) -> list[Any]:
+    """Sort key of an event file: its path with every run of digits compared as a number, so
+    ``version_2`` (a second resume) comes before ``version_10`` and, in one folder, a file of an
+    earlier start time (``events.out.tfevents.<unix time>.<host>...``) before a later one."""
+    return [int(part) if i % 2 else part for i, part in enumerate(re.split(r"([0-9]+)", path.as_posix()))]
+
+
 def scalar_history(log_dir: Path, prefix: str = "val/acc/") -> list[tuple[int, str, float]]:
     """``(step, tag, value)`` of every scalar whose tag starts with ``prefix`` in the TensorBoard
-    event files under ``log_dir``, sorted by step and tag."""
+    event files under ``log_dir``, sorted by step and tag. The files are read in the order they
+    were written (a resumed fit logs into a new ``version_N`` folder): a step logged twice (by a
+    stopped attempt after its last checkpoint, and again by the attempt that resumed from it)
+    keeps its later value."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     rows: dict[tuple[int, str], float] = {}
-    for events in sorted(log_dir.rglob("events.out.tfevents.*")):
+    found = list(log_dir.rglob("events.out.tfevents.*"))
+    for events in sorted(found, key=lambda p: _written_order(p.relative_to(log_dir))):
         acc = EventAccumulator(str(events), size_guidance={"scalars": 0})
         acc.Reload()
         for tag in acc.Tags()["scalars"]:

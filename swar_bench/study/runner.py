@@ -13,6 +13,10 @@ For each mechanism (in the study's order, ``jobs`` processes at once):
 4. **Retry a non-learner**: when no selection fit passes the gate at any rate, one more fit at the
    chosen rate with ``retry_steps_factor`` x the steps (seed 0), tested if it passes.
 
+A fit stopped part-way (Ctrl-C, SIGTERM, the machine stopped) resumes from its newest checkpoint
+when the next ``run`` finds its attempt file with the same command and training code
+(``swar_bench.study.attempts``); otherwise it starts afresh.
+
 Every fit validates ``curve_points`` times (``--trainer.val_check_interval``) and its curve is kept.
 A record is reused when its command is the same and its code is compatible
 (``provenance.compatible``); a record of other code stops the run in one line unless
@@ -33,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from swar_bench.study import protocol, provenance
+from swar_bench.study.attempts import Attempts, plan_attempt
 from swar_bench.study.commands import (  # noqa: F401 (the names other modules import from here)
     STALE_AFTER,
     SWAR_BENCH,
@@ -126,7 +131,13 @@ class Runner:
 
     # ----------------------------------------------------------------- processes
 
-    def _execute(self, args: list[str], log_path: Path) -> tuple[int, float]:
+    def _execute(self, args: list[str], log_path: Path, attempt: Attempts | None = None) -> tuple[int, float]:
+        """Run ``swar-bench <args>`` (output to ``log_path``; appended to when ``attempt`` resumes)
+        when a slot is free: ``(exit status, wall seconds)``; ``attempt`` records its start and
+        its wall time (``swar_bench.study.attempts``).
+
+        Raises:
+            Stopped: the study was stopped, or the run exited 130 / 143."""
         with self.slots:
             with self.lock:
                 if self.stopped is not None:
@@ -143,7 +154,10 @@ class Runner:
             start = time.monotonic()
             with self.lock:
                 self.started += 1
-            with open(log_path, "w") as handle:
+            if attempt is not None:
+                attempt.begin()
+            resuming = attempt is not None and attempt.resume_from is not None
+            with open(log_path, "a" if resuming else "w") as handle:
                 proc = subprocess.Popen(
                     [*SWAR_BENCH, *args], stdout=handle, stderr=subprocess.STDOUT, env=env
                 )
@@ -155,6 +169,8 @@ class Runner:
                     with self.lock:
                         self.children.discard(proc)
                     marker.unlink(missing_ok=True)
+                    if attempt is not None:
+                        attempt.end(time.monotonic() - start)
             if rc in (130, 143) or rc in (-2, -15):
                 self.stop(rc if rc > 0 else 128 - rc)
                 raise Stopped(self.stopped)
@@ -203,8 +219,14 @@ class Runner:
         (here): run it in this process's pool (``swar_bench.study.launchers``)."""
         return NotImplemented
 
+    def _resume_args(self, attempt: Attempts) -> list[str]:
+        """The options that make a fit resume ``attempt``'s checkpoint: ``--ckpt_path=last`` (the
+        fit takes the most progress of its checkpoint folder and completes a save a kill cut short,
+        ``swar_bench.harness.run_folders``)."""
+        return ["--ckpt_path=last"]
+
     def _fresh(self, name: str) -> None:
-        """Before a fit: nothing of an earlier attempt is reused (its run folder goes), and a new
+        """Before a fit that does not resume: nothing of an earlier attempt is reused (its run folder goes), and a new
         checkpoint needs a new test (its test record goes)."""
         shutil.rmtree(self.out / name, ignore_errors=True)
         (self.records / f"{name}.test.json").unlink(missing_ok=True)
@@ -226,11 +248,20 @@ class Runner:
         if launched is not NotImplemented:
             return launched
         run_dir = self.out / name
-        self._fresh(name)
-        rc, secs = self._execute(args, self.out / f"{name}.fit.log")
+        attempt = plan_attempt(run_dir, command, self.code["fingerprint"])
+        if attempt.resume_from is None:
+            self._fresh(name)
+            run_args = args
+        else:  # the command as recorded, the resume option only on this attempt's command line
+            (self.records / f"{name}.test.json").unlink(missing_ok=True)
+            self.log(f"study: fit {name}: resuming from step {attempt.resume_from[1]}")
+            run_args = [*args, *self._resume_args(attempt)]
+        rc, _ = self._execute(run_args, self.out / f"{name}.fit.log", attempt)
         if rc != 0:
+            attempt.forget()  # a failure is not resumed: the next run starts it afresh
             self._failed(name, "fit", command, rc, self.out / f"{name}.fit.log")
             return None
+        secs = attempt.wall_s
         rows = curve_rows(scalar_history(run_dir))
         (self.records / f"{name}.curve.csv").parent.mkdir(parents=True, exist_ok=True)
         from swar_bench.utils.files import atomic_write_text
@@ -252,6 +283,7 @@ class Runner:
             "code": self.code,
             "environment": self.env,
             "wall_s": round(secs, 1),
+            **({"resumed_from_step": attempt.resumed_from_steps} if attempt.resumed_from_steps else {}),
             "tokens": tokens,
             "train_flops": 3.0 * facts["flops_per_token"] * tokens,
             **facts,
