@@ -412,30 +412,51 @@ def _checkpoint(path: Path, step: int) -> None:
     torch.save({"global_step": step, "state_dict": {}}, path)
 
 
-def test_a_requeued_fit_keeps_its_run_folder_and_resumes_from_its_newest_checkpoint(tmp_path, monkeypatch):
+def test_a_requeued_or_resubmitted_fit_resumes_from_its_newest_checkpoint(tmp_path, monkeypatch):
+    """Inside a task a fit resumes as a local one does (same command and code: its attempt file),
+    from the checkpoint with the most progress by name, the requeue's hpc_ckpt among them; the
+    stopped attempt's log is kept."""
+    from swar_bench.study.attempts import Attempts, read_attempts
+    from swar_bench.study.commands import command_text, fit_args
+
     spec = load_study(_study(tmp_path))
-    ckpts = tmp_path / "runs" / "M0_lr0.003_seed0" / "checkpoints"
-    _checkpoint(ckpts / "last.ckpt", 20)
-    _checkpoint(ckpts / "hpc_ckpt_1.ckpt", 24)
+    m = spec.mechanism("M0")
+    run_dir = tmp_path / "runs" / "M0_lr0.003_seed0"
+    ckpts = run_dir / "checkpoints"
     log = tmp_path / "runs" / "M0_lr0.003_seed0.fit.log"
-    log.write_text("the interrupted attempt\n")
     seen = []
-    monkeypatch.setattr(Runner, "_execute", lambda self, args, log_path: seen.append(args) or (0, 0.0))
 
-    first = launchers._TaskRunner(spec, restart=0)
-    first._fresh("M0_lr0.001_seed0")  # a first attempt starts afresh (nothing there to keep)
-    assert first.resume_from is None
+    def execute(self, args, log_path, attempt=None):
+        seen.append(args)
+        attempt.begin()
+        _checkpoint(ckpts / "last.ckpt", 32)
+        attempt.end(1.0)
+        return 0, 1.0
 
-    runner = launchers._TaskRunner(spec, restart=1)
-    runner._fresh("M0_lr0.003_seed0")
-    assert runner.resume_from == str(ckpts / "hpc_ckpt_1.ckpt") and (ckpts / "last.ckpt").is_file()
-    runner._execute(["fit", "--config", "x.yaml"], log)
-    assert seen == [["fit", "--config", "x.yaml", f"--ckpt_path={ckpts / 'hpc_ckpt_1.ckpt'}"]]
-    assert (log.parent / "M0_lr0.003_seed0.fit.log.0").read_text() == "the interrupted attempt\n"
+    monkeypatch.setattr(Runner, "_execute", execute)
+    for restart in (1, 0):  # a requeue (SLURM_RESTART_COUNT 1), a new submission by a later run
+        seen.clear()
+        runner = launchers._TaskRunner(spec, restart=restart)
+        command = command_text(fit_args(spec, runner.budgets["M0"], m, 0.003, 0))
+        (tmp_path / "records" / "M0_lr0.003_seed0.fit.json").unlink(missing_ok=True)
+        Attempts(run_dir, command, runner.code["fingerprint"]).forget()
+        Attempts(run_dir, command, runner.code["fingerprint"]).begin()  # the stopped attempt
+        _checkpoint(ckpts / "last.ckpt", 20)
+        _checkpoint(ckpts / "hpc_ckpt_1.ckpt", 24)
+        log.write_text("the interrupted attempt\n")
+        record = runner.fit(m, 0.003, 0)
+        assert seen[0][-1] == f"--ckpt_path={ckpts / 'hpc_ckpt_1.ckpt'}" and record["resumed_from_step"] == [24]
+        assert record["command"] == command and (ckpts / "last.ckpt").is_file()
+        assert (log.parent / "M0_lr0.003_seed0.fit.log.0").read_text() == "the interrupted attempt\n"
+        assert len(read_attempts(run_dir)["attempts"]) == 2
 
-    fresh = launchers._TaskRunner(spec, restart=0)
-    fresh._fresh("M0_lr0.003_seed0")  # a new submission: nothing of the earlier attempt is reused
-    assert fresh.resume_from is None and not ckpts.exists()
+    seen.clear()
+    (tmp_path / "records" / "M0_lr0.003_seed0.fit.json").unlink()
+    other = launchers._TaskRunner(spec, restart=1)
+    other.code = {**other.code, "fingerprint": "0" * 16}  # submitted by other training code
+    record = other.fit(m, 0.003, 0)
+    assert not any("--ckpt_path" in a for a in seen[0]) and "resumed_from_step" not in record  # afresh
+    assert not (ckpts / "hpc_ckpt_1.ckpt").exists() and not log.with_name(log.name + ".1").exists()
 
 
 def test_pending_is_falsy_and_never_passes_the_gate(tmp_path):
