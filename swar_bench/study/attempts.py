@@ -36,9 +36,13 @@ def read_attempts(run_dir: Path) -> dict[str, Any] | None:
         saved = json.loads((Path(run_dir) / ATTEMPT_FILE).read_text())
     except (OSError, ValueError):
         return None
-    if not (isinstance(saved, dict) and isinstance(saved.get("command"), str)
-            and isinstance(saved.get("fingerprint"), str) and isinstance(saved.get("attempts"), list)
-            and all(isinstance(a, dict) for a in saved["attempts"])):
+    if not (
+        isinstance(saved, dict)
+        and isinstance(saved.get("command"), str)
+        and isinstance(saved.get("fingerprint"), str)
+        and isinstance(saved.get("attempts"), list)
+        and all(isinstance(a, dict) for a in saved["attempts"])
+    ):
         return None
     return saved
 
@@ -66,14 +70,23 @@ class Attempts:
 
         atomic_write_text(
             self.run_dir / ATTEMPT_FILE,
-            json.dumps({"command": self.command, "fingerprint": self.fingerprint, "attempts": self.history},
-                       indent=1) + "\n",
+            json.dumps(
+                {
+                    "command": self.command,
+                    "fingerprint": self.fingerprint,
+                    "attempts": self.history,
+                },
+                indent=1,
+            )
+            + "\n",
         )
 
     def begin(self) -> None:
         """Record this attempt's start (the fit is about to be launched)."""
         step = None if self.resume_from is None else int(self.resume_from[1])
-        self.history.append({"started": round(time.time(), 3), "wall_s": None, "resumed_from_step": step})
+        self.history.append(
+            {"started": round(time.time(), 3), "wall_s": None, "resumed_from_step": step}
+        )
         self._write()
 
     def end(self, seconds: float) -> None:
@@ -95,7 +108,11 @@ class Attempts:
     @property
     def resumed_from_steps(self) -> list[int]:
         """The global step each resumed attempt started from, in order (empty: never resumed)."""
-        return [int(a["resumed_from_step"]) for a in self.history if a.get("resumed_from_step") is not None]
+        return [
+            int(a["resumed_from_step"])
+            for a in self.history
+            if a.get("resumed_from_step") is not None
+        ]
 
 
 def plan_attempt(run_dir: Path, command: str, fingerprint: str) -> Attempts:
@@ -119,6 +136,10 @@ def plan_attempt(run_dir: Path, command: str, fingerprint: str) -> Attempts:
     for a in history:
         if a.get("wall_s") is None:
             started = a.get("started")
-            a["wall_s"] = round(max(0.0, written - float(started)), 1) if isinstance(started, (int, float)) else 0.0
+            a["wall_s"] = (
+                round(max(0.0, written - float(started)), 1)
+                if isinstance(started, (int, float))
+                else 0.0
+            )
             a["wall_s_until_checkpoint"] = True
     return Attempts(run_dir, command, fingerprint, history, newest)

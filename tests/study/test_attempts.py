@@ -36,7 +36,9 @@ def _checkpoint(path: Path, step: int) -> None:
     saved=st.sampled_from(["none", "garbage", "same", "other command", "other code"]),
     checkpoint=st.sampled_from(["none", "cut short", "readable"]),
 )
-def test_a_fit_resumes_only_with_the_same_command_code_and_a_readable_checkpoint(tmp_path_factory, saved, checkpoint):
+def test_a_fit_resumes_only_with_the_same_command_code_and_a_readable_checkpoint(
+    tmp_path_factory, saved, checkpoint
+):
     run_dir = tmp_path_factory.mktemp("run")
     if saved == "garbage":
         (run_dir / ATTEMPT_FILE).write_text("{not json")
@@ -68,7 +70,10 @@ def test_an_attempt_ended_without_notice_counts_until_its_checkpoint(tmp_path):
     _checkpoint(ckpt, 5)
     os.utime(ckpt, (time.time() - 40, time.time() - 40))  # written 60 s after the start
     plan = plan_attempt(tmp_path, "swar-bench fit", FP)
-    assert plan.history[0]["wall_s"] == pytest.approx(60, abs=1) and plan.history[0]["wall_s_until_checkpoint"]
+    assert (
+        plan.history[0]["wall_s"] == pytest.approx(60, abs=1)
+        and plan.history[0]["wall_s_until_checkpoint"]
+    )
     plan.begin()
     plan.end(30.0)
     assert plan.wall_s == pytest.approx(90, abs=1) and plan.resumed_from_steps == [5]
@@ -105,7 +110,8 @@ def test_the_runner_resumes_a_stopped_fit_and_records_its_attempts(tmp_path, mon
     stopped.end(5.0)
     _checkpoint(run_dir / "checkpoints" / "last.ckpt", 4)
     (tmp_path / "records").mkdir()
-    (tmp_path / "records" / "M0_lr0.003_seed0.test.json").write_text("{}")  # of an earlier checkpoint
+    # the test of an earlier checkpoint
+    (tmp_path / "records" / "M0_lr0.003_seed0.test.json").write_text("{}")
     record = runner.fit(m, 0.003, 0)
     assert seen["args"] == [[*seen["fit_args"], "--ckpt_path=last"]]
     assert seen["log"][0] == "study: fit M0_lr0.003_seed0: resuming from step 4"
@@ -118,22 +124,35 @@ def test_the_runner_resumes_a_stopped_fit_and_records_its_attempts(tmp_path, mon
 def test_the_runner_starts_afresh_after_a_change_of_command_or_code(tmp_path, monkeypatch, change):
     _, runner, m, command, seen = _fit_setup(tmp_path, monkeypatch)
     run_dir = tmp_path / "runs" / "M0_lr0.003_seed0"
-    Attempts(run_dir, command + " --other" if change == "command" else command,
-             OTHER if change == "code" else runner.code["fingerprint"]).begin()
+    Attempts(
+        run_dir,
+        command + " --other" if change == "command" else command,
+        OTHER if change == "code" else runner.code["fingerprint"],
+    ).begin()
     _checkpoint(run_dir / "checkpoints" / "last.ckpt", 4)
     (run_dir / "checkpoints" / "stale.ckpt").write_text("x")
     record = runner.fit(m, 0.003, 0)
-    assert not any("--ckpt_path" in a for a in seen["args"][0]) and not any("resuming" in x for x in seen["log"])
+    assert not any("--ckpt_path" in a for a in seen["args"][0]) and not any(
+        "resuming" in x for x in seen["log"]
+    )
     assert not (run_dir / "checkpoints" / "stale.ckpt").exists()  # the run folder was emptied first
     assert "resumed_from_step" not in record and record["wall_s"] == 2.0
-    assert read_attempts(run_dir)["command"] == command and len(read_attempts(run_dir)["attempts"]) == 1
+    assert (
+        read_attempts(run_dir)["command"] == command
+        and len(read_attempts(run_dir)["attempts"]) == 1
+    )
 
 
 def test_a_failed_fit_is_not_resumed(tmp_path, monkeypatch):
     _, runner, m, command, _ = _fit_setup(tmp_path, monkeypatch, rc=1)
     assert runner.fit(m, 0.003, 0) is None
     assert read_attempts(tmp_path / "runs" / "M0_lr0.003_seed0") is None
-    assert plan_attempt(tmp_path / "runs" / "M0_lr0.003_seed0", command, runner.code["fingerprint"]).resume_from is None
+    assert (
+        plan_attempt(
+            tmp_path / "runs" / "M0_lr0.003_seed0", command, runner.code["fingerprint"]
+        ).resume_from
+        is None
+    )
 
 
 # ---------------------------------------------------------------------------------------- the curve
@@ -151,7 +170,8 @@ def _events(folder: Path, values: dict[int, float]) -> None:
 def test_the_curve_of_a_resumed_fit_keeps_each_step_once_with_its_latest_value(tmp_path):
     """Attempts log into version_0, 1, 2, ..., 10: a step logged again after a resume takes the later
     value, and version_10 is later than version_2."""
-    _events(tmp_path / "version_0", {3: 0.1, 7: 0.2, 11: 0.9})  # 11 logged after the checkpoint at 8
+    # 11 was logged after the checkpoint at 8, and again by the resumed attempt
+    _events(tmp_path / "version_0", {3: 0.1, 7: 0.2, 11: 0.9})
     _events(tmp_path / "version_1", {11: 0.3})
     for v in range(2, 11):
         _events(tmp_path / f"version_{v}", {11 + 4 * (v - 1): v / 100, 15: v / 100})

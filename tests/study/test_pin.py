@@ -64,14 +64,19 @@ def test_compatibility_is_the_pin_or_the_checkout_or_a_declared_commit(
         # the checkout's code never matters once the study is pinned
         if pinned is not None:
             mp.setattr(provenance, "fingerprint", lambda: record_fp)
-            assert provenance.compatible(_code(record_fp, commit, dirty), tuple(accepted), pinned) == expected
+            assert (
+                provenance.compatible(_code(record_fp, commit, dirty), tuple(accepted), pinned)
+                == expected
+            )
     refusal = provenance.pin_refusal("s", pinned, "/nonexistent", checkout=checkout)
     assert (refusal is None) == (pinned is None or pinned == checkout)
     if refusal is not None:
         assert "\n" not in refusal and pinned in refusal and checkout in refusal
 
 
-@pytest.mark.parametrize("value", ["5BCEC857E4759810", "5bcec857e475981", "5bcec857e4759810a", 123, "xyz"])
+@pytest.mark.parametrize(
+    "value", ["5BCEC857E4759810", "5bcec857e475981", "5bcec857e4759810a", 123, "xyz"]
+)
 def test_a_bad_pin_is_one_line(tmp_path, value):
     with pytest.raises(StudyError) as err:
         load_study(_study(tmp_path, f"code_fingerprint: {json.dumps(value)}\n"))
@@ -80,7 +85,11 @@ def test_a_bad_pin_is_one_line(tmp_path, value):
 
 
 @settings(max_examples=40, deadline=None)
-@given(value=st.text(min_size=1, max_size=20).filter(lambda v: not (len(v) == 16 and set(v) <= set("0123456789abcdef"))))
+@given(
+    value=st.text(min_size=1, max_size=20).filter(
+        lambda v: not (len(v) == 16 and set(v) <= set("0123456789abcdef"))
+    )
+)
 def test_every_bad_pin_is_refused(tmp_path_factory, value):
     tmp = tmp_path_factory.mktemp("pin")
     with pytest.raises(StudyError, match="code_fingerprint="):
@@ -111,7 +120,8 @@ def _record(records: Path, name: str, code: dict) -> None:
 def test_run_from_other_code_is_refused_in_one_line_naming_the_commit(tmp_path, capsys):
     study = _study(tmp_path, f"code_fingerprint: {OTHER}\n")
     _record(tmp_path / "records", "A.fit.json", _code(OTHER, "b" * 40))
-    _record(tmp_path / "records", "B.fit.json", _code(OTHER, "c" * 40, dirty=True))  # a dirty tree: no commit
+    # a dirty tree's record names no commit of that code
+    _record(tmp_path / "records", "B.fit.json", _code(OTHER, "c" * 40, dirty=True))
     assert main(["run", str(study)]) == 2
     err = capsys.readouterr().err.strip()
     assert err == (
@@ -141,7 +151,11 @@ def test_status_and_report_work_from_any_checkout_of_a_pinned_study(tmp_path, ca
     lr = float(name.split("_lr")[1].split("_")[0])
     command = command_text(fit_args(study, read_budget(study, m), m, lr, 0))
     (tmp_path / "records").mkdir()
-    (tmp_path / "records" / f"{name}.fit.json").write_text(json.dumps({"command": command, "code": _code(OTHER)}))
+    (tmp_path / "records" / f"{name}.fit.json").write_text(
+        json.dumps({"command": command, "code": _code(OTHER)})
+    )
     assert {r: s for _, r, s in rows(study)}[run] == "done"
-    (tmp_path / "records" / f"{name}.fit.json").write_text(json.dumps({"command": command, "code": _code(HERE)}))
+    (tmp_path / "records" / f"{name}.fit.json").write_text(
+        json.dumps({"command": command, "code": _code(HERE)})
+    )
     assert {r: s for _, r, s in rows(study)}[run] == "stale"

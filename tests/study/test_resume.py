@@ -63,22 +63,35 @@ def _study(tmp_path: Path) -> Path:
 
 
 def _run(study: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "swar_bench.cli", "study", "run", str(study), "--jobs", "1"],
-                          check=False, cwd=ROOT, capture_output=True, text=True, timeout=900)
+    return subprocess.run(
+        [sys.executable, "-m", "swar_bench.cli", "study", "run", str(study), "--jobs", "1"],
+        check=False,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
 
 
 def _stopped(study: Path, ready, stop) -> subprocess.CompletedProcess:
     """``study run`` (its own process group), stopped by ``stop(proc)`` once ``ready()`` holds."""
-    proc = subprocess.Popen([sys.executable, "-m", "swar_bench.cli", "study", "run", str(study), "--jobs", "1"],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "swar_bench.cli", "study", "run", str(study), "--jobs", "1"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     try:
         while not ready():  # the event itself, polled while the process lives
             try:
                 proc.wait(timeout=0.02)
             except subprocess.TimeoutExpired:
                 continue
-            raise AssertionError(f"study run ended (exit {proc.returncode}) before the stop: {proc.stdout.read()}")
+            raise AssertionError(
+                f"study run ended (exit {proc.returncode}) before the stop: {proc.stdout.read()}"
+            )
         stop(proc)
         out, _ = proc.communicate(timeout=900)
     finally:
@@ -127,7 +140,8 @@ def _resumed_as_unstopped(study: Path, expected: dict, expected_curve: str, step
     }
     # no step lost or logged twice, every value the unstopped run's
     assert (records / f"{RUN}.curve.csv").read_text() == expected_curve
-    assert len(list((runs / RUN).glob("version_*"))) == 2  # the resumed attempt logged beside the first
+    # the resumed attempt logged beside the first
+    assert len(list((runs / RUN).glob("version_*"))) == 2
     assert (records / f"{RUN}.test.json").is_file()
     return record
 
@@ -140,7 +154,10 @@ def test_a_fit_stopped_with_ctrl_c_resumes_as_if_never_stopped(unstopped):
     assert stopped.returncode == 130, stopped.stdout
     assert not (records / f"{RUN}.fit.json").exists(), "the fit ended before the stop reached it"
     attempts = json.loads((runs / RUN / ATTEMPT_FILE).read_text())
-    assert attempts["command"] == expected["command"] and attempts["fingerprint"] == expected["code"]["fingerprint"]
+    assert (
+        attempts["command"] == expected["command"]
+        and attempts["fingerprint"] == expected["code"]["fingerprint"]
+    )
     assert len(attempts["attempts"]) == 1 and attempts["attempts"][0]["wall_s"] > 0
     step = checkpoint_progress(ckpt)[0]
     record = _resumed_as_unstopped(study, expected, expected_curve, step)
@@ -159,9 +176,14 @@ def test_a_fit_of_a_stopped_machine_resumes_and_logs_its_lost_steps_once(unstopp
 
     def second_checkpoint() -> bool:
         if not first.is_file() and (folder / "last.ckpt").is_file():
-            shutil.copyfile(folder / "last.ckpt", first)  # a checkpoint file is written whole, then renamed
+            # a checkpoint file is written whole, then renamed: the copy is one checkpoint
+            shutil.copyfile(folder / "last.ckpt", first)
         # Lightning's step checkpoint, epoch=E-step=S.ckpt, is saved before last.ckpt
-        steps = [int(m.group(1)) for p in folder.glob("*.ckpt") if (m := re.search(r"-step=(\d+)\.ckpt$", p.name))]
+        steps = [
+            int(m.group(1))
+            for p in folder.glob("*.ckpt")
+            if (m := re.search(r"-step=(\d+)\.ckpt$", p.name))
+        ]
         return first.is_file() and max(steps, default=0) > 16
 
     stopped = _stopped(study, second_checkpoint, lambda proc: os.killpg(proc.pid, signal.SIGKILL))
@@ -171,7 +193,10 @@ def test_a_fit_of_a_stopped_machine_resumes_and_logs_its_lost_steps_once(unstopp
     shutil.copyfile(first, folder / "last.ckpt")
     step = checkpoint_progress(first)[0]
     assert step == 16
-    logged = {int(line.split(",")[0]) for line in curve_csv(curve_rows(scalar_history(runs / RUN))).splitlines()[1:]}
+    logged = {
+        int(line.split(",")[0])
+        for line in curve_csv(curve_rows(scalar_history(runs / RUN))).splitlines()[1:]
+    }
     assert max(logged) >= step, "the stopped attempt logged a validation after its kept checkpoint"
     attempts = json.loads((runs / RUN / ATTEMPT_FILE).read_text())
     assert attempts["attempts"][0]["wall_s"] is None  # ended without notice
