@@ -84,6 +84,19 @@ def code_version() -> dict[str, Any]:
     }
 
 
+def cpu_model() -> str:
+    """The CPU's model name (Linux ``/proc/cpuinfo``), else what ``platform`` knows: CPUs of other
+    vector widths round a float32 matmul differently, so a record names the model it ran on."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text(errors="replace").splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "model name" and value.strip():
+                return f"{value.strip()} <{platform.machine()}>"
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "cpu"
+
+
 def environment() -> dict[str, Any]:
     """Package versions and the device the runs of this process start on."""
     import lightning
@@ -92,7 +105,7 @@ def environment() -> dict[str, Any]:
     if torch.cuda.is_available():
         device = torch.cuda.get_device_name(0)
     else:
-        device = platform.processor() or platform.machine() or "cpu"
+        device = cpu_model()
     return {
         "python": platform.python_version(),
         "torch": torch.__version__,

@@ -2,7 +2,7 @@
 the tied learned decay of ``ScalarDecayLinearAttention``."""
 
 import copy
-import hashlib
+from pathlib import Path
 
 import pytest
 import torch
@@ -22,37 +22,44 @@ from tests.mechanisms.test_mechanisms import (
 
 TOUCHED = CONV_OFF_BY_DEFAULT + CONV_ON_BY_DEFAULT
 
-# sha256 (first 16 hex digits) of the float32 logits of two chained calls of each mechanism at its
-# default arguments (torch.manual_seed(0), ids from Generator().manual_seed(1), [2, 37]), recorded
-# from the code before conv_size existed: the default must stay bitwise what it was. An
-# intended change of a default (initialisation, layout) updates its line here.
-# Updated once since, for an intended change of the rounding only: the short convolution as
-# shifted multiply-adds on [B, T, C] and the benchmarked chunk sizes (docs/BENCHMARKS.md) moved the
-# logits of the mechanisms with a conv or a new chunk size by at most 4.5e-7 from the former hashes.
-DEFAULT_LOGITS_SHA256 = {
-    "ScalarDecayLinearAttention": "6503076d425b2f7c",
-    "MultiScaleRetention": "aae93a9fe711c711",
-    "GatedLinearAttention": "528702fe553b93d3",
-    "HGRN2": "ad99b4b04275d592",
-    "Based": "a952f11bf285f42d",  # its attention layers' rotary is one complex product (float rounding)
-    "DeltaNet": "bcd5c70215766192",
-    "GatedDeltaNet": "2a397b7c1e808538",
-    "GatedDeltaProduct": "5bbf9f6fe51141eb",
-    "KimiDeltaAttention": "1698ad08b0f0bb05",
-    "mLSTM": "5c9b5efb6f1ed252",
-    "LogLinearAttention": "d530733668d80029",
-    "Mamba2": "6e1a67bdc4776f9a",
-    "Mamba": "a4f39c8d7735c431",
-    "ScalarDecayLinearAttention:learn": "0ea990801fdef95e",
-}
+# The float32 logits of two chained calls of each mechanism at its default arguments
+# (torch.manual_seed(0), ids from Generator().manual_seed(1), [2, 37]), recorded in
+# DEFAULT_LOGITS_FILE from the code whose defaults the frontier study trained: a default must stay
+# what it was. They are compared to float rounding, not bit for bit: CPUs of other vector widths
+# (AVX2, AVX-512) sum a matmul in other orders, so the same code gives other low bits on another
+# machine (the bit-exact hashes this file held before failed on another CPU model). An intended
+# change of a default (initialisation, layout) records the file again:
+# `python -m tests.mechanisms.test_conv_size`.
+DEFAULT_CASES = (
+    "ScalarDecayLinearAttention",
+    "MultiScaleRetention",
+    "GatedLinearAttention",
+    "HGRN2",
+    "Based",
+    "DeltaNet",
+    "GatedDeltaNet",
+    "GatedDeltaProduct",
+    "KimiDeltaAttention",
+    "mLSTM",
+    "LogLinearAttention",
+    "Mamba2",
+    "Mamba",
+    "ScalarDecayLinearAttention:learn",
+)
+DEFAULT_LOGITS_FILE = Path(__file__).with_name("data") / "default_logits.pt"
 
 
-def logits_sha256(model):
+def default_logits(case: str, **extra) -> torch.Tensor:
+    """[2 calls, 2, 37, vocab] float32 logits of ``case`` at its defaults (plus ``extra``)."""
+    name = case.split(":")[0]
+    kwargs = {"learn_decay": True} if case.endswith(":learn") else {}
+    torch.manual_seed(0)
+    model = getattr(mech, name)(**kwargs, **extra)
     ids = torch.randint(0, 40, (2, 37), generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
         logits, state = model(ids)
         logits2, _ = model(ids, state)
-    return hashlib.sha256(logits.numpy().tobytes() + logits2.numpy().tobytes()).hexdigest()[:16]
+    return torch.stack([logits, logits2])
 
 
 def test_the_list_of_conv_mechanisms_is_the_zoo_s():
@@ -61,16 +68,15 @@ def test_the_list_of_conv_mechanisms_is_the_zoo_s():
     assert with_conv == set(TOUCHED)
 
 
-@pytest.mark.parametrize("case", sorted(DEFAULT_LOGITS_SHA256))
-def test_the_default_forward_is_bitwise_the_one_before_the_option(case):
+@pytest.mark.parametrize("case", DEFAULT_CASES)
+def test_the_default_forward_is_the_recorded_one(case):
+    recorded = torch.load(DEFAULT_LOGITS_FILE, weights_only=True)[case]
+    default = default_logits(case)
+    # float rounding only: a changed initialisation or layout moves logits by O(1)
+    torch.testing.assert_close(default, recorded, rtol=1e-5, atol=1e-5)
     name = case.split(":")[0]
-    kwargs = {"learn_decay": True} if case.endswith(":learn") else {}
-    torch.manual_seed(0)
-    default = logits_sha256(getattr(mech, name)(**kwargs))
-    assert default == DEFAULT_LOGITS_SHA256[case]
-    if name in CONV_OFF_BY_DEFAULT:  # conv_size=0 spelled out is the same model
-        torch.manual_seed(0)
-        assert logits_sha256(getattr(mech, name)(conv_size=0, **kwargs)) == default
+    if name in CONV_OFF_BY_DEFAULT:  # conv_size=0 spelled out is the same model, bit for bit
+        assert torch.equal(default_logits(case, conv_size=0), default)
 
 
 @pytest.mark.parametrize("name", TOUCHED)
@@ -117,7 +123,9 @@ def test_streaming_equals_one_call_for_any_conv_size(name, conv_size, length, cu
     with torch.no_grad():
         full, full_state = model(x, model.init_state(2))
         chunked, chunked_state = run_chunked(model, x, [c for c in cuts if c < length])
-    assert (full - chunked).abs().max().item() <= 1e-5
+    # float rounding relative to the logits' scale, the rule the states below follow (the chunk
+    # form and the step form sum in other orders: seen 7e-6 of the scale for GatedDeltaNet)
+    assert (full - chunked).abs().max().item() <= 1e-5 * max(1.0, full.abs().max().item())
     for a, b in zip(mech.iter_state_tensors(full_state), mech.iter_state_tensors(chunked_state)):
         assert a.shape == b.shape
         if a.numel():  # an empty conv state (conv_size=0) has no entries to compare
@@ -198,3 +206,10 @@ def test_tie_decay_without_learn_decay_is_one_line():
     assert str(err.value) == (
         "tie_decay=True needs learn_decay=True (a fixed decay is already the same in every layer)"
     )
+
+
+# record DEFAULT_LOGITS_FILE again, after an intended change of a default
+if __name__ == "__main__":
+    DEFAULT_LOGITS_FILE.parent.mkdir(exist_ok=True)
+    torch.save({case: default_logits(case) for case in DEFAULT_CASES}, DEFAULT_LOGITS_FILE)
+    print(f"wrote {DEFAULT_LOGITS_FILE}")

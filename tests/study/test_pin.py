@@ -159,3 +159,21 @@ def test_status_and_report_work_from_any_checkout_of_a_pinned_study(tmp_path, ca
         json.dumps({"command": command, "code": _code(HERE)})
     )
     assert {r: s for _, r, s in rows(study)}[run] == "stale"
+
+
+def test_a_record_names_the_cpu_model_it_ran_on(tmp_path, monkeypatch):
+    # CPUs of other vector widths round a float32 matmul differently: "x86_64" alone cannot tell
+    # two machines' records apart
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 7B13\n")
+    real_path = provenance.Path
+    monkeypatch.setattr(
+        provenance, "Path", lambda p: info if p == "/proc/cpuinfo" else real_path(p)
+    )
+    assert provenance.cpu_model() == f"AMD EPYC 7B13 <{provenance.platform.machine()}>"
+    info.write_text("processor\t: 0\n")  # no model name: what platform knows
+    assert provenance.cpu_model() in (
+        provenance.platform.processor(),
+        provenance.platform.machine(),
+        "cpu",
+    )
