@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import os
 import re
+from collections.abc import Callable
 from typing import Any
 
 
@@ -178,7 +179,8 @@ def non_finite(text: str) -> bool:
 
 
 def unknown_config_keys(config: Any, options: set[str], prefix: str = "", groups: frozenset[str] | set[str] = frozenset(),
-                        takes: dict[str, str] | None = None) -> list[tuple[str, str | None]]:
+                        takes: dict[str, str] | None = None, fields: Callable[[str], Any] | None = None
+                        ) -> list[tuple[str, str | None]]:
     """Every key of a ``--config`` mapping that names no option, with the closest option of its
     level (``difflib.get_close_matches``) or None: ``[("trainer.max_step", "trainer.max_steps")]``.
 
@@ -188,7 +190,8 @@ def unknown_config_keys(config: Any, options: set[str], prefix: str = "", groups
     value of an option that is a class (``class_path`` and ``init_args``: ``model.mechanism``,
     ``trainer.callbacks``' items) has its ``init_args`` keys checked against the class's
     constructor arguments (:func:`value_keys`, nested classes too), and a mapping option of known
-    fields (``data.mqar``) its keys against those fields; ``takes``, when given, receives what
+    fields (``fields(option)``: ``data.mqar`` -> ``swar_bench.harness.fast_options.nested_fields``)
+    its keys against those fields; ``takes``, when given, receives what
     each such mapping with an unknown key takes (``{"model.mechanism.init_args": "the arguments
     of GRU (vocab_size, ...)"}``). jsonargparse stops at the first unknown key and names neither
     the file nor an alternative."""
@@ -201,10 +204,10 @@ def unknown_config_keys(config: Any, options: set[str], prefix: str = "", groups
     for name, value in config.items():
         key = f"{prefix}{name}"
         if isinstance(value, dict) and (key in groups or key not in options) and any(o.startswith(key + ".") for o in options):
-            found += unknown_config_keys(value, options, key + ".", groups, takes)  # a group of options
+            found += unknown_config_keys(value, options, key + ".", groups, takes, fields)  # a group of options
             continue
         if key in options:
-            found += value_keys(key, value, {} if takes is None else takes)
+            found += value_keys(key, value, {} if takes is None else takes, fields)
             continue
         if any(o.startswith(key + ".") for o in options):
             continue
@@ -229,16 +232,17 @@ def class_arguments(class_path: Any) -> list[str] | None:
     return [p.name for p in params if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)]
 
 
-def value_keys(key: str, value: Any, takes: dict[str, str]) -> list[tuple[str, str | None]]:
+def value_keys(key: str, value: Any, takes: dict[str, str], fields: Callable[[str], Any] | None = None
+               ) -> list[tuple[str, str | None]]:
     """The unknown keys inside the value of the option ``key`` with their closest valid key: the
     ``init_args`` of a ``class_path`` mapping (:func:`class_arguments`; a list of them as
     ``key[i]``; init args that are classes themselves looked into), or the keys of a mapping
-    option of known fields (``swar_bench.harness.fast_options.NESTED``). ``takes`` receives
+    option whose fields ``fields(key)`` gives (None: not known). ``takes`` receives
     ``{mapping: what it takes}`` for each mapping with an unknown key."""
     import difflib
 
     if isinstance(value, list):
-        return [found for i, item in enumerate(value) for found in value_keys(f"{key}[{i}]", item, takes)]
+        return [found for i, item in enumerate(value) for found in value_keys(f"{key}[{i}]", item, takes, fields)]
     if not isinstance(value, dict):
         return []
     if "class_path" in value:
@@ -247,15 +251,13 @@ def value_keys(key: str, value: Any, takes: dict[str, str]) -> list[tuple[str, s
             return []
         where, described = f"{key}.init_args", f"the arguments of {value['class_path']}"
     else:
-        from swar_bench.harness.fast_options import nested_fields
-
-        init_args, fields = value, nested_fields(key)
-        accepted = sorted(fields) if fields is not None else None
+        known = fields(key) if fields is not None else None
+        init_args, accepted = value, sorted(known) if known is not None else None
         where, described = key, "the keys"
     found: list[tuple[str, str | None]] = []
     for name, arg in init_args.items():
         if accepted is None or name in accepted:
-            found += value_keys(f"{where}.{name}", arg, takes) if accepted is not None else []
+            found += value_keys(f"{where}.{name}", arg, takes, fields) if accepted is not None else []
             continue
         close = difflib.get_close_matches(str(name), accepted, n=1, cutoff=0.6)
         found.append((f"{where}.{name}", f"{where}.{close[0]}" if close else None))

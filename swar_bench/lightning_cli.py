@@ -276,6 +276,7 @@ class SwarBenchCLI(LightningCLI):
         import yaml
 
         from swar_bench.config_errors import unknown_config_keys, unknown_keys_line
+        from swar_bench.harness.fast_options import nested_fields
 
         command = args[0] if args else None
         subparser = getattr(self, "_subcommand_parsers", {}).get(command)
@@ -291,7 +292,7 @@ class SwarBenchCLI(LightningCLI):
             takes: dict[str, str] = {}  # what a class's init_args / a mapping option with a typo takes
             try:
                 with open(path, encoding="utf-8") as handle:
-                    unknown = unknown_config_keys(yaml.safe_load(handle), options, groups=groups, takes=takes)
+                    unknown = unknown_config_keys(yaml.safe_load(handle), options, groups=groups, takes=takes, fields=nested_fields)
             except (OSError, UnicodeDecodeError, yaml.YAMLError):
                 continue
             if unknown:
