@@ -131,6 +131,7 @@ from swar_bench.harness.stops import (
     stop_other_ranks,
     stop_status,
 )
+from swar_bench.harness.values import check_values
 from swar_bench.module import TBPTTModule, mechanism_class_path
 from swar_bench.utils import interrupts
 from swar_bench.utils.argparsing import check_no_dashes_value
@@ -192,6 +193,7 @@ class SwarBenchCLI(LightningCLI):
         subcommand = self.config.get("subcommand")
         cfg = self.config[subcommand] if subcommand else self.config
         check_accelerator(cfg.get("trainer.accelerator"), list(args or []))
+        check_values(cfg, list(args or []))  # values a library would refuse later without naming the option
         self._configure_run_folder(cfg, subcommand)
         ckpt_path = cfg.get("ckpt_path") if subcommand else None
         if ckpt_path is not None and str(ckpt_path) not in CKPT_PATH_KEYWORDS:

@@ -214,6 +214,11 @@ def naming_the_option(message: str, cfg: Any, argv: list[str]) -> str:
     ``argv`` or one of its ``--config`` files), or unchanged when it starts with none."""
     import re
 
+    from swar_bench.harness.values import mqar_option_line
+
+    mqar = mqar_option_line(message, cfg, argv)  # "MQAR seed=-1: ...": --data.mqar.train_seed=-1
+    if mqar is not None:
+        return mqar
     first = re.match(r"(\w+)(=| )", message)
     if first is None:
         return message
