@@ -53,6 +53,7 @@ from swar_bench.tasks.hub_io import (
     iter_examples,
     load_split,
     parse_config,
+    read_checksums,
     release_files,
     release_report,
     remove_stale_temp_files,
@@ -220,6 +221,20 @@ def _release_incomplete(source: str) -> bool:
     return report is not None
 
 
+def _unreadable_checksums(source: str) -> bool:
+    """For a local folder whose ``checksums.json`` cannot be read (not valid JSON, not of its
+    form): name it on stderr, in one line, and return True. Every split file's check would fail
+    on it, so it is said once, before any split is read; False otherwise (a Hub id, no file)."""
+    if not os.path.isdir(source):
+        return False
+    try:
+        read_checksums(source)
+    except CorruptDataError as exc:
+        print(f"FAILED: {exc}", file=sys.stderr)
+        return True
+    return False
+
+
 def _release_first(source: str, exc: DataSourceError) -> int:
     """Nothing of the request can be read from ``source``: a release folder with problems exits
     1 naming them (``README.md`` lists a split whose file is gone, a ``params.json`` that is not
@@ -239,6 +254,8 @@ def cmd_verify(args) -> int:
         configs = configs_option(args.configs, args.source)
     except DataSourceError as exc:
         return _release_first(args.source, exc)
+    if _unreadable_checksums(args.source):
+        return 1
     local = os.path.isdir(args.source)
     checked: list[str] = []
     failed: list[str] = []
@@ -288,6 +305,8 @@ def cmd_check(args) -> int:
         configs = configs_option(args.configs, args.source)
     except DataSourceError as exc:
         return _release_first(args.source, exc)
+    if _unreadable_checksums(args.source):
+        return 1
     if os.path.isdir(args.source):
         # a config folder counts only if it holds split files (an interrupted generate can leave
         # an empty one, or one with nothing but a temporary file)
