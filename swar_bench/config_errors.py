@@ -14,6 +14,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from swar_bench.utils.text import did_you_mean
+
 
 def mechanism_names() -> list[str]:
     """Names of the mechanisms of the zoo (``swar_bench.mechanisms.MECHANISMS``)."""
@@ -154,15 +156,6 @@ def parse_error_line(message: str, argv: list[str] | None = None) -> str:
         return (f"{source}: {option}={value} is invalid; expected {expected}" if source is not None
                 else f"--{option}={value} is invalid; expected {expected}")
     return f"{source}: {option}: {reason}" if source is not None else f"--{option}: {reason}"
-
-
-def did_you_mean(name: str, names: list[str] | tuple[str, ...]) -> str:
-    """`` (did you mean d_model?)`` naming the closest of ``names`` to ``name``
-    (``difflib.get_close_matches``), or ``""`` when none is close."""
-    import difflib
-
-    close = difflib.get_close_matches(str(name), list(names), n=1, cutoff=0.6)
-    return f" (did you mean {close[0]}?)" if close else ""
 
 
 FINITE_FLOAT_EXPECTED = {"model.lr": "a positive finite learning rate", "lr": "a positive finite learning rate",
