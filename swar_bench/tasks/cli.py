@@ -80,6 +80,7 @@ from swar_bench.utils.files import (
     atomic_write_text,
 )
 from swar_bench.utils.locks import FolderLockedError
+from swar_bench.utils.quiet import progress_bars_only_on_a_terminal
 from swar_bench.utils.text import plural
 
 
@@ -466,7 +467,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     previous = interrupts.install(sigterm=True)  # nothing from another thread: signals are the caller's
     try:
-        status = args.func(args)
+        with progress_bars_only_on_a_terminal():  # a pipe or a log gets no bars (datasets', the hub's, ours)
+            status = args.func(args)
         interrupts.complete()  # a stop recorded but swallowed is reported; a later one is ignored
         return status
     except BrokenPipeError:
