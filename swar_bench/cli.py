@@ -61,11 +61,10 @@ def _usage(argv: list[str]) -> int:
 
 
 def _unknown(argv: list[str]) -> int:
-    print(
-        f"swar-bench: error: unknown command {argv[0]!r}; expected one of "
-        f"{', '.join((*LIGHTNING_COMMANDS, 'data', 'referee', 'demo', 'check-mechanism', 'study'))} (swar-bench --help)",
-        file=sys.stderr,
-    )
+    from swar_bench.utils.text import unknown_name_line
+
+    commands = (*LIGHTNING_COMMANDS, "data", "referee", "demo", "check-mechanism", "study")
+    print(f"swar-bench: error: {unknown_name_line('command', argv[0], commands, ' (swar-bench --help)')}", file=sys.stderr)
     return 2
 
 

@@ -11,7 +11,10 @@ from __future__ import annotations
 import math
 import os
 import re
+from collections.abc import Callable
 from typing import Any
+
+from swar_bench.utils.text import did_you_mean
 
 
 def mechanism_names() -> list[str]:
@@ -139,7 +142,8 @@ def parse_error_line(message: str, argv: list[str] | None = None) -> str:
         from swar_bench.mechanisms.registry import accepted_args
 
         accepted = accepted_args(class_path)
-        reason = f"not an argument of {class_path}" + (f"; expected one of {', '.join(accepted)}" if accepted else "")
+        reason = f"not an argument of {class_path}{did_you_mean(rejected.group(1), accepted)}" + (
+            f"; expected one of {', '.join(accepted)}" if accepted else "")
     elif class_path is not None and keys[-1] == "init_args":
         reason += f" (expected a mapping of {class_path}'s arguments)"
     elif class_path is not None:
@@ -167,17 +171,23 @@ def non_finite(text: str) -> bool:
         return False
 
 
-def unknown_config_keys(config: Any, options: set[str], prefix: str = "", groups: frozenset[str] | set[str] = frozenset()
+def unknown_config_keys(config: Any, options: set[str], prefix: str = "", groups: frozenset[str] | set[str] = frozenset(),
+                        takes: dict[str, str] | None = None, fields: Callable[[str], Any] | None = None
                         ) -> list[tuple[str, str | None]]:
     """Every key of a ``--config`` mapping that names no option, with the closest option of its
     level (``difflib.get_close_matches``) or None: ``[("trainer.max_step", "trainer.max_steps")]``.
 
     ``options`` are the parser's dotted option names (``trainer.max_steps``, ``model.mechanism``),
     ``groups`` those of them that only load a group of options from a file (``--trainer FILE``);
-    a key that is a group of options (``trainer``) is looked into when it holds a mapping, a key
-    that is only an option is not (a class-typed option such as ``model.mechanism`` checks its own
-    ``init_args``). jsonargparse stops at the first unknown key and names neither the file nor
-    an alternative."""
+    a key that is a group of options (``trainer``) is looked into when it holds a mapping. The
+    value of an option that is a class (``class_path`` and ``init_args``: ``model.mechanism``,
+    ``trainer.callbacks``' items) has its ``init_args`` keys checked against the class's
+    constructor arguments (:func:`value_keys`, nested classes too), and a mapping option of known
+    fields (``fields(option)``: ``data.mqar`` -> ``swar_bench.harness.fast_options.nested_fields``)
+    its keys against those fields; ``takes``, when given, receives what
+    each such mapping with an unknown key takes (``{"model.mechanism.init_args": "the arguments
+    of GRU (vocab_size, ...)"}``). jsonargparse stops at the first unknown key and names neither
+    the file nor an alternative."""
     import difflib
 
     found: list[tuple[str, str | None]] = []
@@ -187,20 +197,75 @@ def unknown_config_keys(config: Any, options: set[str], prefix: str = "", groups
     for name, value in config.items():
         key = f"{prefix}{name}"
         if isinstance(value, dict) and (key in groups or key not in options) and any(o.startswith(key + ".") for o in options):
-            found += unknown_config_keys(value, options, key + ".", groups)  # a group of options
+            found += unknown_config_keys(value, options, key + ".", groups, takes, fields)  # a group of options
             continue
-        if key in options or any(o.startswith(key + ".") for o in options):
+        if key in options:
+            found += value_keys(key, value, {} if takes is None else takes, fields)
+            continue
+        if any(o.startswith(key + ".") for o in options):
             continue
         close = difflib.get_close_matches(str(name), level, n=1, cutoff=0.6)
         found.append((key, prefix + close[0] if close else None))
     return found
 
 
-def unknown_keys_line(source: str, unknown: list[tuple[str, str | None]], command: str) -> str:
+def class_arguments(class_path: Any) -> list[str] | None:
+    """The keyword arguments of the constructor of ``class_path`` (a zoo name or a dotted path), in
+    order; None when the class cannot be resolved, has no signature or takes ``**kwargs``."""
+    import inspect
+
+    from swar_bench.mechanisms.registry import resolve_class
+
+    try:
+        params = list(inspect.signature(resolve_class(str(class_path))).parameters.values())
+    except (ValueError, TypeError, ImportError, AttributeError):
+        return None
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        return None
+    return [p.name for p in params if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)]
+
+
+def value_keys(key: str, value: Any, takes: dict[str, str], fields: Callable[[str], Any] | None = None
+               ) -> list[tuple[str, str | None]]:
+    """The unknown keys inside the value of the option ``key`` with their closest valid key: the
+    ``init_args`` of a ``class_path`` mapping (:func:`class_arguments`; a list of them as
+    ``key[i]``; init args that are classes themselves looked into), or the keys of a mapping
+    option whose fields ``fields(key)`` gives (None: not known). ``takes`` receives
+    ``{mapping: what it takes}`` for each mapping with an unknown key."""
+    import difflib
+
+    if isinstance(value, list):
+        return [found for i, item in enumerate(value) for found in value_keys(f"{key}[{i}]", item, takes, fields)]
+    if not isinstance(value, dict):
+        return []
+    if "class_path" in value:
+        init_args, accepted = value.get("init_args"), class_arguments(value["class_path"])
+        if not isinstance(init_args, dict):
+            return []
+        where, described = f"{key}.init_args", f"the arguments of {value['class_path']}"
+    else:
+        known = fields(key) if fields is not None else None
+        init_args, accepted = value, sorted(known) if known is not None else None
+        where, described = key, "the keys"
+    found: list[tuple[str, str | None]] = []
+    for name, arg in init_args.items():
+        if accepted is None or name in accepted:
+            found += value_keys(f"{where}.{name}", arg, takes, fields) if accepted is not None else []
+            continue
+        close = difflib.get_close_matches(str(name), accepted, n=1, cutoff=0.6)
+        found.append((f"{where}.{name}", f"{where}.{close[0]}" if close else None))
+        takes[where] = f"{described} ({', '.join(accepted)})"
+    return found
+
+
+def unknown_keys_line(source: str, unknown: list[tuple[str, str | None]], command: str,
+                      takes: dict[str, str] | None = None) -> str:
     """One line naming every unknown key of ``source`` (``--config=/abs/run.yaml`` or the command
     line), each with its suggestion: ``--config=/abs/run.yaml: unknown keys trainer.max_step (did
     you mean trainer.max_steps?), model.lrr (did you mean model.lr?); expected options of
-    swar-bench fit (swar-bench fit --help)``."""
+    swar-bench fit (swar-bench fit --help)``, then what each mapping of ``takes`` takes (``, and
+    for model.mechanism.init_args the arguments of GRU (vocab_size, ...)``)."""
     shown = ", ".join(f"{key} (did you mean {close}?)" if close else key for key, close in unknown)
     noun = "key" if len(unknown) == 1 else "keys"
-    return f"{source}: unknown {noun} {shown}; expected options of swar-bench {command} (swar-bench {command} --help)"
+    line = f"{source}: unknown {noun} {shown}; expected options of swar-bench {command} (swar-bench {command} --help)"
+    return line + "".join(f", and for {where} {what}" for where, what in (takes or {}).items())

@@ -94,6 +94,7 @@ from swar_bench.harness.checkpoints import (
 from swar_bench.harness.checks import (
     check_accelerator,
     check_model_fits,
+    check_nested_options,
     check_output_folder,
     check_trainable,
     naming_the_option,
@@ -130,6 +131,7 @@ from swar_bench.harness.stops import (
     stop_other_ranks,
     stop_status,
 )
+from swar_bench.harness.values import check_values
 from swar_bench.module import TBPTTModule, mechanism_class_path
 from swar_bench.utils import interrupts
 from swar_bench.utils.argparsing import check_no_dashes_value
@@ -185,9 +187,13 @@ class SwarBenchCLI(LightningCLI):
                 if line is None:
                     raise
                 raise ValueError(line) from err
+        line = self._unknown_config_keys(list(args or []))  # keys the parser passes on unchecked (data.mqar)
+        if line is not None:
+            raise ValueError(line)
         subcommand = self.config.get("subcommand")
         cfg = self.config[subcommand] if subcommand else self.config
         check_accelerator(cfg.get("trainer.accelerator"), list(args or []))
+        check_values(cfg, list(args or []))  # values a library would refuse later without naming the option
         self._configure_run_folder(cfg, subcommand)
         ckpt_path = cfg.get("ckpt_path") if subcommand else None
         if ckpt_path is not None and str(ckpt_path) not in CKPT_PATH_KEYWORDS:
@@ -272,6 +278,7 @@ class SwarBenchCLI(LightningCLI):
         import yaml
 
         from swar_bench.config_errors import unknown_config_keys, unknown_keys_line
+        from swar_bench.harness.fast_options import nested_fields
 
         command = args[0] if args else None
         subparser = getattr(self, "_subcommand_parsers", {}).get(command)
@@ -284,13 +291,14 @@ class SwarBenchCLI(LightningCLI):
             path = args[i + 1] if arg == "--config" and i + 1 < len(args) else arg.split("=", 1)[1] if arg.startswith("--config=") else None
             if path is None or not os.path.isfile(path):
                 continue
+            takes: dict[str, str] = {}  # what a class's init_args / a mapping option with a typo takes
             try:
                 with open(path, encoding="utf-8") as handle:
-                    unknown = unknown_config_keys(yaml.safe_load(handle), options, groups=groups)
+                    unknown = unknown_config_keys(yaml.safe_load(handle), options, groups=groups, takes=takes, fields=nested_fields)
             except (OSError, UnicodeDecodeError, yaml.YAMLError):
                 continue
             if unknown:
-                lines.append(unknown_keys_line(f"--config={os.path.abspath(path)}", unknown, command))
+                lines.append(unknown_keys_line(f"--config={os.path.abspath(path)}", unknown, command, takes))
         return "; ".join(lines) if lines else None
 
     _ckpt_run_folder: str | None = None
@@ -552,6 +560,7 @@ def main(argv: list[str] | None = None) -> int:
     previous_sigint = flag_sigint()
     try:
         check_no_dashes_value(argv)
+        check_nested_options(argv)  # --data.mqar.num_kv_pair: the data module would blame a --config file
         argv = resolve_mechanism_names(argv)
         _check_config_files(argv)
         with quiet_output():

@@ -33,6 +33,18 @@ def resolve_mechanism_names(argv: list[str]) -> list[str]:
     return resolved
 
 
+def check_nested_options(argv: list[str]) -> None:
+    """Raise ValueError (one line naming each option and the closest key) when ``argv`` sets a key
+    of a mapping option that is none of its fields (``--data.mqar.num_kv_pair=8``,
+    ``swar_bench.harness.fast_options.NESTED``): the parser passes such a mapping on unchecked, and
+    the data module's refusal would name the ``--config`` file that set the mapping."""
+    from swar_bench.harness.fast_options import unknown_options_line
+
+    line = unknown_options_line(argv, nested_only=True)
+    if line is not None:
+        raise ValueError(line)
+
+
 def nested_class_paths(node: Any) -> list[str]:
     """The class paths of a mechanism config and of the mechanisms it wraps (an init arg named
     ``mechanism`` holding a ``class_path``), outermost first; ``[]`` without a class path."""
@@ -202,6 +214,11 @@ def naming_the_option(message: str, cfg: Any, argv: list[str]) -> str:
     ``argv`` or one of its ``--config`` files), or unchanged when it starts with none."""
     import re
 
+    from swar_bench.harness.values import mqar_option_line
+
+    mqar = mqar_option_line(message, cfg, argv)  # "MQAR seed=-1: ...": --data.mqar.train_seed=-1
+    if mqar is not None:
+        return mqar
     first = re.match(r"(\w+)(=| )", message)
     if first is None:
         return message

@@ -9,7 +9,9 @@ with ``ast`` (nothing is imported; a file is located with ``importlib.util.find_
 top-level package, which does not import it), as jsonargparse reads them from their signatures.
 Only what the parser would refuse is refused: a flag that is no option and no prefix of one
 (argparse accepts an unambiguous prefix), in a group whose constructor takes no ``**kwargs``
-(those forward to a base class). The nested options of a class-typed option
+(those forward to a base class). The keys of a mapping option whose keys are a dataclass's fields
+(``--data.mqar.num_kv_pairs``: ``NESTED``) are checked against those fields, so a misspelt one is
+named as the command-line option it is; the nested options of a class-typed option
 (``--model.mechanism.init_args.*``, ``--trainer.logger.*``) are left to the parser.
 ``tests/harness/test_fast_options.py`` checks this table against the real parser.
 """
@@ -34,6 +36,12 @@ GROUPS = {
 }
 """Option group -> (top-level package, file in it, class) whose ``__init__`` parameters are the
 group's options (``SwarBenchCLI.add_arguments_to_parser`` and LightningCLI's own groups)."""
+
+NESTED = {
+    "data.mqar": ("swar_bench", "datamodules/mqar.py", "MQARData"),
+}
+"""Mapping option -> (top-level package, file in it, dataclass) whose fields are its keys
+(``--data.mqar.num_kv_pairs 8``; ``PasskeySwarDataModule(mqar=...)`` is a ``dict``)."""
 
 TOP_LEVEL = ("help", "config", "print_config", "seed_everything", "optimizer", "lr_scheduler", "collective_timeout")
 """Options of every subcommand that are no constructor parameter (LightningCLI's, and
@@ -67,6 +75,86 @@ def _parameters(package: str, relative: str, cls: str, method: str = "__init__")
     return None
 
 
+@functools.cache
+def _fields(package: str, relative: str, cls: str) -> frozenset[str] | None:
+    """The field names (annotated class attributes) of the dataclass ``cls`` in ``package``'s file
+    ``relative``, read with ``ast``; None when the file or the class is not found."""
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = os.path.join(next(iter(spec.submodule_search_locations)), relative)
+    try:
+        with open(path, encoding="utf-8") as handle:
+            tree = ast.parse(handle.read())
+    except (OSError, SyntaxError, UnicodeDecodeError):
+        return None
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == cls:
+            return frozenset(
+                item.target.id for item in node.body if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)
+            )
+    return None
+
+
+def nested_fields(option: str) -> frozenset[str] | None:
+    """The keys the mapping option ``option`` (``data.mqar``, ``NESTED``) takes; None for another
+    option or when its dataclass cannot be read."""
+    where = NESTED.get(option)
+    return _fields(*where) if where is not None else None
+
+
+def unknown_nested(name: str) -> tuple[str, str, str | None] | None:
+    """``(mapping option, typed key, closest key or None)`` when the dotted option ``name``
+    (``data.mqar.num_kv_pair``) sets a key of a ``NESTED`` mapping option that is none of its
+    fields, else None."""
+    for option in NESTED:
+        if not name.startswith(option + "."):
+            continue
+        fields = nested_fields(option)
+        key = name[len(option) + 1:].split(".")[0]
+        if fields is None or key in fields:
+            return None
+        close = difflib.get_close_matches(key, sorted(fields), n=1, cutoff=0.6)
+        return option, key, close[0] if close else None
+    return None
+
+
+def unknown_nested_options(argv: list[str]) -> list[tuple[str, str | None]]:
+    """The ``--flags`` of ``argv`` that set a key of a ``NESTED`` mapping option that is none of
+    its fields, each with the closest option (``--data.mqar.num_kv_pairs``) or None, in order."""
+    found = []
+    for i, token in enumerate(argv[1:], start=1):
+        if not token.startswith("--"):
+            continue
+        typed, eq, value = token[2:].partition("=")
+        if typed in NESTED:  # an inline mapping: --data.mqar='{num_kv_pairs: 8}'
+            found += _unknown_inline(typed, value if eq else (argv[i + 1] if i + 1 < len(argv) else ""))
+            continue
+        unknown = unknown_nested(typed.rstrip("+"))
+        if unknown is not None:
+            option, _, close = unknown
+            found.append((f"--{typed}", f"--{option}.{close}" if close else None))
+    return found
+
+
+def _unknown_inline(option: str, value: str) -> list[tuple[str, str | None]]:
+    """The unknown keys of the inline YAML mapping ``value`` given to the ``NESTED`` ``option``."""
+    if not value.lstrip().startswith("{"):
+        return []
+    import yaml  # only for an inline mapping
+
+    try:
+        mapping = yaml.safe_load(value)
+    except yaml.YAMLError:
+        return []  # the parser names it
+    found = []
+    for key in mapping if isinstance(mapping, dict) else ():
+        unknown = unknown_nested(f"{option}.{key}")
+        if unknown is not None:
+            found.append((f"--{option}.{key}", f"--{option}.{unknown[2]}" if unknown[2] else None))
+    return found
+
+
 def known_options(subcommand: str) -> dict[str, frozenset[str] | None]:
     """Option group (``""`` for the top level) -> the names allowed right after it (``trainer``
     -> ``max_steps``, ...); None for a group that cannot be read or takes ``**kwargs`` (not
@@ -85,40 +173,56 @@ def known_options(subcommand: str) -> dict[str, frozenset[str] | None]:
 
 def unknown_options(argv: list[str]) -> list[tuple[str, str | None]]:
     """The ``--flags`` of ``argv`` (``[subcommand, *options]``) the parser would refuse as
-    unrecognized, each with the closest option (``difflib``) or None, in order."""
+    unrecognized, and those that set no field of a ``NESTED`` mapping option (which the parser
+    passes on unchecked), each with the closest option (``difflib``) or None, in order."""
     if not argv:
         return []
     table = known_options(argv[0])
     top = table[""]
     found = []
-    for token in argv[1:]:
+    for i, token in enumerate(argv[1:], start=1):
         if not token.startswith("--") or token == "--":
             continue
-        typed = token[2:].split("=", 1)[0]  # as typed, for the message; "+" appends to a list option
+        typed, eq, value = token[2:].partition("=")  # as typed, for the message; "+" appends to a list option
+        if typed in NESTED:  # an inline mapping: --data.mqar='{num_kv_pairs: 8}'
+            found += _unknown_inline(typed, value if eq else (argv[i + 1] if i + 1 < len(argv) else ""))
+            continue
         name = typed.rstrip("+")
+        appends = name != typed  # --opt+ is no prefix of another option: argparse matches it whole
         group, dot, rest = name.partition(".")
         if not name or top is None:
             continue
+        nested = unknown_nested(name)
+        if nested is not None:  # a misspelt key of a mapping option: --data.mqar.num_kv_pair
+            found.append((f"--{typed}", f"--{nested[0]}.{nested[2]}" if nested[2] else None))
+            continue
         if not dot or group not in table:  # a top-level option, or one under a group this table has not
-            if group in top or not dot and any(a.startswith(group) for a in top):
+            if group in top or not dot and not appends and any(a.startswith(group) for a in top):
                 continue  # an option, or a prefix argparse resolves itself (--ckpt -> --ckpt_path)
             close = difflib.get_close_matches(group, sorted(top), n=1, cutoff=0.6)
             found.append((f"--{typed}", f"--{close[0]}{dot}{rest}" if close else None))
             continue
         allowed = table[group]
         first = rest.split(".")[0]
-        if allowed is None or first in allowed or "." not in rest and any(a.startswith(first) for a in allowed):
+        if allowed is None or first in allowed or "." not in rest and not appends and any(a.startswith(first) for a in allowed):
             continue  # not read here, an option, or a prefix argparse resolves itself
         close = difflib.get_close_matches(first, sorted(allowed), n=1, cutoff=0.6)
         found.append((f"--{typed}", f"--{group}.{close[0]}" if close else None))
     return found
 
 
-def unknown_options_line(argv: list[str]) -> str | None:
-    """One line naming every unknown option of ``argv`` with its "did you mean", or None."""
-    unknown = unknown_options(argv)
+def unknown_options_line(argv: list[str], nested_only: bool = False) -> str | None:
+    """One line naming every unknown option of ``argv`` with its "did you mean", or None;
+    ``nested_only``: only the misspelt keys of ``NESTED`` mapping options (what the parser
+    itself would pass on to the data module unchecked)."""
+    unknown = unknown_nested_options(argv) if nested_only else unknown_options(argv)
     if not unknown:
         return None
     shown = ", ".join(f"{flag} (did you mean {close}?)" if close else flag for flag, close in unknown)
     noun = "option" if len(unknown) == 1 else "options"
-    return f"unknown {noun} {shown}; expected options of swar-bench {argv[0]} (swar-bench {argv[0]} --help)"
+    mappings = [o for o in NESTED if any(flag.startswith(f"--{o}.") for flag, _ in unknown)]
+    keys = "; ".join(f"a key of --{o}: {', '.join(sorted(nested_fields(o) or ()))}" for o in mappings)
+    if keys and all(any(flag.startswith(f"--{o}.") for o in mappings) for flag, _ in unknown):
+        return f"unknown {noun} {shown}; expected {keys}"
+    keys = f" ({keys})" if keys else ""
+    return f"unknown {noun} {shown}; expected options of swar-bench {argv[0]}{keys} (swar-bench {argv[0]} --help)"

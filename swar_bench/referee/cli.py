@@ -41,7 +41,7 @@ from swar_bench.referee.verdict import ALPHA, verdict, verdict_table
 from swar_bench.utils import interrupts
 from swar_bench.utils.argparsing import ArgumentParser, PathArg, check_no_dashes_value
 from swar_bench.utils.files import probe_write
-from swar_bench.utils.text import yaml_problem
+from swar_bench.utils.text import unknown_name_line, yaml_problem
 
 PROG = "swar-bench referee"
 
@@ -575,6 +575,8 @@ def main(argv: list[str] | None = None) -> int:
             status = _compare(argv[1:])
         elif argv and argv[0] == "verdict":
             status = _verdict(argv[1:])
+        elif argv and not argv[0].startswith("-"):  # a run takes no positional: a mistyped subcommand
+            status = _error(unknown_name_line("subcommand", argv[0], ("compare", "verdict"), f" or a run's options ({PROG} --help)"))
         else:
             status = _run(argv)
         interrupts.complete()  # a stop recorded but swallowed is reported; a later one is ignored

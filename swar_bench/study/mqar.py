@@ -367,19 +367,26 @@ class MQARRunner:
 
 
 def status_lines(study: MQARStudy) -> list[str]:
-    """One line per run: ``done <acc>``, ``running`` (a run folder without a record), or ``to do``."""
-    lines = []
+    """One line per run: ``done <acc>``, ``started`` (a run folder without a record), or ``to
+    do``; then the summary line of every study's status (``study: 2 done, 1 started, 37 to do
+    (40 runs planned)``, ``swar_bench.study.status.summary_line``)."""
+    from swar_bench.study.status import summary_line
+
+    lines, states = [], []
     for e in study.entries:
         for lr in study.learning_rates:
             name = run_name(e, lr)
             record = read_json(Path(study.records) / f"{name}.fit.json")
             if record is not None:
                 lines.append(f"{name}: done, accuracy {record['accuracy']:.4f} after {record['epochs']} epochs")
+                states.append("done")
             elif (Path(study.out) / name).is_dir():
                 lines.append(f"{name}: started (run folder present, no record)")
+                states.append("started")
             else:
                 lines.append(f"{name}: to do")
-    return lines
+                states.append("to do")
+    return [*lines, summary_line(states)]
 
 
 def scores(study: MQARStudy) -> list[dict[str, Any]]:

@@ -84,13 +84,23 @@ def print_status(spec: StudySpec) -> int:
     """Print one line per planned run and a summary; 1 when a run has failed (as ``run``), else 0."""
     rows = run_states(spec)
     width = max((len(e) for _, e, _ in rows), default=10)
-    counts: dict[str, int] = {}
     for _, entry, state in rows:
-        counts[state] = counts.get(state, 0) + 1
         print(f"{entry:<{width}}  {state}")
-    print(
-        "study: "
-        + ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
-        + f" ({len(rows)} runs planned now)"
-    )
-    return 1 if counts.get("failed") else 0
+    print(summary_line([state for _, _, state in rows], "now"))
+    return 1 if any(state == "failed" for _, _, state in rows) else 0
+
+
+def summary_line(states: list[str], planned: str = "") -> str:
+    """The last line of ``study status``, the count of runs in each state (in the order of
+    ``STATES``, then any other): ``study: 144 done, 2 running, 181 to do (327 runs planned now)``
+    (``planned``: a word after "planned"; ``now`` for a plan that grows as results come in)."""
+    counts: dict[str, int] = {}
+    for state in states:
+        counts[state] = counts.get(state, 0) + 1
+    order = sorted(counts, key=lambda s: (STATES.index(s) if s in STATES else len(STATES), s))
+    shown = ", ".join(f"{counts[s]} {s}" for s in order) or "nothing planned"
+    return f"study: {shown} ({len(states)} run{'' if len(states) == 1 else 's'} planned{' ' + planned if planned else ''})"
+
+
+STATES = ("done", "stale", "running", "started", "queued", "failed", "to do")
+"""The states a run of ``study status`` can be in, in the order its summary line counts them."""

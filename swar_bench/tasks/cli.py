@@ -53,6 +53,7 @@ from swar_bench.tasks.hub_io import (
     iter_examples,
     load_split,
     parse_config,
+    read_checksums,
     release_files,
     release_report,
     remove_stale_temp_files,
@@ -79,6 +80,7 @@ from swar_bench.utils.files import (
     atomic_write_text,
 )
 from swar_bench.utils.locks import FolderLockedError
+from swar_bench.utils.quiet import progress_bars_only_on_a_terminal
 from swar_bench.utils.text import plural
 
 
@@ -220,6 +222,20 @@ def _release_incomplete(source: str) -> bool:
     return report is not None
 
 
+def _unreadable_checksums(source: str) -> bool:
+    """For a local folder whose ``checksums.json`` cannot be read (not valid JSON, not of its
+    form): name it on stderr, in one line, and return True. Every split file's check would fail
+    on it, so it is said once, before any split is read; False otherwise (a Hub id, no file)."""
+    if not os.path.isdir(source):
+        return False
+    try:
+        read_checksums(source)
+    except CorruptDataError as exc:
+        print(f"FAILED: {exc}", file=sys.stderr)
+        return True
+    return False
+
+
 def _release_first(source: str, exc: DataSourceError) -> int:
     """Nothing of the request can be read from ``source``: a release folder with problems exits
     1 naming them (``README.md`` lists a split whose file is gone, a ``params.json`` that is not
@@ -239,6 +255,8 @@ def cmd_verify(args) -> int:
         configs = configs_option(args.configs, args.source)
     except DataSourceError as exc:
         return _release_first(args.source, exc)
+    if _unreadable_checksums(args.source):
+        return 1
     local = os.path.isdir(args.source)
     checked: list[str] = []
     failed: list[str] = []
@@ -288,6 +306,8 @@ def cmd_check(args) -> int:
         configs = configs_option(args.configs, args.source)
     except DataSourceError as exc:
         return _release_first(args.source, exc)
+    if _unreadable_checksums(args.source):
+        return 1
     if os.path.isdir(args.source):
         # a config folder counts only if it holds split files (an interrupted generate can leave
         # an empty one, or one with nothing but a temporary file)
@@ -447,7 +467,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     previous = interrupts.install(sigterm=True)  # nothing from another thread: signals are the caller's
     try:
-        status = args.func(args)
+        with progress_bars_only_on_a_terminal():  # a pipe or a log gets no bars (datasets', the hub's, ours)
+            status = args.func(args)
         interrupts.complete()  # a stop recorded but swallowed is reported; a later one is ignored
         return status
     except BrokenPipeError:

@@ -95,5 +95,25 @@ class ArgumentParser(argparse.ArgumentParser):
         return super()._get_value(action, arg_string)
 
     def error(self, message: str):
-        """Exit 2 with ``PROG: error: MESSAGE``: one line, no usage block."""
-        self.exit(2, f"{self.prog}: error: {message}\n")
+        """Exit 2 with ``PROG: error: MESSAGE``: one line, no usage block. A mistyped choice
+        gets a "did you mean" (:func:`choice_message`)."""
+        self.exit(2, f"{self.prog}: error: {self.choice_message(message)}\n")
+
+    def choice_message(self, message: str) -> str:
+        """argparse's ``argument command: invalid choice: 'generat' (choose from 'generate', ...)``
+        as ``unknown command 'generat' (did you mean generate?); expected one of generate, ...
+        (PROG --help)`` for a subcommand, and ``argument --split: invalid choice: 'tset' (did you
+        mean test?); expected one of train, validation, test`` for an option; other messages unchanged."""
+        import re
+
+        from swar_bench.utils.text import did_you_mean, unknown_name_line
+
+        found = re.fullmatch(r"argument (\S+): invalid choice: '(.*)' \(choose from (.*)\)", message.strip(), re.DOTALL)
+        if found is None:
+            return message
+        name, value, listing = found.groups()
+        choices = re.findall(r"'([^']*)'", listing) or [c.strip() for c in listing.split(",")]
+        commands = [a for a in self._actions if isinstance(a, argparse._SubParsersAction) and name in (a.dest, a.metavar)]
+        if commands:
+            return unknown_name_line("command", value, choices, f" ({self.prog} --help)")
+        return f"argument {name}: invalid choice: {value!r}{did_you_mean(value, choices)}; expected one of {', '.join(choices)}"

@@ -76,3 +76,51 @@ def quiet_output(resuming: bool = False, messages: Sequence[str] = ()) -> Iterat
         finally:
             for logger in loggers:
                 logger.removeFilter(drop)
+
+
+PROGRESS_BAR_LIBRARIES = (
+    ("datasets", "HF_DATASETS_DISABLE_PROGRESS_BARS"),
+    ("huggingface_hub", "HF_HUB_DISABLE_PROGRESS_BARS"),
+)
+"""The libraries whose tqdm bars a command may show (loading, downloading), each with the
+environment variable it reads when imported; ``are_progress_bars_disabled`` /
+``disable_progress_bars`` / ``enable_progress_bars`` in its ``utils`` switch them once imported."""
+
+
+@contextlib.contextmanager
+def progress_bars_only_on_a_terminal(stream=None) -> Iterator[bool]:
+    """Inside: the progress bars of ``datasets`` and ``huggingface_hub`` off when ``stream``
+    (default ``sys.stderr``, where tqdm draws) is not a terminal (a pipe, a log file), so that logs
+    do not fill with bars; on a terminal nothing changes. Uses each library's own switch (its
+    environment variable before it is imported, its ``disable_progress_bars`` after), leaves a
+    variable the user set alone, and restores everything on exit. Yields whether bars may show;
+    a command's own tqdm bar follows it (or tqdm's ``disable=None``, off on a non-terminal)."""
+    import importlib
+    import os
+    import sys
+
+    stream = sys.stderr if stream is None else stream
+    try:
+        terminal = bool(stream.isatty())
+    except (AttributeError, ValueError):  # no isatty, or a closed stream
+        terminal = False
+    if terminal:
+        yield True
+        return
+    set_here, enable = [], []
+    for module, variable in PROGRESS_BAR_LIBRARIES:
+        if variable not in os.environ:
+            os.environ[variable] = "1"
+            set_here.append(variable)
+        if module in sys.modules:
+            utils = importlib.import_module(f"{module}.utils")
+            if not utils.are_progress_bars_disabled():
+                utils.disable_progress_bars()
+                enable.append(utils.enable_progress_bars)
+    try:
+        yield False
+    finally:
+        for variable in set_here:
+            os.environ.pop(variable, None)
+        for switch_on in enable:
+            switch_on()

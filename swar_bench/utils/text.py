@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 
 def plural(count: int, noun: str, plural_form: str | None = None) -> str:
     """``"1 parquet file"``, ``"0 parquet files"``, ``"2 parquet files"``: the count and the noun in
@@ -18,3 +20,20 @@ def yaml_problem(err: Exception) -> str:
     mark = getattr(err, "problem_mark", None)
     where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
     return f"{problem}{where}"
+
+
+def did_you_mean(name: str, names: Iterable[str]) -> str:
+    """`` (did you mean d_model?)`` naming the closest of ``names`` to ``name``
+    (``difflib.get_close_matches``, cutoff 0.6), or ``""`` when none is close: the suggestion of
+    every one-line refusal of a mistyped name (an option, a key, a command)."""
+    import difflib
+
+    close = difflib.get_close_matches(str(name), [str(n) for n in names], n=1, cutoff=0.6)
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
+def unknown_name_line(what: str, name: str, names: Iterable[str], hint: str = "") -> str:
+    """``unknown command 'demoo' (did you mean demo?); expected one of fit, ..., demo (swar-bench
+    --help)``: the one line refusing a mistyped ``what`` (``hint`` follows the listing)."""
+    names = list(names)
+    return f"unknown {what} {name!r}{did_you_mean(name, names)}; expected one of {', '.join(names)}{hint}"

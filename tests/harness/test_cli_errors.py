@@ -59,8 +59,9 @@ def test_bad_init_args_in_a_config_file_name_the_file(tmp_path, capsys):
     _one_error(capsys, ["fit", "--config", QUICKSTART, "--config", typed], typed_line)
     misspelt = _config(tmp_path / "misspelt.yaml", _mechanism_yaml("GRU", "n_layerz", 2))
     _one_error(capsys, ["fit", "--config", QUICKSTART, "--config", misspelt],
-               f"swar-bench: error: --config={misspelt}: model.mechanism.init_args.n_layerz: not an argument of "
-               "swar_bench.mechanisms.GRU; expected one of vocab_size, d_model, n_layers, mlp_ratio")
+               f"swar-bench: error: --config={misspelt}: unknown key model.mechanism.init_args.n_layerz (did you mean "
+               "model.mechanism.init_args.n_layers?); expected options of swar-bench fit (swar-bench fit --help), and for "
+               "model.mechanism.init_args the arguments of GRU (vocab_size, d_model, n_layers, mlp_ratio)")
     # jsonargparse refuses the file as it loads it, before a later option: the file is named
     _one_error(capsys, ["fit", "--config", QUICKSTART, "--config", typed, "--model.mechanism.init_args.d_model=8"],
                typed_line)

@@ -4,6 +4,7 @@ closest option of each."""
 
 from __future__ import annotations
 
+import re
 import tempfile
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 
 import swar_bench.lightning_cli as lc
 from swar_bench.config_errors import unknown_config_keys
+from swar_bench.harness.fast_options import nested_fields
 from swar_bench.lightning_cli import main
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
@@ -116,3 +118,82 @@ def test_any_typos_of_real_options_are_all_named_with_their_option(tmp_path, cap
     for option, wrong in typos:
         found = unknown_config_keys(content, options, groups=groups)
         assert (wrong, option) in found or any(k == wrong and s in options for k, s in found)
+
+
+def test_a_typo_under_a_mechanisms_init_args_is_listed_with_the_files_other_typos(tmp_path, capsys):
+    # the reported input: `d_modle: 64` under model.mechanism.init_args, beside a `max_step:` typo
+    path = tmp_path / "run.yaml"
+    path.write_text("trainer:\n  max_step: 10\nmodel:\n  mechanism:\n    class_path: swar_bench.mechanisms.GatedDeltaNet\n"
+                    "    init_args:\n      d_modle: 64\n")
+    assert main(["fit", "--config", str(CONFIGS / "quickstart.yaml"), "--config", str(path)]) == 2
+    assert _error(capsys) == (
+        f"swar-bench: error: --config={path}: unknown keys trainer.max_step (did you mean trainer.max_steps?), "
+        "model.mechanism.init_args.d_modle (did you mean model.mechanism.init_args.d_model?); expected options of "
+        "swar-bench fit (swar-bench fit --help), and for model.mechanism.init_args the arguments of "
+        "swar_bench.mechanisms.GatedDeltaNet (vocab_size, d_model, n_layers, n_heads, conv_size, chunk_size, mode, backend, "
+        "mlp_ratio)")
+
+
+def test_typos_in_nested_classes_callbacks_and_mqar_keys_are_listed_too(tmp_path, capsys):
+    text = (CONFIGS / "mqar" / "figure2_t64.yaml").read_text()
+    for right, wrong in (("monitor:", "monitr:"), (" d_model:", " d_modle:"), ("num_kv_pairs:", "num_kv_pair:")):
+        assert right in text
+        text = text.replace(right, wrong, 1)
+    path = tmp_path / "mqar.yaml"
+    path.write_text(text)
+    assert main(["fit", "--config", str(path)]) == 2
+    line = _error(capsys)
+    assert line.startswith(
+        f"swar-bench: error: --config={path}: unknown keys trainer.callbacks[0].init_args.monitr (did you mean "
+        "trainer.callbacks[0].init_args.monitor?), model.mechanism.init_args.mechanism.init_args.d_modle (did you mean "
+        "model.mechanism.init_args.mechanism.init_args.d_model?), data.mqar.num_kv_pair (did you mean "
+        "data.mqar.num_kv_pairs?); expected options of swar-bench fit")
+
+
+@pytest.mark.parametrize("config", sorted(str(p.relative_to(CONFIGS)) for p in CONFIGS.glob("*/**/*.yaml")
+                                          if p.parts[len(CONFIGS.parts)] not in ("studies", "referee")))
+def test_the_shipped_nested_configs_have_no_unknown_key(fit_options, config):
+    options, groups = fit_options
+    takes: dict = {}
+    assert unknown_config_keys(yaml.safe_load((CONFIGS / config).read_text()), options, groups=groups, takes=takes,
+                               fields=nested_fields) == []
+    assert takes == {}
+
+
+def _zoo_args() -> list[tuple[str, str]]:
+    from swar_bench import mechanisms
+    from swar_bench.config_errors import class_arguments
+
+    return [(name, arg) for name in sorted(mechanisms.MECHANISMS) for arg in class_arguments(name) or ()]
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_any_typos_of_init_args_are_named_beside_the_files_other_typos(tmp_path, capsys, data):
+    """The kind: one-character typos of a zoo mechanism's constructor arguments under
+    ``model.mechanism.init_args`` and of real ``trainer.`` options in one config file are all
+    named in one line naming the file, each init arg typo with an argument of that mechanism."""
+    name, arg = data.draw(st.sampled_from(_zoo_args()))
+    from swar_bench.config_errors import class_arguments
+
+    accepted = class_arguments(name)
+    typo = _typo(arg, data.draw(st.integers(0, 50)), data.draw(st.integers(0, 2)))
+    if not typo or typo in accepted:
+        return
+    content = {"model": {"mechanism": {"class_path": name, "init_args": {typo: 1}}}}
+    if data.draw(st.booleans()):
+        content["trainer"] = {"max_step": 1}
+    with tempfile.TemporaryDirectory(dir=tmp_path) as folder:
+        path = Path(folder, "run.yaml")
+        path.write_text(yaml.safe_dump(content, sort_keys=False))
+        capsys.readouterr()
+        assert main(["fit", "--config", str(CONFIGS / "quickstart.yaml"), "--config", str(path)]) == 2
+        line = _error(capsys)
+    assert line.startswith(f"swar-bench: error: --config={path}: unknown key")
+    wrong = f"model.mechanism.init_args.{typo}"
+    assert f" {wrong}" in line
+    suggested = re.search(re.escape(wrong) + r" \(did you mean model\.mechanism\.init_args\.(\w+)\?\)", line)
+    assert suggested is None or suggested.group(1) in accepted
+    assert suggested is not None  # one character off a name of 3 or more: always close enough
+    assert ("trainer.max_step (did you mean trainer.max_steps?)" in line) == ("trainer" in content)
+    assert f"the arguments of {name} (" in line

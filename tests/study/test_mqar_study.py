@@ -133,3 +133,37 @@ def test_a_stopped_run_resumes_from_its_last_checkpoint(tmp_path, capsys):
     record = runner.fit(entry, 1.0e-2)
     assert lines[0] == f"study: fit {name} (resumed from last.ckpt)"
     assert record["resumed"] is True and record["epochs"] == 2  # epoch 1 from before, epoch 2 now
+
+
+def test_status_of_the_zoology_study_ends_with_the_summary_line_of_every_study(capsys):
+    # the reported input: `study status configs/studies/mqar_zoology.yaml` had no summary line
+    assert study_main(["status", STUDY]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    n = len(mqar.load_mqar_study(STUDY).entries) * len(mqar.load_mqar_study(STUDY).learning_rates)
+    assert len(lines) == n + 1
+    done = sum(": done, accuracy" in line for line in lines)
+    started = sum(": started" in line for line in lines)
+    to_do = sum(line.endswith(": to do") for line in lines)
+    shown = ", ".join(f"{count} {state}" for count, state in ((done, "done"), (started, "started"), (to_do, "to do")) if count)
+    assert lines[-1] == f"study: {shown} ({n} runs planned)"
+
+
+@settings(max_examples=15, deadline=None)
+@given(states=st.lists(st.sampled_from(["done", "started", "to do"]), min_size=2, max_size=2))
+def test_any_mix_of_run_states_is_counted_in_the_last_line(tmp_path_factory, states):
+    """The kind: whatever the runs' states, an MQAR study's status ends with the summary line
+    ``study: N done, M started, K to do (T runs planned)`` counting them, as a frontier study's
+    ends with ``study: N done, ... (T runs planned now)`` (one function, status.summary_line)."""
+    tmp_path = tmp_path_factory.mktemp("mqar_status")
+    study = mqar.load_mqar_study(write_study(tmp_path))
+    names = [mqar.run_name(e, lr) for e in study.entries for lr in study.learning_rates]
+    for name, state in zip(names, states, strict=True):
+        if state == "done":
+            (tmp_path / "records").mkdir(exist_ok=True)
+            (tmp_path / "records" / f"{name}.fit.json").write_text(json.dumps({"accuracy": 0.5, "epochs": 1}))
+        elif state == "started":
+            (tmp_path / "runs" / name).mkdir(parents=True)
+    lines = mqar.status_lines(study)
+    counts = {s: states.count(s) for s in ("done", "started", "to do") if states.count(s)}
+    assert lines[-1] == f"study: {', '.join(f'{n} {s}' for s, n in counts.items())} (2 runs planned)"
+    assert [re.search(r": (done|started|to do)\b", line).group(1) for line in lines[:-1]] == states

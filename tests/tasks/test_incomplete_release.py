@@ -168,10 +168,11 @@ VOCAB_WANT = ("expected the 40 tokens of n_keys=16, n_values=16 (PAD=0 ... v15=3
 @pytest.mark.parametrize(("name", "text", "fault"), [
     # the reported corrupt vocab.json
     ("vocab.json", "garbage\n",
-     "vocab.json: not readable as JSON (Expecting value: line 1 column 1 (char 0)); " + VOCAB_WANT),
+     "vocab.json: not valid JSON (line 1, column 1: expecting value); " + VOCAB_WANT),
     ("vocab.json", '{"PAD": 0}\n', "vocab.json: 1 token(s), lacks 39 token(s) (BOS, EOS, PK, ...); " + VOCAB_WANT),
     # a params.json that is not valid parameters
-    ("params.json", "x\n", "params.json: not readable as JSON (Expecting value: line 1 column 1 (char 0))"),
+    ("params.json", "x\n", ("params.json: not valid JSON (line 1, column 1: expecting value); expected the task's "
+                             "parameters as `swar-bench data generate` writes them")),
     ("params.json", '{"w": -3}\n', "params.json: PasskeySwarParams.w=-3: expected an integer >= 1"),
 ])
 def test_a_corrupt_metadata_file_is_named_with_exit_1(release, tmp_path, capsys, name, text, fault):

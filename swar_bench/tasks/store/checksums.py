@@ -8,7 +8,7 @@ import json
 import os
 from collections.abc import Iterable
 
-from swar_bench.tasks.store.errors import CorruptDataError, first_line
+from swar_bench.tasks.store.errors import CorruptDataError, json_problem
 from swar_bench.tasks.store.layout import CHECKSUMS_FILE, card_files, config_name, split_path
 from swar_bench.utils.files import atomic_write_text
 
@@ -37,17 +37,20 @@ def read_checksums(folder: str | os.PathLike) -> dict[str, str] | None:
     path = os.path.join(os.fspath(folder), CHECKSUMS_FILE)
     if not os.path.isfile(path):
         return None
+    expected = (
+        'expected {"sha256": {"n32/test-00000-of-00001.parquet": "<hex>", ...}} as `swar-bench data generate` '
+        "writes it (run it again to rewrite the file)"
+    )
     try:
         with open(path, encoding="utf-8") as handle:
             found = json.load(handle)
-        table = found["sha256"]
-        if not isinstance(table, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in table.items()):
-            raise TypeError("sha256 is not an object of strings")
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise CorruptDataError(
-            f"{path}: not readable as checksums ({first_line(exc)}); expected {{\"sha256\": {{\"n32/test-00000-of-00001.parquet\": "
-            "\"<hex>\", ...}}}} as `swar-bench data generate` writes"
-        ) from None
+    except (OSError, ValueError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        raise CorruptDataError(f"{path}: {json_problem(exc)}; {expected}") from None
+    table = found.get("sha256") if isinstance(found, dict) else None
+    if not isinstance(table, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in table.items()):
+        what = f"a JSON {type(found).__name__}" if not isinstance(found, dict) else (
+            'no "sha256" object' if table is None else '"sha256" is not an object of strings')
+        raise CorruptDataError(f"{path}: not a checksums file ({what}); {expected}")
     return dict(table)
 
 

@@ -31,3 +31,21 @@ def first_line(exc: BaseException) -> str:
             parts.append(line)
         exc = exc.__cause__ or (None if exc.__suppress_context__ else exc.__context__)
     return ": ".join(parts)
+
+
+def json_problem(exc: BaseException) -> str:
+    """What is wrong with a JSON file that ``json.load`` refused, as one phrase naming where:
+    ``not valid JSON (line 5, column 1: expecting ',' delimiter)``, ``not valid JSON (the file
+    is empty)``, ``not valid JSON (not UTF-8 text: ...)``, else ``not readable (<reason>)``
+    (an ``OSError``). Only ``exc`` itself is read, not the exceptions it was raised while handling."""
+    import json
+
+    if isinstance(exc, json.JSONDecodeError):
+        if not exc.doc.strip():
+            return "not valid JSON (the file is empty)"
+        what = exc.msg.removesuffix(" starting at")  # "Unterminated string starting at": the position follows
+        return f"not valid JSON (line {exc.lineno}, column {exc.colno}: {what[:1].lower()}{what[1:]})"
+    if isinstance(exc, UnicodeDecodeError):
+        return f"not valid JSON (not UTF-8 text: {exc.reason} at byte {exc.start})"
+    text = str(exc).strip().splitlines()
+    return f"not readable ({getattr(exc, 'strerror', None) or (text[0] if text else type(exc).__name__)})"

@@ -8,7 +8,7 @@ import os
 
 from swar_bench.tasks.passkey_swar import PasskeySwarParams
 from swar_bench.tasks.store.dataset_card import README_PARAMS_RE
-from swar_bench.tasks.store.errors import DataSourceError
+from swar_bench.tasks.store.errors import DataSourceError, json_problem
 from swar_bench.tasks.store.layout import PARAMS_FILE, card_files
 from swar_bench.utils.files import atomic_write_text
 
@@ -47,7 +47,9 @@ def read_record(folder: str | os.PathLike) -> tuple[PasskeySwarParams, str] | No
             with open(path, encoding="utf-8") as f:
                 fields = json.load(f)
         except (OSError, ValueError) as exc:
-            raise DataSourceError(f"{path}: not readable as JSON ({exc})") from exc
+            raise DataSourceError(
+                f"{path}: {json_problem(exc)}; expected the task's parameters as `swar-bench data generate` writes them"
+            ) from None
         return params_from(fields, path), path
     readme = os.path.join(folder, "README.md")
     if os.path.isfile(readme):
@@ -57,7 +59,7 @@ def read_record(folder: str | os.PathLike) -> tuple[PasskeySwarParams, str] | No
             try:
                 fields = json.loads(m.group(1))
             except ValueError as exc:
-                raise DataSourceError(f"{readme}: its Parameters line is not JSON ({exc})") from exc
+                raise DataSourceError(f"{readme}: its Parameters line is {json_problem(exc)}") from None
             return params_from(fields, f"{readme} (Parameters line)"), readme
     return None
 

@@ -11,7 +11,7 @@ import os
 from swar_bench.tasks.passkey_swar import ALLOWED_N, SPLIT_SEEDS, PasskeySwarParams, vocab
 from swar_bench.tasks.store.checksums import checksum_faults, relative_name
 from swar_bench.tasks.store.dataset_card import README_PARAMS_RE, readme_data_files
-from swar_bench.tasks.store.errors import DataSourceError, first_line
+from swar_bench.tasks.store.errors import DataSourceError, json_problem
 from swar_bench.tasks.store.layout import (
     CHECKSUMS_FILE,
     CONFIG_RE,
@@ -35,7 +35,7 @@ def _vocab_fault(folder: str, params: PasskeySwarParams) -> str | None:
         with open(path, encoding="utf-8") as f:
             found = json.load(f)
     except (OSError, ValueError) as exc:
-        return f"vocab.json: not readable as JSON ({first_line(exc)}); {want}"
+        return f"vocab.json: {json_problem(exc)}; {want}"
     if found == expected:
         return None
     if not isinstance(found, dict):

@@ -167,7 +167,7 @@ def write_dataset(
             splits of each config.
         num_examples: examples per split; default: the release's sizes (train 100,000, else 1,000).
         params: generator parameters (default: the release's, docs/TASK.md "Generation").
-        progress: show a tqdm progress bar (examples).
+        progress: show a tqdm progress bar (examples) when stderr is a terminal.
         kept: a list to which the paths of split files kept from an earlier run are appended.
 
     Returns:
@@ -228,7 +228,8 @@ def write_dataset(
     if progress:
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=sum(sizes[p] for p in todo), unit="ex", desc="passkey_swar", dynamic_ncols=True)
+        # disable=None: tqdm's own switch, no bar when stderr is not a terminal (a pipe, a log)
+        bar = tqdm(total=sum(sizes[p] for p in todo), unit="ex", desc="passkey_swar", dynamic_ncols=True, disable=None)
     try:
         for config, split in todo:
             if bar is not None:

@@ -1,0 +1,147 @@
+"""Checks of option values that the run's libraries refuse later without naming the option: numpy
+a negative ``--data.seed`` ("expected non-negative integer"), torch's Adam a beta outside [0, 1)
+("Invalid beta parameter at index 1: 1.5"), Lightning a ``--seed_everything`` outside numpy's
+seeds, the MQAR cache a ``--data.mqar.cache_dir`` below a file ("File exists"), some of them only
+once training starts. ``check_values`` refuses each before anything is built or written, in one
+line naming the option (or the ``--config`` file that set it), the value and what was expected;
+``mqar_option_line`` leads a refusal of ``MQARData`` (``MQAR seed=-1: ...``) with its option.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import os
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from swar_bench.config_errors import option_source
+from swar_bench.utils.argparsing import TORCH_MAX_SEED
+from swar_bench.utils.files import nearest_existing
+
+NUMPY_MAX_SEED = 2**32 - 1
+"""The largest seed ``lightning.seed_everything`` takes (numpy's legacy ``np.random.seed``)."""
+
+
+def _integer_in(value: Any, low: int, high: int) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool) and low <= int(value) <= high
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(float(value))
+
+
+def _seed_everything(value: Any) -> str | None:
+    if value is None or isinstance(value, bool) or _integer_in(value, 0, NUMPY_MAX_SEED):
+        return None
+    return f"true, false or an integer in [0, {NUMPY_MAX_SEED}] (numpy's seeds)"
+
+
+def _data_seed(value: Any) -> str | None:
+    return None if _integer_in(value, 0, TORCH_MAX_SEED) else f"an integer in [0, {TORCH_MAX_SEED}]"
+
+
+def _betas(value: Any) -> str | None:
+    pair = isinstance(value, (list, tuple)) and len(value) == 2
+    if pair and all(_number(b) and 0.0 <= float(b) < 1.0 for b in value):
+        return None
+    return "two numbers in [0, 1) (Adam's beta1 and beta2, e.g. [0.9, 0.95])"
+
+
+def _weight_decay(value: Any) -> str | None:
+    return None if _number(value) and float(value) >= 0 else "a finite number >= 0"
+
+
+def _max_steps(value: Any) -> str | None:
+    return None if value is None or _integer_in(value, 1, 2**63 - 1) else "null (trainer.max_steps) or an integer >= 1"
+
+
+def _folder(value: Any) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, (str, os.PathLike)) or os.fspath(value) == "":
+        return "a folder path or null"
+    text = os.fspath(value)
+    if "://" in text:
+        return None
+    target = Path(os.path.abspath(text))
+    existing = nearest_existing(target)
+    if existing.is_dir():
+        return None
+    shown = "it is a file" if existing == target else f"{existing} is a file"
+    return f"a folder path or null ({shown})"
+
+
+CHECKS: dict[str, Callable[[Any], str | None]] = {
+    "seed_everything": _seed_everything,
+    "data.seed": _data_seed,
+    "data.mqar.cache_dir": _folder,
+    "model.betas": _betas,
+    "model.weight_decay": _weight_decay,
+    "model.max_steps": _max_steps,
+}
+"""Dotted option -> its check: None for a good value, else what was expected."""
+
+
+def shown(value: Any) -> str:
+    """``value`` as the command line spells it: ``[0.9, 1.5]`` for a tuple, ``null`` for None."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(shown(v) for v in value) + "]"
+    return str(value)
+
+
+def lookup(cfg: Any, option: str) -> tuple[bool, Any]:
+    """``(found, value)`` of the dotted ``option`` in the parsed config ``cfg`` (a jsonargparse
+    Namespace whose values may be plain dicts, ``data.mqar``)."""
+    node = cfg
+    for part in option.split("."):
+        try:
+            if hasattr(node, "__contains__") and part not in node:
+                return False, None
+            node = node[part] if isinstance(node, dict) else node.get(part)
+        except (KeyError, AttributeError, TypeError):
+            return False, None
+    return True, node
+
+
+def lead(argv: list[str], option: str, value: Any) -> str:
+    """``--option=value``, or ``--config=/abs/run.yaml: option=value`` when the value was read
+    from a ``--config`` file of ``argv`` (``config_errors.option_source``)."""
+    source = option_source(argv, option, shown(value)) or option_source(argv, option, str(value))
+    return f"{source}: {option}={shown(value)}" if source else f"--{option}={shown(value)}"
+
+
+def check_values(cfg: Any, argv: list[str]) -> None:
+    """Raise ValueError (one line: the option, its value and what was expected, ``lead``) for the
+    first value of ``CHECKS`` that ``cfg`` (the subcommand's parsed config) holds and its check
+    refuses; ``argv``: the command line, to name the ``--config`` file a value came from."""
+    for option, check in CHECKS.items():
+        found, value = lookup(cfg, option)
+        expected = check(value) if found else None
+        if expected is not None:
+            raise ValueError(f"{lead(argv, option, value)}: expected {expected}")
+
+
+def mqar_option_line(message: str, cfg: Any, argv: list[str]) -> str | None:
+    """``MQAR seed=-1: expected ...`` (``MQARData``'s and ``MQARParams``' refusals) led by the
+    option it is (``--data.mqar.train_seed=-1: expected ...``; a segment's ``seed`` /
+    ``num_examples`` is the ``train_`` or ``test_`` field holding that value), else None."""
+    match = re.match(r"MQAR (\w+)=(.*?): (expected .*)$", message)
+    found, mqar = lookup(cfg, "data.mqar")
+    if match is None or not found:
+        return None
+    name, text, rest = match.groups()
+    fields = dict(mqar) if isinstance(mqar, dict) else {}
+    candidates = [name] if name in fields else [
+        k for k in fields if re.sub(r"(^|_)(train|test)_", r"\1", k) == name
+    ]
+    chosen = next((k for k in candidates if text in (repr(fields[k]), str(fields[k]))), candidates[0] if candidates else None)
+    if chosen is None:
+        return None
+    return f"{lead(argv, f'data.mqar.{chosen}', fields[chosen])}: {rest}"

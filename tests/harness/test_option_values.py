@@ -1,0 +1,143 @@
+"""Values a library refused later without naming the option (issue "faults by whole kind", item 3):
+``--data.seed=-1`` ("expected non-negative integer", numpy), ``--model.betas=[0.9,1.5]`` ("Invalid
+beta parameter at index 1: 1.5", torch, once training started), ``--data.mqar.cache_dir=FILE``
+("File exists"), and MQAR's own refusals ("MQAR seed=-1: ..."). Now one line names the option
+(or the --config file that set it), the value and what was expected, before anything is built."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from swar_bench.harness.values import CHECKS, check_values, shown
+from swar_bench.lightning_cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+QUICKSTART = str(ROOT / "configs" / "quickstart.yaml")
+MQAR = str(ROOT / "configs" / "mqar" / "figure2_t64.yaml")
+
+
+def _error(capsys) -> str:
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err
+    lines = [ln for ln in captured.err.splitlines() if ln.startswith("swar-bench")]
+    assert len(lines) == 1, captured.err
+    return lines[0]
+
+
+@pytest.fixture
+def a_file(tmp_path) -> str:
+    path = tmp_path / "not_a_folder"
+    path.write_text("x")
+    return str(path)
+
+
+def test_a_negative_data_seed_is_named(tmp_path, capsys):
+    # the reported input
+    assert main(["fit", "--config", QUICKSTART, "--data.seed=-1", f"--trainer.default_root_dir={tmp_path}"]) == 2
+    assert _error(capsys) == "swar-bench: error: --data.seed=-1: expected an integer in [0, 18446744073709551615]"
+
+
+def test_a_beta_outside_0_1_is_named_before_training(tmp_path, capsys):
+    # the reported input: torch refused it only once training started, naming "index 1"
+    assert main(["fit", "--config", QUICKSTART, "--model.betas=[0.9,1.5]", f"--trainer.default_root_dir={tmp_path}"]) == 2
+    assert _error(capsys) == ("swar-bench: error: --model.betas=[0.9, 1.5]: expected two numbers in [0, 1) "
+                              "(Adam's beta1 and beta2, e.g. [0.9, 0.95])")
+    assert not any(tmp_path.iterdir())  # refused before anything was written
+
+
+def test_an_mqar_cache_dir_that_is_a_file_is_named(tmp_path, capsys, a_file):
+    # the reported input, and a folder below a file
+    assert main(["fit", "--config", MQAR, f"--data.mqar.cache_dir={a_file}", f"--trainer.default_root_dir={tmp_path}"]) == 2
+    assert _error(capsys) == f"swar-bench: error: --data.mqar.cache_dir={a_file}: expected a folder path or null (it is a file)"
+    assert main(["fit", "--config", MQAR, f"--data.mqar.cache_dir={a_file}/sub", f"--trainer.default_root_dir={tmp_path}"]) == 2
+    assert _error(capsys) == (f"swar-bench: error: --data.mqar.cache_dir={a_file}/sub: expected a folder path or null "
+                              f"({a_file} is a file)")
+
+
+def test_a_value_from_a_config_file_names_the_file(tmp_path, capsys):
+    path = tmp_path / "run.yaml"
+    path.write_text("data:\n  seed: -3\n")
+    assert main(["fit", "--config", QUICKSTART, "--config", str(path), f"--trainer.default_root_dir={tmp_path}"]) == 2
+    assert _error(capsys) == f"swar-bench: error: --config={path}: data.seed=-3: expected an integer in [0, 18446744073709551615]"
+
+
+@pytest.mark.parametrize(("flag", "line"), [
+    ("--data.mqar.train_seed=-1", "--data.mqar.train_seed=-1: expected an integer in [0, 2**32)"),
+    ("--data.mqar.test_seed=-2", "--data.mqar.test_seed=-2: expected an integer in [0, 2**32)"),
+    ("--data.mqar.num_test_examples=0", "--data.mqar.num_test_examples=0: expected a positive integer"),
+    ("--data.mqar.num_kv_pairs=0", "--data.mqar.num_kv_pairs=0: expected a positive integer"),
+])
+def test_mqars_own_refusals_name_the_option(tmp_path, capsys, flag, line):
+    # they said "MQAR seed=-1: ..." (which seed?) without the option
+    assert main(["fit", "--config", MQAR, flag, f"--trainer.default_root_dir={tmp_path}"]) == 2
+    assert _error(capsys) == f"swar-bench: error: {line}"
+
+
+def _invalid(option: str, a_file: str) -> st.SearchStrategy:
+    bad_beta = st.one_of(st.floats(max_value=-1e-6, allow_nan=False, allow_infinity=False), st.floats(min_value=1.0),
+                         st.just(math.nan))
+    good_beta = st.floats(min_value=0.0, max_value=0.999)
+    return {
+        "seed_everything": st.one_of(st.integers(max_value=-1), st.integers(min_value=2**32, max_value=2**70)),
+        "data.seed": st.one_of(st.integers(max_value=-1), st.integers(min_value=2**64, max_value=2**70)),
+        "data.mqar.cache_dir": st.sampled_from([a_file, a_file + "/sub", a_file + "/a/b", ""]),
+        "model.betas": st.one_of(st.tuples(bad_beta, good_beta), st.tuples(good_beta, bad_beta),
+                                 st.lists(good_beta, max_size=3).filter(lambda v: len(v) != 2)),
+        "model.weight_decay": st.one_of(st.floats(max_value=-1e-9), st.sampled_from([math.nan, math.inf])),
+        "model.max_steps": st.integers(max_value=0),
+    }[option]
+
+
+def _valid(option: str, folder: str) -> st.SearchStrategy:
+    return {
+        "seed_everything": st.one_of(st.booleans(), st.integers(0, 2**32 - 1)),
+        "data.seed": st.integers(0, 2**64 - 1),
+        "data.mqar.cache_dir": st.sampled_from([None, folder, folder + "/new/sub"]),
+        "model.betas": st.tuples(st.floats(0.0, 0.999), st.floats(0.0, 0.999)),
+        "model.weight_decay": st.floats(0.0, 10.0),
+        "model.max_steps": st.one_of(st.none(), st.integers(1, 10**9)),
+    }[option]
+
+
+def _config(option: str, value) -> dict:
+    config: dict = {}
+    node = config
+    *groups, last = option.split(".")
+    for part in groups:
+        node = node.setdefault(part, {})
+    node[last] = value
+    return config
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_any_invalid_value_of_a_checked_option_is_one_line_naming_it(a_file, tmp_path, data):
+    """The kind: any invalid value of any option whose library refusal names no option is refused
+    in one line, ``--option=value: expected ...``; any valid value passes."""
+    option = data.draw(st.sampled_from(sorted(CHECKS)))
+    bad = data.draw(_invalid(option, a_file))
+    with pytest.raises(ValueError) as err:
+        check_values(_config(option, bad), [])
+    line = str(err.value)
+    assert "\n" not in line
+    assert line.startswith(f"--{option}={shown(bad)}: expected ")
+    check_values(_config(option, data.draw(_valid(option, str(tmp_path)))), [])
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_any_invalid_value_on_the_command_line_is_refused_naming_it(a_file, tmp_path, capsys, data):
+    """The kind, end to end: the command line's value reaches the check and the one line names it."""
+    option = data.draw(st.sampled_from(["seed_everything", "data.seed", "model.betas", "model.max_steps"]))
+    bad = data.draw(_invalid(option, a_file).filter(lambda v: not isinstance(v, float) or math.isfinite(v)))
+    if option == "model.betas" and (len(bad) != 2 or not all(math.isfinite(b) for b in bad)):
+        return  # a pair of finite floats is what the parser itself lets through
+    typed = shown(bad)
+    capsys.readouterr()
+    assert main(["fit", "--config", QUICKSTART, f"--{option}={typed}", f"--trainer.default_root_dir={tmp_path}"]) == 2
+    assert _error(capsys).startswith(f"swar-bench: error: --{option}={typed}: expected ")
