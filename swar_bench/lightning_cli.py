@@ -440,6 +440,9 @@ class SwarBenchCLI(LightningCLI):
 
             trainer.strategy._timeout = timedelta(seconds=float(timeout))
         trainer.callbacks.append(StopCheck())
+        if trainer.fast_dev_run:  # Lightning skips every save then, except save_last at train end
+            for cb in trainer.checkpoint_callbacks:
+                cb.save_last = False
         trainer.callbacks[:] = [FlopsPerTokenSummary.replacing(cb) if type(cb) is ModelSummary else cb for cb in trainer.callbacks]
         stops.set_run_trainer(trainer)
         return trainer

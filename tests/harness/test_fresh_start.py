@@ -123,3 +123,17 @@ def test_existing_checkpoints_are_exactly_the_ckpt_files(names):
         for name in names:
             Path(folder, name).write_bytes(b"x")
         assert runs.existing_checkpoints(folder) == sorted(n for n in names if n.endswith(".ckpt"))
+
+
+@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(fast_dev_run=st.sampled_from(["true", "1", "2", "3"]))
+def test_a_fast_dev_run_writes_no_checkpoint_and_blocks_no_later_run(tmp_path, capsys, fast_dev_run):
+    # Lightning's ModelCheckpoint skips every save under fast_dev_run except save_last at train end
+    # (reported: a fast_dev_run left last.ckpt, and the real run into the folder was then refused)
+    with tempfile.TemporaryDirectory(dir=tmp_path) as tmp:
+        folder = Path(tmp) / "checkpoints"
+        check = [f"--checkpoint.dirpath={folder}"]
+        assert main(_argv(Path(tmp), *check, f"--trainer.fast_dev_run={fast_dev_run}")) == 0
+        assert not folder.exists() or not list(folder.rglob("*.ckpt"))
+        assert main(_argv(Path(tmp), *check, "--trainer.max_steps=1")) == 0, _lines(capsys)
+        assert load_checkpoint(folder / "last.ckpt")["global_step"] == 1
