@@ -1,0 +1,107 @@
+"""Two element-wise pieces of the mixers with a hand-written backward: the causal depthwise short
+convolution (+ SiLU) and the L2 normalisation of q / k.
+
+Autograd differentiates both through a graph of many small ops (``K`` ``addcmul`` nodes each
+broadcasting its weight gradient over ``[B, T, C]`` before a reduction; ``norm -> clamp_min ->
+div`` with an expanded divisor); on CPU those backward graphs cost about as much as the forward
+of the projections around them. The ``torch.autograd.Function`` s here compute the same forward
+values with the same ops in the same order (bitwise equal to the autograd versions) and write the
+gradients directly:
+
+* ``causal_conv``: ``grad_x`` and ``grad_state`` as ``K`` shifted multiply-adds of the incoming
+  gradient, ``grad_w[c, j] = sum_{b,t} gy[b, t, c] * z[b, t + j, c]``, the SiLU derivative fused
+  in (``aten::silu_backward`` on the saved pre-activation);
+* ``l2_normalize``: ``y = x / max(||x||, eps)``, ``grad_x = (g - y <g, y>) / ||x||`` where the
+  norm is at least ``eps`` and ``g / eps`` where the clamp holds (the branch of ``clamp_min``'s
+  own derivative, which passes the gradient at ``||x|| == eps``).
+
+The gradients equal autograd's within float32 rounding (the sums are taken in another order);
+tests/mechanisms/test_fused_backward.py checks them with ``gradcheck`` in float64. Both are
+first-order only (``once_differentiable``): nothing in the benchmark differentiates twice.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch.autograd.function import once_differentiable
+from torch.nn import functional as F
+
+
+class _CausalConv(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, state_t, w, activation):
+        K, T = w.shape[1], x.shape[1]
+        z = torch.cat([state_t, x], dim=1) if K > 1 else x  # [B, K-1+T, C]
+        y = x * w[:, K - 1]  # the last tap meets the current input
+        for j in range(K - 1):
+            y = torch.addcmul(y, z[:, j : j + T], w[:, j])
+        ctx.activation = activation
+        ctx.save_for_backward(z, w, y if activation else None)
+        return F.silu(y) if activation else y
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad):
+        z, w, y = ctx.saved_tensors
+        K, T = w.shape[1], grad.shape[1]
+        gy = torch.ops.aten.silu_backward(grad, y) if ctx.activation else grad
+        grad_x = grad_state = grad_w = None
+        if ctx.needs_input_grad[0]:  # grad_x[s] = sum_j gy[s + K-1 - j] * w[j]
+            grad_x = gy * w[:, K - 1]
+            for j in range(max(0, K - T), K - 1):
+                shift = K - 1 - j
+                grad_x[:, : T - shift].addcmul_(gy[:, shift:], w[:, j])
+        if ctx.needs_input_grad[1]:  # grad_z[i] for the K-1 state rows i < K-1
+            grad_state = gy.new_zeros(gy.shape[0], K - 1, gy.shape[2])
+            for j in range(K - 1):
+                rows = min(K - 1 - j, T)  # z rows j .. j+rows-1 meet gy rows 0 .. rows-1
+                grad_state[:, j : j + rows].addcmul_(gy[:, :rows], w[:, j])
+        if ctx.needs_input_grad[2]:
+            grad_w = torch.empty_like(w)
+            for j in range(K):
+                torch.sum(gy * z[:, j : j + T], (0, 1), out=grad_w[:, j])
+        return grad_x, grad_state, grad_w, None
+
+
+def causal_conv(
+    x: torch.Tensor, state_t: torch.Tensor | None, w: torch.Tensor, activation: bool
+) -> torch.Tensor:
+    """``y[:, t, c] = sum_j w[c, j] * z[:, t + j, c]`` with ``z = [state_t; x]`` along time, then
+    SiLU when ``activation``; a hand-written backward.
+
+    Args:
+        x: ``[B, T, C]`` input; ``state_t``: ``[B, K-1, C]``, the last ``K - 1`` inputs before
+            ``x``, time-major, same dtype as ``x`` (None: zeros, the start of a sequence);
+        w: ``[C, K]`` taps, same dtype as ``x``; activation: apply SiLU.
+
+    Returns:
+        ``[B, T, C]`` in ``x``'s dtype, bitwise equal to ``ShortConvolution``'s autograd form
+        (``K`` shifted ``addcmul`` s from ``x * w[:, K-1]``, then ``F.silu``).
+    """
+    if state_t is None:
+        state_t = x.new_zeros(x.shape[0], w.shape[1] - 1, x.shape[2])
+    return _CausalConv.apply(x, state_t, w, activation)
+
+
+class _L2Normalize(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, eps):
+        norm = x.norm(2, -1, keepdim=True)  # exactly F.normalize(x, dim=-1, eps=eps)
+        y = x / norm.clamp_min(eps)
+        ctx.eps = eps
+        ctx.save_for_backward(y, norm)
+        return y
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad):
+        y, norm = ctx.saved_tensors
+        # the norm's path is open where clamp_min passes its gradient (norm >= eps)
+        dot = torch.linalg.vecdot(grad, y).unsqueeze(-1).masked_fill_(norm < ctx.eps, 0.0)
+        return torch.addcmul(grad, y, dot, value=-1).div_(norm.clamp_min(ctx.eps)), None
+
+
+def l2_normalize(x: torch.Tensor, eps: float = 1e-12) -> torch.Tensor:
+    """``x / max(||x||_2, eps)`` over the last dim (``F.normalize(x, dim=-1, eps=eps)``, bitwise)
+    with a hand-written backward; any shape ``[..., D]`` and floating dtype, same shape out."""
+    return _L2Normalize.apply(x, eps)
