@@ -302,7 +302,9 @@ class ShortConvolution(nn.Module):
         # the last K-1 rows of [state^T; x]; a copy, not a view: a sharded block must not return
         # views (FSDP2 hooks)
         tail = x[:, T - (K - 1) :] if T >= K - 1 else torch.cat([state_t[:, T:], x], dim=1)
-        new_state = tail.transpose(1, 2).to(state.dtype).clone(memory_format=torch.contiguous_format)
+        new_state = (
+            tail.transpose(1, 2).to(state.dtype).clone(memory_format=torch.contiguous_format)
+        )
         return y, new_state
 
     def flops_per_token(self) -> float:

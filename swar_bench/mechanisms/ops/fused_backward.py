@@ -77,9 +77,23 @@ def causal_conv(
     Returns:
         ``[B, T, C]`` in ``x``'s dtype, bitwise equal to ``ShortConvolution``'s autograd form
         (``K`` shifted ``addcmul`` s from ``x * w[:, K-1]``, then ``F.silu``).
+
+    Raises:
+        ValueError: (one line) when the shapes do not fit together as above.
     """
+    if x.dim() != 3 or w.dim() != 2 or w.shape[0] != x.shape[2] or w.shape[1] < 1:
+        raise ValueError(
+            f"causal_conv expects x [B, T, C] and w [C, K >= 1], got x {tuple(x.shape)}, "
+            f"w {tuple(w.shape)}"
+        )
+    B, _, C = x.shape
     if state_t is None:
-        state_t = x.new_zeros(x.shape[0], w.shape[1] - 1, x.shape[2])
+        state_t = x.new_zeros(B, w.shape[1] - 1, C)
+    elif state_t.shape != (B, w.shape[1] - 1, C):
+        raise ValueError(
+            f"causal_conv expects state_t [B, K-1, C] = {[B, w.shape[1] - 1, C]}, got "
+            f"{list(state_t.shape)}"
+        )
     return _CausalConv.apply(x, state_t, w, activation)
 
 
