@@ -16,7 +16,7 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from swar_bench.mechanisms.ops.fused_backward import causal_conv
+from swar_bench.mechanisms.ops.fused_backward import causal_conv, rms_norm
 from swar_bench.mechanisms.protocol import State, map_state
 
 DEFAULT_STATE_DTYPE = torch.float32
@@ -95,9 +95,10 @@ class Block(nn.Module):
         self.mlp = MLP(d_model, mlp_ratio)
 
     def forward(self, x: torch.Tensor, state: State) -> tuple[torch.Tensor, State]:
-        y, state = self.mixer(self.mixer_norm(x), state)
+        # rms_norm(x, norm) is norm(x) with a hand-written backward in float32
+        y, state = self.mixer(rms_norm(x, self.mixer_norm), state)
         x = x + y
-        x = x + self.mlp(self.mlp_norm(x))
+        x = x + self.mlp(rms_norm(x, self.mlp_norm))
         return x, state
 
 
@@ -245,7 +246,7 @@ class MixerLM(nn.Module):
         for block, layer_state in zip(self.blocks, state):
             x, layer_state = block(x, layer_state)
             new_state.append(layer_state)
-        return self.norm(x), tuple(new_state)
+        return rms_norm(x, self.norm), tuple(new_state)
 
     def detach_state(self, state: State) -> State:
         """The same state cut from the autograd graph (truncated BPTT boundary)."""

@@ -25,7 +25,7 @@ from swar_bench.mechanisms.base import (
     short_convolution,
 )
 from swar_bench.mechanisms.ops.backend import check_backend, check_mode
-from swar_bench.mechanisms.ops.fused_backward import l2_normalize
+from swar_bench.mechanisms.ops.fused_backward import l2_normalize, rms_norm
 from swar_bench.mechanisms.ops.gated_delta_product import gated_delta_product
 from swar_bench.mechanisms.ops.gated_delta_rule import gated_delta_rule
 from swar_bench.mechanisms.ops.kda import kda
@@ -147,7 +147,7 @@ class DeltaRuleMixer(Mixer):
             o, new_memory = gated_delta_rule(q, k, v, g, beta, **options)
         else:
             o, new_memory = gated_delta_product(q, k, v, g, beta, n_h, **options)
-        o = self.o_norm(o)
+        o = rms_norm(o, self.o_norm)
         if self.gated:
             o = o * nn.functional.silu(self.gate_proj(x)).view(B, T, H, D)
         return self.o_proj(o.reshape(B, T, H * D)), (conv_state, new_memory.to(memory.dtype))
@@ -353,7 +353,7 @@ class KimiDeltaAttentionMixer(Mixer):
             chunk_size=self.chunk_size,
             backend=self.backend,
         )
-        o = self.o_norm(o) * torch.sigmoid(self.gate_proj(x)).view(B, T, H, D)
+        o = rms_norm(o, self.o_norm) * torch.sigmoid(self.gate_proj(x)).view(B, T, H, D)
         return self.o_proj(o.reshape(B, T, H * D)), (conv_state, new_memory.to(memory.dtype))
 
 

@@ -1,18 +1,20 @@
 """The hand-written backwards of ``ops.fused_backward``: ``gradcheck`` in float64 for any shape,
 kernel size and carried state; forward values bitwise those of the autograd forms they replace
-(``ShortConvolution``'s shifted ``addcmul`` s + SiLU, ``F.normalize``); gradients equal to
-autograd's within float32 rounding, alone and inside the mechanisms that use them."""
+(``ShortConvolution``'s shifted ``addcmul`` s + SiLU, ``F.normalize``, ``nn.RMSNorm``); gradients
+equal to autograd's within float32 rounding, alone and inside the mechanisms that use them."""
 
 import pytest
 import torch
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from torch import nn
 from torch.nn import functional as F
 
 import swar_bench.mechanisms as mech
 from swar_bench.mechanisms import ShortConvolution
+from swar_bench.mechanisms import base as base_module
 from swar_bench.mechanisms import delta_net as delta_net_module
-from swar_bench.mechanisms.ops.fused_backward import causal_conv, l2_normalize
+from swar_bench.mechanisms.ops.fused_backward import _RMSNorm, causal_conv, l2_normalize, rms_norm
 
 
 def autograd_conv(x, state, weight, activation):
@@ -165,8 +167,59 @@ def test_l2_forward_bitwise_and_gradient_within_rounding(dtype):
         assert _rel_err(g.float(), gr.float()) <= tol
 
 
+@settings(max_examples=30, deadline=None)
+@given(
+    lead=st.lists(st.integers(1, 4), min_size=0, max_size=3),
+    dim=st.integers(1, 9),
+    eps=st.sampled_from([None, 1e-6, 0.5]),
+    scale=st.sampled_from([0.0, 1e-3, 1.0, 30.0]),
+    seed=st.integers(0, 2**16),
+)
+def test_rms_norm_gradcheck_float64_and_forward_bitwise_in_float32(lead, dim, eps, scale, seed):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(*lead, dim, generator=g, dtype=torch.float64) * scale
+    w = torch.randn(dim, generator=g, dtype=torch.float64)
+    e = torch.finfo(torch.float64).eps if eps is None else eps
+    x.requires_grad_(True)
+    w.requires_grad_(True)
+    if scale > 0 or e >= 1e-6:  # at x = 0 with eps ~ 2e-16 finite differences are meaningless
+        assert torch.autograd.gradcheck(lambda a, b: _RMSNorm.apply(a, b, e), (x, w))
+    norm = nn.RMSNorm(dim, eps=eps)
+    with torch.no_grad():
+        norm.weight.copy_(w.float())
+    x32 = x.detach().float().requires_grad_(True)
+    for grad_mode in (False, True):
+        with torch.set_grad_enabled(grad_mode):
+            assert torch.equal(rms_norm(x32, norm), norm(x32))
+    cot = torch.randn(x32.shape, generator=g)
+    inputs = (x32, norm.weight)
+    grads = torch.autograd.grad((rms_norm(x32, norm) * cot).sum(), inputs)
+    grads_ref = torch.autograd.grad((norm(x32) * cot).sum(), inputs)
+    for gr, ref in zip(grads, grads_ref):
+        assert _rel_err(gr, ref) <= 1e-5
+
+
+def test_rms_norm_leaves_bfloat16_autocast_and_float64_to_the_module():
+    """Outside the float32 path the module itself runs (same values, autograd's backward)."""
+    torch.manual_seed(0)
+    for dtype in (torch.bfloat16, torch.float64):
+        x = torch.randn(3, 8, dtype=dtype)
+        norm = nn.RMSNorm(8, dtype=dtype)
+        y = rms_norm(x.requires_grad_(True), norm)
+        assert torch.equal(y, norm(x)) and type(y.grad_fn).__name__ != "_RMSNormBackward"
+    norm = nn.RMSNorm(8)
+    x = torch.randn(3, 8, requires_grad=True)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        y = rms_norm(x, norm)
+        assert torch.equal(y, norm(x)) and type(y.grad_fn).__name__ != "_RMSNormBackward"
+    assert type(rms_norm(x, norm).grad_fn).__name__ == "_RMSNormBackward"
+    assert torch.equal(rms_norm(x, nn.RMSNorm(8, elementwise_affine=False)), F.rms_norm(x, (8,)))
+
+
 def _old_forms(monkeypatch):
     monkeypatch.setattr(delta_net_module, "l2_normalize", lambda x: F.normalize(x, dim=-1))
+    for module in (base_module, delta_net_module):
+        monkeypatch.setattr(module, "rms_norm", lambda x, norm: norm(x))
     monkeypatch.setattr(
         ShortConvolution,
         "forward",
@@ -184,11 +237,13 @@ def _old_forms(monkeypatch):
         ("Mamba2", {}),
         ("GatedLinearAttention", {"conv_size": 4}),
         ("HGRN2", {"conv_size": 3}),
+        ("ScalarDecayLinearAttention", {}),
     ],
 )
 def test_mechanism_forward_bitwise_and_gradients_within_rounding(monkeypatch, name, kwargs):
     """Two chained calls (the state carried, as TBPTT does): logits and states bit for bit the
-    autograd forms', every parameter gradient within float32 rounding of theirs."""
+    autograd forms' (``nn.RMSNorm`` modules, ``F.normalize``, the autograd conv), every parameter
+    gradient within float32 rounding of theirs."""
     torch.manual_seed(0)
     model = getattr(mech, name)(vocab_size=40, d_model=32, n_layers=2, **kwargs)
     ids = torch.randint(0, 40, (2, 40), generator=torch.Generator().manual_seed(1))
@@ -225,5 +280,5 @@ def test_the_delta_family_uses_the_hand_written_forms():
         seen[id(fn)] = fn
         stack.extend(f for f, _ in fn.next_functions)
     names = {type(fn).__name__ for fn in seen.values()}
-    assert {"_CausalConvBackward", "_L2NormalizeBackward"} <= names
-    assert not any(n.startswith(("AddcmulBackward", "ClampMinBackward")) for n in names)
+    assert {"_CausalConvBackward", "_L2NormalizeBackward", "_RMSNormBackward"} <= names
+    assert not any(n.startswith(("AddcmulBackward", "ClampMin", "Rsqrt", "Pow")) for n in names)

@@ -1,5 +1,5 @@
-"""Two element-wise pieces of the mixers with a hand-written backward: the causal depthwise short
-convolution (+ SiLU) and the L2 normalisation of q / k.
+"""Three element-wise pieces of the models with a hand-written backward: the causal depthwise
+short convolution (+ SiLU), the L2 normalisation of q / k and the float32 RMSNorm.
 
 Autograd differentiates both through a graph of many small ops (``K`` ``addcmul`` nodes each
 broadcasting its weight gradient over ``[B, T, C]`` before a reduction; ``norm -> clamp_min ->
@@ -13,7 +13,11 @@ gradients directly:
   in (``aten::silu_backward`` on the saved pre-activation);
 * ``l2_normalize``: ``y = x / max(||x||, eps)``, ``grad_x = (g - y <g, y>) / ||x||`` where the
   norm is at least ``eps`` and ``g / eps`` where the clamp holds (the branch of ``clamp_min``'s
-  own derivative, which passes the gradient at ``||x|| == eps``).
+  own derivative, which passes the gradient at ``||x|| == eps``);
+* ``rms_norm``: ``y = w * x * r``, ``r = rsqrt(mean(x^2) + eps)``, ``grad_x = r (gh - xh
+  mean(gh xh))`` with ``xh = x r``, ``gh = g w``; ``grad_w = sum g xh``. In float32 outside
+  autocast only (elsewhere the ``nn.RMSNorm`` module itself runs): its forward is the ops of
+  ``aten::rms_norm``'s CPU composite, bitwise.
 
 The gradients equal autograd's within float32 rounding (the sums are taken in another order);
 tests/mechanisms/test_fused_backward.py checks them with ``gradcheck`` in float64. Both are
@@ -23,6 +27,7 @@ first-order only (``once_differentiable``): nothing in the benchmark differentia
 from __future__ import annotations
 
 import torch
+from torch import nn
 from torch.autograd.function import once_differentiable
 from torch.nn import functional as F
 
@@ -119,3 +124,47 @@ def l2_normalize(x: torch.Tensor, eps: float = 1e-12) -> torch.Tensor:
     """``x / max(||x||_2, eps)`` over the last dim (``F.normalize(x, dim=-1, eps=eps)``, bitwise)
     with a hand-written backward; any shape ``[..., D]`` and floating dtype, same shape out."""
     return _L2Normalize.apply(x, eps)
+
+
+class _RMSNorm(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, weight, eps):
+        # the ops of aten::rms_norm (float32: no upcast), so the values are bitwise nn.RMSNorm's
+        r = torch.rsqrt(x.pow(2).mean(-1, keepdim=True).add_(eps))
+        xh = x.mul(r)
+        ctx.save_for_backward(xh, r, weight)
+        return xh.mul(weight)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad):
+        xh, r, weight = ctx.saved_tensors
+        grad_x = grad_w = None
+        if ctx.needs_input_grad[1]:
+            grad_w = (grad * xh).reshape(-1, xh.shape[-1]).sum(0)
+        if ctx.needs_input_grad[0]:
+            gh = grad * weight
+            dot = torch.linalg.vecdot(gh, xh).unsqueeze(-1).div_(xh.shape[-1])
+            grad_x = torch.addcmul(gh, xh, dot, value=-1).mul_(r)
+        return grad_x, grad_w, None
+
+
+def rms_norm(x: torch.Tensor, norm: nn.RMSNorm) -> torch.Tensor:
+    """``norm(x)`` for an ``nn.RMSNorm`` over the last dim of ``x [..., D]``: the same values, with
+    a hand-written backward when ``x`` and the weight are float32 plain tensors and autocast is
+    off on ``x``'s device (the float32 training path); otherwise the module itself runs (bfloat16
+    and autocast, a norm without weight or over several dims, sharded tensors)."""
+    weight = norm.weight
+    if (
+        weight is None
+        or tuple(norm.normalized_shape) != (x.shape[-1],)
+        or x.dtype != torch.float32
+        or weight.dtype != torch.float32
+        or type(x) is not torch.Tensor
+        or not isinstance(weight, nn.Parameter)
+        or type(weight.data) is not torch.Tensor
+        or torch.is_autocast_enabled(x.device.type)
+    ):
+        return norm(x)
+    eps = torch.finfo(x.dtype).eps if norm.eps is None else norm.eps
+    return _RMSNorm.apply(x, weight, eps)
