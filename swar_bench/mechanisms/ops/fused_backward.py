@@ -38,8 +38,8 @@ class _CausalConv(torch.autograd.Function):
         K, T = w.shape[1], x.shape[1]
         z = torch.cat([state_t, x], dim=1) if K > 1 else x  # [B, K-1+T, C]
         y = x * w[:, K - 1]  # the last tap meets the current input
-        for j in range(K - 1):
-            y = torch.addcmul(y, z[:, j : j + T], w[:, j])
+        for j in range(K - 1):  # in place: the values of out-of-place addcmul, one buffer
+            y.addcmul_(z[:, j : j + T], w[:, j])
         ctx.activation = activation
         ctx.save_for_backward(z, w, y if activation else None)
         return F.silu(y) if activation else y
@@ -62,9 +62,9 @@ class _CausalConv(torch.autograd.Function):
                 rows = min(K - 1 - j, T)  # z rows j .. j+rows-1 meet gy rows 0 .. rows-1
                 grad_state[:, j : j + rows].addcmul_(gy[:, :rows], w[:, j])
         if ctx.needs_input_grad[2]:
-            grad_w = torch.empty_like(w)
+            grad_w, prod = torch.empty_like(w), torch.empty_like(gy)
             for j in range(K):
-                torch.sum(gy * z[:, j : j + T], (0, 1), out=grad_w[:, j])
+                torch.sum(torch.mul(gy, z[:, j : j + T], out=prod), (0, 1), out=grad_w[:, j])
         return grad_x, grad_state, grad_w, None
 
 
