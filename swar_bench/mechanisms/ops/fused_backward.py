@@ -32,6 +32,9 @@ from torch.autograd.function import once_differentiable
 from torch.nn import functional as F
 
 
+_BLOCK = 160_000  # elements of one batch block of the conv backward (640 KB in float32)
+
+
 class _CausalConv(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, state_t, w, activation):
@@ -48,24 +51,36 @@ class _CausalConv(torch.autograd.Function):
     @once_differentiable
     def backward(ctx, grad):
         z, w, y = ctx.saved_tensors
-        K, T = w.shape[1], grad.shape[1]
-        gy = torch.ops.aten.silu_backward(grad, y) if ctx.activation else grad
-        grad_x = grad_state = grad_w = None
-        if ctx.needs_input_grad[0]:  # grad_x[s] = sum_j gy[s + K-1 - j] * w[j]
-            grad_x = gy * w[:, K - 1]
-            for j in range(max(0, K - T), K - 1):
-                shift = K - 1 - j
-                grad_x[:, : T - shift].addcmul_(gy[:, shift:], w[:, j])
-        if ctx.needs_input_grad[1]:  # grad_z[i] for the K-1 state rows i < K-1
-            grad_state = gy.new_zeros(gy.shape[0], K - 1, gy.shape[2])
-            for j in range(K - 1):
-                rows = min(K - 1 - j, T)  # z rows j .. j+rows-1 meet gy rows 0 .. rows-1
-                grad_state[:, j : j + rows].addcmul_(gy[:, :rows], w[:, j])
-        if ctx.needs_input_grad[2]:
-            grad_w, prod = torch.empty_like(w), torch.empty_like(gy)
-            for j in range(K):
-                torch.sum(torch.mul(gy, z[:, j : j + T], out=prod), (0, 1), out=grad_w[:, j])
-        return grad_x, grad_state, grad_w, None
+        B, T, C = grad.shape
+        K = w.shape[1]
+        need_x, need_state, need_w = ctx.needs_input_grad[:3]
+        grad_x = torch.empty_like(grad) if need_x else None
+        grad_state = grad.new_zeros(B, K - 1, C) if need_state else None
+        # the weight gradient summed over blocks in float32 at least (bfloat16 under autocast)
+        acc = torch.promote_types(w.dtype, torch.float32)
+        grad_w = w.new_zeros(K, C, dtype=acc) if need_w else None
+        # batch blocks of about _BLOCK elements, so the ~10 passes below stay in the core's cache
+        step = max(1, _BLOCK // max(1, T * C))
+        prod = grad.new_empty(min(step, B), T, C)
+        for b in range(0, B, step):
+            g = grad[b : b + step]
+            gy = torch.ops.aten.silu_backward(g, y[b : b + step]) if ctx.activation else g
+            if need_x:  # grad_x[s] = sum_j gy[s + K-1 - j] * w[j]
+                gx = torch.mul(gy, w[:, K - 1], out=grad_x[b : b + step])
+                for j in range(max(0, K - T), K - 1):
+                    shift = K - 1 - j
+                    gx[:, : T - shift].addcmul_(gy[:, shift:], w[:, j])
+            if need_state:  # grad_z[i] for the K-1 state rows i < K-1
+                gs = grad_state[b : b + step]
+                for j in range(K - 1):
+                    rows = min(K - 1 - j, T)  # z rows j .. j+rows-1 meet gy rows 0 .. rows-1
+                    gs[:, j : j + rows].addcmul_(gy[:, :rows], w[:, j])
+            if need_w:  # grad_w[c, j] = sum_{b,t} gy[b, t, c] * z[b, t + j, c]
+                p = prod[: gy.shape[0]]
+                for j in range(K):
+                    torch.mul(gy, z[b : b + step, j : j + T], out=p)
+                    grad_w[j].add_(p.sum((0, 1), dtype=acc))
+        return grad_x, grad_state, None if grad_w is None else grad_w.t().to(w.dtype), None
 
 
 def causal_conv(
