@@ -31,7 +31,6 @@ from torch import nn
 from torch.autograd.function import once_differentiable
 from torch.nn import functional as F
 
-
 _BLOCK = 160_000  # elements of one batch block of the conv backward (640 KB in float32)
 
 
