@@ -1,16 +1,18 @@
 """Three element-wise pieces of the models with a hand-written backward: the causal depthwise
 short convolution (+ SiLU), the L2 normalisation of q / k and the float32 RMSNorm.
 
-Autograd differentiates both through a graph of many small ops (``K`` ``addcmul`` nodes each
+Autograd differentiates each through a graph of many small ops (``K`` ``addcmul`` nodes each
 broadcasting its weight gradient over ``[B, T, C]`` before a reduction; ``norm -> clamp_min ->
-div`` with an expanded divisor); on CPU those backward graphs cost about as much as the forward
-of the projections around them. The ``torch.autograd.Function`` s here compute the same forward
+div`` with an expanded divisor; ``pow -> mean -> rsqrt -> mul -> mul``); on CPU those backward
+graphs cost about as much as the forward of the projections around them (docs/BENCHMARKS.md,
+"Frontier training throughput"). The ``torch.autograd.Function`` s here compute the same forward
 values with the same ops in the same order (bitwise equal to the autograd versions) and write the
 gradients directly:
 
 * ``causal_conv``: ``grad_x`` and ``grad_state`` as ``K`` shifted multiply-adds of the incoming
   gradient, ``grad_w[c, j] = sum_{b,t} gy[b, t, c] * z[b, t + j, c]``, the SiLU derivative fused
-  in (``aten::silu_backward`` on the saved pre-activation);
+  in (``aten::silu_backward`` on the saved pre-activation), over batch blocks of about
+  ``_BLOCK`` elements so that the passes over one block stay in cache;
 * ``l2_normalize``: ``y = x / max(||x||, eps)``, ``grad_x = (g - y <g, y>) / ||x||`` where the
   norm is at least ``eps`` and ``g / eps`` where the clamp holds (the branch of ``clamp_min``'s
   own derivative, which passes the gradient at ``||x|| == eps``);
@@ -20,7 +22,7 @@ gradients directly:
   ``aten::rms_norm``'s CPU composite, bitwise.
 
 The gradients equal autograd's within float32 rounding (the sums are taken in another order);
-tests/mechanisms/test_fused_backward.py checks them with ``gradcheck`` in float64. Both are
+tests/mechanisms/test_fused_backward.py checks them with ``gradcheck`` in float64. All are
 first-order only (``once_differentiable``): nothing in the benchmark differentiates twice.
 """
 
