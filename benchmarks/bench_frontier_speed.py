@@ -82,6 +82,13 @@ def matmul_peak_gflops(n: int = 512, repeats: int = 20, dtype_name: str = "float
 # ----------------------------------------------------------------------------- worker
 
 
+def batch_tokens(batch) -> int:
+    """``B * T`` of a training batch: its ``input_ids`` (an attribute of this tree's batch, a key of
+    the dict batch an older checkout's data module yields, so ``--baseline`` may be one)."""
+    ids = batch["input_ids"] if isinstance(batch, dict) else batch.input_ids
+    return ids.numel()
+
+
 def worker(tree: Path, mechanism: str, precision: str, steps: int, blocks: int) -> None:
     """Train ``mechanism`` from ``tree``'s configs for ``steps * blocks`` optimizer steps, pausing
     before each block of ``steps`` until a line arrives on stdin; after each block print one JSON
@@ -123,7 +130,7 @@ def worker(tree: Path, mechanism: str, precision: str, steps: int, blocks: int) 
 
         def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
             self.cpu += time.process_time() - self.start
-            self.tokens += batch.input_ids.numel()
+            self.tokens += batch_tokens(batch)
             self.done += 1
             if self.done % steps == 0:
                 print(json.dumps({"cpu_s": self.cpu, "tokens": self.tokens}), flush=True)

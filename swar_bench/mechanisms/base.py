@@ -16,6 +16,7 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
+from swar_bench.mechanisms.ops.fused_backward import causal_conv, rms_norm
 from swar_bench.mechanisms.protocol import State, map_state
 
 DEFAULT_STATE_DTYPE = torch.float32
@@ -94,9 +95,10 @@ class Block(nn.Module):
         self.mlp = MLP(d_model, mlp_ratio)
 
     def forward(self, x: torch.Tensor, state: State) -> tuple[torch.Tensor, State]:
-        y, state = self.mixer(self.mixer_norm(x), state)
+        # rms_norm(x, norm) is norm(x) with a hand-written backward in float32
+        y, state = self.mixer(rms_norm(x, self.mixer_norm), state)
         x = x + y
-        x = x + self.mlp(self.mlp_norm(x))
+        x = x + self.mlp(rms_norm(x, self.mlp_norm))
         return x, state
 
 
@@ -244,7 +246,7 @@ class MixerLM(nn.Module):
         for block, layer_state in zip(self.blocks, state):
             x, layer_state = block(x, layer_state)
             new_state.append(layer_state)
-        return self.norm(x), tuple(new_state)
+        return rms_norm(x, self.norm), tuple(new_state)
 
     def detach_state(self, state: State) -> State:
         """The same state cut from the autograd graph (truncated BPTT boundary)."""
@@ -272,7 +274,9 @@ class ShortConvolution(nn.Module):
     of ``torch.nn.functional.conv1d`` with ``groups=C``), computed as ``kernel_size`` shifted
     multiply-adds on the ``[B, T, C]`` layout: no transpose of the activations, and the SiLU runs on
     a contiguous tensor (on CPU about 1.1x faster per Gated DeltaNet training step than ``conv1d``
-    on the transposed tensor, equal to it within float32 rounding).
+    on the transposed tensor, equal to it within float32 rounding), with a hand-written backward
+    (``ops.fused_backward.causal_conv``: shifted multiply-adds for the input, state and weight
+    gradients, the SiLU derivative fused; the forward values bitwise those of the autograd form).
     """
 
     def __init__(self, channels: int, kernel_size: int = 4, activation: bool = True):
@@ -294,18 +298,15 @@ class ShortConvolution(nn.Module):
     def forward(self, x: torch.Tensor, state: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         K, T = self.kernel_size, x.shape[1]
         w = self.weight[:, 0, :].to(x.dtype)  # [C, K]
-        z = torch.cat([state.to(x.dtype).transpose(1, 2), x], dim=1) if K > 1 else x  # [B, K-1+T, C]
-        y = x * w[:, K - 1]  # the last tap meets the current input
-        for j in range(K - 1):
-            y = torch.addcmul(y, z[:, j : j + T], w[:, j])
-        # a copy, not a view: a sharded block must not return views (FSDP2 hooks)
+        state_t = state.to(x.dtype).transpose(1, 2)  # [B, K-1, C]
+        y = causal_conv(x, state_t, w, self.activation)
+        # the last K-1 rows of [state^T; x]; a copy, not a view: a sharded block must not return
+        # views (FSDP2 hooks)
+        tail = x[:, T - (K - 1) :] if T >= K - 1 else torch.cat([state_t[:, T:], x], dim=1)
         new_state = (
-            z[:, z.shape[1] - (K - 1) :]
-            .transpose(1, 2)
-            .to(state.dtype)
-            .clone(memory_format=torch.contiguous_format)
+            tail.transpose(1, 2).to(state.dtype).clone(memory_format=torch.contiguous_format)
         )
-        return (nn.functional.silu(y) if self.activation else y), new_state
+        return y, new_state
 
     def flops_per_token(self) -> float:
         return 2.0 * self.channels * self.kernel_size

@@ -25,6 +25,7 @@ from swar_bench.mechanisms.base import (
     short_convolution,
 )
 from swar_bench.mechanisms.ops.backend import check_backend, check_mode
+from swar_bench.mechanisms.ops.fused_backward import l2_normalize, rms_norm
 from swar_bench.mechanisms.ops.gated_delta_product import gated_delta_product
 from swar_bench.mechanisms.ops.gated_delta_rule import gated_delta_rule
 from swar_bench.mechanisms.ops.kda import kda
@@ -127,9 +128,9 @@ class DeltaRuleMixer(Mixer):
         H, D, n_h = self.n_heads, self.head_dim, self.n_householder
         qkv, conv_state = self.conv(self.qkv_proj(x), conv_state)
         q, k, v = qkv.split([H * D, n_h * H * D, n_h * H * D], dim=-1)
-        q = nn.functional.normalize(q.view(B, T, H, D), dim=-1)
+        q = l2_normalize(q.view(B, T, H, D))
         # step j of token t is row t * n_h + j (fla's layout)
-        k = nn.functional.normalize(k.reshape(B, T * n_h, H, D), dim=-1)
+        k = l2_normalize(k.reshape(B, T * n_h, H, D))
         v = v.reshape(B, T * n_h, H, D)
         beta = torch.sigmoid(self.beta_proj(x)).view(B, T * n_h, H)
         if self.gated:
@@ -146,7 +147,7 @@ class DeltaRuleMixer(Mixer):
             o, new_memory = gated_delta_rule(q, k, v, g, beta, **options)
         else:
             o, new_memory = gated_delta_product(q, k, v, g, beta, n_h, **options)
-        o = self.o_norm(o)
+        o = rms_norm(o, self.o_norm)
         if self.gated:
             o = o * nn.functional.silu(self.gate_proj(x)).view(B, T, H, D)
         return self.o_proj(o.reshape(B, T, H * D)), (conv_state, new_memory.to(memory.dtype))
@@ -336,8 +337,8 @@ class KimiDeltaAttentionMixer(Mixer):
         H, D = self.n_heads, self.head_dim
         qkv, conv_state = self.conv(self.qkv_proj(x), conv_state)
         q, k, v = qkv.view(B, T, 3, H, D).unbind(2)
-        q = nn.functional.normalize(q, dim=-1)
-        k = nn.functional.normalize(k, dim=-1)
+        q = l2_normalize(q)
+        k = l2_normalize(k)
         f = nn.functional.softplus(self.f_proj(x).float() + self.dt_bias).view(B, T, H, D)
         g = -self.A_log.exp()[:, None] * f
         beta = torch.sigmoid(self.beta_proj(x))
@@ -352,7 +353,7 @@ class KimiDeltaAttentionMixer(Mixer):
             chunk_size=self.chunk_size,
             backend=self.backend,
         )
-        o = self.o_norm(o) * torch.sigmoid(self.gate_proj(x)).view(B, T, H, D)
+        o = rms_norm(o, self.o_norm) * torch.sigmoid(self.gate_proj(x)).view(B, T, H, D)
         return self.o_proj(o.reshape(B, T, H * D)), (conv_state, new_memory.to(memory.dtype))
 
 

@@ -124,7 +124,7 @@ def chunk_gated_delta_rule(
     A = d.scores(k_beta, kc)
     rhs = torch.cat([vc * bc[..., None], d.decay_queries(k_beta)], dim=-1)
     sol = torch.linalg.solve_triangular(A, rhs, upper=False, unitriangular=True)
-    u, w = sol[..., :V], sol[..., V:]
+    u, w = sol.split([V, sol.shape[-1] - V], dim=-1)  # one backward node (a cat), not two slices
     k_decay = d.decay_keys(kc)
     # Only the state is sequential; the readout of all chunks is batched after the loop.
     # unbind, not indexing: the backward of x[:, :, i] zero-fills a full-size gradient per chunk

@@ -59,7 +59,7 @@ def chunk_kda(
     A = decays.scores(kc, kc) * bc[..., None]
     rhs = torch.cat([vc, kc * from_start], dim=-1) * bc[..., None]
     sol = torch.linalg.solve_triangular(A, rhs, upper=False, unitriangular=True)
-    u, w = sol[..., :V], sol[..., V:]
+    u, w = sol.split([V, sol.shape[-1] - V], dim=-1)  # one backward node (a cat), not two slices
     attn = decays.scores(qc * scale, kc)  # [B, H, n, C, C], j <= i
     q_decay = qc * scale * from_start
     k_decay = kc * suffix_sum(gc).exp()
