@@ -75,7 +75,7 @@ def out_problem(out: str | os.PathLike, what: str) -> str | None:
     if not existing.is_dir():
         kind = "a file" if existing.is_file() else "not a folder"
         if existing == target:
-            return f"--out {shown(text)} is {kind}; {expected}"
+            return f"--out {shown(text)} is {kind}; expected a folder for {what}"
         return f"--out {shown(text)}: {shown(existing)} is {kind}; {expected}"
     try:
         probe_write(existing)
