@@ -7,7 +7,8 @@
     swar-bench study report configs/studies/frontier.yaml --out docs   # tables and figures from the records
     swar-bench study site configs/studies/frontier.yaml --out site     # static HTML pages from the records
 
-Exit status: 0 done, 1 a run failed, 2 a bad study file or option (one line), 130 / 143 stopped.
+Exit status: 0 done, 1 a run failed or another `run` of the study holds its folders, 2 a bad study file or
+option (one line), 130 / 143 stopped.
 """
 
 from __future__ import annotations
