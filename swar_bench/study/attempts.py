@@ -14,7 +14,9 @@ fingerprint and a readable checkpoint in ``<out>/<run>/checkpoints/`` resumes th
 checkpoint with the most progress (:func:`plan_attempt`); anything else starts it afresh (the run
 folder is emptied). An attempt that ended without notice (the machine stopped) has no wall time:
 it counts until its checkpoint was written, the work after it being lost. A fit that fails (a
-non-zero exit that is not a stop) forgets its attempts: the next ``run`` starts it afresh.
+non-zero exit that is not a stop) forgets its attempts: the next ``run`` starts it afresh. A run
+folder without a checkpoint after a failed or stopped attempt is removed (:func:`drop_unresumable`;
+the fit's log, ``<out>/<run>.fit.log``, is beside it and stays).
 """
 
 from __future__ import annotations
@@ -143,3 +145,19 @@ def plan_attempt(run_dir: Path, command: str, fingerprint: str) -> Attempts:
             )
             a["wall_s_until_checkpoint"] = True
     return Attempts(run_dir, command, fingerprint, history, newest)
+
+
+def drop_unresumable(run_dir: Path) -> bool:
+    """Remove ``run_dir`` (after a failed or stopped attempt) when it holds no checkpoint
+    (``checkpoints/*.ckpt``): nothing in it could be resumed, and a folder holding only an
+    attempt file or an empty log folder would mislead a reader. A folder with a checkpoint is
+    kept for the resume. True when it was removed."""
+    import shutil
+
+    from swar_bench.runtime.slurm import resume_candidates
+
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir() or resume_candidates(run_dir / "checkpoints"):
+        return False
+    shutil.rmtree(run_dir, ignore_errors=True)
+    return not run_dir.exists()

@@ -7,7 +7,8 @@
     swar-bench study report configs/studies/frontier.yaml --out docs   # tables and figures from the records
     swar-bench study site configs/studies/frontier.yaml --out site     # static HTML pages from the records
 
-Exit status: 0 done, 1 a run failed, 2 a bad study file or option (one line), 130 / 143 stopped.
+Exit status: 0 done, 1 a run failed or another `run` of the study holds its folders, 2 a bad study file or
+option (one line), 130 / 143 stopped.
 """
 
 from __future__ import annotations
@@ -17,8 +18,10 @@ import os
 import sys
 from pathlib import Path
 
+from swar_bench.study.paths import holding_study, out_problem, shown, study_file_problem
 from swar_bench.study.spec import StudyError, load_study
 from swar_bench.utils.argparsing import ArgumentParser
+from swar_bench.utils.locks import FolderLockedError
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -162,16 +165,16 @@ def mqar_main(args: argparse.Namespace) -> int:
         runner = MQARRunner(study, jobs=args.jobs, threads=args.threads, rerun_stale=args.rerun_stale,
                             only=only, log=lambda line: print(line, flush=True))
         try:
-            return runner.run()
+            with holding_study([study.out, study.records], f"swar-bench study run {study.path}"):
+                return runner.run()
         except KeyboardInterrupt:
             return 130
     if args.command == "report":
-        if args.out is not None and args.out.strip() == "":
-            raise StudyError("--out='': expected a folder path")
-        out = Path(args.out) if args.out else Path(study.records)
-        if out.exists() and not out.is_dir():
-            raise StudyError(f"--out {out} is a file; expected a folder for the tables and figures")
-        for path in write_mqar_report(study, out):
+        out = Path(study.records) if args.out is None else args.out
+        problem = out_problem(out, "the tables and figures")
+        if problem is not None:
+            raise StudyError(problem)
+        for path in write_mqar_report(study, Path(out)):
             print(f"study: wrote {path}")
         return 0
     if args.command == "site":
@@ -187,6 +190,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         from swar_bench.study.mqar import is_mqar_study
 
+        problem = study_file_problem(args.study)
+        if problem is not None:
+            raise StudyError(problem)
         if is_mqar_study(args.study):
             return mqar_main(args)
         spec = load_study(args.study)
@@ -201,53 +207,40 @@ def main(argv: list[str] | None = None) -> int:
             only = None
             if args.only is not None and args.add is not None:
                 raise StudyError("--only and --add both choose what runs; expected one of them")
-            if args.add is not None:
-                spec, only = add_layer(spec, args.add, args.init_args, args.name)
-            elif args.init_args is not None or args.name is not None:
+            if args.add is None and (args.init_args is not None or args.name is not None):
                 raise StudyError("--init-args and --name describe an --add layer; expected --add CLASS_PATH with them")
             if args.only is not None:
                 only = [x.strip() for x in args.only.split(",") if x.strip()]
                 for name in only:
                     spec.mechanism(name)
-            if args.launcher == "slurm":
-                from swar_bench.study.launchers import SlurmLauncher, slurm_options
-
-                return SlurmLauncher(spec, slurm_options(spec, args), only=only, rerun_stale=args.rerun_stale,
-                                     wait=not args.no_wait, poll_s=args.poll_s,
-                                     log=lambda line: print(line, flush=True)).run()
-            from swar_bench.study.runner import Runner
-
-            runner = Runner(
-                spec,
-                jobs=args.jobs,
-                threads=args.threads,
-                rerun_stale=args.rerun_stale,
-                only=only,
-                log=lambda line: print(line, flush=True),
-            )
-            return runner.run()
+            # one `study run` of a study at a time: a second is refused (exit 1) before it reads or removes anything
+            with holding_study([spec.out, spec.records], f"swar-bench study run {spec.path}"):
+                return run_study(spec, args, only)
         if args.command == "report":
             from swar_bench.study.report import write_report
 
-            if args.out is not None and args.out.strip() == "":
-                raise StudyError("--out='': expected a folder path")
-            out = Path(args.out) if args.out else Path(spec.records)
-            if out.exists() and not out.is_dir():
-                raise StudyError(f"--out {out} is a file; expected a folder for the tables and figures")
-            for path in write_report(spec, out):
+            out = Path(spec.records) if args.out is None else args.out
+            try:  # every file or none (swar_bench.study.paths.write_whole)
+                written = write_report(spec, out)
+            except OSError as err:
+                raise StudyError(f"--out {shown(out)}: cannot write the report ({err.strerror or err}); "
+                                 "expected a writable folder for the tables and figures") from None
+            for path in written:
                 print(f"study: wrote {path}")
             return 0
         if args.command == "site":
             from swar_bench.study.site import write_site
             from swar_bench.utils import interrupts
 
-            if args.out is not None and args.out.strip() == "":
-                raise StudyError("--out='': expected a folder path")
+            problem = out_problem(args.out, "the site")
+            if problem is not None:
+                raise StudyError(problem)
             previous = interrupts.install(sigterm=True)
             try:
                 index = write_site(spec, Path(args.out))
             except OSError as err:
-                raise StudyError(f"--out {args.out}: cannot write the site ({err})") from None
+                raise StudyError(f"--out {shown(args.out)}: cannot write the site ({err.strerror or err}); "
+                                 "expected a writable folder for the site") from None
             finally:
                 interrupts.restore(previous)
             print(f"study: wrote {index} (open it in a browser)")
@@ -258,6 +251,30 @@ def main(argv: list[str] | None = None) -> int:
     except StudyError as err:
         print(f"swar-bench study: error: {err}", file=sys.stderr)
         return 2
+    except FolderLockedError as err:  # another `study run` of the study: not a wrong argument
+        print(f"swar-bench study: error: {err}", file=sys.stderr)
+        return 1
+
+
+def run_study(spec, args: argparse.Namespace, only: list[str] | None) -> int:
+    """``study run`` once the study's folders are locked: add the ``--add`` layer, then run
+    with the chosen launcher; the exit status.
+
+    Raises:
+        StudyError: a refused ``--add`` layer, a stale record, a bad SLURM option (one line)."""
+    if args.add is not None:
+        spec, only = add_layer(spec, args.add, args.init_args, args.name)
+    if args.launcher == "slurm":
+        from swar_bench.study.launchers import SlurmLauncher, slurm_options
+
+        return SlurmLauncher(spec, slurm_options(spec, args), only=only, rerun_stale=args.rerun_stale,
+                             wait=not args.no_wait, poll_s=args.poll_s,
+                             log=lambda line: print(line, flush=True)).run()
+    from swar_bench.study.runner import Runner
+
+    runner = Runner(spec, jobs=args.jobs, threads=args.threads, rerun_stale=args.rerun_stale, only=only,
+                    log=lambda line: print(line, flush=True))
+    return runner.run()
 
 
 if __name__ == "__main__":

@@ -35,7 +35,6 @@ from swar_bench.study import protocol, provenance
 from swar_bench.study.records import _nan_safe, read_curve, read_json
 from swar_bench.study.runner import read_budget, run_name
 from swar_bench.study.spec import MechanismSpec, StudySpec
-from swar_bench.utils.files import atomic_write, atomic_write_text
 from swar_bench.utils.intervals import clopper_pearson, seed_spread, wilson
 
 AGE_BANDS = ((33, 64), (65, 128), (129, None))
@@ -554,29 +553,29 @@ def summary(spec: StudySpec, results: list[MechanismResult]) -> dict[str, Any]:
 
 def write_report(spec: StudySpec, out: Path) -> list[Path]:
     """Write ``<out>/<study>.md``, ``<out>/<study>.json`` and the two figures under
-    ``<out>/figures/``; returns the paths written (each atomically)."""
+    ``<out>/figures/``, all or none (``swar_bench.study.paths.write_whole``); returns the paths
+    written.
+
+    Raises:
+        StudyError: the budget config is incomplete, or a destination cannot take its file (one
+            line naming it and what was expected; nothing written).
+        OSError: the file system refused a write the checks let through (nothing written)."""
+    import io
+
+    from swar_bench.study.paths import write_whole
+
     budget = read_budget(spec)
     test_n, gate_n = budget.test_n, budget.gate_n
     results = collect(spec)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "figures").mkdir(exist_ok=True)
-    paths = []
-    for fig, path in (
-        (plot_frontier(spec, results), out / "figures" / f"{spec.name}_frontier.png"),
-        (plot_curves(spec, results, gate_n), out / "figures" / f"{spec.name}_curves.png"),
+    contents: dict[str, bytes] = {
+        f"{spec.name}.md": markdown(spec, results, test_n).encode(),
+        f"{spec.name}.json": (json.dumps(_nan_safe(summary(spec, results)), indent=1, sort_keys=True) + "\n").encode(),
+    }
+    for fig, rel in (
+        (plot_frontier(spec, results), f"figures/{spec.name}_frontier.png"),
+        (plot_curves(spec, results, gate_n), f"figures/{spec.name}_curves.png"),
     ):
-        atomic_write(
-            path,
-            lambda handle, fig=fig: fig.savefig(
-                handle, format="png", dpi=110, metadata={"Software": None}
-            ),
-            binary=True,
-        )
-        paths.append(path)
-    md = out / f"{spec.name}.md"
-    atomic_write_text(md, markdown(spec, results, test_n))
-    js = out / f"{spec.name}.json"
-    atomic_write_text(
-        js, json.dumps(_nan_safe(summary(spec, results)), indent=1, sort_keys=True) + "\n"
-    )
-    return [md, js, *paths]
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png", dpi=110, metadata={"Software": None})
+        contents[rel] = buffer.getvalue()
+    return write_whole(out, contents, "the report's tables and figures")

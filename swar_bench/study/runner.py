@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from swar_bench.study import protocol, provenance
-from swar_bench.study.attempts import Attempts, plan_attempt
+from swar_bench.study.attempts import Attempts, drop_unresumable, plan_attempt
 from swar_bench.study.commands import (  # noqa: F401 (the names other modules import from here)
     STALE_AFTER,
     SWAR_BENCH,
@@ -256,9 +256,14 @@ class Runner:
             (self.records / f"{name}.test.json").unlink(missing_ok=True)
             self.log(f"study: fit {name}: resuming from step {attempt.resume_from[1]}")
             run_args = [*args, *self._resume_args(attempt)]
-        rc, _ = self._execute(run_args, self.out / f"{name}.fit.log", attempt)
+        try:
+            rc, _ = self._execute(run_args, self.out / f"{name}.fit.log", attempt)
+        except Stopped:
+            drop_unresumable(run_dir)  # nothing to resume: no folder left holding only its attempt file
+            raise
         if rc != 0:
             attempt.forget()  # a failure is not resumed: the next run starts it afresh
+            drop_unresumable(run_dir)  # its log, <out>/<run>.fit.log, stays
             self._failed(name, "fit", command, rc, self.out / f"{name}.fit.log")
             return None
         secs = attempt.wall_s
