@@ -217,7 +217,7 @@ def _fraction(value: Any, what: str) -> float:
 
 def retry_factor(value: Any, what: str) -> int:
     """The study's ``retry_steps_factor``: the retry of a non-learner trains this many times the
-    steps (and the FLOP budget) of its seed-0 fit, with the same seed and learning rate
+    steps (and any FLOP budget) of its seed-0 fit, with the same seed and learning rate
     (``commands.fit_args``), so 1 would repeat that fit bit for bit.
 
     Raises:
