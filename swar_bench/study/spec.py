@@ -344,8 +344,9 @@ def load_study(path: str | Path) -> StudySpec:
 
     Raises:
         StudyError: the file is missing or not YAML, a key is unknown (named, with the closest
-            known key), a value has the wrong type or range, a mechanism names neither or a
-            missing config, two mechanisms share a name; one line each.
+            known key), a value has the wrong type or range (``retry_steps_factor`` <= 1), a
+            mechanism names neither or a missing config, an init arg its class does not take
+            (:func:`check_init_args`), two mechanisms share a name; one line each.
     """
     import yaml
 
