@@ -125,7 +125,42 @@ def fit_args(
     ]
     if retry:
         args += [f"--trainer.max_steps={steps}", f"--model.max_steps={steps}"]
+        args += retry_callbacks(spec, spec.base_of(m))
     return args
+
+
+def retry_callbacks(spec: StudySpec, config: str) -> list[str]:
+    """The retry's ``--trainer.callbacks``: the budget config's callbacks with every FLOP budget
+    (``budget_flops`` of ``FlopBudget``, ``LengthCurriculum``) times ``retry_steps_factor``, so a
+    retry of a FLOP-budgeted run trains longer too (more steps alone would stop at the same FLOPs);
+    ``[]`` when no callback of ``config`` has a FLOP budget.
+
+    Raises:
+        StudyError: a ``budget_flops`` that is not a number (one line naming the config)."""
+    import json
+
+    import yaml
+
+    try:
+        cfg = yaml.safe_load(Path(config).read_text()) or {}
+        callbacks = (cfg.get("trainer") or {}).get("callbacks") or []
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, AttributeError):
+        return []  # read_budget refuses an unreadable config in one line
+    callbacks = [callbacks] if isinstance(callbacks, dict) else callbacks
+    scaled, found = [], False
+    for callback in callbacks if isinstance(callbacks, list) else []:
+        init_args = callback.get("init_args") if isinstance(callback, dict) else None
+        if isinstance(init_args, dict) and init_args.get("budget_flops") is not None:
+            try:
+                flops = float(init_args["budget_flops"]) * spec.retry_steps_factor
+            except (TypeError, ValueError):
+                raise StudyError(
+                    f"{spec.path}: config {config}: trainer.callbacks budget_flops={init_args['budget_flops']!r} "
+                    "is invalid; expected a number of FLOPs"
+                ) from None
+            callback, found = {**callback, "init_args": {**init_args, "budget_flops": flops}}, True
+        scaled.append(callback)
+    return [f"--trainer.callbacks={json.dumps(scaled, sort_keys=True)}"] if found else []
 
 
 def test_args(

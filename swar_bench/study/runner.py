@@ -104,6 +104,7 @@ class Runner:
         self.code = provenance.code_version()
         self.env = provenance.environment()
         self.planned: list[str] = []
+        self.commands: dict[str, str] = {}  # "fit NAME" / "test NAME" -> its command (status compares records)
         self.started = 0  # fits and tests this run started
 
     # ----------------------------------------------------------------- records
@@ -241,6 +242,7 @@ class Runner:
         command = command_text(args)
         with self.lock:
             self.planned.append(f"fit {name}")
+            self.commands[f"fit {name}"] = command
         saved = self._record(name, "fit", command)
         if saved is not None or self.dry_run:
             return saved
@@ -319,6 +321,7 @@ class Runner:
         command = command_text(args)
         with self.lock:
             self.planned.append(f"test {name}")
+            self.commands[f"test {name}"] = command
         saved = self._record(name, "test", command)
         if saved is not None or self.dry_run:
             return saved
@@ -442,7 +445,9 @@ class Runner:
         passed = [s for s in seeds if self.passed(fits.get((chosen, s)))]
         self._parallel([(self.test, m, chosen, s) for s in passed])
         learned_any = any(self.passed(r) for r in fits.values())
-        if not learned_any and not self.dry_run:
+        # a dry run plans the retry once every fit that decides it is recorded (and none passed)
+        decided = not self.dry_run or all(r is not None for r in fits.values())
+        if not learned_any and decided:
             retry = self.fit(m, chosen, 0, retry=True)
             if self.passed(retry):
                 self.test(m, chosen, 0, retry=True)

@@ -215,6 +215,79 @@ def _fraction(value: Any, what: str) -> float:
     return float(value)
 
 
+def retry_factor(value: Any, what: str) -> int:
+    """The study's ``retry_steps_factor``: the retry of a non-learner trains this many times the
+    steps (and any FLOP budget) of its seed-0 fit, with the same seed and learning rate
+    (``commands.fit_args``), so 1 would repeat that fit bit for bit.
+
+    Raises:
+        StudyError: not an integer > 1 (one line naming ``what`` and the value)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 1:
+        raise StudyError(
+            f"{what}={value!r} is invalid; expected an integer > 1 (the retry of a non-learner trains "
+            "retry_steps_factor times the steps of its seed-0 fit; 1 would repeat that fit)"
+        )
+    return value
+
+
+def config_class(config: str, where: str) -> tuple[str | None, dict[str, Any]]:
+    """``(class_path, init_args)`` of a mechanism config file's ``model.mechanism`` (None, {} when
+    it names none).
+
+    Raises:
+        StudyError: the file is not YAML, or ``model.mechanism`` is not a mapping (one line)."""
+    import yaml
+
+    try:
+        raw = yaml.safe_load(Path(config).read_text()) or {}
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as err:
+        raise StudyError(
+            f"{where}: config={config!r} cannot be read as YAML ({err.__class__.__name__}); expected a "
+            "mechanism config"
+        ) from None
+    mech = (raw.get("model") or {}).get("mechanism") if isinstance(raw, dict) else None
+    if mech is None or isinstance(mech, str):
+        return mech, {}
+    if not isinstance(mech, dict) or not isinstance(mech.get("init_args") or {}, dict):
+        raise StudyError(
+            f"{where}: config={config!r}: model.mechanism={mech!r} is invalid; expected "
+            "{class_path: ..., init_args: {...}}"
+        )
+    return mech.get("class_path"), dict(mech.get("init_args") or {})
+
+
+def check_init_args(class_path: str | None, config: str | None, init_args: dict[str, Any], where: str) -> None:
+    """Refuse an init arg the mechanism's class does not take, as ``swar-bench fit`` would, but
+    when the study is loaded: the class is ``class_path``, else the ``model.mechanism.class_path``
+    of ``config``; a class that takes ``**kwargs`` (or that cannot be resolved) is not checked.
+    The config file's own init args are checked too.
+
+    Raises:
+        StudyError: ``<where>: init_args.n_layer is not an argument of swar_bench.mechanisms.GRU
+            (did you mean n_layers?); expected one of vocab_size, d_model, n_layers, mlp_ratio``."""
+    from swar_bench.config_errors import class_arguments
+    from swar_bench.utils.text import did_you_mean
+
+    given = [("init_args", init_args)]
+    if config is not None:
+        from_config, config_args = config_class(config, where)
+        class_path = class_path or from_config
+        given.append((f"config {config}: model.mechanism.init_args", config_args))
+    accepted = None if class_path is None else class_arguments(class_path)
+    if accepted is None:
+        return
+    from swar_bench.mechanisms.registry import resolve_class_path
+
+    full = resolve_class_path(str(class_path))
+    for label, args in given:
+        for key in args:
+            if key not in accepted:
+                raise StudyError(
+                    f"{where}: {label}.{key} is not an argument of {full}{did_you_mean(key, accepted)}; "
+                    f"expected one of {', '.join(accepted)}"
+                )
+
+
 def _mechanism(m: Any, at: str) -> MechanismSpec:
     """One checked mechanism entry (of the study file, or of a layer added with ``--add``)."""
     if not isinstance(m, dict):
@@ -243,6 +316,7 @@ def _mechanism(m: Any, at: str) -> MechanismSpec:
     init_args = m.get("init_args") or {}
     if not isinstance(init_args, dict):
         raise StudyError(f"{at} ({mname}): init_args={init_args!r} is invalid; expected a mapping")
+    check_init_args(m.get("class_path"), m.get("config"), init_args, f"{at} ({mname})")
     if m.get("base") is not None and not (isinstance(m["base"], str) and Path(m["base"]).is_file()):
         raise StudyError(f"{at} ({mname}): base={m['base']!r} does not exist; expected a budget config (YAML)")
     source = m.get("learning_rate_from")
@@ -270,8 +344,9 @@ def load_study(path: str | Path) -> StudySpec:
 
     Raises:
         StudyError: the file is missing or not YAML, a key is unknown (named, with the closest
-            known key), a value has the wrong type or range, a mechanism names neither or a
-            missing config, two mechanisms share a name; one line each.
+            known key), a value has the wrong type or range (``retry_steps_factor`` <= 1), a
+            mechanism names neither or a missing config, an init arg its class does not take
+            (:func:`check_init_args`), two mechanisms share a name; one line each.
     """
     import yaml
 
@@ -375,7 +450,7 @@ def load_study(path: str | Path) -> StudySpec:
         curve_points=_count(raw.get("curve_points", 10), f"{where}: curve_points"),
         gate=gate,
         readout_n=_count(raw.get("readout_n", 256), f"{where}: readout_n"),
-        retry_steps_factor=_count(raw.get("retry_steps_factor", 3), f"{where}: retry_steps_factor"),
+        retry_steps_factor=retry_factor(raw.get("retry_steps_factor", 3), f"{where}: retry_steps_factor"),
         compatible_code=tuple(str(c) for c in (raw.get("compatible_code") or [])),
         code_fingerprint=pinned_code(raw.get("code_fingerprint"), f"{where}: code_fingerprint"),
         path=where,

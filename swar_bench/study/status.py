@@ -1,10 +1,14 @@
 """``swar-bench study status``: every run the protocol needs now, and where it stands.
 
 The plan is the one ``run`` follows, computed from the records alone (a learning rate whose
-selection fits are missing counts as unscored, so the plan shows the grid as it stands). A run
-is *done* (its record is there, of compatible code), *stale* (a record of other code), *running*
-(its run folder holds a live process marker on this host, or its SLURM task runs), *queued* (its
-SLURM task waits in the queue), *failed* (a failure record) or *to do*.
+selection fits are missing counts as unscored, so the plan shows the grid as it stands; the retry
+of a non-learner is planned once every fit that decides it is recorded and none passed the gate).
+A run is judged by ``run``'s rule (``Runner._record``): *done* (its record is there, made with the
+same command by compatible code), *stale* (a record of the same command by other code: ``run``
+stops on it unless ``--rerun-stale``), *running* (its run folder holds a live process marker on
+this host, or its SLURM task runs), *queued* (its SLURM task waits in the queue), *failed* (a
+failure record) or *to do* (no record, or one made with another command: the row says which
+arguments differ).
 """
 
 from __future__ import annotations
@@ -46,8 +50,33 @@ def _queue(out: Path) -> dict[str, str] | None:
         return None
 
 
-def run_states(spec: StudySpec) -> list[tuple[str, str, str]]:
-    """``(mechanism, "fit NAME" / "test NAME", state)`` for every planned run, in plan order."""
+def command_change(recorded: object, planned: str) -> str:
+    """Why a record made with another command is run again, in a few words: ``recorded with
+    --model.mechanism.init_args.n_layers=1, now --model.mechanism.init_args.n_layers=2`` (at most
+    two arguments each way)."""
+    import shlex
+
+    if not isinstance(recorded, str):
+        return "its record names no command"
+    try:
+        old = shlex.split(recorded)
+    except ValueError:
+        return "its record's command cannot be read"
+    new = shlex.split(planned)
+    gone = [a for a in old if a not in new]
+    added = [a for a in new if a not in old]
+
+    def few(args: list[str]) -> str:
+        return " ".join(args[:2]) + (f" (+{len(args) - 2} more)" if len(args) > 2 else "") if args else "nothing"
+
+    if not gone and not added:
+        return "recorded with the same arguments in another order"
+    return f"recorded with {few(gone)}, now {few(added)}"
+
+
+def run_rows(spec: StudySpec) -> list[tuple[str, str, str, str]]:
+    """``(mechanism, "fit NAME" / "test NAME", state, why)`` for every planned run, in plan order;
+    ``why`` is "" or what makes a record not count (``run``'s rule, ``Runner._record``)."""
     runner = Runner(spec, jobs=1, rerun_stale=True, dry_run=True, log=lambda line: None)
     queue = _queue(runner.out)
     rows = []
@@ -57,12 +86,15 @@ def run_states(spec: StudySpec) -> list[tuple[str, str, str]]:
         for entry in runner.planned:
             kind, name = entry.split(" ", 1)
             record = read_json(runner.records / f"{name}.{kind}.json")
-            if record is not None and provenance.compatible(
-                record.get("code"), spec.compatible_code, spec.code_fingerprint
-            ):
+            same = record is not None and record.get("command") == runner.commands[entry]
+            why = ""
+            if same and provenance.compatible(record.get("code"), spec.compatible_code, spec.code_fingerprint):
                 state = "done"
-            elif record is not None:
+            elif same:
+                code = record.get("code") or {}
                 state = "stale"
+                why = (f"made by other code, fingerprint {code.get('fingerprint')}; run --rerun-stale "
+                       "or list its commit in compatible_code")
             elif (queued := queue_state(runner.out, kind, name, queue)) is not None:
                 state = queued
             elif _running(runner.out, name):
@@ -71,8 +103,14 @@ def run_states(spec: StudySpec) -> list[tuple[str, str, str]]:
                 state = "failed"
             else:
                 state = "to do"
-            rows.append((m.name, entry, state))
+                why = "" if record is None else command_change(record.get("command"), runner.commands[entry])
+            rows.append((m.name, entry, state, why))
     return rows
+
+
+def run_states(spec: StudySpec) -> list[tuple[str, str, str]]:
+    """``(mechanism, "fit NAME" / "test NAME", state)`` for every planned run, in plan order."""
+    return [(m, entry, state) for m, entry, state, _ in run_rows(spec)]
 
 
 def stale_runs(spec: StudySpec) -> list[tuple[str, str]]:
@@ -82,12 +120,12 @@ def stale_runs(spec: StudySpec) -> list[tuple[str, str]]:
 
 def print_status(spec: StudySpec) -> int:
     """Print one line per planned run and a summary; 1 when a run has failed (as ``run``), else 0."""
-    rows = run_states(spec)
-    width = max((len(e) for _, e, _ in rows), default=10)
-    for _, entry, state in rows:
-        print(f"{entry:<{width}}  {state}")
-    print(summary_line([state for _, _, state in rows], "now"))
-    return 1 if any(state == "failed" for _, _, state in rows) else 0
+    rows = run_rows(spec)
+    width = max((len(e) for _, e, _, _ in rows), default=10)
+    for _, entry, state, why in rows:
+        print(f"{entry:<{width}}  {state}" + (f" ({why})" if why else ""))
+    print(summary_line([state for _, _, state, _ in rows], "now"))
+    return 1 if any(state == "failed" for _, _, state, _ in rows) else 0
 
 
 def summary_line(states: list[str], planned: str = "") -> str:
