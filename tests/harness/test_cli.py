@@ -32,7 +32,7 @@ def _error_line(capsys, argv):
         (["fit", "--model.mechanism=GRU", "--model.tbptt_steps=0"], r"tbptt_steps=0 is invalid; expected an integer >= 1"),
         (["fit", "--model.mechanism=GRU", "--data.test_configs=[32,100]"], r"test_configs: 100 is not an allowed N; expected one of 32, 64,"),
         (["test", "--model.mechanism=GRU", "--data.eval_batch_size=-3"], r"eval_batch_size=-3 is invalid; expected a positive integer$"),
-        (["test", "--model.mechanism=GRU", "--ckpt_path=/nonexistent/x.ckpt"], r"^swar-bench: error: --ckpt_path=/nonexistent/x\.ckpt: no such file$"),
+        (["test", "--model.mechanism=GRU", "--ckpt_path=/nonexistent/x.ckpt"], r"^swar-bench: error: --ckpt_path=/nonexistent/x\.ckpt: no such file; expected a checkpoint file written by swar-bench fit"),
         (["fit", "--model.mechanism=GRU", "--model.grad_clip=-1"], r"grad_clip=-1\.0 is invalid; expected a max gradient norm"),
         (["fit", "--model.mechanism=GRU", "--trainer.max_steps=-5"], r"^swar-bench: error: `max_steps` must be a non-negative integer"),
         (["fit", "--model.mechanism=GRU", "--trainer.max_time=abc"], r"is not a valid duration"),
