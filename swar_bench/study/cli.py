@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 from swar_bench.study.spec import StudyError, load_study
-from swar_bench.utils.argparsing import ArgumentParser
+from swar_bench.utils.argparsing import ArgumentParser, SpelledAs
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -41,7 +41,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--add", default=None, metavar="CLASS_PATH",
                      help="put an outside layer (module.Class, importable) on the study: check it, then train and "
                           "test only it, beside the baselines' committed records")
-    run.add_argument("--init-args", default=None, metavar="JSON",
+    run.add_argument("--init-args", "--init_args", dest="init_args", action=SpelledAs, default=None, metavar="JSON",
                      help='constructor arguments of the --add layer, e.g. \'{"vocab_size": 40, "d_model": 64}\'')
     run.add_argument("--name", default=None, help="the --add layer's name in tables (default: its class name)")
     from swar_bench.study.launchers import add_arguments

@@ -101,6 +101,28 @@ def _as_typed(token: str) -> str:
     return token.partition("=")[0]
 
 
+class Spelled(str):
+    """A string option value that remembers the spelling of the option that gave it (``option``:
+    ``--init_args`` or ``--init-args``), so a refusal names the option as the user typed it."""
+
+    option: str
+
+
+class SpelledAs(argparse.Action):
+    """``action=`` of an option with several spellings (``"--init_args", "--init-args"``): stores
+    the value as a :class:`Spelled` string whose ``option`` is the spelling used."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        value = Spelled(values)
+        value.option = option_string or self.option_strings[0]
+        setattr(namespace, self.dest, value)
+
+
+def spelling(value: Any, default: str) -> str:
+    """The option spelling that gave ``value`` (:class:`SpelledAs`), else ``default``."""
+    return getattr(value, "option", default)
+
+
 class ArgumentParser(argparse.ArgumentParser):
     """:class:`argparse.ArgumentParser` whose usage errors are one line, and that refuses
     ``--option=--`` and an empty value of a path argument (``type=PathArg(...)``) in one line.
