@@ -131,3 +131,26 @@ def test_a_prefix_of_an_option_is_no_abbreviation(name, cut):
     parser.add_argument(f"--{name}")
     prefix = name[:-cut]
     assert _refusal(parser, [f"--{prefix}", "x"]).startswith(f"tool: error: unknown option --{prefix}")
+
+
+@pytest.mark.parametrize(
+    ("argv", "line"),
+    [
+        (["data"], "swar-bench data: error: no command given; expected one of generate, stats, verify, check, show, vocab (swar-bench data --help)"),
+        (["study"], "swar-bench study: error: no command given; expected one of run, report, site, status (swar-bench study --help)"),
+    ],
+)
+def test_reported_missing_commands(capsys, argv, line):
+    assert _run(capsys, argv) == line
+
+
+@settings(max_examples=40, deadline=None)
+@given(commands=st.lists(NAMES, min_size=1, max_size=6, unique=True))
+def test_a_missing_command_lists_the_commands(commands):
+    """Any set of sub-commands, none given: one line listing every one of them, in order."""
+    parser = ArgumentParser(prog="tool")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name in commands:
+        sub.add_parser(name)
+    err = _refusal(parser, [])
+    assert err == f"tool: error: no command given; expected one of {', '.join(commands)} (tool --help)\n"

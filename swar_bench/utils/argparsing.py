@@ -203,11 +203,16 @@ class ArgumentParser(argparse.ArgumentParser):
         """argparse's ``argument command: invalid choice: 'generat' (choose from 'generate', ...)``
         as ``unknown command 'generat' (did you mean generate?); expected one of generate, ...
         (PROG --help)`` for a subcommand, and ``argument --split: invalid choice: 'tset' (did you
-        mean test?); expected one of train, validation, test`` for an option; other messages unchanged."""
+        mean test?); expected one of train, validation, test`` for an option; a missing subcommand as
+        ``no command given; expected one of generate, ... (PROG --help)``; other messages unchanged."""
         import re
 
         from swar_bench.utils.text import did_you_mean, unknown_name_line
 
+        missing = re.fullmatch(r"the following arguments are required: (.*)", message.strip())
+        commands = [a for a in self._actions if isinstance(a, argparse._SubParsersAction)]
+        if missing and commands and commands[0].dest in missing.group(1).split(", "):
+            return f"no command given; expected one of {', '.join(commands[0].choices)} ({self.prog} --help)"
         found = re.fullmatch(r"argument (\S+): invalid choice: '(.*)' \(choose from (.*)\)", message.strip(), re.DOTALL)
         if found is None:
             return message
