@@ -193,7 +193,9 @@ def _run(args: argparse.Namespace) -> int:
         print(f"swar-bench demo: error: {parse_error_line(str(err))}", file=sys.stderr)
         return 2
     except ValueError as err:
-        print(f"swar-bench demo: error: {str(err).splitlines()[0]}", file=sys.stderr)
+        from swar_bench.harness.values import option_line
+
+        print(f"swar-bench demo: error: {option_line(str(err).splitlines()[0], cli_args)}", file=sys.stderr)
         return 2
     trainer, model, data = cli.trainer, cli.model, cli.datamodule
     mech = model.mechanism
