@@ -18,10 +18,12 @@ import sys
 from pathlib import Path
 
 from swar_bench.study.spec import StudyError, load_study
-from swar_bench.utils.argparsing import ArgumentParser, SpelledAs
+from swar_bench.utils.argparsing import ArgumentParser
 
 
 def _parser() -> argparse.ArgumentParser:
+    from swar_bench.utils.argparsing import SpelledAs  # --init-args and --init_args, named as typed
+
     p = ArgumentParser(prog="swar-bench study", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
     run = sub.add_parser(
