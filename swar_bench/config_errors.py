@@ -209,20 +209,37 @@ def unknown_config_keys(config: Any, options: set[str], prefix: str = "", groups
     return found
 
 
-def class_arguments(class_path: Any) -> list[str] | None:
+def class_arguments(class_path: Any, follow_kwargs: bool = False) -> list[str] | None:
     """The keyword arguments of the constructor of ``class_path`` (a zoo name or a dotted path), in
-    order; None when the class cannot be resolved, has no signature or takes ``**kwargs``."""
+    order; None when the class cannot be resolved, has no signature or takes ``**kwargs``.
+    ``follow_kwargs``: for a constructor with ``**kwargs``, the arguments jsonargparse resolves
+    them to (what its parser accepts: ``TensorBoardLogger``'s ``**kwargs`` are ``SummaryWriter``'s
+    ``max_queue``, ``flush_secs``, ...), sorted; None when it cannot."""
     import inspect
 
     from swar_bench.mechanisms.registry import resolve_class
 
     try:
-        params = list(inspect.signature(resolve_class(str(class_path))).parameters.values())
+        cls = resolve_class(str(class_path))
+        params = list(inspect.signature(cls).parameters.values())
     except (ValueError, TypeError, ImportError, AttributeError):
         return None
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
-        return None
+        return _parser_arguments(cls) if follow_kwargs else None
     return [p.name for p in params if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)]
+
+
+def _parser_arguments(cls: type) -> list[str] | None:
+    """The constructor arguments of ``cls`` that jsonargparse's parser takes (its
+    ``add_class_arguments``), sorted; None when it cannot read them."""
+    from jsonargparse import ArgumentParser
+
+    try:
+        parser = ArgumentParser(exit_on_error=False)
+        parser.add_class_arguments(cls, "x", fail_untyped=False)
+    except Exception:  # noqa: BLE001 - any failure: not checked here, the parser says what it says
+        return None
+    return sorted({a.dest.split(".")[1] for a in parser._actions if a.dest.startswith("x.")}) or None
 
 
 def value_keys(key: str, value: Any, takes: dict[str, str], fields: Callable[[str], Any] | None = None
@@ -239,7 +256,8 @@ def value_keys(key: str, value: Any, takes: dict[str, str], fields: Callable[[st
     if not isinstance(value, dict):
         return []
     if "class_path" in value:
-        init_args, accepted = value.get("init_args"), class_arguments(value["class_path"])
+        # a class under trainer (a logger, a callback) may forward **kwargs: checked as the parser checks them
+        init_args, accepted = value.get("init_args"), class_arguments(value["class_path"], key.startswith("trainer."))
         if not isinstance(init_args, dict):
             return []
         where, described = f"{key}.init_args", f"the arguments of {value['class_path']}"

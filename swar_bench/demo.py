@@ -30,7 +30,13 @@ from pathlib import Path
 import lightning.pytorch as pl
 import torch
 
-from swar_bench.utils.argparsing import ArgumentParser, PathArg
+from swar_bench.harness.fast_options import unknown_options
+from swar_bench.utils.argparsing import (
+    ArgumentParser,
+    PathArg,
+    closest_option,
+    unknown_options_message,
+)
 
 TARGET_KINDS = ("ar_valid", "ar_expired", "passkey")
 TARGET_N = 32
@@ -87,14 +93,19 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     p = ArgumentParser(
         prog="swar-bench demo", description=__doc__.splitlines()[0], epilog=EXIT_CODES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
+        usage="%(prog)s [-h] [--config CONFIG] [--max-minutes M] [--threads T] [--target A] [LightningCLI options, e.g. --trainer.max_steps=200]",
     )
     p.add_argument("--config", type=PathArg("the path of a LightningCLI config file", Path), default=None, help="LightningCLI config (default: configs/quickstart.yaml)")
     p.add_argument("--max-minutes", type=float, default=10.0, help="training wall-clock budget (minutes)")
     p.add_argument("--threads", type=int, default=2, help="torch CPU threads")
     p.add_argument("--target", type=float, default=0.9, help="n32 validation accuracy that ends training early")
-    p.add_argument("overrides", nargs="*", help="extra LightningCLI arguments, e.g. --trainer.max_steps=200")
-    args, extra = p.parse_known_args(argv)
-    args.overrides = list(args.overrides) + extra
+    args, extra = p.parse_known_args(argv)  # the rest, in order, are LightningCLI's: --trainer.max_steps=200
+    args.overrides = extra
+    close = dict(unknown_options(["fit", *extra]))
+    if close:  # a misspelt option of the demo or of LightningCLI: refused before Lightning's parser
+        suggestions = {f: closest_option(f, [*p.long_options(), close[f] or ""]) for f in close}
+        hint = "" if all(suggestions.values()) else "; expected options of swar-bench demo or of swar-bench fit (swar-bench demo --help)"
+        p.error(unknown_options_message(list(close), suggestions) + hint)
     if not 0 < args.max_minutes <= 1e6:  # also refuses nan and inf
         p.error(f"--max-minutes={args.max_minutes} is invalid; expected a positive number of minutes (at most 1e6)")
     if args.threads < 1:
@@ -182,7 +193,9 @@ def _run(args: argparse.Namespace) -> int:
         print(f"swar-bench demo: error: {parse_error_line(str(err))}", file=sys.stderr)
         return 2
     except ValueError as err:
-        print(f"swar-bench demo: error: {str(err).splitlines()[0]}", file=sys.stderr)
+        from swar_bench.harness.values import option_line
+
+        print(f"swar-bench demo: error: {option_line(str(err).splitlines()[0], cli_args)}", file=sys.stderr)
         return 2
     trainer, model, data = cli.trainer, cli.model, cli.datamodule
     mech = model.mechanism

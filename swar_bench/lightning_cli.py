@@ -86,6 +86,7 @@ from swar_bench.harness.checkpoints import (
     CKPT_PATH_KEYWORDS,
     RESUME_FIXED,
     checkpoint_mechanism,
+    ckpt_path_keyword,
     mismatch_error,
     read_checkpoint,
     resumed_optimizer_changes,
@@ -196,7 +197,7 @@ class SwarBenchCLI(LightningCLI):
         check_values(cfg, list(args or []))  # values a library would refuse later without naming the option
         self._configure_run_folder(cfg, subcommand)
         ckpt_path = cfg.get("ckpt_path") if subcommand else None
-        if ckpt_path is not None and str(ckpt_path) not in CKPT_PATH_KEYWORDS:
+        if ckpt_path is not None and ckpt_path_keyword(str(ckpt_path), subcommand) is None:
             self._read_checkpoint(str(ckpt_path))  # local or a URL: weights only, a payload is refused
         if str(ckpt_path) == "last" and subcommand in ("fit", "validate", "test", "predict"):
             # `fit --ckpt_path last` with no checkpoint is a fresh start (a first SLURM run);

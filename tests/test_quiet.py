@@ -6,6 +6,8 @@ import warnings
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from swar_bench.utils.quiet import quiet_output
 
@@ -13,11 +15,12 @@ NOTICES = {
     "leafspec": ("`isinstance(treespec, LeafSpec)` is deprecated, use ... instead.", FutureWarning),
     "srun": ("The `srun` command is available on your system but is not used. HINT: ...", UserWarning),
     "ckpt": ("Checkpoint directory runs/x/checkpoints exists and is not empty.", UserWarning),
+    "batch_indices": ("Couldn't infer the batch indices fetched from your dataloader: `DataLoader`", UserWarning),
 }
 
 
 @pytest.mark.parametrize(
-    ("resuming", "silenced"), [(False, {"leafspec", "srun"}), (True, {"leafspec", "srun", "ckpt"})],
+    ("resuming", "silenced"), [(False, {"leafspec", "srun", "batch_indices"}), (True, {"leafspec", "srun", "ckpt", "batch_indices"})],
 )
 def test_each_notice_is_silenced_only_where_asked(resuming, silenced):
     with warnings.catch_warnings(record=True) as seen:
@@ -88,3 +91,22 @@ def test_the_srun_hint_is_silenced_for_a_ddp_trainer_too(tmp_path, monkeypatch):
 
     assert len(hints(quiet=False)) == 1  # Lightning says it for this Trainer
     assert hints(quiet=True) == []
+
+
+@settings(max_examples=40, deadline=None)
+@given(name=st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,20}", fullmatch=True), other=st.text(min_size=1, max_size=40))
+def test_the_batch_indices_notice_of_any_dataloader_is_silenced_and_nothing_else(name, other):
+    """Lightning's predict notice, for any dataloader type: dropped inside ``quiet_output`` and
+    shown outside; any other warning text that is not it is shown inside too."""
+    from hypothesis import assume
+
+    notice = f"Couldn't infer the batch indices fetched from your dataloader: `{name}`"
+    assume(not other.startswith("Couldn't infer the batch indices") and not any(
+        other.startswith(p) for p in ("`isinstance(treespec", "The `srun` command", "Checkpoint directory")))
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        with quiet_output():
+            warnings.warn(notice, UserWarning, stacklevel=1)
+            warnings.warn(other, UserWarning, stacklevel=1)
+        warnings.warn(notice, UserWarning, stacklevel=1)
+    assert [str(w.message) for w in seen] == [other, notice]

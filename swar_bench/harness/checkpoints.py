@@ -12,6 +12,27 @@ from swar_bench.utils.argparsing import check_path_given
 CKPT_PATH_KEYWORDS = ("last", "best", "hpc", "registry")
 """``--ckpt_path`` values Lightning resolves itself (not files)."""
 
+CKPT_PATH_EXPECTED = "a checkpoint file written by swar-bench fit (e.g. <run>/checkpoints/last.ckpt), last or hpc"
+"""What ``--ckpt_path`` takes from the command line: ``best`` names the best checkpoint of a fit
+earlier in the same process, which a new command never has."""
+
+
+def ckpt_path_keyword(path: str, subcommand: str | None) -> str | None:
+    """``path`` when it is one of ``CKPT_PATH_KEYWORDS`` that Lightning resolves (not a file), else
+    None (a file or a URL, read by :func:`read_checkpoint`).
+
+    Raises:
+        ValueError: for ``best`` (one line saying what works instead): Lightning's "best" is the
+            ``best_model_path`` of a ``ModelCheckpoint`` that saved during this process, so a
+            ``validate`` / ``test`` / ``predict`` / ``fit`` started from the command line has none.
+    """
+    if path == "best":
+        raise ValueError(
+            f"--ckpt_path=best: Lightning's best is the best checkpoint of a fit earlier in the same process, and "
+            f"swar-bench {subcommand or 'fit'} starts a new one; expected {CKPT_PATH_EXPECTED}"
+        )
+    return path if path in CKPT_PATH_KEYWORDS else None
+
 
 def checkpoint_mechanism(checkpoint: dict[str, Any]) -> str | None:
     """The mechanism class a checkpoint was trained with, when it records one: ``mechanism_class``
@@ -60,6 +81,14 @@ def mismatch_error(configured: str, account: str, checkpoint: dict[str, Any] | N
     )
 
 
+def _no_such_file(path: str) -> ValueError:
+    """``--ckpt_path=lastt: no such file (did you mean last?); expected ...``: a missing file, with
+    the keyword it is a misspelling of, when it is close to one."""
+    from swar_bench.utils.text import did_you_mean
+
+    return ValueError(f"--ckpt_path={path}: no such file{did_you_mean(path, CKPT_PATH_KEYWORDS)}; expected {CKPT_PATH_EXPECTED}")
+
+
 def read_checkpoint(path: str) -> dict[str, Any] | None:
     """The checkpoint ``--ckpt_path=path`` names, read weights-only (``swar_bench.runtime.checkpoint_io``,
     a pickled payload is never run); None for a distributed checkpoint folder (Lightning's
@@ -74,7 +103,7 @@ def read_checkpoint(path: str) -> dict[str, Any] | None:
     check_path_given("--ckpt_path", path, f"a checkpoint file or one of {', '.join(CKPT_PATH_KEYWORDS)}")
     remote = is_remote(path)
     if not remote and not os.path.exists(path):
-        raise ValueError(f"--ckpt_path={path}: no such file")
+        raise _no_such_file(path)
     if not remote and os.path.isdir(path):  # a distributed checkpoint folder: Lightning's strategy reads it
         if not os.path.isfile(os.path.join(path, ".metadata")):
             raise ValueError(
@@ -95,9 +124,12 @@ def read_checkpoint(path: str) -> dict[str, Any] | None:
                 f"--ckpt_path={path}: not found, or the server cannot be reached; expected a URL that serves "
                 "a .ckpt written by swar-bench fit"
             ) from None
-        raise ValueError(f"--ckpt_path={path}: no such file") from None
-    except OSError as err:
-        raise ValueError(f"--ckpt_path={path}: cannot be read ({err.strerror or type(err).__name__})") from None
+        raise _no_such_file(path) from None
+    except OSError as err:  # a truncated or partly copied file: EINVAL from torch's zip reader
+        raise ValueError(
+            f"--ckpt_path={path}: cannot be read ({err.strerror or type(err).__name__}); expected a complete .ckpt "
+            "written by swar-bench fit (a truncated or partly copied file cannot be read)"
+        ) from None
     except Exception as err:  # noqa: BLE001 - any failure means "not a checkpoint we can read"
         raise ValueError(
             f"--ckpt_path={path}: not a checkpoint file torch can read ({type(err).__name__}); expected a .ckpt "

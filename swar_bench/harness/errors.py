@@ -34,7 +34,9 @@ def exit_status(err: BaseException, given: list[str], argv: list[str]) -> int | 
         print(f"swar-bench: training stopped: {_one_line(str(err))}", file=sys.stderr)
         return 1
     if isinstance(err, ValueError):
-        message = _one_line(str(err))
+        from swar_bench.harness.values import option_line
+
+        message = option_line(_one_line(str(err)), given)  # the option as typed, or the --config file that set it
         if "parameter group" in message or "size of optimizer's group" in message:  # torch's Optimizer.load_state_dict
             message = (
                 f"--ckpt_path: the checkpoint's optimizer state does not fit this run's optimizer ({message}); expected "

@@ -74,6 +74,24 @@ def _folder(value: Any) -> str | None:
     return f"a folder path or null ({shown})"
 
 
+MAX_TIME_EXPECTED = "DD:HH:MM:SS (e.g. 00:12:00:00) or a mapping of timedelta arguments (e.g. {hours: 12})"
+TIMEDELTA_KEYS = ("weeks", "days", "hours", "minutes", "seconds", "milliseconds", "microseconds")
+
+
+def _max_time(value: Any) -> str | None:
+    """What Lightning's ``Timer`` takes as ``--trainer.max_time``: null, ``DD:HH:MM:SS`` (four
+    integers), a mapping of ``datetime.timedelta`` arguments, or a ``timedelta``."""
+    import datetime
+
+    if value is None or isinstance(value, datetime.timedelta):
+        return None
+    if isinstance(value, str) and re.fullmatch(r"\s*\d+:\d+:\d+:\d+\s*", value):
+        return None
+    if isinstance(value, dict) and value and all(k in TIMEDELTA_KEYS and _number(v) and v >= 0 for k, v in value.items()):
+        return None
+    return MAX_TIME_EXPECTED
+
+
 CHECKS: dict[str, Callable[[Any], str | None]] = {
     "seed_everything": _seed_everything,
     "data.seed": _data_seed,
@@ -81,6 +99,7 @@ CHECKS: dict[str, Callable[[Any], str | None]] = {
     "model.betas": _betas,
     "model.weight_decay": _weight_decay,
     "model.max_steps": _max_steps,
+    "trainer.max_time": _max_time,
 }
 """Dotted option -> its check: None for a good value, else what was expected."""
 
@@ -145,3 +164,40 @@ def mqar_option_line(message: str, cfg: Any, argv: list[str]) -> str | None:
     if chosen is None:
         return None
     return f"{lead(argv, f'data.mqar.{chosen}', fields[chosen])}: {rest}"
+
+
+DATA_LISTS = ("train_configs", "val_configs", "test_configs")
+"""``PasskeySwarDataModule`` options whose refusals start with the bare name (``train_configs: 33
+is not an allowed N; ...``)."""
+
+
+def typed_value(argv: list[str], option: str) -> str | None:
+    """The value of the last ``--option=V`` / ``--option V`` of ``argv`` as typed, else None."""
+    found = None
+    for i, arg in enumerate(argv):
+        name, eq, value = arg.partition("=")
+        if name == f"--{option}":
+            found = value if eq else (argv[i + 1] if i + 1 < len(argv) else None)
+    return found
+
+
+def option_line(message: str, argv: list[str]) -> str:
+    """A one-line refusal that names an option, led by where it was set as the user typed it:
+    ``train_configs: 33 is not an allowed N; ...`` becomes ``--data.train_configs=[33]: 33 is not
+    ...`` (the data module names its option bare), and ``--data.source=X: ...`` of an option set
+    by a ``--config`` file of ``argv`` becomes ``--config=/abs/run.yaml: data.source=X: ...``
+    (``config_errors.option_source``). Other messages are returned unchanged."""
+    bare = re.match(rf"({'|'.join(DATA_LISTS)}): (.*)$", message, re.DOTALL)
+    if bare is not None:
+        option, rest = f"data.{bare.group(1)}", bare.group(2)
+        source = option_source(argv, option)
+        if source is not None:
+            return f"{source}: {option}: {rest}"
+        typed = typed_value(argv, option)
+        return f"--{option}={typed}: {rest}" if typed is not None else f"--{option}: {rest}"
+    flagged = re.match(r"--([A-Za-z_][\w.]*)=(.*)$", message, re.DOTALL)
+    if flagged is not None and typed_value(argv, flagged.group(1)) is None:
+        source = option_source(argv, flagged.group(1))
+        if source is not None:
+            return f"{source}: {message[2:]}"
+    return message

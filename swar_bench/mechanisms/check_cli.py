@@ -21,7 +21,7 @@ import json
 import sys
 from typing import Any
 
-from swar_bench.utils.argparsing import ArgumentParser, PathArg
+from swar_bench.utils.argparsing import ArgumentParser, PathArg, SpelledAs, spelling
 from swar_bench.utils.text import yaml_problem
 
 
@@ -90,9 +90,11 @@ def device_problem(model: Any) -> str | None:
 
 
 def parse_init_args(text: str | None) -> dict:
-    """``--init_args`` JSON (or YAML flow syntax) -> dict; ValueError (one line) otherwise."""
+    """``--init_args`` JSON (or YAML flow syntax) -> dict; ValueError (one line, naming the option
+    as typed: ``--init_args`` or ``--init-args``, :func:`~swar_bench.utils.argparsing.spelling`) otherwise."""
     if text is None:
         return {}
+    option = spelling(text, "--init_args")
     import yaml
 
     try:
@@ -104,9 +106,35 @@ def parse_init_args(text: str | None) -> dict:
             value = None
     if not isinstance(value, dict):
         raise ValueError(  # noqa: TRY004 - bad user input: the CLI reports ValueError as one line
-            f'--init_args={text}: expected a JSON object such as \'{{"d_model": 32, "n_layers": 1}}\''
+            f'{option}={text}: expected a JSON object such as \'{{"d_model": 32, "n_layers": 1}}\''
         )
     return value
+
+
+def unknown_init_args(cls: Any, full_path: str, init_args: dict, given: dict, option: str, where: str | None) -> str | None:
+    """The one-line refusal of the first key of ``init_args`` that names no parameter of ``cls``'s
+    constructor (``--init_args: d_modle is not an argument of my_layer.EMAModel (did you mean
+    d_model?); expected one of vocab_size, d_model``), checked before ``cls`` is built, as ``fit``
+    checks ``--model.mechanism.init_args``; None when all are parameters, or the constructor takes
+    ``**kwargs`` or has no signature. A key of ``given`` (the command line's) is named with
+    ``option``, another with the ``--config`` file of ``where``."""
+    import inspect
+
+    from swar_bench.utils.text import did_you_mean
+
+    try:
+        params = list(inspect.signature(cls).parameters.values())
+    except (ValueError, TypeError):
+        return None
+    if any(p.kind == inspect.Parameter.VAR_KEYWORD for p in params):
+        return None
+    accepted = [p.name for p in params if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)]
+    for key in init_args:
+        if key not in accepted:
+            named = option if key in given or where is None else where.removesuffix("class_path") + "init_args"
+            listing = f"; expected one of {', '.join(accepted)}" if accepted else "; expected no arguments"
+            return f"{named}: {key} is not an argument of {full_path}{did_you_mean(key, accepted)}{listing}"
+    return None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -117,7 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
         "one row per check with its numbers; exit 0 only when every check passes.",
     )
     parser.add_argument("class_path", nargs="?", help="a zoo name (GRU) or module.Class (my_layer.MyModel, with PYTHONPATH)")
-    parser.add_argument("--init_args", help='constructor arguments as JSON, e.g. \'{"d_model": 32}\'')
+    parser.add_argument("--init_args", "--init-args", dest="init_args", action=SpelledAs, help='constructor arguments as JSON, e.g. \'{"d_model": 32}\'')
     parser.add_argument("--config", action="append", default=[], type=PathArg("the path of a YAML file"), help="a run config (model.mechanism) or class_path/init_args YAML; repeatable")
     parser.add_argument("--seq-len", type=int, default=64, help="tokens of the streaming and state checks (default 64)")
     parser.add_argument("--long-len", type=int, default=2048, help="tokens of the long input (default 2048)")
@@ -148,7 +176,8 @@ def main(argv: list[str] | None = None) -> int:
         class_path = args.class_path or class_path
         if class_path is None:
             raise ValueError("no mechanism given; expected CLASS_PATH (e.g. GRU or my_layer.MyModel) or a --config with model.mechanism")
-        init_args = {**init_args, **parse_init_args(args.init_args)}
+        given = parse_init_args(args.init_args)
+        init_args = {**init_args, **given}
         if args.seq_len < 2:
             raise ValueError(f"--seq-len={args.seq_len}: expected an integer >= 2")
         if args.long_len < args.seq_len:
@@ -159,6 +188,9 @@ def main(argv: list[str] | None = None) -> int:
         what = "CLASS_PATH" if args.class_path else where
         cls = resolve_class(class_path, what)
         full_path = resolve_class_path(class_path, what)
+        unknown = unknown_init_args(cls, full_path, init_args, given, spelling(args.init_args, "--init_args"), where)
+        if unknown is not None:
+            raise ValueError(unknown)
         params = None
         if task_params is not None:
             from swar_bench.tasks.passkey_swar import PasskeySwarParams

@@ -25,6 +25,8 @@ from swar_bench.utils.locks import FolderLockedError
 
 
 def _parser() -> argparse.ArgumentParser:
+    from swar_bench.utils.argparsing import SpelledAs  # --init-args and --init_args, named as typed
+
     p = ArgumentParser(prog="swar-bench study", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
     run = sub.add_parser(
@@ -44,7 +46,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--add", default=None, metavar="CLASS_PATH",
                      help="put an outside layer (module.Class, importable) on the study: check it, then train and "
                           "test only it, beside the baselines' committed records")
-    run.add_argument("--init-args", default=None, metavar="JSON",
+    run.add_argument("--init-args", "--init_args", dest="init_args", action=SpelledAs, default=None, metavar="JSON",
                      help='constructor arguments of the --add layer, e.g. \'{"vocab_size": 40, "d_model": 64}\'')
     run.add_argument("--name", default=None, help="the --add layer's name in tables (default: its class name)")
     from swar_bench.study.launchers import add_arguments

@@ -146,7 +146,7 @@ def cmd_generate(args) -> int:
     num_examples = num_examples_option(args.num_examples)
     params = params_option(args.params)
     check_out_folder("--out", args.out)
-    check_folder_params(args.out, params)
+    check_folder_params(args.out, params, given=args.params is not None)
     from swar_bench.utils.locks import folder_lock
 
     # one writer per folder: a second one would remove this one's temporary files as stale

@@ -7,11 +7,20 @@ from __future__ import annotations
 import argparse
 import numbers
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 TORCH_MAX_SEED = 2**64 - 1
 """The largest seed ``torch.manual_seed`` takes (``torch.Generator.manual_seed``: an unsigned 64-bit integer)."""
+
+
+def _is_number(token: str) -> bool:
+    """Whether ``token`` (``-1``, ``-0.5``) is a negative number, not an option."""
+    try:
+        float(token)
+    except ValueError:
+        return False
+    return True
 
 
 def check_seed(seed: Any, name: str = "seed", maximum: int = TORCH_MAX_SEED, minimum: int = 0) -> int:
@@ -69,9 +78,59 @@ class PathArg:
         return self.convert(value)
 
 
+def closest_option(typed: str, options: Iterable[str]) -> str | None:
+    """The option of ``options`` (``--jobs``) closest to the ``typed`` one (``--jsob``), compared
+    without their leading dashes (``difflib``, cutoff 0.6), or None when none is close."""
+    import difflib
+
+    by_name = {o.lstrip("-"): o for o in options}
+    close = difflib.get_close_matches(typed.lstrip("-"), sorted(by_name), n=1, cutoff=0.6)
+    return by_name[close[0]] if close else None
+
+
+def unknown_options_message(unknown: list[str], suggestions: dict[str, str | None]) -> str:
+    """``unknown option --jsob (did you mean --jobs?)`` (``unknown options --a, --b (did you mean
+    --c?)`` for several): the refusal of options no parser knows, each named as typed (without
+    its ``=value``) with its suggestion from ``suggestions`` when there is one."""
+    shown = ", ".join(f"{flag} (did you mean {suggestions[flag]}?)" if suggestions.get(flag) else flag for flag in unknown)
+    return f"unknown option{'s' if len(unknown) > 1 else ''} {shown}"
+
+
+def _as_typed(token: str) -> str:
+    """``--jsob`` of ``--jsob=2``: an option as typed, without its value."""
+    return token.partition("=")[0]
+
+
+class Spelled(str):
+    """A string option value that remembers the spelling of the option that gave it (``option``:
+    ``--init_args`` or ``--init-args``), so a refusal names the option as the user typed it."""
+
+    option: str
+
+
+class SpelledAs(argparse.Action):
+    """``action=`` of an option with several spellings (``"--init_args", "--init-args"``): stores
+    the value as a :class:`Spelled` string whose ``option`` is the spelling used."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        value = Spelled(values)
+        value.option = option_string or self.option_strings[0]
+        setattr(namespace, self.dest, value)
+
+
+def spelling(value: Any, default: str) -> str:
+    """The option spelling that gave ``value`` (:class:`SpelledAs`), else ``default``."""
+    return getattr(value, "option", default)
+
+
 class ArgumentParser(argparse.ArgumentParser):
     """:class:`argparse.ArgumentParser` whose usage errors are one line, and that refuses
     ``--option=--`` and an empty value of a path argument (``type=PathArg(...)``) in one line.
+
+    An unknown option is refused by the (sub-)command that was given it, with its closest
+    option: ``swar-bench study status: error: unknown option --jsob (did you mean --jobs?)``
+    (:meth:`parse_args`). Abbreviated long options are off (``allow_abbrev=False``): ``--config``
+    is not silently ``--configs``.
 
     A usage error is ``PROG: error: MESSAGE`` on stderr, exit 2: argparse's usage block before
     it, often longer than the screen for these commands, is left to ``--help``.
@@ -82,6 +141,47 @@ class ArgumentParser(argparse.ArgumentParser):
     (exit 2) naming the option, like any other missing value. Sub-parsers made with
     ``add_subparsers`` are of this class too (argparse's default ``parser_class``).
     """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
+    def long_options(self) -> list[str]:
+        """Every ``--option`` spelling this parser takes (aliases included)."""
+        return [s for a in self._actions for s in a.option_strings if s.startswith("--")]
+
+    def chosen_parser(self, namespace: argparse.Namespace) -> ArgumentParser:
+        """The (sub-)parser that parsed the last words of the command line: the sub-command
+        recorded in ``namespace`` (its ``dest``), recursively, else this parser."""
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                chosen = action.choices.get(getattr(namespace, action.dest, None) or "")
+                if isinstance(chosen, ArgumentParser):
+                    return chosen.chosen_parser(namespace)
+        return self
+
+    def unknown_message(self, extras: list[str]) -> str:
+        """The refusal of the words ``extras`` this parser left: its unknown options with their
+        "did you mean" (:func:`unknown_options_message`), else the stray values."""
+        flags = [_as_typed(t) for t in extras if t.startswith("-") and len(t) > 1 and not _is_number(t)]
+        if not flags:
+            return f"unexpected argument{'s' if len(extras) > 1 else ''} {' '.join(map(repr, extras))} ({self.prog} --help)"
+        known = self.long_options()
+        suggestions = {f: closest_option(f, known) for f in flags}
+        line = unknown_options_message(flags, suggestions)
+        if all(suggestions.values()):
+            return line
+        listed = [o for o in known if o != "--help"]
+        return f"{line}; expected {'one of ' + ', '.join(listed) if listed else 'no option'} ({self.prog} --help)"
+
+    def parse_args(self, args=None, namespace=None):
+        """:meth:`argparse.ArgumentParser.parse_args`, an unknown option refused by the sub-command
+        it was given to (:meth:`unknown_message`)."""
+        namespace, extras = self.parse_known_args(args, namespace)
+        if extras:
+            parser = self.chosen_parser(namespace)
+            parser.error(parser.unknown_message(extras))
+        return namespace
 
     def _get_values(self, action: argparse.Action, arg_strings: list[str]):
         if action.option_strings and action.nargs is None and arg_strings == ["--"]:
@@ -103,11 +203,16 @@ class ArgumentParser(argparse.ArgumentParser):
         """argparse's ``argument command: invalid choice: 'generat' (choose from 'generate', ...)``
         as ``unknown command 'generat' (did you mean generate?); expected one of generate, ...
         (PROG --help)`` for a subcommand, and ``argument --split: invalid choice: 'tset' (did you
-        mean test?); expected one of train, validation, test`` for an option; other messages unchanged."""
+        mean test?); expected one of train, validation, test`` for an option; a missing subcommand as
+        ``no command given; expected one of generate, ... (PROG --help)``; other messages unchanged."""
         import re
 
         from swar_bench.utils.text import did_you_mean, unknown_name_line
 
+        missing = re.fullmatch(r"the following arguments are required: (.*)", message.strip())
+        commands = [a for a in self._actions if isinstance(a, argparse._SubParsersAction)]
+        if missing and commands and commands[0].dest in missing.group(1).split(", "):
+            return f"no command given; expected one of {', '.join(commands[0].choices)} ({self.prog} --help)"
         found = re.fullmatch(r"argument (\S+): invalid choice: '(.*)' \(choose from (.*)\)", message.strip(), re.DOTALL)
         if found is None:
             return message

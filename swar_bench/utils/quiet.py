@@ -14,6 +14,9 @@ says is hidden:
 - "The dirpath has changed from ... to '<run folder>/checkpoints'" when a run goes into the run
   folder of its ``--ckpt_path`` (``checkpoint_dir``) that the fit wrote under another spelling
   (relative, moved or copied): the checkpoints are where the run writes;
+- Lightning's "Couldn't infer the batch indices fetched from your dataloader" of every
+  ``predict``: the data module's dataloaders stream their examples (no index batch sampler to
+  record), and ``PredictionWriter`` writes the predictions in order without ``batch_indices``;
 - Lightning's "Detected KeyboardInterrupt, attempting graceful shutdown ..." (``rank_zero_info``):
   the command's own line says it was interrupted and how to resume;
 - ``messages``: further INFO lines to drop (the demo's validation-only correlation notice).
@@ -32,6 +35,7 @@ LEAFSPEC_RE = r"`isinstance\(treespec, LeafSpec\)` is deprecated"
 SRUN_RE = r"The `srun` command is available on your system but is not used"
 CKPT_DIR_RE = r"Checkpoint directory .* exists and is not empty"
 DIRPATH_CHANGED_RE = r"The dirpath has changed from .*"
+BATCH_INDICES_RE = r"Couldn't infer the batch indices fetched from your dataloader"
 INTERRUPT_RE = re.compile(r"Detected KeyboardInterrupt, attempting graceful shutdown")
 RANK_ZERO_LOGGERS = ("lightning.pytorch.utilities.rank_zero", "lightning.fabric.utilities.rank_zero")
 """The loggers Lightning's ``rank_zero_info`` writes through."""
@@ -68,6 +72,7 @@ def quiet_output(resuming: bool = False, messages: Sequence[str] = ()) -> Iterat
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=LEAFSPEC_RE, category=FutureWarning)
         warnings.filterwarnings("ignore", message=SRUN_RE)
+        warnings.filterwarnings("ignore", message=BATCH_INDICES_RE)
         silence_run_notices(resuming)
         for logger in loggers:
             logger.addFilter(drop)

@@ -90,6 +90,8 @@ def _invalid(option: str, a_file: str) -> st.SearchStrategy:
                                  st.lists(good_beta, max_size=3).filter(lambda v: len(v) != 2)),
         "model.weight_decay": st.one_of(st.floats(max_value=-1e-9), st.sampled_from([math.nan, math.inf])),
         "model.max_steps": st.integers(max_value=0),
+        "trainer.max_time": st.one_of(st.text(max_size=12).filter(lambda t: t.count(":") != 3),
+                                      st.sampled_from(["1:2:3", "a:b:c:d", "00:12:00", {"hourz": 1}, {"hours": -1}, {}])),
     }[option]
 
 
@@ -101,6 +103,9 @@ def _valid(option: str, folder: str) -> st.SearchStrategy:
         "model.betas": st.tuples(st.floats(0.0, 0.999), st.floats(0.0, 0.999)),
         "model.weight_decay": st.floats(0.0, 10.0),
         "model.max_steps": st.one_of(st.none(), st.integers(1, 10**9)),
+        "trainer.max_time": st.one_of(st.none(), st.builds("{:02d}:{:02d}:{:02d}:{:02d}".format, st.integers(0, 99),
+                                                           st.integers(0, 23), st.integers(0, 59), st.integers(0, 59)),
+                                      st.builds(lambda h: {"hours": h}, st.integers(0, 1000))),
     }[option]
 
 

@@ -71,8 +71,8 @@ def test_fit_of_the_oracle_is_refused_in_one_line(tmp_path, capsys):
     assert main(argv) == 2
     captured = capsys.readouterr()
     assert captured.err.splitlines() == [
-        ("swar-bench: error: --model.mechanism=swar_bench.mechanisms.oracle.Oracle has no trainable parameters: nothing "
-        "to train; expected a learned mechanism, or `swar-bench test` (e.g. --config configs/oracle.yaml) to evaluate it")
+        (f"swar-bench: error: --config={CONFIGS / 'oracle.yaml'}: model.mechanism=swar_bench.mechanisms.oracle.Oracle has "
+        "no trainable parameters: nothing to train; expected a learned mechanism, or `swar-bench test` (e.g. --config configs/oracle.yaml) to evaluate it")
     ]
     assert list(tmp_path.iterdir()) == []  # refused before anything was written
     # testing it is what it is for: no warning about untrained weights
@@ -210,7 +210,8 @@ def test_the_demo_of_the_oracle_is_refused_in_one_line(tmp_path, capsys):
     code = demo_main(["--config", str(CONFIGS / "oracle.yaml"), f"--trainer.logger.init_args.save_dir={tmp_path}"])
     assert code == 2
     assert capsys.readouterr().err.splitlines() == [
-        ("swar-bench demo: error: --model.mechanism=swar_bench.mechanisms.oracle.Oracle has no trainable parameters: "
+        (f"swar-bench demo: error: --config={CONFIGS / 'oracle.yaml'}: model.mechanism=swar_bench.mechanisms.oracle.Oracle "
+         "has no trainable parameters: "
          "nothing to train; expected a learned mechanism, or `swar-bench test` (e.g. --config configs/oracle.yaml) to "
          "evaluate it")
     ]

@@ -338,8 +338,8 @@ def test_generate_refuses_other_params_and_readers_use_the_record(tmp_path, caps
     captured = capsys.readouterr()
     assert captured.err == (
         f"swar-bench data generate: error: {out} holds data generated with w=8 (recorded in "
-        f"{out / 'params.json'}), not w=16: one folder holds one parameter set; write to another "
-        "folder (--out) or leave --params as recorded\n"
+        f"{out / 'params.json'}), not the release's w=16 (no --params given): one folder holds one parameter set; "
+        """expected --params '{"w": 8}' for this folder, or another --out\n"""
     )
     assert captured.out == "" and sorted(os.listdir(out)) == before  # nothing written
     # verify, stats, show and check read the folder with its recorded w=8 ...

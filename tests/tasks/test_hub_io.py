@@ -319,8 +319,8 @@ def test_one_folder_holds_one_parameter_set(tmp_path, cache):
         write_dataset(tmp_path, ["n32"], ["validation"], num_examples=5, progress=False)
     assert str(err.value) == (
         f"{tmp_path} holds data generated with w=8 (recorded in {tmp_path / 'params.json'}), "
-        "not w=16: one folder holds one parameter set; write to another folder (--out) or "
-        "leave --params as recorded"
+        "not the release's w=16 (no --params given): one folder holds one parameter set; "
+        """expected --params '{"w": 8}' for this folder, or another --out"""
     )
     assert sorted(os.listdir(tmp_path)) == before  # nothing written
     # Reading uses the record: the card's parameters would reject this data.
@@ -341,13 +341,13 @@ def test_params_record_of_older_folders_and_folders_without_one(tmp_path):
     )
     os.unlink(tmp_path / "params.json")  # a folder from before params.json: README's line
     assert hub_io.read_params(tmp_path) == PasskeySwarParams(w=4)
-    with pytest.raises(DataSourceError, match=r"w=4 \(recorded in .*README\.md\), not w=16"):
+    with pytest.raises(DataSourceError, match=r"w=4 \(recorded in .*README\.md\), not the release's w=16 \(no --params given\)"):
         write_dataset(tmp_path, ["n64"], ["test"], num_examples=2, progress=False)
     os.unlink(tmp_path / "README.md")  # no record (e.g. a Hub download): the card's
     assert hub_io.read_params(tmp_path) is None
     assert hub_io.folder_params(tmp_path) == PasskeySwarParams()
     assert hub_io.folder_params(tmp_path, PasskeySwarParams(w=4)) == PasskeySwarParams(w=4)
-    with pytest.raises(DataSourceError, match=r'w=16 \(no params.json: the release\'s, docs/TASK.md "Generation"\), not w=4'):
+    with pytest.raises(DataSourceError, match=r'w=16 \(no params.json: the release\'s, docs/TASK.md "Generation"\), not --params w=4'):
         write_dataset(tmp_path, ["n64"], ["test"], 2, params=PasskeySwarParams(w=4), progress=False)
     (tmp_path / "params.json").write_text('{"window": 3}')
     with pytest.raises(DataSourceError, match=r"params\.json: expected a JSON object of"):

@@ -92,13 +92,14 @@ def folder_params(
     return found[0] if found is not None else params or PasskeySwarParams()
 
 
-def check_folder_params(out_dir: str | os.PathLike, params: PasskeySwarParams) -> None:
+def check_folder_params(out_dir: str | os.PathLike, params: PasskeySwarParams, given: bool = True) -> None:
     """Before writing ``params``' data into ``out_dir``: the folder's split files (if any) were
     generated with the same parameters (its record, or the release's when it has none).
+    ``given``: whether the user gave ``--params`` (else ``params`` are the release's defaults).
 
     Raises:
-        DataSourceError: they differ (names the differing fields of both and suggests another
-            folder).
+        DataSourceError: they differ (names the differing fields of both, and expects the
+            ``--params`` the folder was made with, e.g. ``--params '{"w": 8}'``, or another folder).
     """
     out_dir = os.fspath(out_dir)
     if not os.path.isdir(out_dir) or not card_files(out_dir):
@@ -108,9 +109,12 @@ def check_folder_params(out_dir: str | os.PathLike, params: PasskeySwarParams) -
     if have != params:
         old, new = params_diff(have, params)
         where = f"recorded in {found[1]}" if found is not None else 'no params.json: the release\'s, docs/TASK.md "Generation"'
+        theirs = {k: v for k, v in have.to_dict().items() if v != params.to_dict()[k]}
+        expected = f"--params '{json.dumps(theirs)}'" if found is not None else "no --params (the release's)"
+        asked = f"--params {new}" if given else f"the release's {new} (no --params given)"
         raise DataSourceError(
-            f"{out_dir} holds data generated with {old} ({where}), not {new}: one folder holds "
-            "one parameter set; write to another folder (--out) or leave --params as recorded"
+            f"{out_dir} holds data generated with {old} ({where}), not {asked}: one folder holds one "
+            f"parameter set; expected {expected} for this folder, or another --out"
         )
 
 

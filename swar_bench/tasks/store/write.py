@@ -181,7 +181,7 @@ def write_dataset(
         ValueError: ``num_examples`` outside ``[1, 10**6)``.
         OSError: ``out_dir`` cannot be created (before any generation).
     """
-    params = params or PasskeySwarParams()
+    given, params = params is not None, params or PasskeySwarParams()
     configs = list(configs) if configs is not None else [config_name(n) for n in ALLOWED_N]
     pairs = _check_request(configs, None if splits is None else list(splits))
     if num_examples is not None and not 1 <= int(num_examples) < 10**6:
@@ -191,7 +191,7 @@ def write_dataset(
         raise DataSourceError("out_dir='': expected a folder path")
     if os.path.exists(out_dir) and not os.path.isdir(out_dir):
         raise DataSourceError(f"out_dir={out_dir!r}: exists and is not a folder")
-    check_folder_params(out_dir, params)
+    check_folder_params(out_dir, params, given=given)
     os.makedirs(out_dir, exist_ok=True)  # fails here, before any generation, on a bad path
     remove_stale_temp_files(out_dir)
     # First the record, the vocabulary and a README listing every split about to be written: a
