@@ -150,13 +150,13 @@ class Runner:
                 "MKL_NUM_THREADS": str(self.threads),
                 "OMP_WAIT_POLICY": "PASSIVE",
             }
+            if attempt is not None:  # the attempt file first: a run marked running has one
+                attempt.begin()
             marker = running_marker(log_path.parent, log_path.with_suffix("").stem)
             marker.write_text(f"{socket.gethostname()} {os.getpid()}\n")
             start = time.monotonic()
             with self.lock:
                 self.started += 1
-            if attempt is not None:
-                attempt.begin()
             resuming = attempt is not None and attempt.resume_from is not None
             with open(log_path, "a" if resuming else "w") as handle:
                 proc = subprocess.Popen(
