@@ -79,11 +79,12 @@ def add_layer(spec, class_path: str, init_args_text: str | None, name: str | Non
     import dataclasses
     import json
 
-    from swar_bench.mechanisms.check_cli import device_problem, parse_init_args
+    from swar_bench.mechanisms.check_cli import device_problem, parse_init_args, unknown_init_args
     from swar_bench.mechanisms.conformance import check_mechanism, passed
     from swar_bench.mechanisms.registry import resolve_class, resolve_class_path
     from swar_bench.study.spec import ADDED, NAME, MechanismSpec
     from swar_bench.study.status import stale_runs
+    from swar_bench.utils.argparsing import spelling
     from swar_bench.utils.files import atomic_write_text
 
     try:
@@ -92,6 +93,10 @@ def add_layer(spec, class_path: str, init_args_text: str | None, name: str | Non
         full_path = resolve_class_path(class_path, "--add")
     except ValueError as err:
         raise StudyError(str(err)) from None
+    option = spelling(init_args_text, "--init-args")
+    unknown = unknown_init_args(cls, full_path, init_args, init_args, option, None)
+    if unknown is not None:  # checked before the layer is built, as fit and check-mechanism check it
+        raise StudyError(unknown)
     name = name or full_path.rsplit(".", 1)[-1]
     if not NAME.match(name):
         raise StudyError(f"--name={name!r} is invalid; expected letters, digits, '_', '.', '-'")
