@@ -63,6 +63,7 @@ from swar_bench.study.records import (
     write_json,
 )
 from swar_bench.study.spec import MechanismSpec, StudyError, StudySpec
+from swar_bench.utils import interrupts
 
 
 class Stopped(Exception):
@@ -160,7 +161,9 @@ class Runner:
             resuming = attempt is not None and attempt.resume_from is not None
             with open(log_path, "a" if resuming else "w") as handle:
                 proc = subprocess.Popen(
-                    [*SWAR_BENCH, *args], stdout=handle, stderr=subprocess.STDOUT, env=env
+                    [*SWAR_BENCH, *args], stdout=handle, stderr=subprocess.STDOUT, env=env,
+                    # a killed study leaves no fit running; the function only calls prctl and getppid
+                    preexec_fn=interrupts.dies_with_parent(),  # noqa: PLW1509
                 )
                 with self.lock:
                     self.children.add(proc)
@@ -476,6 +479,7 @@ class Runner:
                  if m.learning_rate_from is None and (m in mechs or m.name in sources)]
         second = [m for m in mechs if m.learning_rate_from is not None]
         pool = futures.ThreadPoolExecutor(max(1, self.jobs))
+        previous = interrupts.install(sigterm=True)  # SIGTERM stops the fits as Ctrl-C does
         try:
             for wave in (first, second):
                 for job in [pool.submit(self.mechanism, m) for m in wave]:
@@ -486,13 +490,17 @@ class Runner:
                 f"study: stopped (exit {stop.status}); `swar-bench study run {self.spec.path}` continues from the records"
             )
             return stop.status
-        except KeyboardInterrupt:
-            self.stop(130)
+        except (KeyboardInterrupt, interrupts.Terminated) as signalled:
+            status = 143 if isinstance(signalled, interrupts.Terminated) else 130
+            self.stop(status)
             pool.shutdown(wait=True, cancel_futures=True)
+            how = "terminated (SIGTERM)" if status == 143 else "interrupted"
             self.log(
-                f"study: interrupted; `swar-bench study run {self.spec.path}` continues from the records"
+                f"study: {how}; `swar-bench study run {self.spec.path}` continues from the records"
             )
-            return 130
+            return status
+        finally:
+            interrupts.restore(previous)
         pool.shutdown(wait=True)
         if self.failed:
             self.log(f"study: {len(self.failed)} run(s) failed: {', '.join(self.failed)}")
