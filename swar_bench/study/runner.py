@@ -450,7 +450,9 @@ class Runner:
         learned_any = any(self.passed(r) for r in fits.values())
         # a dry run plans the retry once every fit that decides it is recorded (and none passed)
         decided = not self.dry_run or all(r is not None for r in fits.values())
-        if not learned_any and decided:
+        # a retry trains longer: for fits that trained and did not learn, not for fits that failed
+        trained = any(r is not None for r in fits.values())
+        if not learned_any and decided and trained:
             retry = self.fit(m, chosen, 0, retry=True)
             if self.passed(retry):
                 self.test(m, chosen, 0, retry=True)

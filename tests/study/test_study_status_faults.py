@@ -258,3 +258,18 @@ def test_a_retry_of_a_flop_budgeted_run_spends_factor_times_the_flops(tmp_path_f
     retry = fit_args(spec, read_budget(spec, m), m, 1e-3, 0, retry=True)
     callbacks = json.loads(retry[-1].removeprefix("--trainer.callbacks="))
     assert callbacks == [{"class_path": f"swar_bench.callbacks.{name}", "init_args": {"budget_flops": flops * factor}}]
+
+
+def test_fits_that_failed_get_no_retry(tmp_path):
+    # reported: `init_args: {n_layers: two}` failed every fit (exit 2), then ran a "retry" with
+    # three times the steps that failed the same way: a retry is for fits that trained and did
+    # not learn
+    bad = "  - name: GRU1\n    class_path: GRU\n    init_args: {d_model: 8, n_layers: two}\n"
+    study = _study(tmp_path, ONE_RATE + "seeds: 2\n", bad)
+    from tests.study.test_study_cli import _swar_bench
+
+    run = _swar_bench("study", "run", str(study))
+    assert run.returncode == 1, run.stdout + run.stderr
+    failed = sorted(p.name for p in (tmp_path / "records").glob("*.failed.json"))
+    assert failed == ["GRU1_lr0.001_seed0.failed.json", "GRU1_lr0.001_seed1.failed.json"], failed  # no retry
+    assert "_retry" not in run.stdout
