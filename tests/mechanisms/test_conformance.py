@@ -105,7 +105,7 @@ def test_cli_reads_the_mechanism_from_configs(capsys):
         (["GRUU"], "did you mean 'GRU'?"),
         (["no_such_module.Layer"], "cannot import module 'no_such_module'"),
         (["GRU", "--init_args", "[1, 2]"], "--init_args=[1, 2]: expected a JSON object"),
-        (["GRU", "--init_args", '{"d_modle": 8}'], "unexpected keyword argument 'd_modle'"),
+        (["GRU", "--init_args", '{"d_modle": 8}'], "--init_args: d_modle is not an argument of swar_bench.mechanisms.GRU (did you mean d_model?)"),
         ([], "no mechanism given"),
         (["--config", "does/not/exist.yaml"], "--config=does/not/exist.yaml: No such file or directory"),
     ],
