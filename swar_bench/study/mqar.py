@@ -50,7 +50,6 @@ from typing import Any
 from swar_bench.study import provenance
 from swar_bench.study.records import read_json, scalar_history, write_json
 from swar_bench.study.spec import NAME, StudyError, pinned_code
-from swar_bench.utils import interrupts
 
 SWAR_BENCH = [sys.executable, "-m", "swar_bench.cli"]
 ZOOLOGY_RATES = (2.154434690031884e-3, 1.0e-2, 4.641588833612782e-4, 1.0e-4)
@@ -329,8 +328,7 @@ class MQARRunner:
         start = time.monotonic()
         with open(log_path, "a" if resumed else "w") as handle:
             rc = subprocess.call([*SWAR_BENCH, *args, *([f"--ckpt_path={last}"] if resumed else [])],
-                                 stdout=handle, stderr=subprocess.STDOUT, env=env,
-                                 preexec_fn=interrupts.dies_with_parent())
+                                 stdout=handle, stderr=subprocess.STDOUT, env=env)
         secs = time.monotonic() - start
         if rc != 0:
             self.failed.append(name)

@@ -161,9 +161,7 @@ class Runner:
             resuming = attempt is not None and attempt.resume_from is not None
             with open(log_path, "a" if resuming else "w") as handle:
                 proc = subprocess.Popen(
-                    [*SWAR_BENCH, *args], stdout=handle, stderr=subprocess.STDOUT, env=env,
-                    # a killed study leaves no fit running; the function only calls prctl and getppid
-                    preexec_fn=interrupts.dies_with_parent(),  # noqa: PLW1509
+                    [*SWAR_BENCH, *args], stdout=handle, stderr=subprocess.STDOUT, env=env
                 )
                 with self.lock:
                     self.children.add(proc)

@@ -166,29 +166,3 @@ def restore(previous: dict[int, Any]) -> None:
     for signum, handler in previous.items():
         signal.signal(signum, signal.SIG_DFL if handler is None else handler)
 
-
-def dies_with_parent() -> Any:
-    """A ``preexec_fn`` for :class:`subprocess.Popen` on Linux that asks the kernel to send the
-    child SIGTERM when the thread that started it ends (``prctl(PR_SET_PDEATHSIG)``), so a parent
-    killed with SIGKILL leaves no child training on, writing into folders a next run takes over;
-    None elsewhere (no such call). The child handles SIGTERM as any run does (exit 143)."""
-    import ctypes
-    import ctypes.util
-    import os
-    import sys
-
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-    except OSError:
-        return None
-    prctl = libc.prctl
-    parent = os.getpid()
-
-    def preexec() -> None:  # in the child, between fork and exec: no locks, no imports
-        prctl(1, signal.SIGTERM, 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
-        if os.getppid() != parent:  # the parent died before the call above: end now
-            os._exit(143)
-
-    return preexec
