@@ -211,7 +211,7 @@ folder = next(a.split("=", 1)[1] for a in args if a.startswith("--checkpoint.dir
 if os.environ.get("FAKE_CHECKPOINT"):
     os.makedirs(folder, exist_ok=True)
     open(os.path.join(folder, "last.ckpt"), "wb").close()
-if "--trainer.max_steps=" in " ".join(args):  # the retry of a non-learner
+if os.environ.get("FAKE_STOP"):  # a fit stopped by Ctrl-C
     print("swar-bench: interrupted")
     sys.exit(130)
 print("swar-bench fit: error: --model.mechanism.init_args.d_model=x is invalid; expected an integer")
@@ -219,24 +219,28 @@ sys.exit(2)
 """
 
 
+@pytest.mark.parametrize("stopped", [False, True])
 @pytest.mark.parametrize("checkpoint", [False, True])
-def test_a_failed_or_stopped_fit_leaves_no_folder_without_a_checkpoint(tmp_path, monkeypatch, checkpoint):
+def test_a_failed_or_stopped_fit_leaves_no_folder_without_a_checkpoint(tmp_path, monkeypatch, checkpoint, stopped):
     """The reported leftovers: a fit that fails at once (exit 2) left an empty run folder, an
-    interrupted retry a folder holding only attempt.json. Now both go (their logs stay beside
-    them); a folder with a checkpoint stays for the resume."""
+    interrupted one a folder holding only attempt.json. Now both go (their logs stay beside
+    them); a folder with a checkpoint stays for the resume. A fit that failed gets no retry."""
     (tmp_path / "fake_fit.py").write_text(FAKE_FIT)
     monkeypatch.setattr(runner_module, "SWAR_BENCH", [sys.executable, str(tmp_path / "fake_fit.py")])
     if checkpoint:
         monkeypatch.setenv("FAKE_CHECKPOINT", "1")
+    if stopped:
+        monkeypatch.setenv("FAKE_STOP", "1")
     spec = load_study(_study(tmp_path, ONE_RUN))
-    assert runner_module.Runner(spec, jobs=1, log=lambda line: None).run() == 130
+    assert runner_module.Runner(spec, jobs=1, log=lambda line: None).run() == (130 if stopped else 1)
     runs = tmp_path / "runs"
-    for run in (RUN, f"{RUN}_retry"):
-        assert (runs / f"{run}.fit.log").is_file()
-        assert (runs / run).exists() == checkpoint
-    assert (runs / f"{RUN}_retry.fit.log").read_text() == "swar-bench: interrupted\n"
-    if checkpoint:
-        assert (runs / f"{RUN}_retry" / ATTEMPT_FILE).is_file()  # the stopped retry resumes
+    assert (runs / f"{RUN}.fit.log").is_file()
+    assert (runs / RUN).exists() == checkpoint
+    assert not (runs / f"{RUN}_retry.fit.log").exists()
+    if stopped:
+        assert (runs / f"{RUN}.fit.log").read_text() == "swar-bench: interrupted\n"
+        if checkpoint:
+            assert (runs / RUN / ATTEMPT_FILE).is_file()  # the stopped fit resumes
 
 
 @SETTINGS
