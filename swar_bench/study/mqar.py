@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from swar_bench.study import provenance
+from swar_bench.study import children, provenance
 from swar_bench.study.records import read_json, scalar_history, write_json
 from swar_bench.study.spec import NAME, StudyError, pinned_code
 
@@ -327,8 +327,9 @@ class MQARRunner:
         self.log(f"study: fit {name}{' (resumed from last.ckpt)' if resumed else ''}")
         start = time.monotonic()
         with open(log_path, "a" if resumed else "w") as handle:
-            rc = subprocess.call([*SWAR_BENCH, *args, *([f"--ckpt_path={last}"] if resumed else [])],
-                                 stdout=handle, stderr=subprocess.STDOUT, env=env)
+            # ends with this thread, which waits for it (swar_bench.study.children)
+            rc = children.call([*SWAR_BENCH, *args, *([f"--ckpt_path={last}"] if resumed else [])],
+                               stdout=handle, stderr=subprocess.STDOUT, env=env)
         secs = time.monotonic() - start
         if rc != 0:
             self.failed.append(name)

@@ -36,7 +36,7 @@ from concurrent import futures
 from pathlib import Path
 from typing import Any
 
-from swar_bench.study import protocol, provenance
+from swar_bench.study import children, protocol, provenance
 from swar_bench.study.attempts import Attempts, drop_unresumable, plan_attempt
 from swar_bench.study.commands import (  # noqa: F401 (the names other modules import from here)
     STALE_AFTER,
@@ -160,12 +160,14 @@ class Runner:
                 self.started += 1
             resuming = attempt is not None and attempt.resume_from is not None
             with open(log_path, "a" if resuming else "w") as handle:
-                proc = subprocess.Popen(
+                # ends with this thread, which waits for it (swar_bench.study.children)
+                proc = children.launch(
                     [*SWAR_BENCH, *args], stdout=handle, stderr=subprocess.STDOUT, env=env
                 )
                 with self.lock:
                     self.children.add(proc)
                 try:
+                    marker.write_text(f"{socket.gethostname()} {proc.pid}\n")  # the run's own pid
                     rc = proc.wait()
                 finally:
                     with self.lock:

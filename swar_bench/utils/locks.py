@@ -7,7 +7,8 @@ output folder first: ``fcntl.flock`` (exclusive, non-blocking) on ``DIR/.swar-be
 holds a line naming the holder (process id, host, command, start time). A second writer is
 refused in one line naming that holder (:class:`FolderLockedError`). The lock goes with the
 process that holds it (closing the file, exit or ``SIGKILL``: the kernel releases it), so a
-killed writer never leaves a folder locked; the file itself stays (removing it would let a third
+killed writer never leaves a folder locked, unless it passed the lock to children that still run
+(:func:`held_lock_fds`: then the last of them to end releases it); the file itself stays (removing it would let a third
 writer lock a new file while the second still holds the old one). ``flock`` locks are advisory
 and, on NFS, as reliable as its lock manager.
 """
@@ -24,6 +25,17 @@ from collections.abc import Iterator
 LOCK_NAME = ".swar-bench.lock"
 """The lock file in a locked folder (a hidden name: no reader of a release or a run folder
 takes it for data)."""
+
+
+_HELD: dict[int, str] = {}
+"""The lock files this process holds now: file descriptor -> path."""
+
+
+def held_lock_fds() -> tuple[int, ...]:
+    """The file descriptors of the locks this process holds now (:func:`folder_lock`), for a child
+    that must keep them held while it runs (``subprocess.Popen(pass_fds=...)``: the lock is
+    released when the last process holding it open ends)."""
+    return tuple(sorted(_HELD))
 
 
 class FolderLockedError(RuntimeError):
@@ -75,9 +87,11 @@ def folder_lock(folder: str | os.PathLike, command: str) -> Iterator[str]:
         stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()}, {command} since {stamp}\n".encode(), 0)
+        _HELD[fd] = path
         try:
             yield path
         finally:
+            _HELD.pop(fd, None)
             os.ftruncate(fd, 0)  # released: no name left for a later reader to blame
     finally:
         os.close(fd)  # releases the flock
