@@ -45,8 +45,10 @@ data:
 """
 
 
-def _study(tmp_path: Path, extra: str = "", mechanisms: str | None = None) -> Path:
-    (tmp_path / "base.yaml").write_text(BASE)
+def _study(tmp_path: Path, extra: str = "", mechanisms: str | None = None, base: str = BASE) -> Path:
+    """A study file of one tiny GRU (or ``mechanisms``) on the budget config ``base`` (written to
+    ``tmp_path/base.yaml``), with ``extra`` top-level keys; records and runs under ``tmp_path``."""
+    (tmp_path / "base.yaml").write_text(base)
     mechanisms = mechanisms or (
         "  - name: GRU_tiny\n    class_path: GRU\n    init_args: {d_model: 8, n_layers: 1}\n"
     )
