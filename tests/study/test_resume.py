@@ -19,6 +19,7 @@ from swar_bench.study.attempts import ATTEMPT_FILE
 from swar_bench.study.records import curve_csv, curve_rows, scalar_history
 from tests.study.test_study_cli import BASE as TINY_BASE
 from tests.study.test_study_cli import _study as _tiny_study
+from tests.study.test_study_cli import same_code
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -110,10 +111,12 @@ def _resumed_as_unstopped(study: Path, expected: dict, expected_curve: str, step
     assert lines == [f"study: fit {RUN}: resuming from step {step}"], resumed.stdout
     record = json.loads((records / f"{RUN}.fit.json").read_text())
     assert record["resumed_from_step"] == [step] and "--ckpt_path" not in record["command"]
-    differ = {"wall_s", "resumed_from_step"}
+    # code: compared without its commit, as one may land in the checkout while the test runs
+    differ = {"wall_s", "resumed_from_step", "code"}
     assert {k: v for k, v in record.items() if k not in differ} == {
         k: v for k, v in expected.items() if k not in differ
     }
+    assert same_code(record["code"], expected["code"])
     # no step lost or logged twice, every value the unstopped run's
     assert (records / f"{RUN}.curve.csv").read_text() == expected_curve
     # the resumed attempt logged beside the first
