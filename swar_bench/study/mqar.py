@@ -50,6 +50,7 @@ from typing import Any
 from swar_bench.study import provenance
 from swar_bench.study.records import read_json, scalar_history, write_json
 from swar_bench.study.spec import NAME, StudyError, pinned_code
+from swar_bench.utils.text import plural
 
 SWAR_BENCH = [sys.executable, "-m", "swar_bench.cli"]
 ZOOLOGY_RATES = (2.154434690031884e-3, 1.0e-2, 4.641588833612782e-4, 1.0e-4)
@@ -353,7 +354,7 @@ class MQARRunner:
         }
         atomic_write_text(self.records / f"{name}.curve.csv", curve_text(rows))
         write_json(self.records / f"{name}.fit.json", record)
-        self.log(f"study: fit {name}: {secs / 60:.1f} min, {len(acc)} epochs, accuracy {record['accuracy']:.4f}")
+        self.log(f"study: fit {name}: {secs / 60:.1f} min, {plural(len(acc), 'epoch')}, accuracy {record['accuracy']:.4f}")
         return record
 
     def run(self) -> int:
@@ -378,7 +379,7 @@ def status_lines(study: MQARStudy) -> list[str]:
             name = run_name(e, lr)
             record = read_json(Path(study.records) / f"{name}.fit.json")
             if record is not None:
-                lines.append(f"{name}: done, accuracy {record['accuracy']:.4f} after {record['epochs']} epochs")
+                lines.append(f"{name}: done, accuracy {record['accuracy']:.4f} after {plural(record['epochs'], 'epoch')}")
                 states.append("done")
             elif (Path(study.out) / name).is_dir():
                 lines.append(f"{name}: started (run folder present, no record)")
