@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from swar_bench.study import protocol, provenance
+from swar_bench.study.config_files import config_change
 from swar_bench.study.records import _nan_safe, read_curve, read_json
 from swar_bench.study.runner import read_budget, run_name
 from swar_bench.study.spec import MechanismSpec, StudySpec
@@ -117,9 +118,11 @@ class MechanismResult:
 
 
 def _compatible(record: dict[str, Any] | None, spec: StudySpec) -> dict[str, Any] | None:
+    """``record`` when it is the study's (compatible code, its config files as they were:
+    ``study status`` calls it done), else None."""
     if record is None or not provenance.compatible(record.get("code"), spec.compatible_code, spec.code_fingerprint):
         return None
-    return record
+    return record if config_change(record) is None else None
 
 
 def collect(spec: StudySpec) -> list[MechanismResult]:

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from swar_bench.study import provenance
+from swar_bench.study.config_files import content_hash
 from swar_bench.study.spec import MECHANISM_KEYS, TOP_KEYS, StudyError, load_study
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -156,6 +157,7 @@ def test_a_tiny_study_runs_records_and_resumes(tmp_path):
     }
     seed1 = json.loads((records / f"GRU_tiny_lr{chosen:g}_seed1.fit.json").read_text())
     assert same_code(seed1["code"], provenance.code_version())
+    assert seed1["config_files"] == {str(tmp_path / "base.yaml"): content_hash(tmp_path / "base.yaml")}
     assert {"torch", "lightning", "device", "python"} <= set(seed1["environment"])
     assert "--data.train_index_start=100000" in seed1["command"] and seed1["tokens"] > 0
     assert seed1["gate"]["n_writes"] == 32 and seed1["final_step"] == 7
@@ -276,7 +278,8 @@ def test_add_puts_an_outside_layer_beside_the_committed_baselines(tmp_path):
     stale = _swar_bench_with(tmp_path, "study", "run", str(study), "--add", "mylayers.MyGRU",
                              "--init-args", '{"vocab_size": 40, "d_model": 8, "n_layers": 1}')
     assert stale.returncode == 2 and stale.stderr.count("\n") == 1
-    assert "baseline records of other code: GRU_tiny" in stale.stderr and "--rerun-stale" in stale.stderr
+    assert "stale baseline records (of other code, or of a config file changed since): GRU_tiny (" in stale.stderr
+    assert "--rerun-stale" in stale.stderr
 
 
 def test_arms_with_their_own_budget_run_at_the_rate_of_their_source(tmp_path):
