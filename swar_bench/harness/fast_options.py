@@ -53,9 +53,10 @@ SKIPPED_METHOD_ARGS = ("model", "train_dataloaders", "val_dataloaders", "dataloa
 
 
 @functools.cache
-def _parameters(package: str, relative: str, cls: str, method: str = "__init__") -> tuple[frozenset[str], bool] | None:
-    """``(parameter names, takes **kwargs)`` of ``cls.method`` in ``package``'s file ``relative``,
-    read with ``ast``; None when the file or the method is not found."""
+def _class_node(package: str, relative: str, cls: str) -> ast.ClassDef | None:
+    """The top-level ``class cls`` of ``package``'s file ``relative``, parsed with ``ast`` (the
+    file is located with ``find_spec`` of the package, which does not import it); None when the
+    package, the file or the class is not found or the file cannot be read or parsed."""
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
         return None
@@ -67,11 +68,20 @@ def _parameters(package: str, relative: str, cls: str, method: str = "__init__")
         return None
     for node in tree.body:
         if isinstance(node, ast.ClassDef) and node.name == cls:
-            for item in node.body:
-                if isinstance(item, ast.FunctionDef) and item.name == method:
-                    args = item.args
-                    names = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)][1:]  # no self
-                    return frozenset(names), args.kwarg is not None
+            return node
+    return None
+
+
+@functools.cache
+def _parameters(package: str, relative: str, cls: str, method: str = "__init__") -> tuple[frozenset[str], bool] | None:
+    """``(parameter names, takes **kwargs)`` of ``cls.method`` in ``package``'s file ``relative``,
+    read with ``ast``; None when the file or the method is not found."""
+    node = _class_node(package, relative, cls)
+    for item in node.body if node is not None else ():
+        if isinstance(item, ast.FunctionDef) and item.name == method:
+            args = item.args
+            names = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)][1:]  # no self
+            return frozenset(names), args.kwarg is not None
     return None
 
 
@@ -79,21 +89,12 @@ def _parameters(package: str, relative: str, cls: str, method: str = "__init__")
 def _fields(package: str, relative: str, cls: str) -> frozenset[str] | None:
     """The field names (annotated class attributes) of the dataclass ``cls`` in ``package``'s file
     ``relative``, read with ``ast``; None when the file or the class is not found."""
-    spec = importlib.util.find_spec(package)
-    if spec is None or not spec.submodule_search_locations:
+    node = _class_node(package, relative, cls)
+    if node is None:
         return None
-    path = os.path.join(next(iter(spec.submodule_search_locations)), relative)
-    try:
-        with open(path, encoding="utf-8") as handle:
-            tree = ast.parse(handle.read())
-    except (OSError, SyntaxError, UnicodeDecodeError):
-        return None
-    for node in tree.body:
-        if isinstance(node, ast.ClassDef) and node.name == cls:
-            return frozenset(
-                item.target.id for item in node.body if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)
-            )
-    return None
+    return frozenset(
+        item.target.id for item in node.body if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)
+    )
 
 
 def nested_fields(option: str) -> frozenset[str] | None:

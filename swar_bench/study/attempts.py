@@ -3,16 +3,19 @@
 Before it starts a fit, ``swar-bench study run`` writes ``<out>/<run>/attempt.json`` (atomically):
 
     {"command": "swar-bench fit --config ...", "fingerprint": "5bcec857e4759810",
+     "config_files": {"configs/results_frontier.yaml": "3f1c0a9b2d4e5f60"},
      "attempts": [{"started": 1764770000.0, "wall_s": 812.4, "resumed_from_step": null},
                   {"started": 1764771000.0, "wall_s": 301.9, "resumed_from_step": 600}]}
 
 ``command`` is the fit's command as its record keeps it (without the resume option),
-``fingerprint`` the training code that runs it (``swar_bench.study.provenance``), and each attempt
-its start (Unix time, seconds), its wall time (seconds; null while it runs) and the global step it
-resumed from (null for the first). A later ``study run`` that finds the same command, the same
-fingerprint and a readable checkpoint in ``<out>/<run>/checkpoints/`` resumes the fit from the
-checkpoint with the most progress (:func:`plan_attempt`); anything else starts it afresh (the run
-folder is emptied). An attempt that ended without notice (the machine stopped) has no wall time:
+``fingerprint`` the training code that runs it (``swar_bench.study.provenance``),
+``config_files`` what its config files said (``swar_bench.study.config_files``; absent from the
+files of earlier versions), and each attempt its start (Unix time, seconds), its wall time
+(seconds; null while it runs) and the global step it resumed from (null for the first). A later
+``study run`` that finds the same command, the same fingerprint, the same config files (when the
+file keeps them) and a readable checkpoint in ``<out>/<run>/checkpoints/`` resumes the fit from
+the checkpoint with the most progress (:func:`plan_attempt`); anything else starts it afresh (the
+run folder is emptied). An attempt that ended without notice (the machine stopped) has no wall time:
 it counts until its checkpoint was written, the work after it being lost. A fit that fails (a
 non-zero exit that is not a stop) forgets its attempts: the next ``run`` starts it afresh. A run
 folder without a checkpoint after a failed or stopped attempt is removed (:func:`drop_unresumable`;
@@ -59,6 +62,8 @@ class Attempts:
         fingerprint: the training code's fingerprint (16 hex digits).
         history: the earlier attempts (``started``, ``wall_s``, ``resumed_from_step``).
         resume_from: ``(checkpoint path, global step)`` this attempt resumes from; None: a fresh start.
+        config_files: ``{path: content hash}`` of the fit's config files
+            (``swar_bench.study.config_files``); None: not kept.
     """
 
     run_dir: Path
@@ -66,6 +71,7 @@ class Attempts:
     fingerprint: str
     history: list[dict[str, Any]] = field(default_factory=list)
     resume_from: tuple[str, int] | None = None
+    config_files: dict[str, Any] | None = None
 
     def _write(self) -> None:
         from swar_bench.utils.files import atomic_write_text
@@ -76,6 +82,7 @@ class Attempts:
                 {
                     "command": self.command,
                     "fingerprint": self.fingerprint,
+                    **({} if self.config_files is None else {"config_files": self.config_files}),
                     "attempts": self.history,
                 },
                 indent=1,
@@ -117,9 +124,13 @@ class Attempts:
         ]
 
 
-def plan_attempt(run_dir: Path, command: str, fingerprint: str) -> Attempts:
+def plan_attempt(
+    run_dir: Path, command: str, fingerprint: str, config_files: dict[str, Any] | None = None
+) -> Attempts:
     """What the next attempt of the fit in ``run_dir`` does: resume (``resume_from`` set) when
-    the attempt file holds the same ``command`` and ``fingerprint`` and a checkpoint of the run
+    the attempt file holds the same ``command`` and ``fingerprint`` (and the same
+    ``config_files``, when both it and ``config_files`` have them: an attempt file of an earlier
+    version keeps none, and resumes as it did) and a checkpoint of the run
     can be read (``swar_bench.runtime.slurm.newest_checkpoint``: the most progress, ``last.ckpt``,
     a step checkpoint or a SLURM ``hpc_ckpt_<k>.ckpt``), else start afresh (no history). An earlier
     attempt without a wall time (ended without notice) gets the seconds from its start to that
@@ -128,11 +139,14 @@ def plan_attempt(run_dir: Path, command: str, fingerprint: str) -> Attempts:
 
     run_dir = Path(run_dir)
     saved = read_attempts(run_dir)
+    fresh = Attempts(run_dir, command, fingerprint, config_files=config_files)
     if saved is None or saved["command"] != command or saved["fingerprint"] != fingerprint:
-        return Attempts(run_dir, command, fingerprint)
+        return fresh
+    if config_files is not None and "config_files" in saved and saved["config_files"] != config_files:
+        return fresh  # a config file changed since the stopped attempt read it
     newest = newest_checkpoint(resume_candidates(run_dir / "checkpoints"), warn=lambda line: None)
     if newest is None:
-        return Attempts(run_dir, command, fingerprint)
+        return fresh
     history = [dict(a) for a in saved["attempts"]]
     written = os.path.getmtime(newest[0])
     for a in history:
@@ -144,7 +158,7 @@ def plan_attempt(run_dir: Path, command: str, fingerprint: str) -> Attempts:
                 else 0.0
             )
             a["wall_s_until_checkpoint"] = True
-    return Attempts(run_dir, command, fingerprint, history, newest)
+    return Attempts(run_dir, command, fingerprint, history, newest, config_files)
 
 
 def drop_unresumable(run_dir: Path) -> bool:

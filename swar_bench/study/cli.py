@@ -86,6 +86,7 @@ def add_layer(spec, class_path: str, init_args_text: str | None, name: str | Non
     from swar_bench.study.status import stale_runs
     from swar_bench.utils.argparsing import spelling
     from swar_bench.utils.files import atomic_write_text
+    from swar_bench.utils.text import plural
 
     try:
         init_args = parse_init_args(init_args_text)
@@ -124,7 +125,8 @@ def add_layer(spec, class_path: str, init_args_text: str | None, name: str | Non
     if stale:
         names = sorted({m for m, _ in stale})
         raise StudyError(
-            f"baseline records of other code: {', '.join(names)} ({len(stale)} runs); expected "
+            f"stale baseline records (of other code, or of a config file changed since): {', '.join(names)} "
+            f"({plural(len(stale), 'run')}); expected "
             f"`swar-bench study run {spec.path} --only {','.join(names)} --rerun-stale` first, or their commit "
             "in the study's compatible_code"
         )

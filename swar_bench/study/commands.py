@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from swar_bench.study.spec import MechanismSpec, StudyError, StudySpec
+from swar_bench.study.spec import DEFAULT_CURVE_POINTS, MechanismSpec, StudyError, StudySpec
 
 SWAR_BENCH = [sys.executable, "-m", "swar_bench.cli"]
 
@@ -44,7 +44,8 @@ def read_budget(spec: StudySpec, m: MechanismSpec | None = None) -> Budget:
     (a FLOP-budgeted run caps the trainer's steps far above the steps it will take).
 
     Raises:
-        StudyError: the config lacks ``trainer.max_steps`` or a data N list (one line)."""
+        StudyError: the config lacks ``trainer.max_steps`` or a data N list, or the study asks for
+            more ``curve_points`` than a fit has steps (one line)."""
     import yaml
 
     config = spec.base_of(m) if m is not None else spec.config
@@ -80,6 +81,14 @@ def read_budget(spec: StudySpec, m: MechanismSpec | None = None) -> Budget:
         raise StudyError(
             f"{spec.path}: data.val_configs {budget.val_n} of {config} has no N above {2 * STALE_AFTER}, where "
             "stale keys exist; expected one (the selection score needs ar_expired_stale, e.g. 64)"
+        )
+    if spec.curve_points is not None and spec.curve_points > budget.max_steps:
+        # Refused, not capped: a cap (a validation every step) gave fewer points than the study file
+        # asks for without a word. Only a value the file gives is refused; without one, a fit
+        # validates DEFAULT_CURVE_POINTS times, or at every step when it has fewer (fit_args).
+        raise StudyError(
+            f"{spec.path}: curve_points={spec.curve_points} is more than the {budget.max_steps} steps of a fit of "
+            f"{config}; expected at most {budget.max_steps} (a fit validates at most once per step)"
         )
     if spec.readout_n not in budget.test_n:
         raise StudyError(
@@ -121,7 +130,7 @@ def fit_args(
         f"--trainer.logger.init_args.save_dir={out}",
         f"--trainer.logger.init_args.name={name}",
         f"--checkpoint.dirpath={out / name / 'checkpoints'}",
-        f"--trainer.val_check_interval={max(1, steps // spec.curve_points)}",
+        f"--trainer.val_check_interval={max(1, steps // (spec.curve_points or min(DEFAULT_CURVE_POINTS, steps)))}",
     ]
     if retry:
         args += [f"--trainer.max_steps={steps}", f"--model.max_steps={steps}"]

@@ -28,13 +28,16 @@ The score of a run is its **final** accuracy (what Zoology's plots read: the las
 Resuming: a record is reused when its command is the same and its code compatible (else one line,
 or ``--rerun-stale``; ``code_fingerprint: <16 hex>`` pins the training code the records are judged
 against, as in a study of the task, ``swar_bench.study.provenance``); a run stopped mid-way restarts from its ``last.ckpt`` when its command is
-unchanged (the command is kept beside the run folder as ``<run>.command``).
+unchanged (the command is kept beside the run folder as ``<run>.command``, with the hashes of its
+config files: a run whose config file has changed since starts afresh, and a record of it is stale,
+``swar_bench.study.config_files``).
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import json
 import math
 import os
 import shlex
@@ -48,8 +51,11 @@ from pathlib import Path
 from typing import Any
 
 from swar_bench.study import children, provenance
+from swar_bench.study.config_files import KEY as CONFIG_FILES
+from swar_bench.study.config_files import config_change, config_hashes
 from swar_bench.study.records import read_json, scalar_history, write_json
 from swar_bench.study.spec import NAME, StudyError, pinned_code
+from swar_bench.utils.text import plural
 
 SWAR_BENCH = [sys.executable, "-m", "swar_bench.cli"]
 ZOOLOGY_RATES = (2.154434690031884e-3, 1.0e-2, 4.641588833612782e-4, 1.0e-4)
@@ -286,15 +292,23 @@ class MQARRunner:
         self.failed: list[str] = []
 
     def saved(self, name: str, command: str) -> dict[str, Any] | None:
-        """The reusable record of ``name`` (same command, compatible code), else None.
+        """The reusable record of ``name`` (same command, compatible code, its config files as
+        they were: ``swar_bench.study.config_files``), else None.
 
         Raises:
-            StudyError: a record of other code, without ``rerun_stale``."""
+            StudyError: a record of other code or of a config file changed since, without
+                ``rerun_stale``."""
         record = read_json(self.records / f"{name}.fit.json")
         if record is None or record.get("command") != command:
             return None
         if provenance.compatible(record.get("code"), self.study.compatible_code, self.study.code_fingerprint):
-            return record
+            change = config_change(record)  # None for a record that keeps no config_files
+            if change is None or self.rerun_stale:
+                return record if change is None else None
+            raise StudyError(
+                f"record {self.records / f'{name}.fit.json'} is stale: {change} since its run read it; "
+                "expected --rerun-stale to run it again with the file as it is now"
+            )
         if self.rerun_stale:
             return None
         raise StudyError(
@@ -317,11 +331,13 @@ class MQARRunner:
             return record
         run_dir, marker = self.out / name, self.out / f"{name}.command"
         last = run_dir / "checkpoints" / "last.ckpt"
-        resumed = last.is_file() and marker.is_file() and marker.read_text().strip() == command
+        hashes = config_hashes(args)  # the marker's second line (none in earlier versions' markers)
+        kept = marker.read_text().splitlines() if marker.is_file() else []
+        resumed = last.is_file() and kept[:1] == [command] and kept[1:] in ([], [json.dumps(hashes)])
         if not resumed:
             shutil.rmtree(run_dir, ignore_errors=True)
         self.out.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(marker, command + "\n")
+        atomic_write_text(marker, command + "\n" + json.dumps(hashes) + "\n")
         log_path = self.out / f"{name}.fit.log"
         env = {**os.environ, "OMP_NUM_THREADS": str(self.threads), "MKL_NUM_THREADS": str(self.threads)}
         self.log(f"study: fit {name}{' (resumed from last.ckpt)' if resumed else ''}")
@@ -343,7 +359,7 @@ class MQARRunner:
         previous = read_json(self.records / f"{name}.fit.json") if resumed else None
         record = {
             "kind": "mqar_fit", "entry": e.name, "d_model": e.d_model, "lr": lr, "seed": self.study.seed,
-            "command": command, "code": self.code, "environment": self.env,
+            "command": command, CONFIG_FILES: hashes, "code": self.code, "environment": self.env,
             "wall_s": round(secs + float((previous or {}).get("wall_s", 0.0)), 1), "resumed": resumed,
             **entry_facts(e),
             "epochs": len(acc),
@@ -354,7 +370,7 @@ class MQARRunner:
         }
         atomic_write_text(self.records / f"{name}.curve.csv", curve_text(rows))
         write_json(self.records / f"{name}.fit.json", record)
-        self.log(f"study: fit {name}: {secs / 60:.1f} min, {len(acc)} epochs, accuracy {record['accuracy']:.4f}")
+        self.log(f"study: fit {name}: {secs / 60:.1f} min, {plural(len(acc), 'epoch')}, accuracy {record['accuracy']:.4f}")
         return record
 
     def run(self) -> int:
@@ -368,7 +384,8 @@ class MQARRunner:
 
 
 def status_lines(study: MQARStudy) -> list[str]:
-    """One line per run: ``done <acc>``, ``started`` (a run folder without a record), or ``to
+    """One line per run: ``done <acc>``, ``stale`` (a record whose config file has changed since,
+    ``swar_bench.study.config_files``), ``started`` (a run folder without a record), or ``to
     do``; then the summary line of every study's status (``study: 2 done, 1 started, 37 to do
     (40 runs planned)``, ``swar_bench.study.status.summary_line``)."""
     from swar_bench.study.status import summary_line
@@ -378,8 +395,11 @@ def status_lines(study: MQARStudy) -> list[str]:
         for lr in study.learning_rates:
             name = run_name(e, lr)
             record = read_json(Path(study.records) / f"{name}.fit.json")
-            if record is not None:
-                lines.append(f"{name}: done, accuracy {record['accuracy']:.4f} after {record['epochs']} epochs")
+            if record is not None and (change := config_change(record)) is not None:
+                lines.append(f"{name}: stale ({change}; run --rerun-stale to run it again)")
+                states.append("stale")
+            elif record is not None:
+                lines.append(f"{name}: done, accuracy {record['accuracy']:.4f} after {plural(record['epochs'], 'epoch')}")
                 states.append("done")
             elif (Path(study.out) / name).is_dir():
                 lines.append(f"{name}: started (run folder present, no record)")

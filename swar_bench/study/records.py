@@ -7,6 +7,9 @@
                                 type (count, correct), accuracy per key-age bin
     <records>/<run>.failed.json a fit or test that exited non-zero (exit status, log tail)
 
+A fit or test record also keeps ``config_files``, ``{path: content hash}`` of each ``--config``
+file its command reads (``swar_bench.study.config_files``); records of earlier versions have none.
+
 Records are the study's only state: tables, figures and the site are functions of them, and
 ``swar-bench study run`` continues from them on any machine. Every file is written atomically.
 """

@@ -32,10 +32,12 @@ from pathlib import Path
 from typing import Any
 
 from swar_bench.study import protocol, provenance
+from swar_bench.study.config_files import config_change
 from swar_bench.study.records import _nan_safe, read_curve, read_json
 from swar_bench.study.runner import read_budget, run_name
 from swar_bench.study.spec import MechanismSpec, StudySpec
 from swar_bench.utils.intervals import clopper_pearson, seed_spread, wilson
+from swar_bench.utils.text import plural
 
 AGE_BANDS = ((33, 64), (65, 128), (129, None))
 """Stale-key age bands in writes idle (docs/TASK.md: a key is stale after ``2w = 32`` idle writes)."""
@@ -116,9 +118,11 @@ class MechanismResult:
 
 
 def _compatible(record: dict[str, Any] | None, spec: StudySpec) -> dict[str, Any] | None:
+    """``record`` when it is the study's (compatible code, its config files as they were:
+    ``study status`` calls it done), else None."""
     if record is None or not provenance.compatible(record.get("code"), spec.compatible_code, spec.code_fingerprint):
         return None
-    return record
+    return record if config_change(record) is None else None
 
 
 def collect(spec: StudySpec) -> list[MechanismResult]:
@@ -217,7 +221,7 @@ def cell_text(seeds: Sequence[SeedResult], n: int, kind: str) -> str:
         return "–"
     if how == "k/n":
         hits = sum(s.value(n, kind) >= ALL_OR_NOTHING[1] for s in seeds)
-        return f"{hits}/{len(seeds)} seeds ({_fmt(low)}–{_fmt(high)})"
+        return f"{hits}/{plural(len(seeds), 'seed')} ({_fmt(low)}–{_fmt(high)})"
     return f"{_fmt(value)} ({_fmt(low)}–{_fmt(high)} {how})"
 
 
@@ -269,7 +273,7 @@ def markdown(spec: StudySpec, results: list[MechanismResult], test_n: Sequence[i
             f"Protocol: learning rates {', '.join(f'{lr:g}' for lr in spec.learning_rates)} (extended by "
             f"{', '.join(f'{lr:g}' for lr in spec.extra_below) or 'none'} below and "
             f"{', '.join(f'{lr:g}' for lr in spec.extra_above) or 'none'} above when a pick is at an edge), "
-            f"chosen on the mean selection score of {'seed 0' if spec.selection_seeds == 1 else f'seeds 0–{spec.selection_seeds - 1}'}; {spec.seeds} seeds per "
+            f"chosen on the mean selection score of {'seed 0' if spec.selection_seeds == 1 else f'seeds 0–{spec.selection_seeds - 1}'}; {plural(spec.seeds, 'seed')} per "
             f"point unless the row says otherwise, each on its own training examples; gate: validation at "
             f"the shortest training N, ar_valid ≥ {gate.ar_valid:g} or passkey_exact ≥ {gate.passkey_exact:g}; "
             f"read-out at n{n}."
@@ -359,7 +363,7 @@ def markdown(spec: StudySpec, results: list[MechanismResult], test_n: Sequence[i
             pairs = [s.stale_band(n, low, high) for s in r.judged]
             total = sum(c for _, c in pairs)
             vals = [k / c for k, c in pairs if c]
-            cells.append("–" if not vals else f"{_fmt(sum(vals) / len(vals))} ({total:,} queries)")
+            cells.append("–" if not vals else f"{_fmt(sum(vals) / len(vals))} ({plural(total, 'query', 'queries')})")
         lines.append(f"| {r.name} | " + " | ".join(cells) + " |")
     lines.append("")
 
@@ -407,16 +411,16 @@ def markdown(spec: StudySpec, results: list[MechanismResult], test_n: Sequence[i
 def progress_text(spec: StudySpec, r: MechanismResult) -> str:
     """What an unfinished mechanism still needs, in words: ``"waits for the learning rate of
     GatedDeltaNet"``, ``"not started (8 selection fits to do)"`` (no fit record of it at any
-    rate), ``"choosing its learning rate (1 of 4 rates scored)"`` or ``"2 run(s) to do: fit X,
+    rate), ``"choosing its learning rate (1 of 4 rates scored)"`` or ``"2 runs to do: fit X,
     test Y"`` (at most four runs named)."""
     done = sum(1 for lr in r.grid if lr in r.scores)
     if r.spec.learning_rate_from and not r.grid:
         return f"waits for the learning rate of {r.spec.learning_rate_from}"
     if not r.scores and not any((Path(spec.records)).glob(f"{r.name}_lr*.fit.json")):
-        return f"not started ({len(r.grid) * spec.selection_seeds} selection fits to do)"
+        return f"not started ({plural(len(r.grid) * spec.selection_seeds, 'selection fit')} to do)"
     if not r.complete:
-        return f"choosing its learning rate ({done} of {len(r.grid)} rates scored)"
-    return f"{len(r.missing)} run(s) to do: {', '.join(r.missing[:4])}{' …' if len(r.missing) > 4 else ''}"
+        return f"choosing its learning rate ({done} of {plural(len(r.grid), 'rate')} scored)"
+    return f"{plural(len(r.missing), 'run')} to do: {', '.join(r.missing[:4])}{' …' if len(r.missing) > 4 else ''}"
 
 
 def _band(band: tuple[int, int | None]) -> str:

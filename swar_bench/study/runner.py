@@ -18,8 +18,10 @@ when the next ``run`` finds its attempt file with the same command and training 
 (``swar_bench.study.attempts``); otherwise it starts afresh.
 
 Every fit validates ``curve_points`` times (``--trainer.val_check_interval``) and its curve is kept.
-A record is reused when its command is the same and its code is compatible
-(``provenance.compatible``); a record of other code stops the run in one line unless
+A record is reused when its command is the same, its code is compatible
+(``provenance.compatible``) and the config files it names say what they said when it ran
+(``swar_bench.study.config_files``; a record that keeps no hashes of them is judged without);
+a record of other code, or of a config file changed since, stops the run in one line unless
 ``rerun_stale`` is set.
 """
 
@@ -53,6 +55,8 @@ from swar_bench.study.commands import (  # noqa: F401 (the names other modules i
     running_marker,
     test_args,
 )
+from swar_bench.study.config_files import KEY as CONFIG_FILES
+from swar_bench.study.config_files import config_change, config_hashes
 from swar_bench.study.records import (
     curve_csv,
     curve_rows,
@@ -111,15 +115,23 @@ class Runner:
     # ----------------------------------------------------------------- records
 
     def _record(self, name: str, kind: str, command: str) -> dict[str, Any] | None:
-        """The reusable ``<name>.<kind>.json``: same command, compatible code; None when it must run.
+        """The reusable ``<name>.<kind>.json``: same command, compatible code, and its config files
+        as they were (``config_files``); None when it must run.
 
         Raises:
-            StudyError: the record is of other code and ``rerun_stale`` is not set."""
+            StudyError: the record is of other code, or a config file of it has changed since
+                (``swar_bench.study.config_files``), and ``rerun_stale`` is not set."""
         record = read_json(self.records / f"{name}.{kind}.json")
         if record is None or record.get("command") != command:
             return None
         if provenance.compatible(record.get("code"), self.spec.compatible_code, self.spec.code_fingerprint):
-            return record
+            change = config_change(record)  # None for a record that keeps no config_files
+            if change is None or self.rerun_stale:
+                return record if change is None else None
+            raise StudyError(
+                f"record {self.records / f'{name}.{kind}.json'} is stale: {change} since its run read it; "
+                "expected --rerun-stale to run it again with the file as it is now"
+            )
         if self.rerun_stale:
             return None
         code = record.get("code") or {}
@@ -253,7 +265,8 @@ class Runner:
         if launched is not NotImplemented:
             return launched
         run_dir = self.out / name
-        attempt = plan_attempt(run_dir, command, self.code["fingerprint"])
+        hashes = config_hashes(args)  # the config files as this attempt reads them
+        attempt = plan_attempt(run_dir, command, self.code["fingerprint"], hashes)
         if attempt.resume_from is None:
             self._fresh(name)
             run_args = args
@@ -290,6 +303,7 @@ class Runner:
             "seed": seed,
             "retry": retry,
             "command": command,
+            CONFIG_FILES: hashes,
             "code": self.code,
             "environment": self.env,
             "wall_s": round(secs, 1),
@@ -337,6 +351,7 @@ class Runner:
             if self.fit(m, lr, seed, retry) is None:
                 return None
         shutil.rmtree(self.out / name / "test", ignore_errors=True)
+        hashes = config_hashes(args)
         rc, secs = self._execute(args, self.out / f"{name}.test.log")
         if rc != 0:
             self._failed(name, "test", command, rc, self.out / f"{name}.test.log")
@@ -364,6 +379,7 @@ class Runner:
             "seed": seed,
             "retry": retry,
             "command": command,
+            CONFIG_FILES: hashes,
             "code": self.code,
             "environment": self.env,
             "wall_s": round(secs, 1),

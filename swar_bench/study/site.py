@@ -50,6 +50,7 @@ from swar_bench.study.report import (
 )
 from swar_bench.study.runner import Budget, mechanism_class, read_budget, run_name
 from swar_bench.study.spec import StudyError, StudySpec
+from swar_bench.utils.text import plural
 
 MARKER = ".swar-bench-site"
 """The file that marks a folder as a site written by ``swar-bench study site``."""
@@ -321,7 +322,7 @@ def plot_per_n(spec: StudySpec, r: MechanismResult, test_n: list[int]):
     ax.set_ylim(-0.03, 1.03)
     ax.set_xlabel("N (writes); dotted: the read-out N")
     ax.set_ylabel("accuracy")
-    ax.set_title(f"{r.name}: per N over {len(r.judged)} judged seed(s), 95% intervals", fontsize=9)
+    ax.set_title(f"{r.name}: per N over {plural(len(r.judged), 'judged seed')}, 95% intervals", fontsize=9)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
     fig.tight_layout()
@@ -338,7 +339,7 @@ def _save(fig, path: Path) -> None:
 def _environment():
     from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 
-    return Environment(
+    env = Environment(
         loader=PackageLoader("swar_bench.study", "templates"),
         autoescape=select_autoescape(["html"]),
         undefined=StrictUndefined,
@@ -346,6 +347,8 @@ def _environment():
         trim_blocks=True,
         lstrip_blocks=True,
     )
+    env.filters["plural"] = plural  # {{ count|plural("seed") }}: "1 seed", "2 seeds"
+    return env
 
 
 def render(spec: StudySpec, folder: Path) -> list[Path]:

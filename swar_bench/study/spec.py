@@ -39,6 +39,9 @@ from typing import Any
 ADDED = "added"
 """The folder of ``records`` that holds the layers added with ``--add``, one JSON entry each."""
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
+DEFAULT_CURVE_POINTS = 10
+"""Validations per fit when the study file gives no ``curve_points`` (every step of a fit of fewer
+steps); a ``curve_points`` the file gives above a fit's steps is refused (``commands.read_budget``)."""
 
 
 class StudyError(ValueError):
@@ -108,7 +111,7 @@ class StudySpec:
     selection_seeds: int = 2
     seeds: int = 3
     seed_index_stride: int = 100_000
-    curve_points: int = 10
+    curve_points: int | None = None
     gate: Gate = Gate()
     readout_n: int = 256
     retry_steps_factor: int = 3
@@ -447,7 +450,9 @@ def load_study(path: str | Path) -> StudySpec:
         seed_index_stride=_count(
             raw.get("seed_index_stride", 100_000), f"{where}: seed_index_stride"
         ),
-        curve_points=_count(raw.get("curve_points", 10), f"{where}: curve_points"),
+        curve_points=(
+            None if raw.get("curve_points") is None else _count(raw["curve_points"], f"{where}: curve_points")
+        ),
         gate=gate,
         readout_n=_count(raw.get("readout_n", 256), f"{where}: readout_n"),
         retry_steps_factor=retry_factor(raw.get("retry_steps_factor", 3), f"{where}: retry_steps_factor"),

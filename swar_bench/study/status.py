@@ -4,11 +4,12 @@ The plan is the one ``run`` follows, computed from the records alone (a learning
 selection fits are missing counts as unscored, so the plan shows the grid as it stands; the retry
 of a non-learner is planned once every fit that decides it is recorded and none passed the gate).
 A run is judged by ``run``'s rule (``Runner._record``): *done* (its record is there, made with the
-same command by compatible code), *stale* (a record of the same command by other code: ``run``
-stops on it unless ``--rerun-stale``), *running* (its run folder holds a live process marker on
-this host, or its SLURM task runs), *queued* (its SLURM task waits in the queue), *failed* (a
-failure record) or *to do* (no record, or one made with another command: the row says which
-arguments differ).
+same command by compatible code, its config files as they were), *stale* (a record of the same
+command by other code, or one whose config file has changed since it ran,
+``swar_bench.study.config_files``: ``run`` stops on it unless ``--rerun-stale``), *running* (its
+run folder holds a live process marker on this host, or its SLURM task runs), *queued* (its
+SLURM task waits in the queue), *failed* (a failure record) or *to do* (no record, or one made
+with another command: the row says which arguments differ).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import socket
 from pathlib import Path
 
 from swar_bench.study import provenance
+from swar_bench.study.config_files import config_change
 from swar_bench.study.launchers import queue_state, squeue_states
 from swar_bench.study.records import read_json
 from swar_bench.study.runner import Runner, running_marker
@@ -88,8 +90,13 @@ def run_rows(spec: StudySpec) -> list[tuple[str, str, str, str]]:
             record = read_json(runner.records / f"{name}.{kind}.json")
             same = record is not None and record.get("command") == runner.commands[entry]
             why = ""
-            if same and provenance.compatible(record.get("code"), spec.compatible_code, spec.code_fingerprint):
+            compatible = same and provenance.compatible(record.get("code"), spec.compatible_code, spec.code_fingerprint)
+            change = config_change(record) if compatible else None  # None for a record without config_files
+            if compatible and change is None:
                 state = "done"
+            elif compatible:
+                state = "stale"
+                why = f"{change}; run --rerun-stale to run it again"
             elif same:
                 code = record.get("code") or {}
                 state = "stale"

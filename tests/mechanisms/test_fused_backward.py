@@ -15,6 +15,7 @@ from swar_bench.mechanisms import ShortConvolution
 from swar_bench.mechanisms import base as base_module
 from swar_bench.mechanisms import delta_net as delta_net_module
 from swar_bench.mechanisms.ops.fused_backward import _RMSNorm, causal_conv, l2_normalize, rms_norm
+from tests.mechanisms.test_short_convolution import conv_case, stream_both
 
 
 def autograd_conv(x, state, weight, activation):
@@ -72,22 +73,17 @@ def test_conv_forward_bitwise_and_gradients_within_rounding(
     """Streamed in chunks (lengths 0 .. 9, shorter and longer than the state) with the state
     carried: outputs and states bit for bit the autograd form's; gradients of the input, the
     initial state and the weight within float32 rounding of autograd's."""
-    torch.manual_seed(seed)
-    conv = ShortConvolution(channels, kernel, activation=activation)
-    x = torch.randn(batch, sum(cuts), channels, requires_grad=True)
-    state0 = torch.randn(batch, channels, kernel - 1, requires_grad=True)
-    ys, rs, s, s_ref, start = [], [], state0, state0, 0
-    for n in cuts:
-        y, s = conv(x[:, start : start + n], s)
-        r, s_ref = autograd_conv(x[:, start : start + n], s_ref, conv.weight, activation)
+    conv, x, state0 = conv_case(batch, channels, kernel, cuts, activation, seed)
+
+    def check(chunk, y, s, r, s_ref):
         assert torch.equal(y, r) and torch.equal(s, s_ref)
-        ys.append(y)
-        rs.append(r)
-        start += n
+
+    reference = lambda chunk, state: autograd_conv(chunk, state, conv.weight, activation)
+    y, s, r, s_ref = stream_both(conv, reference, x, state0, cuts, check)
     cot = torch.randn(batch, sum(cuts), channels)
     inputs = (x, state0, conv.weight)
-    loss = (torch.cat(ys, 1) * cot).sum() + (s * s.detach()).sum()
-    loss_ref = (torch.cat(rs, 1) * cot).sum() + (s_ref * s_ref.detach()).sum()
+    loss = (y * cot).sum() + (s * s.detach()).sum()
+    loss_ref = (r * cot).sum() + (s_ref * s_ref.detach()).sum()
     grads = torch.autograd.grad(loss, inputs, allow_unused=True, materialize_grads=True)
     grads_ref = torch.autograd.grad(loss_ref, inputs, allow_unused=True, materialize_grads=True)
     for gr, ref in zip(grads, grads_ref):

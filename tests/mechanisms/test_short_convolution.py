@@ -24,6 +24,35 @@ def _max_abs(a: torch.Tensor, b: torch.Tensor) -> float:
     return (a - b).abs().max().item() if a.numel() else 0.0
 
 
+def conv_case(batch: int, channels: int, kernel: int, cuts: list[int], activation: bool, seed: int):
+    """``(conv, x, state0)`` after ``torch.manual_seed(seed)``: a ``ShortConvolution(channels,
+    kernel)``, an input ``[batch, sum(cuts), channels]`` and an initial state ``[batch, channels,
+    kernel - 1]``, both float32 and requiring grad."""
+    torch.manual_seed(seed)
+    conv = ShortConvolution(channels, kernel, activation=activation)
+    x = torch.randn(batch, sum(cuts), channels, requires_grad=True)
+    state0 = torch.randn(batch, channels, kernel - 1, requires_grad=True)
+    return conv, x, state0
+
+
+def stream_both(conv, reference, x, state0, cuts, check=None):
+    """``x`` streamed in chunks of lengths ``cuts`` through ``conv`` and through ``reference(chunk,
+    state) -> (y, new_state)``, each carrying its own state from ``state0``; ``check(chunk, y,
+    state, r, state_ref)`` after each chunk. Returns ``(y, state, r, state_ref)``, the outputs
+    concatenated over time."""
+    ys, rs, s, s_ref, start = [], [], state0, state0, 0
+    for n in cuts:
+        chunk = x[:, start : start + n]
+        y, s = conv(chunk, s)
+        r, s_ref = reference(chunk, s_ref)
+        if check is not None:
+            check(chunk, y, s, r, s_ref)
+        ys.append(y)
+        rs.append(r)
+        start += n
+    return torch.cat(ys, 1), s, torch.cat(rs, 1), s_ref
+
+
 @settings(max_examples=40, deadline=None)
 @given(
     batch=st.integers(1, 3),
@@ -33,24 +62,17 @@ def _max_abs(a: torch.Tensor, b: torch.Tensor) -> float:
     activation=st.booleans(),
     seed=st.integers(0, 2**16),
 )
-def test_equals_conv1d_for_any_shape_and_chunk_split(batch, channels, kernel, cuts, activation, seed):
-    torch.manual_seed(seed)
-    conv = ShortConvolution(channels, kernel, activation=activation)
-    x = torch.randn(batch, sum(cuts), channels, requires_grad=True)
-    state0 = torch.randn(batch, channels, kernel - 1, requires_grad=True)
-    ys, yr = [], []
-    s_new, s_ref = state0, state0
-    start = 0
-    for n in cuts:
-        chunk = x[:, start : start + n]
-        y, s_new = conv(chunk, s_new)
-        r, s_ref = conv1d_reference(conv, chunk, s_ref)
+def test_equals_conv1d_for_any_shape_and_chunk_split(
+    batch, channels, kernel, cuts, activation, seed
+):
+    conv, x, state0 = conv_case(batch, channels, kernel, cuts, activation, seed)
+
+    def check(chunk, y, s_new, r, s_ref):
         assert y.shape == r.shape == chunk.shape and s_new.shape == s_ref.shape == state0.shape
         assert s_new.is_contiguous() and s_new._base is None
-        ys.append(y)
-        yr.append(r)
-        start += n
-    y, r = torch.cat(ys, 1), torch.cat(yr, 1)
+
+    reference = lambda chunk, state: conv1d_reference(conv, chunk, state)
+    y, s_new, r, s_ref = stream_both(conv, reference, x, state0, cuts, check)
     assert _max_abs(y, r) <= 1e-6
     assert _max_abs(s_new, s_ref) <= 1e-6
     cot = torch.randn_like(y)

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from swar_bench.study import mqar
 from swar_bench.study.cli import main as study_main
+from swar_bench.study.config_files import content_hash
 from swar_bench.study.spec import StudyError
 
 STUDY = "configs/studies/mqar_zoology.yaml"
@@ -96,6 +97,8 @@ def test_run_records_reuses_and_reports(tmp_path, capsys):
     assert record["epochs"] == 2 and 0.0 <= record["accuracy"] <= 1.0
     assert record["best_accuracy"] >= record["accuracy"]
     assert record["code"]["fingerprint"] and record["environment"]["torch"]
+    config = str(tmp_path / "tiny.yaml")
+    assert record["config_files"] == {config: content_hash(config)}
     assert record["state_bytes"] == 2 * 2 * 16 * 16 * 4 + 8 and record["seq_len"] == 16
     assert "--model.lr=0.01" in record["command"] and "--seed_everything=7" in record["command"]
     curve = (tmp_path / "records" / record["curve"]).read_text().splitlines()

@@ -17,49 +17,26 @@ import pytest
 from swar_bench.runtime.slurm import checkpoint_progress
 from swar_bench.study.attempts import ATTEMPT_FILE
 from swar_bench.study.records import curve_csv, curve_rows, scalar_history
+from tests.study.test_study_cli import BASE as TINY_BASE
+from tests.study.test_study_cli import _study as _tiny_study
+from tests.study.test_study_cli import same_code
 
 ROOT = Path(__file__).resolve().parents[2]
 
-BASE = """seed_everything: 0
-trainer:
-  accelerator: cpu
-  devices: 1
-  max_steps: 64
-  check_val_every_n_epoch: null
-  num_sanity_val_steps: 0
-  log_every_n_steps: 8
-  enable_progress_bar: false
-  logger:
-    class_path: lightning.pytorch.loggers.TensorBoardLogger
-    init_args: {save_dir: runs, name: tiny}
-model:
-  lr: 3.0e-3
-  warmup_steps: 1
-  max_steps: 64
-  tbptt_steps: 512
-data:
-  source: generate
-  train_configs: [32]
-  val_configs: [32, 64]
-  test_configs: [32, 64]
-  batch_size: 2
-  eval_batch_size: 8
-  examples_per_epoch: 1000
-  eval_examples: 8
-"""
+BASE = TINY_BASE.replace("max_steps: 8", "max_steps: 64").replace(
+    "log_every_n_steps: 4", "log_every_n_steps: 8"
+)
+"""The tiny study's budget config, trained for 64 steps (4 validations: 4 checkpoints to stop between)."""
 RUN = "GRU_tiny_lr0.003_seed0"
 
 
 def _study(tmp_path: Path) -> Path:
-    (tmp_path / "base.yaml").write_text(BASE)
-    path = tmp_path / "study.yaml"
-    path.write_text(
-        f"name: tiny\nconfig: {tmp_path / 'base.yaml'}\nrecords: {tmp_path / 'records'}\nout: {tmp_path / 'runs'}\n"
-        "readout_n: 64\nlearning_rates: [3.0e-3]\nextra_learning_rates: {below: [], above: []}\n"
-        "selection_seeds: 1\nseeds: 1\ncurve_points: 4\ngate: {ar_valid: 0.0}\n"
-        "mechanisms:\n  - name: GRU_tiny\n    class_path: GRU\n    init_args: {d_model: 8, n_layers: 1}\n"
+    return _tiny_study(
+        tmp_path,
+        "learning_rates: [3.0e-3]\nextra_learning_rates: {below: [], above: []}\n"
+        "selection_seeds: 1\nseeds: 1\ncurve_points: 4\ngate: {ar_valid: 0.0}\n",
+        base=BASE,
     )
-    return path
 
 
 def _run(study: Path) -> subprocess.CompletedProcess:
@@ -134,10 +111,12 @@ def _resumed_as_unstopped(study: Path, expected: dict, expected_curve: str, step
     assert lines == [f"study: fit {RUN}: resuming from step {step}"], resumed.stdout
     record = json.loads((records / f"{RUN}.fit.json").read_text())
     assert record["resumed_from_step"] == [step] and "--ckpt_path" not in record["command"]
-    differ = {"wall_s", "resumed_from_step"}
+    # code: compared without its commit, as one may land in the checkout while the test runs
+    differ = {"wall_s", "resumed_from_step", "code"}
     assert {k: v for k, v in record.items() if k not in differ} == {
         k: v for k, v in expected.items() if k not in differ
     }
+    assert same_code(record["code"], expected["code"])
     # no step lost or logged twice, every value the unstopped run's
     assert (records / f"{RUN}.curve.csv").read_text() == expected_curve
     # the resumed attempt logged beside the first

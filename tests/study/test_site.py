@@ -161,7 +161,7 @@ def test_did_not_learn_and_running_sections(built):
     text = (root / "index.html").read_text()
     assert f'<a href="{page_path(PENDING)}">{PENDING}</a>: choosing its learning rate (1 of 2 rates scored)' in text
     flat = (root / page_path(NON_LEARNER)).read_text()
-    assert "Did not learn at this budget" in flat and "over 4 fit(s)" in flat
+    assert "Did not learn at this budget" in flat and "over 4 fits" in flat
 
 
 def test_mechanism_page_shows_config_walk_per_n_and_provenance(built):

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from swar_bench.study import provenance
+from swar_bench.study.config_files import content_hash
 from swar_bench.study.spec import MECHANISM_KEYS, TOP_KEYS, StudyError, load_study
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,8 +46,10 @@ data:
 """
 
 
-def _study(tmp_path: Path, extra: str = "", mechanisms: str | None = None) -> Path:
-    (tmp_path / "base.yaml").write_text(BASE)
+def _study(tmp_path: Path, extra: str = "", mechanisms: str | None = None, base: str = BASE) -> Path:
+    """A study file of one tiny GRU (or ``mechanisms``) on the budget config ``base`` (written to
+    ``tmp_path/base.yaml``), with ``extra`` top-level keys; records and runs under ``tmp_path``."""
+    (tmp_path / "base.yaml").write_text(base)
     mechanisms = mechanisms or (
         "  - name: GRU_tiny\n    class_path: GRU\n    init_args: {d_model: 8, n_layers: 1}\n"
     )
@@ -56,6 +59,21 @@ def _study(tmp_path: Path, extra: str = "", mechanisms: str | None = None) -> Pa
         f"{extra}mechanisms:\n{mechanisms}"
     )
     return path
+
+
+def same_code(made: dict, expected: dict) -> bool:
+    """Whether the ``code`` of a record is ``expected``'s training code: its fingerprint and dirty
+    flag, not its commit (one may land in the checkout while a test runs)."""
+    return {k: made.get(k) for k in ("fingerprint", "dirty")} == {
+        k: expected.get(k) for k in ("fingerprint", "dirty")
+    }
+
+
+def test_same_code_ignores_only_the_commit():
+    code = {"commit": "a" * 40, "dirty": False, "fingerprint": "f" * 16}
+    assert same_code(code, {**code, "commit": "b" * 40})
+    assert not same_code(code, {**code, "dirty": True})
+    assert not same_code(code, {**code, "fingerprint": "0" * 16})
 
 
 def test_unknown_key_is_named_with_a_suggestion(tmp_path):
@@ -138,7 +156,8 @@ def test_a_tiny_study_runs_records_and_resumes(tmp_path):
         f"GRU_tiny_lr{chosen:g}_seed1.fit.json",
     }
     seed1 = json.loads((records / f"GRU_tiny_lr{chosen:g}_seed1.fit.json").read_text())
-    assert seed1["code"] == provenance.code_version()
+    assert same_code(seed1["code"], provenance.code_version())
+    assert seed1["config_files"] == {str(tmp_path / "base.yaml"): content_hash(tmp_path / "base.yaml")}
     assert {"torch", "lightning", "device", "python"} <= set(seed1["environment"])
     assert "--data.train_index_start=100000" in seed1["command"] and seed1["tokens"] > 0
     assert seed1["gate"]["n_writes"] == 32 and seed1["final_step"] == 7
@@ -259,7 +278,8 @@ def test_add_puts_an_outside_layer_beside_the_committed_baselines(tmp_path):
     stale = _swar_bench_with(tmp_path, "study", "run", str(study), "--add", "mylayers.MyGRU",
                              "--init-args", '{"vocab_size": 40, "d_model": 8, "n_layers": 1}')
     assert stale.returncode == 2 and stale.stderr.count("\n") == 1
-    assert "baseline records of other code: GRU_tiny" in stale.stderr and "--rerun-stale" in stale.stderr
+    assert "stale baseline records (of other code, or of a config file changed since): GRU_tiny (" in stale.stderr
+    assert "--rerun-stale" in stale.stderr
 
 
 def test_arms_with_their_own_budget_run_at_the_rate_of_their_source(tmp_path):
