@@ -285,7 +285,7 @@ def test_an_mqar_run_resumes_only_with_the_config_it_was_stopped_with(
         command_text(args) + "\n" + ("" if hashes is None else json.dumps(hashes) + "\n")
     )
     calls = []
-    monkeypatch.setattr(mqar.subprocess, "call", lambda argv, **kwargs: calls.append(argv) or 0)
+    monkeypatch.setattr(mqar.children, "call", lambda argv, **kwargs: calls.append(argv) or 0)
     record = mqar.MQARRunner(study, log=lambda line: None).fit(entry, 1.0e-2)
     assert record["resumed"] == (marker != "other hashes")
     assert any(a.startswith("--ckpt_path=") for a in calls[0]) == (marker != "other hashes")
