@@ -91,6 +91,9 @@ def parse_error_line(message: str, argv: list[str] | None = None) -> str:
     model.mechanism.init_args.d_model: ...``)."""
 
     key = re.match(r'Parser key "([^"]+)"', message)
+    nested = nested_class_arg_line(message, argv or [])
+    if nested is not None:
+        return nested
     if key and key.group(1) == "model.mechanism":
         unknown = re.search(r"dot import path string: (\S+)", message) or re.search(
             r"Expected a path but (\S+) either not accessible", message
@@ -156,6 +159,46 @@ def parse_error_line(message: str, argv: list[str] | None = None) -> str:
         return (f"{source}: {option}={value} is invalid; expected {expected}" if source is not None
                 else f"--{option}={value} is invalid; expected {expected}")
     return f"{source}: {option}: {reason}" if source is not None else f"--{option}: {reason}"
+
+
+def nested_class_arg_line(message: str, argv: list[str]) -> str | None:
+    """The one line for an argument of a class-typed option given on the command line
+    (``--trainer.logger.*``, ``--trainer.profiler.*``, ``--trainer.callbacks.*``), the option as
+    typed in ``argv``: a misspelt one as ``unknown option --trainer.logger.init_args.save_dirr (did
+    you mean --trainer.logger.init_args.save_dir?); expected an argument of
+    lightning.pytorch.loggers.TensorBoardLogger: comment, ...``, a refused value as
+    ``--trainer.logger.init_args.log_graph: Expected bool. Got value: abc (an argument of ...)``.
+    jsonargparse refuses either as a value of the whole option (``Parser key "trainer.logger":
+    Does not validate against any of the Union subtypes ... Given value: NestedArg(key='save_dirr',
+    ...)``), which the generic reading blames on the ``--config`` file that set the option. None
+    for any other message. The accepted arguments are those the parser takes
+    (:func:`class_arguments`, ``**kwargs`` followed), as for the same typo in a ``--config`` file."""
+    import difflib
+
+    key = re.match(r'Parser key "([^"]+)"', message)
+    given = re.search(r"Given value: NestedArg\(key='([^']+)', val=(.*)\)\s*$", message)
+    # the first class tried is the one given; later ones are the option's base classes
+    first = re.search(r"Problem with given class_path '([^']+)':\s*(.*?)(?=\n\s*- |\n\s*Given value type|$)", message, re.DOTALL)
+    if key is None or given is None:
+        return None
+    option, name = key.group(1), given.group(1)
+    flags = [a.partition("=")[0] for a in argv if a.startswith(f"--{option}.")]
+    typed = next((f for f in reversed(flags) if f.rstrip("+").rsplit(".", 1)[-1] == name), f"--{option}.init_args.{name}")
+    if first is None:  # --trainer.logger=false --trainer.logger.init_args.save_dir=x
+        return f"{typed}: an argument given while --{option} names no class; expected --{option}=CLASS_PATH before its arguments"
+    class_path, body = first.group(1), " ".join(first.group(2).split())
+    rejected = re.fullmatch(r"(?:- )?Option '([^']+)' is not accepted", body)
+    if rejected is None:
+        refused = re.fullmatch(r'(?:- )?Parser key "([^"]+)":\s*(.*)', body)
+        if refused is None or refused.group(1) != name:
+            return None
+        reason = re.sub(r"<class '([^']+)'>", r"\1", re.sub(r"Expected an? <class '([^']+)'>", r"Expected \1", refused.group(2)))
+        return f"{typed}: {reason} (an argument of {class_path})"
+    accepted = class_arguments(class_path, follow_kwargs=True) or []
+    close = difflib.get_close_matches(name, accepted, n=1, cutoff=0.6)
+    suggestion = f" (did you mean {typed.rstrip('+')[: -len(name)]}{close[0]}?)" if close else ""
+    listed = f": {', '.join(accepted)}" if accepted else ""
+    return f"unknown option {typed}{suggestion}; expected an argument of {class_path}{listed}"
 
 
 FINITE_FLOAT_EXPECTED = {"model.lr": "a positive finite learning rate", "lr": "a positive finite learning rate",
