@@ -134,7 +134,7 @@ def _no_such_file(path: str, subcommand: str | None) -> ValueError:
     (:func:`ckpt_path_keywords`: never one the command would then refuse)."""
     from swar_bench.utils.text import did_you_mean
 
-    suggestion = did_you_mean(path, CKPT_PATH_KEYWORDS)
+    suggestion = did_you_mean(path, ckpt_path_keywords(subcommand))
     return ValueError(f"--ckpt_path={path}: no such file{suggestion}; expected {ckpt_path_expected(subcommand)}")
 
 

@@ -218,3 +218,45 @@ def test_the_keywords_a_subcommand_takes_come_from_one_place(
     assert line is not None and "\n" not in line
     assert line.startswith(f"--ckpt_path={value}" if value else "--ckpt_path=''")
     assert line.endswith(f"expected {expected}")
+
+
+# --- a suggestion names only a keyword the subcommand takes (fault: `test --ckpt_path=bset` -> best) ---
+
+
+@pytest.mark.parametrize("subcommand", ["test", "validate", "predict"])
+def test_the_reported_misspelt_best_suggests_nothing_refused(
+    capsys, tmp_path, monkeypatch, subcommand
+):
+    monkeypatch.chdir(tmp_path)
+    argv = [subcommand, "--model.mechanism=GRU", "--ckpt_path=bset"]
+    assert _error_lines(capsys, argv) == (
+        2,
+        [f"swar-bench: error: --ckpt_path=bset: no such file; {EXPECTED}"],
+    )
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    data=st.data(),
+    subcommand=st.sampled_from(SUBCOMMANDS),
+    keyword=st.sampled_from(CKPT_PATH_KEYWORDS),
+    litmodels=st.booleans(),
+)
+def test_a_suggested_keyword_is_always_one_the_subcommand_takes(
+    tmp_path_factory, data, subcommand, keyword, litmodels
+):
+    """The kind: any one-edit misspelling of any keyword Lightning knows (``best`` and
+    ``registry`` included), given to any subcommand, that is no file: whatever the refusal
+    suggests is a keyword that subcommand then accepts."""
+    typo = _one_edit(data.draw, keyword)
+    if typo in CKPT_PATH_KEYWORDS or typo.lower().startswith("registry"):
+        return
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(checkpoints, "litmodels_installed", lambda: litmodels)
+        mp.chdir(tmp_path_factory.mktemp("cwd"))
+        line = _refusal(typo, subcommand)
+        assert line is not None and line.startswith(f"--ckpt_path={typo}: no such file")
+        if "(did you mean " in line:
+            suggested = line.split("(did you mean ")[1].split("?)")[0]
+            assert suggested in ckpt_path_keywords(subcommand)
+            assert ckpt_path_keyword(suggested, subcommand) == suggested
