@@ -158,7 +158,27 @@ def parse_error_line(message: str, argv: list[str] | None = None) -> str:
         expected = FINITE_FLOAT_EXPECTED.get(option, "a finite number")
         return (f"{source}: {option}={value} is invalid; expected {expected}" if source is not None
                 else f"--{option}={value} is invalid; expected {expected}")
+    if value is not None and re.fullmatch(LIST_TYPES, reason):
+        return list_expected_line(option, value, source)
     return f"{source}: {option}: {reason}" if source is not None else f"--{option}: {reason}"
+
+
+LIST_TYPES = r"Expected (?:collections\.abc\.)?(?:Sequence|Iterable|list|tuple)(?:\[.*\])?\. Got value: .*"
+"""jsonargparse's refusal of a value that is no list for an option that takes one (``Expected
+collections.abc.Sequence. Got value: n32``), its type reprs already read."""
+
+LIST_EXAMPLES = {"model.betas": "[0.9, 0.95]"}
+"""The example a list option's refusal shows, by option (default: the value in brackets)."""
+
+
+def list_expected_line(option: str, value: str, source: str | None) -> str:
+    """``--data.train_configs=n32: expected a list, e.g. --data.train_configs=[n32]`` (``source``:
+    the ``--config`` file that set the value, else None for the command line): the one line for
+    a value that is no list given to an option that takes one."""
+    example = LIST_EXAMPLES.get(option) or "[" + (value.strip().strip("[]").strip() or "32, 64") + "]"
+    if source is not None:
+        return f"{source}: {option}={value}: expected a list, e.g. {option}: {example}"
+    return f"--{option}={value}: expected a list, e.g. --{option}={example}"
 
 
 def nested_class_arg_line(message: str, argv: list[str]) -> str | None:

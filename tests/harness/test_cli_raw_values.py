@@ -1,0 +1,80 @@
+"""Values the parser refused with its own text (issue "raw parser text"): a value that is no list
+given to a list option (``--data.train_configs=n32``: "Expected collections.abc.Sequence. Got
+value: n32") now gets one line naming the option, the value and what was expected, exit 2."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from swar_bench import cli
+from swar_bench.lightning_cli import main
+
+QUICKSTART = str(Path(__file__).resolve().parents[2] / "configs" / "quickstart.yaml")
+
+
+def _error(capsys) -> str:
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err
+    lines = [ln for ln in captured.err.splitlines() if ln.strip()]
+    assert len(lines) == 1, lines
+    return lines[0]
+
+
+# --- a value that is no list, given to a list option ----------------------------------------------
+
+
+def test_the_reported_scalar_train_configs_says_a_list_was_expected(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["fit", "--config", QUICKSTART, "--data.train_configs=n32"]) == 2
+    assert _error(capsys) == (
+        "swar-bench: error: --data.train_configs=n32: expected a list, e.g. --data.train_configs=[n32]"
+    )
+    assert not list(tmp_path.iterdir())
+
+
+def test_a_scalar_in_a_config_file_names_the_file(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    config = tmp_path / "run.yaml"
+    config.write_text("data:\n  val_configs: 32\n")
+    assert main(["fit", "--config", QUICKSTART, "--config", str(config)]) == 2
+    assert _error(capsys) == (
+        f"swar-bench: error: --config={config}: data.val_configs=32: expected a list, e.g. data.val_configs: [32]"
+    )
+
+
+LIST_OPTIONS = [
+    "data.train_configs",
+    "data.val_configs",
+    "data.test_configs",
+    "accuracy.n_writes_values",
+    "calibration.n_writes_values",
+    "model.betas",
+]
+YAML_WORDS = {"null", "true", "false", "yes", "no", "on", "off", "y", "n"}
+SCALARS = st.one_of(
+    st.from_regex(r"[a-z][a-z0-9_]{0,8}", fullmatch=True).filter(lambda w: w not in YAML_WORDS),
+    st.integers(0, 99999).map(str),
+    st.floats(0.001, 1000, allow_nan=False).map(lambda x: f"{x:.3f}"),
+)
+
+
+@settings(
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(option=st.sampled_from(LIST_OPTIONS), value=SCALARS)
+def test_any_scalar_given_to_a_list_option_is_one_line(capsys, tmp_path_factory, option, value):
+    """The kind: any scalar (a word, an integer, a number) given on the command line to any option
+    that takes a list: exit 2, one line ``--OPTION=VALUE: expected a list, e.g. --OPTION=[...]``."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(tmp_path_factory.mktemp("cwd"))
+        capsys.readouterr()
+        assert main(["fit", "--config", QUICKSTART, f"--{option}={value}"]) == 2
+    line = _error(capsys)
+    assert line.startswith(
+        f"swar-bench: error: --{option}={value}: expected a list, e.g. --{option}=["
+    )
+    assert line.endswith("]") and "Expected" not in line
