@@ -104,6 +104,9 @@ def parse_error_line(message: str, argv: list[str] | None = None) -> str:
                 f"unknown mechanism {unknown.group(1)!r} for --model.mechanism; expected a ContextMechanism "
                 f"class path, e.g. one of swar_bench.mechanisms: {names}"
             )
+    unknown_class = unknown_class_line(message, argv or [])
+    if unknown_class is not None:
+        return unknown_class
     if not key:
         return joined(message)
     keys, class_path = [], None
@@ -219,6 +222,69 @@ def nested_class_arg_line(message: str, argv: list[str]) -> str | None:
     suggestion = f" (did you mean {typed.rstrip('+')[: -len(name)]}{close[0]}?)" if close else ""
     listed = f": {', '.join(accepted)}" if accepted else ""
     return f"unknown option {typed}{suggestion}; expected an argument of {class_path}{listed}"
+
+
+NOT_CLASSES = ("NoneType", "bool", "str", "int", "float", "list", "dict", "tuple")
+"""Types of a Union option that are not a class the option names by its path (``Subtypes``)."""
+
+
+def class_choices(bases: list[type]) -> list[str]:
+    """The names of the public subclasses of ``bases`` (excluding the bases) in the ``__all__`` of
+    each base's package (``lightning.pytorch.callbacks`` for ``Callback``) and of
+    ``swar_bench.callbacks``, sorted: what ``--trainer.callbacks+=NAME`` and its like take by name."""
+    import importlib
+
+    names: set[str] = set()
+    for package in dict.fromkeys([*(b.__module__.rsplit(".", 1)[0] for b in bases), "swar_bench.callbacks"]):
+        try:
+            module = importlib.import_module(package)
+        except ImportError:
+            continue
+        for name in getattr(module, "__all__", None) or [n for n in dir(module) if not n.startswith("_")]:
+            try:
+                found = getattr(module, name, None)
+            except Exception:  # noqa: BLE001, S112 - a lazily imported optional dependency: not offered
+                continue
+            if isinstance(found, type) and found not in bases and issubclass(found, tuple(bases)):
+                names.add(name)
+    return sorted(names)
+
+
+def unknown_class_line(message: str, argv: list[str]) -> str | None:
+    """``unknown Callback class 'NoSuch' for --trainer.callbacks (did you mean ...?); expected a
+    Callback class name or path, e.g. one of AnswerTypeAccuracy, ...``: the one line for a class
+    name that names no class, given to a class-typed option (``--trainer.callbacks``,
+    ``--trainer.logger``, ``--trainer.plugins``; led by the ``--config`` file that gave it), in
+    place of jsonargparse's "Expected one of <types>. Got value: NoSuch". None for another message."""
+    import importlib
+
+    key = re.match(r'Parser key "([^"]+)"', message)
+    subtypes = re.search(r"Subtypes: \[(.*)\]", message)
+    name = re.search(r"Expected a dot import path string: (\S+)", message) or re.search(
+        r"Problem with given class_path '([^']+)':\s*(?:No module named|module '[^']*' has no attribute)", message)
+    if key is None or subtypes is None or name is None or key.group(1) == "model.mechanism":
+        return None
+    bases = []
+    for path in dict.fromkeys(re.findall(r"<class '([\w.]+)'>", subtypes.group(1))):
+        module, _, attribute = path.rpartition(".")
+        if attribute in NOT_CLASSES or not module:
+            continue
+        try:
+            bases.append(getattr(importlib.import_module(module), attribute))
+        except (ImportError, AttributeError):
+            continue
+    if not bases:
+        return None
+    option, typed = key.group(1), name.group(1)
+    kinds = ", ".join(b.__name__ for b in bases[:-1]) + (" or " if len(bases) > 1 else "") + bases[-1].__name__
+    choices = class_choices(bases)
+    listing = f", e.g. one of {', '.join(choices)}" if choices else ""
+    rest = (f"unknown {kinds} class {typed!r} for {{}}{did_you_mean(typed.rsplit('.', 1)[-1], choices)}; expected a "
+            f"{kinds} class name or path{listing}")
+    typed_here = any(a.partition("=")[0].rstrip("+") == f"--{option}" and typed in a for a in argv) or any(
+        a.rstrip("+") == f"--{option}" and i + 1 < len(argv) and typed in argv[i + 1] for i, a in enumerate(argv))
+    source = None if typed_here else option_source(argv, option)
+    return f"{source}: {rest.format(option)}" if source is not None else rest.format(f"--{option}")
 
 
 FINITE_FLOAT_EXPECTED = {"model.lr": "a positive finite learning rate", "lr": "a positive finite learning rate",

@@ -78,3 +78,78 @@ def test_any_scalar_given_to_a_list_option_is_one_line(capsys, tmp_path_factory,
         f"swar-bench: error: --{option}={value}: expected a list, e.g. --{option}=["
     )
     assert line.endswith("]") and "Expected" not in line
+
+
+# --- a class name that names no class, given to a class option (--trainer.callbacks+=NoSuch) ------
+
+CALLBACKS = (
+    "AnswerTypeAccuracy, BackboneFinetuning, BaseFinetuning, BasePredictionWriter, BatchSizeFinder, Calibration, "
+    "Checkpoint, DeviceStatsMonitor, EMAWeightAveraging, EarlyStopping, FlopBudget, GradientAccumulationScheduler, "
+    "LambdaCallback, LearningRateFinder, LearningRateMonitor, LengthCurriculum, MQARAccuracy, ModelCheckpoint, "
+    "ModelPruning, ModelSummary, OnExceptionCheckpoint, ProgressBar, RichModelSummary, RichProgressBar, "
+    "SpikeDetection, StochasticWeightAveraging, TQDMProgressBar, ThroughputMonitor, Timer, WeightAveraging"
+)
+
+
+def test_the_reported_unknown_callback_lists_the_callbacks(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["fit", "--config", QUICKSTART, "--trainer.callbacks+=NoSuch"]) == 2
+    assert _error(capsys) == (
+        "swar-bench: error: unknown Callback class 'NoSuch' for --trainer.callbacks; expected a Callback class name "
+        f"or path, e.g. one of {CALLBACKS}"
+    )
+
+
+def test_an_unknown_callback_in_a_config_file_names_the_file(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    config = tmp_path / "run.yaml"
+    config.write_text("trainer:\n  callbacks:\n    - class_path: EarlyStoping\n")
+    assert main(["fit", "--config", QUICKSTART, "--config", str(config)]) == 2
+    assert _error(capsys) == (
+        f"swar-bench: error: --config={config}: unknown Callback class 'EarlyStoping' for trainer.callbacks (did you "
+        f"mean EarlyStopping?); expected a Callback class name or path, e.g. one of {CALLBACKS}"
+    )
+
+
+CLASS_OPTIONS = [
+    ("--trainer.callbacks+", "Callback", CALLBACKS.split(", ")),
+    ("--trainer.callbacks", "Callback", CALLBACKS.split(", ")),
+    (
+        "--trainer.logger",
+        "Logger",
+        ["CSVLogger", "CometLogger", "MLFlowLogger", "TensorBoardLogger", "WandbLogger"],
+    ),
+]
+
+
+@settings(
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=st.data(), chosen=st.sampled_from(CLASS_OPTIONS), dotted=st.booleans())
+def test_any_unknown_class_name_is_one_line_with_the_classes_taken(
+    capsys, tmp_path_factory, data, chosen, dotted
+):
+    """The kind: any misspelt class name (one letter doubled, or a letter replaced by ``Q``), bare
+    or as a dotted path, given to a class option: exit 2, one line ``unknown <Base> class 'NAME'
+    for --OPTION``, a suggestion only of a class the option takes, and every class it takes."""
+    flag, kind, choices = chosen
+    meant = data.draw(st.sampled_from(choices))
+    i = data.draw(st.integers(0, len(meant) - 1))
+    typo = data.draw(
+        st.sampled_from([meant[:i] + meant[i] + meant[i:], meant[:i] + "Q" + meant[i + 1 :]])
+    )
+    if typo in choices:
+        return
+    name = f"lightning.pytorch.callbacks.{typo}" if dotted else typo
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(tmp_path_factory.mktemp("cwd"))
+        capsys.readouterr()
+        assert main(["fit", "--config", QUICKSTART, f"{flag}={name}"]) == 2
+    line = _error(capsys)
+    option = flag.rstrip("+")
+    assert line.startswith(f"swar-bench: error: unknown {kind} class {name!r} for {option}")
+    assert line.endswith(
+        f"; expected a {kind} class name or path, e.g. one of {', '.join(choices)}"
+    )
+    if "(did you mean " in line:
+        assert line.split("(did you mean ")[1].split("?)")[0] in choices
