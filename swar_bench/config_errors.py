@@ -91,6 +91,9 @@ def parse_error_line(message: str, argv: list[str] | None = None) -> str:
     model.mechanism.init_args.d_model: ...``)."""
 
     key = re.match(r'Parser key "([^"]+)"', message)
+    nested = nested_class_arg_line(message, argv or [])
+    if nested is not None:
+        return nested
     if key and key.group(1) == "model.mechanism":
         unknown = re.search(r"dot import path string: (\S+)", message) or re.search(
             r"Expected a path but (\S+) either not accessible", message
@@ -101,6 +104,9 @@ def parse_error_line(message: str, argv: list[str] | None = None) -> str:
                 f"unknown mechanism {unknown.group(1)!r} for --model.mechanism; expected a ContextMechanism "
                 f"class path, e.g. one of swar_bench.mechanisms: {names}"
             )
+    unknown_class = unknown_class_line(message, argv or [])
+    if unknown_class is not None:
+        return unknown_class
     if not key:
         return joined(message)
     keys, class_path = [], None
@@ -155,7 +161,130 @@ def parse_error_line(message: str, argv: list[str] | None = None) -> str:
         expected = FINITE_FLOAT_EXPECTED.get(option, "a finite number")
         return (f"{source}: {option}={value} is invalid; expected {expected}" if source is not None
                 else f"--{option}={value} is invalid; expected {expected}")
+    if value is not None and re.fullmatch(LIST_TYPES, reason):
+        return list_expected_line(option, value, source)
     return f"{source}: {option}: {reason}" if source is not None else f"--{option}: {reason}"
+
+
+LIST_TYPES = r"Expected (?:collections\.abc\.)?(?:Sequence|Iterable|list|tuple)(?:\[.*\])?\. Got value: .*"
+"""jsonargparse's refusal of a value that is no list for an option that takes one (``Expected
+collections.abc.Sequence. Got value: n32``), its type reprs already read."""
+
+LIST_EXAMPLES = {"model.betas": "[0.9, 0.95]"}
+"""The example a list option's refusal shows, by option (default: the value in brackets)."""
+
+
+def list_expected_line(option: str, value: str, source: str | None) -> str:
+    """``--data.train_configs=n32: expected a list, e.g. --data.train_configs=[n32]`` (``source``:
+    the ``--config`` file that set the value, else None for the command line): the one line for
+    a value that is no list given to an option that takes one."""
+    example = LIST_EXAMPLES.get(option) or "[" + (value.strip().strip("[]").strip() or "32, 64") + "]"
+    if source is not None:
+        return f"{source}: {option}={value}: expected a list, e.g. {option}: {example}"
+    return f"--{option}={value}: expected a list, e.g. --{option}={example}"
+
+
+def nested_class_arg_line(message: str, argv: list[str]) -> str | None:
+    """The one line for an argument of a class-typed option given on the command line
+    (``--trainer.logger.*``, ``--trainer.profiler.*``, ``--trainer.callbacks.*``), the option as
+    typed in ``argv``: a misspelt one as ``unknown option --trainer.logger.init_args.save_dirr (did
+    you mean --trainer.logger.init_args.save_dir?); expected an argument of
+    lightning.pytorch.loggers.TensorBoardLogger: comment, ...``, a refused value as
+    ``--trainer.logger.init_args.log_graph: Expected bool. Got value: abc (an argument of ...)``.
+    jsonargparse refuses either as a value of the whole option (``Parser key "trainer.logger":
+    Does not validate against any of the Union subtypes ... Given value: NestedArg(key='save_dirr',
+    ...)``), which the generic reading blames on the ``--config`` file that set the option. None
+    for any other message. The accepted arguments are those the parser takes
+    (:func:`class_arguments`, ``**kwargs`` followed), as for the same typo in a ``--config`` file."""
+    import difflib
+
+    key = re.match(r'Parser key "([^"]+)"', message)
+    given = re.search(r"Given value: NestedArg\(key='([^']+)', val=(.*)\)\s*$", message)
+    # the first class tried is the one given; later ones are the option's base classes
+    first = re.search(r"Problem with given class_path '([^']+)':\s*(.*?)(?=\n\s*- |\n\s*Given value type|$)", message, re.DOTALL)
+    if key is None or given is None:
+        return None
+    option, name = key.group(1), given.group(1)
+    flags = [a.partition("=")[0] for a in argv if a.startswith(f"--{option}.")]
+    typed = next((f for f in reversed(flags) if f.rstrip("+").rsplit(".", 1)[-1] == name), f"--{option}.init_args.{name}")
+    if first is None:  # --trainer.logger=false --trainer.logger.init_args.save_dir=x
+        return f"{typed}: an argument given while --{option} names no class; expected --{option}=CLASS_PATH before its arguments"
+    class_path, body = first.group(1), " ".join(first.group(2).split())
+    rejected = re.fullmatch(r"(?:- )?Option '([^']+)' is not accepted", body)
+    if rejected is None:
+        refused = re.fullmatch(r'(?:- )?Parser key "([^"]+)":\s*(.*)', body)
+        if refused is None or refused.group(1) != name:
+            return None
+        reason = re.sub(r"<class '([^']+)'>", r"\1", re.sub(r"Expected an? <class '([^']+)'>", r"Expected \1", refused.group(2)))
+        return f"{typed}: {reason} (an argument of {class_path})"
+    accepted = class_arguments(class_path, follow_kwargs=True) or []
+    close = difflib.get_close_matches(name, accepted, n=1, cutoff=0.6)
+    suggestion = f" (did you mean {typed.rstrip('+')[: -len(name)]}{close[0]}?)" if close else ""
+    listed = f": {', '.join(accepted)}" if accepted else ""
+    return f"unknown option {typed}{suggestion}; expected an argument of {class_path}{listed}"
+
+
+NOT_CLASSES = ("NoneType", "bool", "str", "int", "float", "list", "dict", "tuple")
+"""Types of a Union option that are not a class the option names by its path (``Subtypes``)."""
+
+
+def class_choices(bases: list[type]) -> list[str]:
+    """The names of the public subclasses of ``bases`` (excluding the bases) in the ``__all__`` of
+    each base's package (``lightning.pytorch.callbacks`` for ``Callback``) and of
+    ``swar_bench.callbacks``, sorted: what ``--trainer.callbacks+=NAME`` and its like take by name."""
+    import importlib
+
+    names: set[str] = set()
+    for package in dict.fromkeys([*(b.__module__.rsplit(".", 1)[0] for b in bases), "swar_bench.callbacks"]):
+        try:
+            module = importlib.import_module(package)
+        except ImportError:
+            continue
+        for name in getattr(module, "__all__", None) or [n for n in dir(module) if not n.startswith("_")]:
+            try:
+                found = getattr(module, name, None)
+            except Exception:  # noqa: BLE001, S112 - a lazily imported optional dependency: not offered
+                continue
+            if isinstance(found, type) and found not in bases and issubclass(found, tuple(bases)):
+                names.add(name)
+    return sorted(names)
+
+
+def unknown_class_line(message: str, argv: list[str]) -> str | None:
+    """``unknown Callback class 'NoSuch' for --trainer.callbacks (did you mean ...?); expected a
+    Callback class name or path, e.g. one of AnswerTypeAccuracy, ...``: the one line for a class
+    name that names no class, given to a class-typed option (``--trainer.callbacks``,
+    ``--trainer.logger``, ``--trainer.plugins``; led by the ``--config`` file that gave it), in
+    place of jsonargparse's "Expected one of <types>. Got value: NoSuch". None for another message."""
+    import importlib
+
+    key = re.match(r'Parser key "([^"]+)"', message)
+    subtypes = re.search(r"Subtypes: \[(.*)\]", message)
+    name = re.search(r"Expected a dot import path string: (\S+)", message) or re.search(
+        r"Problem with given class_path '([^']+)':\s*(?:No module named|module '[^']*' has no attribute)", message)
+    if key is None or subtypes is None or name is None or key.group(1) == "model.mechanism":
+        return None
+    bases = []
+    for path in dict.fromkeys(re.findall(r"<class '([\w.]+)'>", subtypes.group(1))):
+        module, _, attribute = path.rpartition(".")
+        if attribute in NOT_CLASSES or not module:
+            continue
+        try:
+            bases.append(getattr(importlib.import_module(module), attribute))
+        except (ImportError, AttributeError):
+            continue
+    if not bases:
+        return None
+    option, typed = key.group(1), name.group(1)
+    kinds = ", ".join(b.__name__ for b in bases[:-1]) + (" or " if len(bases) > 1 else "") + bases[-1].__name__
+    choices = class_choices(bases)
+    listing = f", e.g. one of {', '.join(choices)}" if choices else ""
+    rest = (f"unknown {kinds} class {typed!r} for {{}}{did_you_mean(typed.rsplit('.', 1)[-1], choices)}; expected a "
+            f"{kinds} class name or path{listing}")
+    typed_here = any(a.partition("=")[0].rstrip("+") == f"--{option}" and typed in a for a in argv) or any(
+        a.rstrip("+") == f"--{option}" and i + 1 < len(argv) and typed in argv[i + 1] for i, a in enumerate(argv))
+    source = None if typed_here else option_source(argv, option)
+    return f"{source}: {rest.format(option)}" if source is not None else rest.format(f"--{option}")
 
 
 FINITE_FLOAT_EXPECTED = {"model.lr": "a positive finite learning rate", "lr": "a positive finite learning rate",

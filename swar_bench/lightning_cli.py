@@ -376,7 +376,7 @@ class SwarBenchCLI(LightningCLI):
         return os.path.join(self._ckpt_run_folder, "checkpoints")
 
     def _read_checkpoint(self, path: str) -> None:
-        checkpoint = read_checkpoint(path)
+        checkpoint = read_checkpoint(path, self.config.get("subcommand"))
         self._checkpoint_path = path
         if checkpoint is not None:
             self._checkpoint = checkpoint

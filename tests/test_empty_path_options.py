@@ -22,7 +22,7 @@ REFEREE = str(ROOT / "configs" / "referee" / "quick.yaml")
 TINY = ["--trainer.max_steps=2"]
 
 FOLDER = "expected a folder path"
-CKPT = "expected a checkpoint file or one of last, best, hpc, registry"
+CKPT = "expected a checkpoint file written by swar-bench fit (e.g. <run>/checkpoints/last.ckpt), last or hpc"
 CONFIG = "expected the path of a YAML file of options such as configs/quickstart.yaml"
 RESULT = "expected the path of a referee result JSON (result.json)"
 

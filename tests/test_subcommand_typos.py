@@ -79,3 +79,44 @@ def test_any_one_character_typo_of_a_command_is_one_line_suggesting_it(capsys, g
     suggested = lines[0].split("(did you mean ", 1)[1].split("?)", 1)[0]
     assert suggested in names
     assert lines[0].endswith(f"; expected one of {', '.join(names)} ({prog} --help)")
+
+
+# --- a misspelt split in --splits (`data generate --splits tset` had no suggestion) ---------------
+
+SPLITS = ("train", "validation", "test")
+
+
+def test_the_reported_misspelt_split_is_suggested(capsys, tmp_path):
+    argv = ["data", "generate", "--out", str(tmp_path / "d"), "--splits", "tset"]
+    assert _run(capsys, argv) == (
+        2,
+        [("swar-bench data generate: error: --splits: 'tset' is not a split (did you mean test?); expected some of "
+          "train,validation,test")],
+    )
+    assert not (tmp_path / "d").exists()
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data(), meant=st.lists(st.sampled_from(SPLITS), min_size=1, max_size=3, unique=True))
+def test_any_misspelt_splits_are_named_each_with_a_split(data, meant):
+    """The kind: any comma list of splits with one or more misspelt by one character (drop,
+    insert, double, swap): one line naming every name that is no split, in order, each suggestion
+    a split, and the splits expected."""
+    from swar_bench.tasks.cli_options import UsageError, splits_option
+
+    given_ = [_typo(m, data.draw(st.integers(0, 20)), data.draw(st.integers(0, 3))) if data.draw(st.booleans()) else m
+              for m in meant]
+    given_ = list(dict.fromkeys(g for g in given_ if g and "," not in g))
+    unknown = [g for g in given_ if g not in SPLITS]
+    if not unknown:
+        assert splits_option(",".join(given_)) == given_
+        return
+    with pytest.raises(UsageError) as err:
+        splits_option(",".join(given_))
+    line = str(err.value)
+    assert "\n" not in line and line.startswith("--splits: ")
+    assert line.endswith("; expected some of train,validation,test")
+    positions = [line.index(repr(u)) for u in unknown]
+    assert positions == sorted(positions)
+    for suggested in [part.split("?)")[0] for part in line.split("(did you mean ")[1:]]:
+        assert suggested in SPLITS

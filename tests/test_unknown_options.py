@@ -28,7 +28,11 @@ def _run(capsys, argv):
         (["study", "run", "S.yaml", "--jobz", "1"], "swar-bench study run: error: unknown option --jobz (did you mean --jobs?)"),
         (
             ["study", "status", "S.yaml", "--jsob", "2"],
-            "swar-bench study status: error: unknown option --jsob; expected no option (swar-bench study status --help)",
+            (
+                "swar-bench study status: error: unknown option --jsob; swar-bench study status takes no options, only "
+                "its argument study: the study file (YAML), e.g. configs/studies/frontier.yaml "
+                "(swar-bench study status --help)"
+            ),
         ),
         (
             ["data", "generate", "--out", "g1", "--configs", "n32", "--splits", "test", "--num-exmples", "5"],
@@ -154,3 +158,33 @@ def test_a_missing_command_lists_the_commands(commands):
         sub.add_parser(name)
     err = _refusal(parser, [])
     assert err == f"tool: error: no command given; expected one of {', '.join(commands)} (tool --help)\n"
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    positionals=st.lists(NAMES, max_size=3, unique=True),
+    helps=st.lists(st.sampled_from([None, "the study file", "a folder, e.g. runs"]), min_size=3, max_size=3),
+    typo=NAMES,
+    sub=st.booleans(),
+)
+def test_a_command_without_options_says_what_it_takes(positionals, helps, typo, sub):
+    """The kind: any (sub-)command that takes no option, given one: one line saying it takes no
+    options and naming each of its arguments (with its help), never "expected no option"."""
+    from swar_bench.utils.argparsing import closest_option
+
+    if closest_option(typo, ["--help"]) is not None:
+        return  # a typo of --help is --help's ("did you mean --help?")
+    top = ArgumentParser(prog="tool")
+    parser = top.add_subparsers(dest="command", required=True).add_parser("go") if sub else top
+    for name, text in zip(positionals, helps):
+        parser.add_argument(name, help=text)
+    argv = (["go"] if sub else []) + [f"--{typo}", *["x"] * len(positionals)]
+    err = _refusal(top, argv)
+    prog = "tool go" if sub else "tool"
+    assert err.count("\n") == 1 and "expected no option" not in err
+    assert err.startswith(f"{prog}: error: unknown option --{typo}; {prog} takes no options")
+    assert err.rstrip().endswith(f"({prog} --help)")
+    if not positionals:
+        assert "takes no options and no arguments" in err
+    for name, text in zip(positionals, helps):
+        assert (f"{name}: {text}" if text else name) in err

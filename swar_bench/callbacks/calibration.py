@@ -29,6 +29,7 @@ import lightning.pytorch as pl
 import numpy as np
 import torch
 from lightning.pytorch.utilities import rank_zero_info, rank_zero_warn
+from lightning.pytorch.utilities.rank_zero import rank_zero_debug
 from torchmetrics import Metric
 
 from swar_bench.callbacks.answer_type_accuracy import check_n_writes_values
@@ -337,7 +338,8 @@ class Calibration(EvalHooks):
     ``target``, ``loss``, ``confidence``, ``answer_kind``, ``n_writes``); logs ``val/ece/n<N>`` / ``test/ece/n<N>`` per evaluated N and
     ``val/self_knowledge_correlation`` / ``test/self_knowledge_correlation`` (NaN when fewer than
     2 N were evaluated or a side has zero variance; the reason is logged the first time only, per
-    ``val`` / ``test``, not at every validation). At test end (global rank 0) writes ``CALIBRATION_FILES`` atomically to ``out_dir`` (default: the logger's
+    ``val`` / ``test``, not at every validation, and at debug level when fewer than 2 N were
+    evaluated: a config that evaluates one N by design shows the undefined value in its test table). At test end (global rank 0) writes ``CALIBRATION_FILES`` atomically to ``out_dir`` (default: the logger's
     ``log_dir``) and adds the table to TensorBoard as text.
 
     Args:
@@ -409,9 +411,10 @@ class Calibration(EvalHooks):
             )
             if report.correlation.reason is not None and prefix not in self._nan_reported:
                 self._nan_reported.add(prefix)  # once per run: not at every validation
-                rank_zero_info(
-                    f"{prefix}/self_knowledge_correlation is NaN: {report.correlation.reason}"
-                )
+                # fewer than 2 N is the config's choice (quickstart trains and validates on n32
+                # alone), said at every such fit: debug level; a NaN across N is a finding: info
+                note = rank_zero_debug if len(report.n_writes) < 2 else rank_zero_info
+                note(f"{prefix}/self_knowledge_correlation is NaN: {report.correlation.reason}")
         return report
 
     def _states(self, stage: str) -> tuple[CalibrationCounts, TokenConfidences]:

@@ -24,9 +24,24 @@ def describe_mechanism(mechanism: Any) -> str:
     return f"{type(mechanism).__name__} ({mechanism_class_path(mechanism)}): {int(getattr(mechanism, 'n_params', 0)):,} params, {state}"
 
 
+def announced_folder(trainer: pl.Trainer, subcommand: str) -> str:
+    """Where a run writes, as its announce line says it: ``run folder <dir>``; with
+    ``--trainer.fast_dev_run``, which writes no logs and no checkpoints (Lightning's
+    ``DummyLogger``; ``save_last`` is off then too), ``fast_dev_run: no run folder is written (no
+    logs, no checkpoints)`` (``fit``, ``validate``, ``predict``, whose ``--predictions.output_dir``
+    is no run folder) or ``fast_dev_run: no logs or checkpoints are written, only the test reports,
+    into <dir>`` (``test``)."""
+    if not trainer.fast_dev_run:
+        return f"run folder {run_folder(trainer)}"
+    if subcommand == "test":
+        return f"fast_dev_run: no logs or checkpoints are written, only the test reports, into {run_folder(trainer)}"
+    return "fast_dev_run: no run folder is written (no logs, no checkpoints)"
+
+
 class Announce(Callback):
     """One line on stdout (global rank 0) before a run: ``swar-bench <subcommand>: <the built
-    model>; run folder <dir>``, printed once the inputs are validated. Lightning calls ``setup``
+    model>; run folder <dir>`` (:func:`announced_folder`: a ``fast_dev_run`` names no folder it
+    does not write), printed once the inputs are validated. Lightning calls ``setup``
     after the datamodule's ``prepare_data`` (which opens every stored split the run reads, so a
     bad ``--data.source`` has ended the run by then) and before the logger creates the folder."""
 
@@ -40,6 +55,6 @@ class Announce(Callback):
         self.done = True
         print(
             f"swar-bench {self.subcommand}: {describe_mechanism(pl_module.mechanism)}; "
-            f"run folder {run_folder(trainer)}",
+            f"{announced_folder(trainer, self.subcommand)}",
             flush=True,
         )

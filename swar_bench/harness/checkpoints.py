@@ -10,28 +10,75 @@ from typing import Any
 from swar_bench.utils.argparsing import check_path_given
 
 CKPT_PATH_KEYWORDS = ("last", "best", "hpc", "registry")
-"""``--ckpt_path`` values Lightning resolves itself (not files)."""
+"""``--ckpt_path`` values Lightning resolves itself (not files); which of them a command takes is
+:func:`ckpt_path_keywords`."""
 
-CKPT_PATH_EXPECTED = "a checkpoint file written by swar-bench fit (e.g. <run>/checkpoints/last.ckpt), last or hpc"
-"""What ``--ckpt_path`` takes from the command line: ``best`` names the best checkpoint of a fit
-earlier in the same process, which a new command never has."""
+CKPT_PATH_ACCEPTED = {
+    "fit": ("last", "hpc"),
+    "validate": ("last", "hpc"),
+    "test": ("last", "hpc"),
+    "predict": ("last", "hpc"),
+}
+"""The ``CKPT_PATH_KEYWORDS`` each subcommand takes from the command line, the one source of every
+``--ckpt_path`` message (what it lists, what it suggests). ``last``: the newest run's
+``last.ckpt`` (``fit`` starts afresh when there is none); ``hpc``: Lightning's SLURM checkpoint
+(``hpc_ckpt_<k>.ckpt`` in ``--trainer.default_root_dir``). Never ``best``: Lightning's best is the
+best checkpoint of a fit earlier in the same process, and each command starts a new one. Lightning's
+``registry`` (``registry:NAME``) is added when its ``litmodels`` package is installed."""
+
+
+def litmodels_installed() -> bool:
+    """Whether Lightning's model registry (``--ckpt_path registry``) can be used: its ``litmodels``
+    package is installed (found without importing it)."""
+    import importlib.util
+
+    return importlib.util.find_spec("litmodels") is not None
+
+
+def ckpt_path_keywords(subcommand: str | None) -> tuple[str, ...]:
+    """The ``--ckpt_path`` keywords ``swar-bench <subcommand>`` takes (``CKPT_PATH_ACCEPTED``; None:
+    ``fit``), ``registry`` last when ``litmodels`` is installed: ``("last", "hpc")``."""
+    accepted = CKPT_PATH_ACCEPTED.get(subcommand or "fit", CKPT_PATH_ACCEPTED["fit"])
+    return (*accepted, "registry") if litmodels_installed() else accepted
+
+
+def ckpt_path_expected(subcommand: str | None) -> str:
+    """What ``--ckpt_path`` of ``subcommand`` takes, as every refusal of it ends: ``a checkpoint file
+    written by swar-bench fit (e.g. <run>/checkpoints/last.ckpt), last or hpc``."""
+    keywords = ckpt_path_keywords(subcommand)
+    listed = ", ".join(keywords[:-1]) + f" or {keywords[-1]}" if len(keywords) > 1 else keywords[0]
+    return f"a checkpoint file written by swar-bench fit (e.g. <run>/checkpoints/last.ckpt), {listed}"
+
+
+def _registry(path: str) -> bool:
+    """Whether Lightning reads ``path`` as its model registry (``registry``, ``registry:NAME``)."""
+    return path.lower() == "registry" or path.lower().startswith("registry:")
 
 
 def ckpt_path_keyword(path: str, subcommand: str | None) -> str | None:
-    """``path`` when it is one of ``CKPT_PATH_KEYWORDS`` that Lightning resolves (not a file), else
-    None (a file or a URL, read by :func:`read_checkpoint`).
+    """``path`` when it is a keyword of :func:`ckpt_path_keywords` that Lightning resolves (not a
+    file), else None (a file or a URL, read by :func:`read_checkpoint`).
 
     Raises:
-        ValueError: for ``best`` (one line saying what works instead): Lightning's "best" is the
-            ``best_model_path`` of a ``ModelCheckpoint`` that saved during this process, so a
-            ``validate`` / ``test`` / ``predict`` / ``fit`` started from the command line has none.
+        ValueError: one line saying what works instead (:func:`ckpt_path_expected`) for ``best``
+            (Lightning's "best" is the ``best_model_path`` of a ``ModelCheckpoint`` that saved
+            during this process, so a command started from the command line has none) and for
+            ``registry`` without ``litmodels``.
     """
+    expected = ckpt_path_expected(subcommand)
     if path == "best":
         raise ValueError(
             f"--ckpt_path=best: Lightning's best is the best checkpoint of a fit earlier in the same process, and "
-            f"swar-bench {subcommand or 'fit'} starts a new one; expected {CKPT_PATH_EXPECTED}"
+            f"swar-bench {subcommand or 'fit'} starts a new one; expected {expected}"
         )
-    return path if path in CKPT_PATH_KEYWORDS else None
+    if _registry(path):
+        if "registry" in ckpt_path_keywords(subcommand):
+            return path
+        raise ValueError(
+            f"--ckpt_path={path}: Lightning's model registry needs the litmodels package, which is not installed; "
+            f"expected {expected}"
+        )
+    return path if path in ckpt_path_keywords(subcommand) else None
 
 
 def checkpoint_mechanism(checkpoint: dict[str, Any]) -> str | None:
@@ -81,29 +128,32 @@ def mismatch_error(configured: str, account: str, checkpoint: dict[str, Any] | N
     )
 
 
-def _no_such_file(path: str) -> ValueError:
+def _no_such_file(path: str, subcommand: str | None) -> ValueError:
     """``--ckpt_path=lastt: no such file (did you mean last?); expected ...``: a missing file, with
-    the keyword it is a misspelling of, when it is close to one."""
+    the keyword of ``subcommand`` it is a misspelling of, when it is close to one
+    (:func:`ckpt_path_keywords`: never one the command would then refuse)."""
     from swar_bench.utils.text import did_you_mean
 
-    return ValueError(f"--ckpt_path={path}: no such file{did_you_mean(path, CKPT_PATH_KEYWORDS)}; expected {CKPT_PATH_EXPECTED}")
+    suggestion = did_you_mean(path, ckpt_path_keywords(subcommand))
+    return ValueError(f"--ckpt_path={path}: no such file{suggestion}; expected {ckpt_path_expected(subcommand)}")
 
 
-def read_checkpoint(path: str) -> dict[str, Any] | None:
+def read_checkpoint(path: str, subcommand: str | None = None) -> dict[str, Any] | None:
     """The checkpoint ``--ckpt_path=path`` names, read weights-only (``swar_bench.runtime.checkpoint_io``,
     a pickled payload is never run); None for a distributed checkpoint folder (Lightning's
     strategy reads it). ValueError (one line naming ``path``) for a missing file, an unreadable
-    or refused one, a folder that is no distributed checkpoint, or no Lightning checkpoint."""
+    or refused one, a folder that is no distributed checkpoint, or no Lightning checkpoint; an
+    empty or missing one says what ``subcommand`` (None: ``fit``) takes (:func:`ckpt_path_expected`)."""
     from swar_bench.runtime.checkpoint_io import (
         CheckpointRefusedError,
         is_remote,
         load_checkpoint,
     )
 
-    check_path_given("--ckpt_path", path, f"a checkpoint file or one of {', '.join(CKPT_PATH_KEYWORDS)}")
+    check_path_given("--ckpt_path", path, ckpt_path_expected(subcommand))
     remote = is_remote(path)
     if not remote and not os.path.exists(path):
-        raise _no_such_file(path)
+        raise _no_such_file(path, subcommand)
     if not remote and os.path.isdir(path):  # a distributed checkpoint folder: Lightning's strategy reads it
         if not os.path.isfile(os.path.join(path, ".metadata")):
             raise ValueError(
@@ -124,7 +174,7 @@ def read_checkpoint(path: str) -> dict[str, Any] | None:
                 f"--ckpt_path={path}: not found, or the server cannot be reached; expected a URL that serves "
                 "a .ckpt written by swar-bench fit"
             ) from None
-        raise _no_such_file(path) from None
+        raise _no_such_file(path, subcommand) from None
     except OSError as err:  # a truncated or partly copied file: EINVAL from torch's zip reader
         raise ValueError(
             f"--ckpt_path={path}: cannot be read ({err.strerror or type(err).__name__}); expected a complete .ckpt "

@@ -155,12 +155,19 @@ def check_out_file(option: str, value: str) -> None:
 
 
 def splits_option(value: str | None) -> list[str] | None:
+    """The ``--splits`` list (each a split of ``SPLIT_SEEDS``), None when not given; a
+    :class:`UsageError` naming every name that is no split, each with the split it is closest to:
+    ``--splits: 'tset' is not a split (did you mean test?); expected some of train,validation,test``."""
+    from swar_bench.utils.text import did_you_mean
+
     splits = csv_list(value, "--splits")
-    for s in splits or []:
-        if s not in SPLIT_SEEDS:
-            raise UsageError(
-                f"--splits: {s!r} is not a split; expected some of {','.join(SPLIT_SEEDS)}"
-            )
+    unknown = [s for s in splits or [] if s not in SPLIT_SEEDS]
+    if unknown:
+        if len(unknown) == 1:
+            named = f"{unknown[0]!r} is not a split{did_you_mean(unknown[0], SPLIT_SEEDS)}"
+        else:
+            named = ", ".join(f"{s!r}{did_you_mean(s, SPLIT_SEEDS)}" for s in unknown) + " are not splits"
+        raise UsageError(f"--splits: {named}; expected some of {','.join(SPLIT_SEEDS)}")
     return splits
 
 

@@ -172,7 +172,27 @@ class ArgumentParser(argparse.ArgumentParser):
         if all(suggestions.values()):
             return line
         listed = [o for o in known if o != "--help"]
-        return f"{line}; expected {'one of ' + ', '.join(listed) if listed else 'no option'} ({self.prog} --help)"
+        if listed:
+            return f"{line}; expected one of {', '.join(listed)} ({self.prog} --help)"
+        return f"{line}; {self.takes_no_options()} ({self.prog} --help)"
+
+    def takes_no_options(self) -> str:
+        """What a parser without options takes, said in place of the options it lacks: ``swar-bench
+        study status takes no options, only its argument study: the study file (YAML), e.g. ...``
+        (every positional argument, with its help), or ``... takes no options and no arguments``."""
+        arguments = [
+            a for a in self._actions if not a.option_strings and not isinstance(a, argparse._SubParsersAction)
+        ]
+        if not arguments:
+            return f"{self.prog} takes no options and no arguments"
+
+        def shown(action: argparse.Action) -> str:
+            name = action.metavar if isinstance(action.metavar, str) else action.dest
+            helped = action.help not in (None, argparse.SUPPRESS)
+            return f"{name}: {action.help}" if helped else str(name)
+
+        noun = "argument" if len(arguments) == 1 else "arguments"
+        return f"{self.prog} takes no options, only its {noun} {'; '.join(shown(a) for a in arguments)}"
 
     def parse_args(self, args=None, namespace=None):
         """:meth:`argparse.ArgumentParser.parse_args`, an unknown option refused by the sub-command

@@ -1,0 +1,119 @@
+"""A misspelt argument of a class-typed option on the command line (``--trainer.logger.init_args.save_dirr``)
+was refused with jsonargparse's "Expected one of ... Got value: NestedArg(...)", blamed on the
+``--config`` file that set the logger. Now one line names the option as typed, the argument meant
+and the class's arguments, as the same typo in a ``--config`` file and the misspelt keys of other
+nested options are named."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from swar_bench import cli
+from swar_bench.config_errors import class_arguments
+from swar_bench.lightning_cli import main
+
+QUICKSTART = str(Path(__file__).resolve().parents[2] / "configs" / "quickstart.yaml")
+TENSORBOARD = "lightning.pytorch.loggers.TensorBoardLogger"
+
+
+def _error(capsys) -> str:
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err
+    lines = [ln for ln in captured.err.splitlines() if ln.strip()]
+    assert len(lines) == 1, lines
+    return lines[0]
+
+
+def test_the_reported_logger_typo_names_the_option_and_the_argument_meant(
+    capsys, tmp_path, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)
+    argv = ["fit", "--config", QUICKSTART, "--trainer.logger.init_args.save_dirr=x"]
+    line = (
+        "swar-bench: error: unknown option --trainer.logger.init_args.save_dirr (did you mean "
+        f"--trainer.logger.init_args.save_dir?); expected an argument of {TENSORBOARD}: comment, default_hp_metric, "
+        "filename_suffix, flush_secs, log_graph, max_queue, name, prefix, purge_step, save_dir, sub_dir, version"
+    )
+    assert cli.main(argv) == 2
+    assert _error(capsys) == line
+    assert not list(tmp_path.iterdir())  # refused before anything is written
+
+
+@pytest.mark.parametrize(
+    ("argv", "line"),
+    [
+        (
+            ["--trainer.logger.init_args.log_graph=abc"],
+            f"--trainer.logger.init_args.log_graph: Expected bool. Got value: abc (an argument of {TENSORBOARD})",
+        ),
+        (
+            ["--trainer.callbacks+=EarlyStopping", "--trainer.callbacks.init_args.patience=abc"],
+            (
+                "--trainer.callbacks.init_args.patience: Expected int. Got value: abc (an argument of "
+                "lightning.pytorch.callbacks.EarlyStopping)"
+            ),
+        ),
+        (
+            ["--trainer.logger=false", "--trainer.logger.init_args.save_dir=x"],
+            (
+                "--trainer.logger.init_args.save_dir: an argument given while --trainer.logger names no class; "
+                "expected --trainer.logger=CLASS_PATH before its arguments"
+            ),
+        ),
+    ],
+)
+def test_other_refusals_of_a_class_argument_name_the_option_as_typed(
+    capsys, tmp_path, monkeypatch, argv, line
+):
+    monkeypatch.chdir(tmp_path)
+    assert main(["fit", "--config", QUICKSTART, *argv]) == 2
+    assert _error(capsys) == f"swar-bench: error: {line}"
+
+
+CLASSES = [
+    ("trainer.logger", TENSORBOARD, []),
+    ("trainer.logger", "lightning.pytorch.loggers.CSVLogger", ["--trainer.logger=CSVLogger"]),
+    (
+        "trainer.profiler",
+        "lightning.pytorch.profilers.SimpleProfiler",
+        ["--trainer.profiler=SimpleProfiler"],
+    ),
+    (
+        "trainer.callbacks",
+        "lightning.pytorch.callbacks.EarlyStopping",
+        ["--trainer.callbacks+=EarlyStopping"],
+    ),
+]
+
+
+@settings(
+    max_examples=16, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=st.data(), chosen=st.sampled_from(CLASSES), init_args=st.booleans())
+def test_any_misspelt_class_argument_is_one_line_with_the_argument_meant(
+    capsys, tmp_path_factory, data, chosen, init_args
+):
+    """The kind: any argument of a logger, profiler or callback given on the command line with
+    one letter doubled, spelt with or without ``init_args``: exit 2, one line ``unknown option
+    --<as typed> (did you mean --<an argument of that class>?); expected an argument of <class>:
+    <its arguments>``, never the ``--config`` file."""
+    option, class_path, before = chosen
+    accepted = class_arguments(class_path, follow_kwargs=True)
+    name = data.draw(st.sampled_from(accepted))
+    i = data.draw(st.integers(0, len(name) - 1))
+    typo = name[:i] + name[i] + name[i:]
+    flag = f"--{option}.{'init_args.' if init_args else ''}{typo}"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(tmp_path_factory.mktemp("cwd"))
+        capsys.readouterr()
+        assert main(["fit", "--config", QUICKSTART, *before, f"{flag}=1"]) == 2
+    line = _error(capsys)
+    listed = f"; expected an argument of {class_path}: {', '.join(accepted)}"
+    assert line.startswith(f"swar-bench: error: unknown option {flag} (did you mean --{option}.")
+    assert line.endswith(listed) and "--config" not in line
+    meant = line.split("(did you mean ")[1].split("?)")[0]
+    assert meant.rsplit(".", 1)[-1] in accepted
