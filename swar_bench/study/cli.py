@@ -65,6 +65,30 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def only_names(text: str, names: list[str], what: str = "mechanism") -> list[str]:
+    """The names ``--only`` chooses, in order: ``"A, B"`` -> ``["A", "B"]``.
+
+    An ``--only`` that names nothing (``''``, ``' , '``) is refused, not read as "everything": a
+    whole study must not start because a shell variable was empty.
+
+    Raises:
+        StudyError: no name in ``text``, or a name not among ``names`` (one line, with the closest
+            name and the study's names)."""
+    from swar_bench.utils.text import did_you_mean
+
+    chosen = [x.strip() for x in text.split(",") if x.strip()]
+    example = ",".join(names[:2])
+    if not chosen:
+        raise StudyError(f"--only={text!r}: expected a comma-separated list of {what} names (e.g. {example})")
+    for name in chosen:
+        if name not in names:
+            raise StudyError(
+                f"--only: no {what} {name!r} in the study{did_you_mean(name, names)}; expected some of "
+                f"{', '.join(names)}"
+            )
+    return chosen
+
+
 def add_layer(spec, class_path: str, init_args_text: str | None, name: str | None):
     """Check an outside layer and add it to the study: ``(spec with the layer, [its name])``.
 
@@ -170,7 +194,8 @@ def mqar_main(args: argparse.Namespace) -> int:
             if value < 1:
                 raise StudyError(f"{flag}={value} is invalid; expected an integer >= 1")
         check_pin(study.name, study.code_fingerprint, study.records)
-        only = [x.strip() for x in args.only.split(",") if x.strip()] if args.only else None
+        names = [e.name for e in study.entries]
+        only = None if args.only is None else only_names(args.only, names, "entry")
         runner = MQARRunner(study, jobs=args.jobs, threads=args.threads, rerun_stale=args.rerun_stale,
                             only=only, log=lambda line: print(line, flush=True))
         try:
@@ -219,9 +244,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.add is None and (args.init_args is not None or args.name is not None):
                 raise StudyError("--init-args and --name describe an --add layer; expected --add CLASS_PATH with them")
             if args.only is not None:
-                only = [x.strip() for x in args.only.split(",") if x.strip()]
-                for name in only:
-                    spec.mechanism(name)
+                only = only_names(args.only, [m.name for m in spec.mechanisms])
             # one `study run` of a study at a time: a second is refused (exit 1) before it reads or removes anything
             with holding_study([spec.out, spec.records], f"swar-bench study run {spec.path}"):
                 return run_study(spec, args, only)

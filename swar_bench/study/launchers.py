@@ -209,7 +209,7 @@ class _Planner(Runner):
         Raises:
             StudyError: a record of other code and no ``rerun_stale`` (one line, as ``Runner``)."""
         for m in self.spec.mechanisms:
-            if self.only and m.name not in self.only:
+            if self.only is not None and m.name not in self.only:
                 continue
             try:
                 self.mechanism(m)

@@ -286,7 +286,7 @@ class MQARRunner:
                  only: list[str] | None = None, log=print):
         self.study, self.jobs, self.threads = study, jobs, threads
         self.rerun_stale, self.log = rerun_stale, log
-        self.entries = [study.entry(n) for n in only] if only else list(study.entries)
+        self.entries = list(study.entries) if only is None else [study.entry(n) for n in only]
         self.records, self.out = Path(study.records), Path(study.out)
         self.code, self.env = provenance.code_version(), provenance.environment()
         self.failed: list[str] = []

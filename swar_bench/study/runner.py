@@ -475,7 +475,7 @@ class Runner:
 
     def run(self) -> int:
         """Run every mechanism (or those in ``only``); 0 when all finished, 1 when any failed."""
-        mechs = [m for m in self.spec.mechanisms if not self.only or m.name in self.only]
+        mechs = [m for m in self.spec.mechanisms if self.only is None or m.name in self.only]
         # check for stale records before anything runs: one line, nothing started
         for m in mechs:
             for lr in self.spec.grid_of(m) + self.spec.extra_below + self.spec.extra_above:

@@ -1,0 +1,59 @@
+"""The fresh-user faults of `swar-bench study` (round 29): each reported input refused in one line
+(exit 2) before anything runs or is written, and a property over its kind."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from swar_bench.study import runner as runner_module
+from swar_bench.study.cli import main
+from tests.study.test_study_cli import _study
+
+SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+def _error(capsys, *argv: str) -> tuple[int, str]:
+    """``swar-bench study ARGV`` in this process: (exit status, its stderr)."""
+    status = main(list(argv))
+    return status, capsys.readouterr().err
+
+
+@pytest.fixture
+def no_runs(monkeypatch):
+    """Every ``Runner.run`` is recorded instead of run: a refusal must come before any."""
+    ran = []
+    monkeypatch.setattr(runner_module.Runner, "run", lambda self: ran.append(self.only) or 0)
+    return ran
+
+
+# ----------------------------------------------------------------- 1. --only that names nothing
+
+
+@pytest.mark.parametrize("only", ["", " , "])
+def test_an_empty_only_is_refused_not_read_as_the_whole_study(tmp_path, capsys, no_runs, only):
+    status, err = _error(capsys, "run", str(_study(tmp_path)), "--only", only)
+    assert status == 2 and no_runs == []
+    assert err == (
+        f"swar-bench study: error: --only={only!r}: expected a comma-separated list of mechanism names "
+        "(e.g. GRU_tiny)\n"
+    )
+
+
+def test_an_unknown_only_name_is_refused_with_the_closest_name(tmp_path, capsys, no_runs):
+    status, err = _error(capsys, "run", str(_study(tmp_path)), "--only", "GRU_tiyn")
+    assert status == 2 and no_runs == []
+    assert err == (
+        "swar-bench study: error: --only: no mechanism 'GRU_tiyn' in the study (did you mean GRU_tiny?); "
+        "expected some of GRU_tiny\n"
+    )
+
+
+@SETTINGS
+@given(only=st.text(alphabet=" ,\t", max_size=8))
+def test_every_only_without_a_name_is_one_line_and_runs_nothing(tmp_path_factory, capsys, no_runs, only):
+    study = _study(tmp_path_factory.mktemp("s"))
+    status, err = _error(capsys, "run", str(study), f"--only={only}")
+    assert status == 2 and no_runs == [] and err.count("\n") == 1
+    assert f"--only={only!r}: expected a comma-separated list of mechanism names" in err
