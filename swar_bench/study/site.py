@@ -422,12 +422,36 @@ def render(spec: StudySpec, folder: Path) -> list[Path]:
     return written
 
 
-def _check_out(out: Path) -> None:
+def site_study(out: Path) -> str | None:
+    """The study whose records the site at ``out`` was written from, as its ``MARKER`` names it
+    (None when the marker is missing, unreadable or names none)."""
+    import re
+
+    try:
+        text = (out / MARKER).read_text(errors="replace")
+    except OSError:
+        return None
+    found = re.search(r"from the records of (\S+?);", text)
+    return found.group(1) if found else None
+
+
+def _check_out(out: Path, study: str) -> None:
+    """Refuse an ``out`` that is a file, a folder of other files, or the site of another study
+    (its marker names another study: a default ``--out site`` must not replace another study's
+    committed site)."""
     if not out.exists():
         return
     if not out.is_dir():
         raise StudyError(f"--out {out} is a file; expected a folder for the site")
-    if (out / MARKER).is_file() or not any(out.iterdir()):
+    if (out / MARKER).is_file():
+        other = site_study(out)
+        if other is not None and other != study:
+            raise StudyError(
+                f"--out {out} holds the site of study {other!r} (its {MARKER}), not of {study!r}; expected "
+                f"another folder for the site of {study!r}, e.g. --out site_{study}"
+            )
+        return
+    if not any(out.iterdir()):
         return
     raise StudyError(
         f"--out {out} holds other files (no {MARKER}: not a site this command wrote); "
@@ -439,15 +463,15 @@ def write_site(spec: StudySpec, out: str | os.PathLike) -> Path:
     """Render the site of ``spec`` and put it at ``out`` whole; returns ``out/index.html``.
 
     Raises:
-        StudyError: ``out`` is a file or a folder of other files (one line), or the study's
-            budget config is incomplete.
+        StudyError: ``out`` is a file, a folder of other files or the site of another study (one
+            line), or the study's budget config is incomplete.
         OSError: the folder beside ``out`` cannot be written.
     """
     from swar_bench.utils import interrupts
     from swar_bench.utils.files import TEMP_PREFIX, new_file_mode
 
     out = Path(out)
-    _check_out(out)
+    _check_out(out, spec.name)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f"{TEMP_PREFIX}{out.name}-"))
     old = None

@@ -57,3 +57,52 @@ def test_every_only_without_a_name_is_one_line_and_runs_nothing(tmp_path_factory
     status, err = _error(capsys, "run", str(study), f"--only={only}")
     assert status == 2 and no_runs == [] and err.count("\n") == 1
     assert f"--only={only!r}: expected a comma-separated list of mechanism names" in err
+
+
+# ----------------------------------------------------------------- 2. a site of another study at --out
+
+FRONTIER_MARKER = (
+    "written by `swar-bench study site` from the records of frontier; the next run replaces this whole folder\n"
+)
+
+
+def test_the_default_site_out_of_another_study_is_refused_and_kept(tmp_path, capsys, monkeypatch):
+    """The reported fault: `study site S` with its default `--out site`, run where `site/` is the
+    committed site of the frontier study, replaced it. Now refused in one line; the site stays."""
+    study = _study(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / ".swar-bench-site").write_text(FRONTIER_MARKER)
+    (site / "index.html").write_text("frontier")
+    status, err = _error(capsys, "site", str(study))
+    assert status == 2
+    assert err == (
+        "swar-bench study: error: --out site holds the site of study 'frontier' (its .swar-bench-site), "
+        "not of 'tiny'; expected another folder for the site of 'tiny', e.g. --out site_tiny\n"
+    )
+    assert (site / "index.html").read_text() == "frontier"
+    assert main(["site", str(study), "--out", "site_tiny"]) == 0  # the suggested folder is taken
+    assert (tmp_path / "site_tiny" / "index.html").is_file()
+
+
+NAMES = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,12}", fullmatch=True)
+
+
+@SETTINGS
+@given(ours=NAMES, theirs=NAMES)
+def test_a_site_is_replaced_only_by_a_site_of_its_own_study(tmp_path_factory, ours, theirs):
+    from swar_bench.study.site import MARKER, _check_out
+    from swar_bench.study.spec import StudyError
+
+    out = tmp_path_factory.mktemp("s") / "site"
+    out.mkdir()
+    (out / MARKER).write_text(FRONTIER_MARKER.replace("frontier", theirs))
+    if ours == theirs:
+        _check_out(out, ours)  # its own earlier site: replaced
+        return
+    with pytest.raises(StudyError) as err:
+        _check_out(out, ours)
+    line = str(err.value)
+    assert "\n" not in line and f"site of study {theirs!r}" in line and f"not of {ours!r}" in line
+    assert f"--out site_{ours}" in line
