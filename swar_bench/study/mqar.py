@@ -54,7 +54,7 @@ from swar_bench.study import children, provenance
 from swar_bench.study.config_files import KEY as CONFIG_FILES
 from swar_bench.study.config_files import config_change, config_hashes
 from swar_bench.study.records import read_json, scalar_history, write_json
-from swar_bench.study.spec import NAME, StudyError, pinned_code
+from swar_bench.study.spec import NAME, StudyError, pinned_code, study_name
 from swar_bench.utils.text import plural
 
 SWAR_BENCH = [sys.executable, "-m", "swar_bench.cli"]
@@ -140,7 +140,8 @@ def load_mqar_study(path: str | Path) -> MQARStudy:
     if not isinstance(raw, dict) or raw.get("task") != "mqar":
         raise StudyError(f"study file {path}: expected a mapping with task: mqar")
     _unknown(raw, STUDY_KEYS, str(path))
-    for key in ("name", "records", "out"):
+    study_name(raw.get("name"), str(path))
+    for key in ("records", "out"):
         if not isinstance(raw.get(key), str) or not raw[key].strip():
             raise StudyError(f"{path}: {key}={raw.get(key)!r}; expected a non-empty string")
     rates = raw.get("learning_rates", list(ZOOLOGY_RATES))

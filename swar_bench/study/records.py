@@ -40,6 +40,26 @@ def _nan_safe(value: Any) -> Any:
     return value
 
 
+RECORD_SUFFIXES = (".fit.json", ".test.json", ".failed.json", ".curve.csv")
+"""The endings of a record's file name (``<run>`` + one of them)."""
+
+
+def record_problem(path: Path, what: str) -> str | None:
+    """One line refusing to write ``what`` at ``path`` when an existing record is there (its name
+    ends as a record's, or it is a JSON object with ``record_version``); None otherwise."""
+    if not path.is_file():
+        return None
+    is_record = path.name.endswith(RECORD_SUFFIXES)
+    if not is_record and path.suffix == ".json":
+        try:
+            is_record = "record_version" in json.loads(path.read_text())
+        except (OSError, UnicodeDecodeError, ValueError, TypeError):
+            is_record = False
+    if not is_record:
+        return None
+    return f"{path} is a record of the study; expected {what} at a name that is no record (another --out)"
+
+
 def write_json(path: Path, record: dict[str, Any]) -> None:
     """Write ``record`` atomically, keys sorted (a rewrite of the same record changes no byte)."""
     atomic_write_text(

@@ -35,7 +35,7 @@ from swar_bench.study import protocol, provenance
 from swar_bench.study.config_files import config_change
 from swar_bench.study.records import _nan_safe, read_curve, read_json
 from swar_bench.study.runner import read_budget, run_name
-from swar_bench.study.spec import MechanismSpec, StudySpec
+from swar_bench.study.spec import MechanismSpec, StudyError, StudySpec
 from swar_bench.utils.intervals import clopper_pearson, seed_spread, wilson
 from swar_bench.utils.text import plural
 
@@ -567,6 +567,7 @@ def write_report(spec: StudySpec, out: Path) -> list[Path]:
     import io
 
     from swar_bench.study.paths import write_whole
+    from swar_bench.study.records import record_problem
 
     budget = read_budget(spec)
     test_n, gate_n = budget.test_n, budget.gate_n
@@ -582,4 +583,8 @@ def write_report(spec: StudySpec, out: Path) -> list[Path]:
         buffer = io.BytesIO()
         fig.savefig(buffer, format="png", dpi=110, metadata={"Software": None})
         contents[rel] = buffer.getvalue()
+    for rel in contents:  # the default --out is the records folder: never over a record
+        problem = record_problem(Path(out) / rel, "the report")
+        if problem is not None:
+            raise StudyError(problem)
     return write_whole(out, contents, "the report's tables and figures")

@@ -190,6 +190,24 @@ def pinned_code(value: Any, what: str) -> str | None:
     return value
 
 
+STUDY_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_\-]*$")
+
+
+def study_name(value: Any, where: str) -> str:
+    """A study's ``name``: letters, digits, ``_`` and ``-``. No ``.``: the report's
+    ``<name>.json`` / ``<name>.md`` go to the records folder by default, where every record is
+    ``<run>.<kind>.<ext>`` (two dots at least), so a name without one never writes over a record.
+
+    Raises:
+        StudyError: any other name (one line naming it and the rule)."""
+    if not isinstance(value, str) or not STUDY_NAME.match(value):
+        raise StudyError(
+            f"{where}: name={value!r} is invalid; expected letters, digits, '_' and '-' (no '.': the report's "
+            "<name>.json goes beside the records <run>.fit.json, <run>.test.json)"
+        )
+    return value
+
+
 def _count(value: Any, what: str, low: int = 1) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < low:
         raise StudyError(f"{what}={value!r} is invalid; expected an integer >= {low}")
@@ -379,11 +397,7 @@ def load_study(path: str | Path) -> StudySpec:
             raise StudyError(
                 f"{where}: {key!r} is missing; expected name, config, records and mechanisms"
             )
-    name = raw["name"]
-    if not isinstance(name, str) or not NAME.match(name):
-        raise StudyError(
-            f"{where}: name={name!r} is invalid; expected letters, digits, '_', '.', '-'"
-        )
+    name = study_name(raw["name"], where)
     for key in ("config", "records", "out"):
         if key in raw and (not isinstance(raw[key], str) or not raw[key].strip()):
             raise StudyError(f"{where}: {key}={raw[key]!r} is invalid; expected a path")

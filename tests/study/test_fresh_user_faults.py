@@ -106,3 +106,57 @@ def test_a_site_is_replaced_only_by_a_site_of_its_own_study(tmp_path_factory, ou
     line = str(err.value)
     assert "\n" not in line and f"site of study {theirs!r}" in line and f"not of {ours!r}" in line
     assert f"--out site_{ours}" in line
+
+
+# ----------------------------------------------------------------- 3. a report over a record
+
+RECORD = '{"record_version": 1, "command": "swar-bench fit ..."}\n'
+
+
+def test_a_study_name_that_is_a_record_name_is_refused_and_the_record_kept(tmp_path, capsys):
+    """The reported fault: `name: GRU_tiny_lr0.003_seed0.fit` made the default report's
+    `<name>.json` the fit record `GRU_tiny_lr0.003_seed0.fit.json` and overwrote it."""
+    study = _study(tmp_path)
+    study.write_text(study.read_text().replace("name: tiny", "name: GRU_tiny_lr0.003_seed0.fit"))
+    records = tmp_path / "records"
+    records.mkdir()
+    (records / "GRU_tiny_lr0.003_seed0.fit.json").write_text(RECORD)
+    status, err = _error(capsys, "report", str(study))
+    assert status == 2
+    assert err == (
+        f"swar-bench study: error: {study}: name='GRU_tiny_lr0.003_seed0.fit' is invalid; expected letters, "
+        "digits, '_' and '-' (no '.': the report's <name>.json goes beside the records <run>.fit.json, "
+        "<run>.test.json)\n"
+    )
+    assert (records / "GRU_tiny_lr0.003_seed0.fit.json").read_text() == RECORD
+
+
+def test_a_report_refuses_a_destination_that_is_a_record(tmp_path):
+    """Whatever the name: the report never writes over a record (a JSON with record_version)."""
+    from swar_bench.study.report import write_report
+    from swar_bench.study.spec import StudyError, load_study
+
+    spec = load_study(_study(tmp_path))
+    records = tmp_path / "records"
+    records.mkdir()
+    (records / "tiny.json").write_text(RECORD)
+    with pytest.raises(StudyError, match=r"tiny\.json is a record of the study; expected the report at a name"):
+        write_report(spec, records)
+    assert (records / "tiny.json").read_text() == RECORD and not (records / "tiny.md").exists()
+
+
+@SETTINGS
+@given(run=st.from_regex(r"[A-Za-z0-9][A-Za-z0-9_]{0,9}(_lr0\.00[1-9]_seed[0-9])?", fullmatch=True),
+       kind=st.sampled_from(["fit", "test", "failed", "curve"]), tail=st.sampled_from(["", ".x", "-1"]))
+def test_no_study_name_can_name_a_record(tmp_path_factory, run, kind, tail):
+    """Every name that could reach a record's file (``<run>.<kind>``...) is refused; a name
+    without a dot loads."""
+    from swar_bench.study.records import RECORD_SUFFIXES
+    from swar_bench.study.spec import StudyError, study_name
+
+    name = f"{run}.{kind}{tail}"
+    with pytest.raises(StudyError) as err:
+        study_name(name, "s.yaml")
+    assert "\n" not in str(err.value) and f"name={name!r} is invalid" in str(err.value)
+    assert study_name(run.replace(".", "_"), "s.yaml") == run.replace(".", "_")
+    assert not any(f"{run.replace('.', '_')}{ext}".endswith(RECORD_SUFFIXES) for ext in (".json", ".md"))
