@@ -89,3 +89,61 @@ def config_change(record: dict[str, Any] | None) -> str | None:
         if now is None or now != recorded:
             return f"config file {path} changed"
     return None
+
+
+def config_keys_problem(path: str | Path, command: str = "fit") -> str | None:
+    """One line naming the first key of the config file ``path`` that ``swar-bench <command>``
+    would refuse (a top-level key, or a key of an option group: ``data.eval_exampels``, or of a
+    mapping option of known fields: ``data.mqar``), with the closest key; None when every key is
+    one (or the file cannot be read: ``read_budget`` names that). The keys are read without
+    importing Lightning (``swar_bench.harness.fast_options``), as ``fit`` itself checks them, so
+    ``study status`` and ``run`` refuse a typo before a fit fails on it. Class arguments
+    (``model.mechanism.init_args``) are checked by ``swar_bench.study.spec.check_init_args``.
+
+    e.g. ``config base.yaml: unknown key data.eval_exampels (did you mean data.eval_examples?);
+    expected a key of swar-bench fit (swar-bench fit --help)``."""
+    import yaml
+
+    from swar_bench.harness.fast_options import known_options, nested_fields
+    from swar_bench.utils.text import did_you_mean
+
+    try:
+        raw = yaml.safe_load(Path(path).read_text())
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return None
+    if not isinstance(raw, dict):
+        return None
+    table = known_options(command)
+
+    def line(key: str, allowed: Any, prefix: str) -> str:
+        close = did_you_mean(key.rsplit(".", 1)[-1], sorted(allowed)).replace("mean ", f"mean {prefix}")
+        return f"config {path}: unknown key {key}{close}; expected a key of swar-bench {command} (swar-bench {command} --help)"
+
+    for group, value in raw.items():
+        if table[""] is not None and group not in table[""]:
+            return line(str(group), table[""], "")
+        allowed = table.get(group)
+        if allowed is None or not isinstance(value, dict) or "class_path" in value:
+            continue
+        for key, inner in value.items():
+            if key not in allowed:
+                return line(f"{group}.{key}", allowed, f"{group}.")
+            fields = nested_fields(f"{group}.{key}")
+            for field in inner if fields is not None and isinstance(inner, dict) else ():
+                if field not in fields:
+                    return line(f"{group}.{key}.{field}", fields, f"{group}.{key}.")
+    return None
+
+
+def refuse_config_typos(paths: list[str | None], where: str) -> None:
+    """Refuse the first key of the config files ``paths`` (the ``--config`` files a study's fits
+    read; None skipped, each once) that ``swar-bench fit`` would refuse (:func:`config_keys_problem`).
+
+    Raises:
+        StudyError: ``<where>: config PATH: unknown key KEY (did you mean ...?); expected ...``."""
+    from swar_bench.study.spec import StudyError
+
+    for path in dict.fromkeys(p for p in paths if p is not None):
+        problem = config_keys_problem(path)
+        if problem is not None:
+            raise StudyError(f"{where}: {problem}")

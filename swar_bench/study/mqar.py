@@ -183,6 +183,10 @@ def load_mqar_study(path: str | Path) -> MQARStudy:
                 raise StudyError(f"{at}: published={pub!r}; expected {{mixer: NAME, accuracy: 0..1[, source: TEXT]}}")
             published = Published(pub["mixer"], float(pub["accuracy"]), str(pub.get("source", Published.source)))
         entries.append(Entry(name, e["config"], d, e.get("overlay"), published))
+    from swar_bench.study.config_files import refuse_config_typos
+
+    # a typo fails every fit: refused here
+    refuse_config_typos([p for e in entries for p in (e.config, e.overlay)], str(path))
     accepted = raw.get("compatible_code") or []
     return MQARStudy(
         path=str(path), name=raw["name"], records=raw["records"], out=raw["out"], entries=tuple(entries),

@@ -242,10 +242,9 @@ class Runner:
         return ["--ckpt_path=last"]
 
     def _fresh(self, name: str) -> None:
-        """Before a fit that does not resume: nothing of an earlier attempt is reused (its run folder goes), and a new
-        checkpoint needs a new test (its test record goes)."""
+        """Before a fit that does not resume: nothing of an earlier attempt is reused (its run folder goes). Its
+        records stay until the new fit has succeeded (a failed ``--rerun-stale`` fit leaves the old pair whole)."""
         shutil.rmtree(self.out / name, ignore_errors=True)
-        (self.records / f"{name}.test.json").unlink(missing_ok=True)
 
     def fit(
         self, m: MechanismSpec, lr: float, seed: int, retry: bool = False
@@ -271,7 +270,6 @@ class Runner:
             self._fresh(name)
             run_args = args
         else:  # the command as recorded, the resume option only on this attempt's command line
-            (self.records / f"{name}.test.json").unlink(missing_ok=True)
             self.log(f"study: fit {name}: resuming from step {attempt.resume_from[1]}")
             run_args = [*args, *self._resume_args(attempt)]
         try:
@@ -323,6 +321,7 @@ class Runner:
             "curve": f"{name}.curve.csv",
         }
         (self.records / f"{name}.failed.json").unlink(missing_ok=True)
+        (self.records / f"{name}.test.json").unlink(missing_ok=True)  # of the old checkpoint: only now it goes
         write_json(self.records / f"{name}.fit.json", record)
         self.log(
             f"study: fit {name}: {secs / 60:.1f} min, score {record['score']:.3f}, "

@@ -486,6 +486,10 @@ def load_study(path: str | Path) -> StudySpec:
                 f"{where}: {m.name}: {len(spec.seeds_of(m))} seeds x seed_index_stride={spec.seed_index_stride} "
                 "exceed the 1,000,000 indices of the task's seed formula; expected fewer seeds or a smaller stride"
             )
+    from swar_bench.study.config_files import refuse_config_typos
+
+    # a typo fails every fit: refused here
+    refuse_config_typos([spec.config, *(spec.base_of(m) for m in mechs), *(m.config for m in mechs)], where)
     return spec
 
 

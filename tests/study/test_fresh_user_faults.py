@@ -160,3 +160,62 @@ def test_no_study_name_can_name_a_record(tmp_path_factory, run, kind, tail):
     assert "\n" not in str(err.value) and f"name={name!r} is invalid" in str(err.value)
     assert study_name(run.replace(".", "_"), "s.yaml") == run.replace(".", "_")
     assert not any(f"{run.replace('.', '_')}{ext}".endswith(RECORD_SUFFIXES) for ext in (".json", ".md"))
+
+
+# ----------------------------------------------------------------- 4. a typo in the budget config
+
+TYPO_LINE = (
+    "swar-bench study: error: {study}: config {base}: unknown key data.eval_exampels (did you mean "
+    "data.eval_examples?); expected a key of swar-bench fit (swar-bench fit --help)\n"
+)
+
+
+@pytest.mark.parametrize("command", [["status"], ["run", "--rerun-stale"]])
+def test_a_typo_in_the_budget_config_is_refused_before_anything_runs(tmp_path, capsys, no_runs, command):
+    """The reported fault: `eval_exampels: 16` in the study's `config:` made status say "stale",
+    and `run --rerun-stale` failed every fit (exit 2 from the fit)."""
+    from tests.study.test_study_cli import BASE
+
+    study = _study(tmp_path, base=BASE.replace("eval_examples: 8", "eval_exampels: 16"))
+    status, err = _error(capsys, command[0], str(study), *command[1:])
+    assert status == 2 and no_runs == []
+    assert err == TYPO_LINE.format(study=study, base=tmp_path / "base.yaml")
+
+
+def test_a_failed_rerun_stale_fit_keeps_the_old_records(tmp_path, capsys, monkeypatch):
+    """The reported fault: `run --rerun-stale` deleted the old test record before its fit, which
+    then failed. Now the old fit and test records go only when the new fit has succeeded."""
+    import sys
+
+    from tests.study.test_study_faults import ONE_RUN, RUN
+
+    monkeypatch.setattr(runner_module, "SWAR_BENCH", [sys.executable, "-c", "import sys; sys.exit(2)"])
+    study = _study(tmp_path, ONE_RUN)
+    records = tmp_path / "records"
+    records.mkdir()
+    old = {kind: f'{{"record_version": 1, "command": "swar-bench {kind} (an older config)"}}\n'
+           for kind in ("fit", "test")}
+    for kind, text in old.items():
+        (records / f"{RUN}.{kind}.json").write_text(text)
+    assert main(["run", str(study), "--jobs", "1", "--rerun-stale"]) == 1
+    assert {kind: (records / f"{RUN}.{kind}.json").read_text() for kind in old} == old
+    assert (records / f"{RUN}.failed.json").is_file()
+
+
+@SETTINGS
+@given(group=st.sampled_from(["trainer", "model", "data"]), key=st.from_regex(r"[a-z][a-z_]{2,14}", fullmatch=True))
+def test_every_unknown_key_of_a_budget_config_is_refused_naming_file_and_key(tmp_path_factory, group, key):
+    from swar_bench.harness.fast_options import known_options
+    from swar_bench.study.spec import StudyError, load_study
+    from tests.study.test_study_cli import BASE
+
+    tmp = tmp_path_factory.mktemp("s")
+    base = BASE.replace(f"\n{group}:\n", f"\n{group}:\n  {key}: 1\n") if group != "trainer" else BASE.replace(
+        "trainer:\n", f"trainer:\n  {key}: 1\n")
+    study = _study(tmp, base=base)
+    if key in known_options("fit")[group]:
+        return
+    with pytest.raises(StudyError) as err:
+        load_study(study)
+    line = str(err.value)
+    assert "\n" not in line and f"config {tmp / 'base.yaml'}: unknown key {group}.{key}" in line
