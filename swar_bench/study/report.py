@@ -33,6 +33,7 @@ from typing import Any
 
 from swar_bench.study import protocol, provenance
 from swar_bench.study.config_files import config_change
+from swar_bench.study.progress import progress_text, stale_reason
 from swar_bench.study.records import _nan_safe, read_curve, read_json
 from swar_bench.study.runner import read_budget, run_name
 from swar_bench.study.spec import MechanismSpec, StudyError, StudySpec
@@ -90,6 +91,7 @@ class MechanismResult:
     seeds: list[SeedResult] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)
     retry: SeedResult | None = None
+    stale: list[str] = field(default_factory=list)  # why each record of it left out was (progress.stale_reason)
 
     @property
     def name(self) -> str:
@@ -117,12 +119,18 @@ class MechanismResult:
         return self.complete and not self.missing
 
 
-def _compatible(record: dict[str, Any] | None, spec: StudySpec) -> dict[str, Any] | None:
+def _compatible(record: dict[str, Any] | None, spec: StudySpec, stale: list[str] | None = None
+                ) -> dict[str, Any] | None:
     """``record`` when it is the study's (compatible code, its config files as they were:
-    ``study status`` calls it done), else None."""
-    if record is None or not provenance.compatible(record.get("code"), spec.compatible_code, spec.code_fingerprint):
+    ``study status`` calls it done), else None; ``stale`` receives why a record was left out."""
+    if record is None:
         return None
-    return record if config_change(record) is None else None
+    change = config_change(record)
+    if provenance.compatible(record.get("code"), spec.compatible_code, spec.code_fingerprint) and change is None:
+        return record
+    if stale is not None:
+        stale.append(stale_reason(record, change))
+    return None
 
 
 def collect(spec: StudySpec) -> list[MechanismResult]:
@@ -145,9 +153,13 @@ def _collect_one(
     records = Path(spec.records)
     seeds = spec.seeds_of(m)
     selection = seeds[: spec.selection_seeds]
+    stale: dict[str, str] = {}  # run -> why its record was left out
 
     def fit_of(lr: float, seed: int, retry: bool = False) -> dict[str, Any] | None:
-        return _compatible(read_json(records / f"{run_name(m, lr, seed, retry)}.fit.json"), spec)
+        name, why = run_name(m, lr, seed, retry), []
+        fit = _compatible(read_json(records / f"{name}.fit.json"), spec, why)
+        stale.update({f"fit {name}": w for w in why})
+        return fit
 
     def score_of(lr: float) -> float | None:
         fits = [fit_of(lr, s) for s in selection]
@@ -162,6 +174,7 @@ def _collect_one(
     at_edge = complete and len(used) > 1 and chosen in (used[0], used[-1])
     result = MechanismResult(m, used, scores, chosen, complete, at_edge)
     if not complete:
+        result.stale = list(stale.values())
         return result
     for s in seeds:
         fit = fit_of(chosen, s)
@@ -170,7 +183,9 @@ def _collect_one(
             continue
         test = None
         if fit["gate"]["passed"]:
-            test = _compatible(read_json(records / f"{run_name(m, chosen, s)}.test.json"), spec)
+            why: list[str] = []
+            test = _compatible(read_json(records / f"{run_name(m, chosen, s)}.test.json"), spec, why)
+            stale.update({f"test {run_name(m, chosen, s)}": w for w in why})
             if test is None:
                 result.missing.append(f"test {run_name(m, chosen, s)}")
         result.seeds.append(SeedResult(s, False, fit, test))
@@ -178,6 +193,7 @@ def _collect_one(
     if retry_fit is not None:
         retry_test = _compatible(read_json(records / f"{run_name(m, chosen, 0, True)}.test.json"), spec)
         result.retry = SeedResult(0, True, retry_fit, retry_test)
+    result.stale = list(stale.values())
     return result
 
 
@@ -287,11 +303,10 @@ def markdown(spec: StudySpec, results: list[MechanismResult], test_n: Sequence[i
         "",
     ]
     unfinished = [r for r in results if not r.finished]
-    if unfinished:
-        lines += ["## Still running", ""]
-        for r in unfinished:
-            lines.append(f"- {r.name}: {progress_text(spec, r)}")
-        lines.append("")
+    for title, rows in (("## Still running", [r for r in unfinished if not r.stale]),
+                        ("## Left out as stale", [r for r in unfinished if r.stale])):  # nothing runs these
+        if rows:
+            lines += [title, "", *(f"- {r.name}: {progress_text(spec, r)}" for r in rows), ""]
 
     lines += [
         "## Learning rates",
@@ -406,21 +421,6 @@ def markdown(spec: StudySpec, results: list[MechanismResult], test_n: Sequence[i
         "",
     ]
     return "\n".join(lines)
-
-
-def progress_text(spec: StudySpec, r: MechanismResult) -> str:
-    """What an unfinished mechanism still needs, in words: ``"waits for the learning rate of
-    GatedDeltaNet"``, ``"not started (8 selection fits to do)"`` (no fit record of it at any
-    rate), ``"choosing its learning rate (1 of 4 rates scored)"`` or ``"2 runs to do: fit X,
-    test Y"`` (at most four runs named)."""
-    done = sum(1 for lr in r.grid if lr in r.scores)
-    if r.spec.learning_rate_from and not r.grid:
-        return f"waits for the learning rate of {r.spec.learning_rate_from}"
-    if not r.scores and not any((Path(spec.records)).glob(f"{r.name}_lr*.fit.json")):
-        return f"not started ({plural(len(r.grid) * spec.selection_seeds, 'selection fit')} to do)"
-    if not r.complete:
-        return f"choosing its learning rate ({done} of {plural(len(r.grid), 'rate')} scored)"
-    return f"{plural(len(r.missing), 'run')} to do: {', '.join(r.missing[:4])}{' …' if len(r.missing) > 4 else ''}"
 
 
 def _band(band: tuple[int, int | None]) -> str:

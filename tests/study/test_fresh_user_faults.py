@@ -219,3 +219,43 @@ def test_every_unknown_key_of_a_budget_config_is_refused_naming_file_and_key(tmp
         load_study(study)
     line = str(err.value)
     assert "\n" not in line and f"config {tmp / 'base.yaml'}: unknown key {group}.{key}" in line
+
+
+# ----------------------------------------------------------------- 5. stale records are not "still running"
+
+
+def test_a_stale_mechanism_is_left_out_as_stale_not_still_running(tmp_path, capsys):
+    """The reported fault: after a config change the report listed the mechanism under "## Still
+    running" ("choosing its learning rate (0 of 1 rate scored)") although nothing ran."""
+    from swar_bench.study.spec import load_study
+    from tests.study.test_config_files import ONE_RUN, _records
+    from tests.study.test_study_cli import BASE
+
+    path = _study(tmp_path, ONE_RUN)
+    _records(load_study(path), hashes=True)
+    base = tmp_path / "base.yaml"
+    base.write_text(BASE.replace("batch_size: 2", "batch_size: 4"))
+    assert main(["report", str(path), "--out", str(tmp_path / "report")]) == 0
+    text = (tmp_path / "report" / "tiny.md").read_text()
+    assert "## Still running" not in text
+    assert (
+        f"## Left out as stale\n\n- GRU_tiny: 1 record left out as stale (config file {base} changed); expected "
+        f"`swar-bench study run {path} --only GRU_tiny --rerun-stale`\n"
+    ) in text
+
+
+@SETTINGS
+@given(stale=st.lists(st.sampled_from(["config file a.yaml changed", "made by other code"]), max_size=3),
+       complete=st.booleans())
+def test_a_mechanism_is_left_out_as_stale_exactly_when_records_of_it_were(stale, complete):
+    from swar_bench.study.progress import progress_text
+    from swar_bench.study.report import MechanismResult
+    from swar_bench.study.spec import MechanismSpec, StudySpec
+
+    spec = StudySpec(name="s", config="c.yaml", records="/nonexistent", out="o", path="s.yaml",
+                     mechanisms=(MechanismSpec(name="M", class_path="GRU"),))
+    r = MechanismResult(spec.mechanisms[0], [1e-3], {}, None, complete, False, stale=list(stale))
+    text = progress_text(spec, r)
+    assert ("left out as stale" in text) == bool(stale)
+    assert all(reason in text for reason in stale) and "\n" not in text
+    assert text.startswith("not started") == (not stale)  # no score and no record: nothing ran yet
