@@ -45,7 +45,10 @@ def read_budget(spec: StudySpec, m: MechanismSpec | None = None) -> Budget:
 
     Raises:
         StudyError: the config lacks ``trainer.max_steps`` or a data N list, or the study asks for
-            more ``curve_points`` than a fit has steps (one line)."""
+            more ``curve_points`` than a fit has steps, or for ``curve_points`` of a fit whose
+            training batches take more than one optimizer step each (``model.step_per_chunk`` with
+            ``model.tbptt_steps`` below the shortest training sequence: ``max_steps`` counts
+            optimizer steps, Lightning's ``val_check_interval`` batches); one line."""
     import yaml
 
     config = spec.base_of(m) if m is not None else spec.config
@@ -90,12 +93,30 @@ def read_budget(spec: StudySpec, m: MechanismSpec | None = None) -> Budget:
             f"{spec.path}: curve_points={spec.curve_points} is more than the {budget.max_steps} steps of a fit of "
             f"{config}; expected at most {budget.max_steps} (a fit validates at most once per step)"
         )
+    model = cfg.get("model") if isinstance(cfg.get("model"), dict) else {}
+    tbptt, per_chunk = model.get("tbptt_steps", 256), model.get("step_per_chunk", True)
+    longest_n = max(budget.train_n)
+    if spec.curve_points is not None and per_chunk and isinstance(tbptt, int) and tbptt < shortest_sequence(longest_n):
+        # max_steps counts optimizer steps, one per chunk; Lightning's val_check_interval counts batches
+        raise StudyError(
+            f"{spec.path}: curve_points={spec.curve_points} needs one optimizer step per training batch, but "
+            f"model.tbptt_steps={tbptt} of {config} cuts every n{longest_n} training sequence (at least "
+            f"{shortest_sequence(longest_n)} tokens) into chunks of one optimizer step each (model.step_per_chunk), "
+            "and a fit validates every so many batches; expected model.tbptt_steps above the longest training "
+            "sequence, model.step_per_chunk: false, or no curve_points"
+        )
     if spec.readout_n not in budget.test_n:
         raise StudyError(
             f"{spec.path}: readout_n={spec.readout_n} is not among data.test_configs {budget.test_n} of {config}; "
             "expected one of them"
         )
     return budget
+
+
+def shortest_sequence(n: int) -> int:
+    """The fewest tokens of a task example of ``n`` writes: ``12 + 3n`` (docs/TASK.md: an example is
+    ``12 + 3N + 3 n_queries`` tokens)."""
+    return 12 + 3 * n
 
 
 STALE_AFTER = 16

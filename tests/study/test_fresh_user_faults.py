@@ -259,3 +259,61 @@ def test_a_mechanism_is_left_out_as_stale_exactly_when_records_of_it_were(stale,
     assert ("left out as stale" in text) == bool(stale)
     assert all(reason in text for reason in stale) and "\n" not in text
     assert text.startswith("not started") == (not stale)  # no score and no record: nothing ran yet
+
+
+# ----------------------------------------------------------------- 6. curve_points and TBPTT chunks
+
+
+def test_curve_points_with_a_batch_of_several_optimizer_steps_is_refused(tmp_path, capsys, no_runs):
+    """The reported fault: tbptt_steps chunking with step_per_chunk (an optimizer step per chunk)
+    gave `--trainer.val_check_interval=2` (in batches) for 4 points of 8 steps: a curve of 1 point."""
+    from tests.study.test_curve_points import ONE_RUN
+    from tests.study.test_study_cli import BASE
+
+    base = BASE.replace("tbptt_steps: 512", "tbptt_steps: 16\n  step_per_chunk: true")
+    study = _study(tmp_path, ONE_RUN + "curve_points: 4\n", base=base)
+    for command in ("status", "run"):
+        status, err = _error(capsys, command, str(study))
+        assert status == 2 and no_runs == []
+        assert err == (
+            f"swar-bench study: error: {study}: curve_points=4 needs one optimizer step per training batch, but "
+            f"model.tbptt_steps=16 of {tmp_path / 'base.yaml'} cuts every n32 training sequence (at least 108 "
+            "tokens) into chunks of one optimizer step each (model.step_per_chunk), and a fit validates every so "
+            "many batches; expected model.tbptt_steps above the longest training sequence, model.step_per_chunk: "
+            "false, or no curve_points\n"
+        )
+
+
+def test_a_real_tiny_fit_has_curve_points_points(tmp_path):
+    """A real fit of 8 steps with curve_points 4 (one chunk per batch): 4 validations on its curve."""
+    import csv
+
+    from tests.study.test_curve_points import ONE_RUN
+
+    study = _study(tmp_path, ONE_RUN + "curve_points: 4\ngate: {ar_valid: 1.0, passkey_exact: 1.0}\n")
+    assert main(["run", str(study), "--jobs", "1"]) == 0
+    with open(tmp_path / "records" / "GRU_tiny_lr0.001_seed0.curve.csv") as handle:
+        steps = sorted({int(row["step"]) for row in csv.DictReader(handle)})
+    assert len(steps) == 4, steps
+
+
+@SETTINGS
+@given(n=st.sampled_from([32, 64, 128]), tbptt=st.integers(1, 600), per_chunk=st.booleans())
+def test_curve_points_is_refused_exactly_when_every_batch_takes_several_steps(tmp_path_factory, n, tbptt, per_chunk):
+    from swar_bench.study.commands import read_budget, shortest_sequence
+    from swar_bench.study.spec import StudyError, load_study
+    from tests.study.test_curve_points import ONE_RUN
+    from tests.study.test_study_cli import BASE
+
+    base = BASE.replace("tbptt_steps: 512", f"tbptt_steps: {tbptt}\n  step_per_chunk: {str(per_chunk).lower()}")
+    base = base.replace("train_configs: [32]", f"train_configs: [{n}]").replace("val_configs: [32, 64]",
+                                                                            f"val_configs: [{n}, 256]")
+    spec = load_study(_study(tmp_path_factory.mktemp("c"), ONE_RUN + "curve_points: 4\n", base=base))
+    refused = per_chunk and tbptt < shortest_sequence(n)
+    try:
+        read_budget(spec, spec.mechanisms[0])
+    except StudyError as err:
+        assert refused and "\n" not in str(err) and f"model.tbptt_steps={tbptt} " in str(err)
+    else:
+        assert not refused
+    assert shortest_sequence(n) == 12 + 3 * n  # docs/TASK.md: 12 + 3N + 3 n_queries tokens
