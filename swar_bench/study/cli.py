@@ -222,9 +222,9 @@ def main(argv: list[str] | None = None) -> int:
     p = _parser()
     args = p.parse_args(argv)
     try:
-        from swar_bench.study.mqar import is_mqar_study
+        from swar_bench.study.mqar import is_mqar_study, task_problem
 
-        problem = study_file_problem(args.study)
+        problem = study_file_problem(args.study) or task_problem(args.study)
         if problem is not None:
             raise StudyError(problem)
         if is_mqar_study(args.study):

@@ -118,6 +118,26 @@ def is_mqar_study(path: str | Path) -> bool:
     return isinstance(raw, dict) and raw.get("task") == "mqar"
 
 
+def task_problem(path: str | Path) -> str | None:
+    """One line when the study file at ``path`` names a ``task`` other than ``mqar`` (the one task
+    a study file names: without it, a study of the passkey task), with the closest task; else None.
+
+    e.g. ``s.yaml: task='mqra' is unknown (did you mean mqar?); expected task: mqar (an MQAR study),
+    or no task (a study of the passkey task)``."""
+    import yaml
+
+    from swar_bench.utils.text import did_you_mean
+
+    try:
+        raw = yaml.safe_load(Path(path).read_text())
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return None
+    if not isinstance(raw, dict) or "task" not in raw or raw["task"] == "mqar":
+        return None
+    return (f"{path}: task={raw['task']!r} is unknown{did_you_mean(str(raw['task']), ['mqar'])}; expected task: mqar "
+            "(an MQAR study), or no task (a study of the passkey task)")
+
+
 def _unknown(keys, allowed, where: str) -> None:
     extra = sorted(set(keys) - allowed)
     if extra:

@@ -317,3 +317,46 @@ def test_curve_points_is_refused_exactly_when_every_batch_takes_several_steps(tm
     else:
         assert not refused
     assert shortest_sequence(n) == 12 + 3 * n  # docs/TASK.md: 12 + 3N + 3 n_queries tokens
+
+
+# ----------------------------------------------------------------- 7. small faults of the study file and options
+
+MQAR_STUDY = """task: {task}
+name: m
+records: {tmp}/records
+out: {tmp}/runs
+entries:
+  - {{name: Attention_T64_d64, config: configs/mqar/figure2_t64.yaml, d_model: 64}}
+"""
+
+
+def test_a_misspelt_task_is_named_not_its_entries(tmp_path, capsys, monkeypatch):
+    """The reported input: `task: mqra` was read as a passkey study: "unknown key 'entries'"."""
+    from tests.study.test_study_cli import ROOT
+
+    monkeypatch.chdir(ROOT)
+    study = tmp_path / "m.yaml"
+    study.write_text(MQAR_STUDY.format(task="mqra", tmp=tmp_path))
+    status, err = _error(capsys, "status", str(study))
+    assert status == 2
+    assert err == (
+        f"swar-bench study: error: {study}: task='mqra' is unknown (did you mean mqar?); expected task: mqar "
+        "(an MQAR study), or no task (a study of the passkey task)\n"
+    )
+
+
+@SETTINGS
+@given(task=st.one_of(st.text(min_size=1, max_size=8).filter(lambda t: t != "mqar"), st.integers(), st.none()))
+def test_every_task_but_mqar_is_refused_naming_it(tmp_path_factory, task):
+    from swar_bench.study.mqar import task_problem
+
+    study = tmp_path_factory.mktemp("t") / "s.yaml"
+    study.write_text(yaml_dump({"task": task, "name": "m"}))
+    line = task_problem(study)
+    assert line is not None and "\n" not in line and f"task={task!r} is unknown" in line
+
+
+def yaml_dump(value) -> str:
+    import yaml
+
+    return yaml.safe_dump(value)
