@@ -139,9 +139,15 @@ def task_problem(path: str | Path) -> str | None:
 
 
 def _unknown(keys, allowed, where: str) -> None:
-    extra = sorted(set(keys) - allowed)
+    """Refuse the keys of ``keys`` not in ``allowed``: ``s.yaml: unknown key sead (did you mean
+    seed?); expected some of ...`` (each unknown key with its closest known one)."""
+    from swar_bench.utils.text import did_you_mean
+
+    extra = sorted(set(keys) - allowed, key=str)
     if extra:
-        raise StudyError(f"{where}: unknown key(s) {', '.join(map(str, extra))}; expected some of {', '.join(sorted(allowed))}")
+        shown = ", ".join(f"{k}{did_you_mean(str(k), sorted(allowed))}" for k in extra)
+        raise StudyError(f"{where}: unknown key{'s' if len(extra) > 1 else ''} {shown}; "
+                         f"expected some of {', '.join(sorted(allowed))}")
 
 
 def load_mqar_study(path: str | Path) -> MQARStudy:

@@ -360,3 +360,40 @@ def yaml_dump(value) -> str:
     import yaml
 
     return yaml.safe_dump(value)
+
+
+@pytest.mark.parametrize(("key", "where", "close"), [("sead", "", "seed"), ("d_modle", ": entries[0]", "d_model")])
+def test_an_unknown_mqar_key_gets_the_closest_key(tmp_path, monkeypatch, key, where, close):
+    """The reported inputs: `sead` (top level) and `d_modle` (an entry) were named without a suggestion."""
+    from swar_bench.study.mqar import ENTRY_KEYS, STUDY_KEYS, load_mqar_study
+    from swar_bench.study.spec import StudyError
+    from tests.study.test_study_cli import ROOT
+
+    monkeypatch.chdir(ROOT)
+    text = MQAR_STUDY.format(task="mqar", tmp=tmp_path)
+    text = text + "sead: 1\n" if key == "sead" else text.replace("d_model: 64", "d_modle: 64")
+    study = tmp_path / "m.yaml"
+    study.write_text(text)
+    keys = STUDY_KEYS if key == "sead" else ENTRY_KEYS
+    with pytest.raises(StudyError) as err:
+        load_mqar_study(study)
+    assert str(err.value) == (
+        f"{study}{where}: unknown key {key} (did you mean {close}?); expected some of {', '.join(sorted(keys))}"
+    )
+
+
+@SETTINGS
+@given(key=st.sampled_from(sorted({"task", "name", "records", "out", "learning_rates", "seed", "entries"})),
+       at=st.integers(0, 3), typo=st.sampled_from(["drop", "swap", "double"]))
+def test_every_near_miss_of_an_mqar_key_is_suggested(key, at, typo):
+    from swar_bench.study.mqar import STUDY_KEYS, _unknown
+    from swar_bench.study.spec import StudyError
+
+    i = min(at, len(key) - 2)
+    wrong = {"drop": key[:i] + key[i + 1:], "swap": key[:i] + key[i + 1] + key[i] + key[i + 2:],
+             "double": key[:i] + key[i] + key[i:]}[typo]
+    if wrong in STUDY_KEYS:
+        return
+    with pytest.raises(StudyError) as err:
+        _unknown({wrong, "name"}, STUDY_KEYS, "s.yaml")
+    assert "\n" not in str(err.value) and f"unknown key {wrong} (did you mean " in str(err.value)

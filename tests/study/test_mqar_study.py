@@ -69,7 +69,7 @@ def test_the_zoology_study_file_loads_and_sizes_its_states():
     ({"learning_rates": [0.0]}, "learning_rates=[0.0]; expected a non-empty list of positive numbers"),
     ({"seed": -1}, "seed=-1; expected an integer >= 0"),
     ({"entries": []}, "entries=[]; expected a non-empty list"),
-    ({"colour": 1}, "unknown key(s) colour"),
+    ({"colour": 1}, "unknown key colour"),
     ({"entries": [{"name": "x", "config": "nope.yaml", "d_model": 8}]}, "config='nope.yaml'; expected an existing config file"),
 ])
 def test_bad_study_files_are_refused_in_one_line(tmp_path, change, message):
