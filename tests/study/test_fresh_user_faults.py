@@ -397,3 +397,33 @@ def test_every_near_miss_of_an_mqar_key_is_suggested(key, at, typo):
     with pytest.raises(StudyError) as err:
         _unknown({wrong, "name"}, STUDY_KEYS, "s.yaml")
     assert "\n" not in str(err.value) and f"unknown key {wrong} (did you mean " in str(err.value)
+
+
+def test_a_key_given_twice_in_a_study_file_is_refused(tmp_path, capsys, no_runs):
+    """The reported input: `seeds` twice in a study file was accepted, the last value winning."""
+    study = _study(tmp_path, "seeds: 2\nselection_seeds: 1\nseeds: 3\n")
+    for command in ("status", "run"):
+        status, err = _error(capsys, command, str(study))
+        assert status == 2 and no_runs == []
+        assert err == (
+            f"swar-bench study: error: study file {str(study)!r}: key 'seeds' appears twice (lines 6 and 8); "
+            "expected each key once (YAML would keep the last without a word)\n"
+        )
+
+
+@SETTINGS
+@given(keys=st.lists(st.from_regex(r"k[a-z]{0,4}", fullmatch=True), min_size=1, max_size=6),
+       nested=st.booleans(), flow=st.booleans())
+def test_a_study_file_is_refused_exactly_when_a_mapping_repeats_a_key(tmp_path_factory, keys, nested, flow):
+    from swar_bench.study.paths import study_file_problem
+
+    body = ("{" + ", ".join(f"{k}: {i}" for i, k in enumerate(keys)) + "}\n") if flow else "".join(
+        f"{'  ' if nested else ''}{k}: {i}\n" for i, k in enumerate(keys))
+    path = tmp_path_factory.mktemp("y") / "s.yaml"
+    path.write_text(("outer:\n" if nested and not flow else "") + body)
+    problem = study_file_problem(path)
+    twice = [k for k in keys if keys.count(k) > 1]
+    if not twice:
+        assert problem is None
+        return
+    assert problem is not None and "\n" not in problem and f"key {twice[0]!r} appears twice" in problem
