@@ -122,13 +122,15 @@ def add_layer(spec, class_path: str, init_args_text: str | None, name: str | Non
     unknown = unknown_init_args(cls, full_path, init_args, init_args, option, None)
     if unknown is not None:  # checked before the layer is built, as fit and check-mechanism check it
         raise StudyError(unknown)
-    name = name or full_path.rsplit(".", 1)[-1]
+    given_name, name = name, name or full_path.rsplit(".", 1)[-1]
     if not NAME.match(name):
         raise StudyError(f"--name={name!r} is invalid; expected letters, digits, '_', '.', '-'")
     layer = MechanismSpec(name=name, class_path=full_path, init_args=init_args, added=True)
     for m in spec.mechanisms:
         if m.name == name and not (m.added and m.class_path == full_path and m.init_args == init_args):
-            raise StudyError(f"--add: the name {name!r} is taken by another mechanism of the study; expected --name")
+            taken = f"--name={name!r}" if given_name is not None else f"--add: its class name {name!r}"
+            raise StudyError(f"{taken} is taken by another mechanism of the study; expected another name "
+                             f"(e.g. --name {name}_2)")
     try:
         model = cls(**init_args)
     except (TypeError, ValueError) as err:

@@ -427,3 +427,32 @@ def test_a_study_file_is_refused_exactly_when_a_mapping_repeats_a_key(tmp_path_f
         assert problem is None
         return
     assert problem is not None and "\n" not in problem and f"key {twice[0]!r} appears twice" in problem
+
+
+def test_an_add_name_that_is_taken_says_so(tmp_path, capsys):
+    """The reported input: `--add GRU --name GRU_tiny` with GRU_tiny in the study said "expected
+    --name" though --name was given."""
+    status, err = _error(capsys, "run", str(_study(tmp_path)), "--add", "GRU", "--name", "GRU_tiny")
+    assert status == 2
+    assert err == (
+        "swar-bench study: error: --name='GRU_tiny' is taken by another mechanism of the study; expected another "
+        "name (e.g. --name GRU_tiny_2)\n"
+    )
+
+
+@SETTINGS
+@given(name=NAMES, given_name=st.booleans())
+def test_every_taken_add_name_is_named_as_typed(tmp_path_factory, name, given_name):
+    import dataclasses
+
+    from swar_bench.study.cli import add_layer
+    from swar_bench.study.spec import MechanismSpec, StudyError, load_study
+
+    spec = load_study(_study(tmp_path_factory.mktemp("a")))
+    taken = name if given_name else "GRU"
+    spec = dataclasses.replace(spec, mechanisms=(MechanismSpec(name=taken, class_path="LSTM"),))
+    with pytest.raises(StudyError) as err:
+        add_layer(spec, "GRU", None, name if given_name else None)
+    line = str(err.value)
+    assert "\n" not in line and f"{taken!r} is taken" in line and "expected another name" in line
+    assert line.startswith("--name=" if given_name else "--add: its class name")
