@@ -418,7 +418,7 @@ def status_lines(study: MQARStudy) -> list[str]:
     """One line per run: ``done <acc>``, ``stale`` (a record whose config file has changed since,
     ``swar_bench.study.config_files``), ``started`` (a run folder without a record), or ``to
     do``; then the summary line of every study's status (``study: 2 done, 1 started, 37 to do
-    (40 runs planned)``, ``swar_bench.study.status.summary_line``)."""
+    (40 runs planned now)``, ``swar_bench.study.status.summary_line``)."""
     from swar_bench.study.status import summary_line
 
     lines, states = [], []
@@ -438,7 +438,7 @@ def status_lines(study: MQARStudy) -> list[str]:
             else:
                 lines.append(f"{name}: to do")
                 states.append("to do")
-    return [*lines, summary_line(states)]
+    return [*lines, summary_line(states, "now")]  # the line of every study (docs/STUDY.md)
 
 
 def scores(study: MQARStudy) -> list[dict[str, Any]]:

@@ -250,7 +250,7 @@ def test_an_mqar_record_of_a_changed_config_is_stale(tmp_path):
     config.write_text(config.read_text().replace("max_epochs: 2", "max_epochs: 3"))
     assert mqar.status_lines(study) == [
         f"{name}: stale (config file {config} changed; run --rerun-stale to run it again)",
-        "study: 1 stale (1 run planned)",
+        "study: 1 stale (1 run planned now)",
     ]
     with pytest.raises(StudyError) as err:
         mqar.MQARRunner(study, log=lambda line: None).saved(name, command_text(args))

@@ -148,14 +148,14 @@ def test_status_of_the_zoology_study_ends_with_the_summary_line_of_every_study(c
     started = sum(": started" in line for line in lines)
     to_do = sum(line.endswith(": to do") for line in lines)
     shown = ", ".join(f"{count} {state}" for count, state in ((done, "done"), (started, "started"), (to_do, "to do")) if count)
-    assert lines[-1] == f"study: {shown} ({n} runs planned)"
+    assert lines[-1] == f"study: {shown} ({n} runs planned now)"
 
 
 @settings(max_examples=15, deadline=None)
 @given(states=st.lists(st.sampled_from(["done", "started", "to do"]), min_size=2, max_size=2))
 def test_any_mix_of_run_states_is_counted_in_the_last_line(tmp_path_factory, states):
     """The kind: whatever the runs' states, an MQAR study's status ends with the summary line
-    ``study: N done, M started, K to do (T runs planned)`` counting them, as a frontier study's
+    ``study: N done, M started, K to do (T runs planned now)`` counting them, as a frontier study's
     ends with ``study: N done, ... (T runs planned now)`` (one function, status.summary_line)."""
     tmp_path = tmp_path_factory.mktemp("mqar_status")
     study = mqar.load_mqar_study(write_study(tmp_path))
@@ -168,5 +168,5 @@ def test_any_mix_of_run_states_is_counted_in_the_last_line(tmp_path_factory, sta
             (tmp_path / "runs" / name).mkdir(parents=True)
     lines = mqar.status_lines(study)
     counts = {s: states.count(s) for s in ("done", "started", "to do") if states.count(s)}
-    assert lines[-1] == f"study: {', '.join(f'{n} {s}' for s, n in counts.items())} (2 runs planned)"
+    assert lines[-1] == f"study: {', '.join(f'{n} {s}' for s, n in counts.items())} (2 runs planned now)"
     assert [re.search(r": (done|started|to do)\b", line).group(1) for line in lines[:-1]] == states
