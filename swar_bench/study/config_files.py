@@ -96,7 +96,7 @@ def config_keys_problem(path: str | Path, command: str = "fit") -> str | None:
     would refuse (a top-level key, or a key of an option group: ``data.eval_exampels``, or of a
     mapping option of known fields: ``data.mqar``), with the closest key; None when every key is
     one (or the file cannot be read: ``read_budget`` names that). The keys are read without
-    importing Lightning (``swar_bench.harness.fast_options``), as ``fit`` itself checks them, so
+    importing Lightning (``swar_bench.utils.option_table``), as ``fit`` itself checks them, so
     ``study status`` and ``run`` refuse a typo before a fit fails on it. Class arguments
     (``model.mechanism.init_args``) are checked by ``swar_bench.study.spec.check_init_args``.
 
@@ -104,7 +104,7 @@ def config_keys_problem(path: str | Path, command: str = "fit") -> str | None:
     expected a key of swar-bench fit (swar-bench fit --help)``."""
     import yaml
 
-    from swar_bench.harness.fast_options import known_options, nested_fields
+    from swar_bench.utils.option_table import known_options, nested_fields
     from swar_bench.utils.text import did_you_mean
 
     try:

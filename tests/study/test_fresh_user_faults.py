@@ -205,8 +205,8 @@ def test_a_failed_rerun_stale_fit_keeps_the_old_records(tmp_path, capsys, monkey
 @SETTINGS
 @given(group=st.sampled_from(["trainer", "model", "data"]), key=st.from_regex(r"[a-z][a-z_]{2,14}", fullmatch=True))
 def test_every_unknown_key_of_a_budget_config_is_refused_naming_file_and_key(tmp_path_factory, group, key):
-    from swar_bench.harness.fast_options import known_options
     from swar_bench.study.spec import StudyError, load_study
+    from swar_bench.utils.option_table import known_options
     from tests.study.test_study_cli import BASE
 
     tmp = tmp_path_factory.mktemp("s")
