@@ -247,9 +247,10 @@ class Runner:
         shutil.rmtree(self.out / name, ignore_errors=True)
 
     def fit(
-        self, m: MechanismSpec, lr: float, seed: int, retry: bool = False
+        self, m: MechanismSpec, lr: float, seed: int, retry: bool = False, again: bool = False
     ) -> dict[str, Any] | None:
-        """The fit record of one run (reused or made); None when it failed or in a dry run."""
+        """The fit record of one run (reused or made; ``again``: made, its record kept until the new
+        fit has succeeded); None when it failed or in a dry run."""
         name = run_name(m, lr, seed, retry)
         budget = self.budgets[m.name]
         args = fit_args(self.spec, budget, m, lr, seed, retry)
@@ -257,7 +258,7 @@ class Runner:
         with self.lock:
             self.planned.append(f"fit {name}")
             self.commands[f"fit {name}"] = command
-        saved = self._record(name, "fit", command)
+        saved = None if again else self._record(name, "fit", command)
         if saved is not None or self.dry_run:
             return saved
         launched = self._launch("fit", m, lr, seed, retry)
@@ -346,8 +347,7 @@ class Runner:
             return launched
         if not (self.out / name / "checkpoints" / "last.ckpt").is_file():
             # the fit's record came from another machine without its checkpoint: train it again here
-            (self.records / f"{name}.fit.json").unlink(missing_ok=True)
-            if self.fit(m, lr, seed, retry) is None:
+            if self.fit(m, lr, seed, retry, again=True) is None:
                 return None
         shutil.rmtree(self.out / name / "test", ignore_errors=True)
         hashes = config_hashes(args)

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from swar_bench.study import runner as runner_module
 from swar_bench.study.cli import main
+from tests.study import test_config_files, test_curve_points  # noqa: F401 - imported before any @given runs
 from tests.study.test_study_cli import _study
 
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -456,3 +457,44 @@ def test_every_taken_add_name_is_named_as_typed(tmp_path_factory, name, given_na
     line = str(err.value)
     assert "\n" not in line and f"{taken!r} is taken" in line and "expected another name" in line
     assert line.startswith("--name=" if given_name else "--add: its class name")
+
+
+def test_a_failed_fit_again_for_a_missing_checkpoint_keeps_the_fit_record(tmp_path, monkeypatch):
+    """The same kind: a valid fit record whose checkpoint is not on this machine is trained again
+    for its test; when that fit fails, the record stays as it was (it was deleted first)."""
+    import sys
+
+    from swar_bench.study.spec import load_study
+    from tests.study.test_config_files import ONE_RUN, RUN, _records
+
+    monkeypatch.setattr(runner_module, "SWAR_BENCH", [sys.executable, "-c", "import sys; sys.exit(2)"])
+    study = _study(tmp_path, ONE_RUN)
+    _records(load_study(study), hashes=True)
+    (tmp_path / "records" / f"{RUN}.test.json").unlink()
+    before = (tmp_path / "records" / f"{RUN}.fit.json").read_text()
+    assert main(["run", str(study), "--jobs", "1"]) == 1
+    assert (tmp_path / "records" / f"{RUN}.fit.json").read_text() == before
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rc=st.integers(1, 125), kinds=st.sets(st.sampled_from(["fit", "test"]), min_size=1), stale=st.booleans())
+def test_no_failed_fit_removes_an_old_record(tmp_path_factory, monkeypatch, rc, kinds, stale):
+    """The kind: whatever old records a run has (of its command, or of an older one with
+    --rerun-stale), a fit that fails leaves every one of them as it was."""
+    import sys
+
+    from swar_bench.study.spec import load_study
+    from tests.study.test_config_files import ONE_RUN, RUN, _records
+
+    monkeypatch.setattr(runner_module, "SWAR_BENCH", [sys.executable, "-c", f"import sys; sys.exit({rc})"])
+    tmp = tmp_path_factory.mktemp("r")
+    study = _study(tmp, ONE_RUN)
+    _records(load_study(study), hashes=True)
+    records = tmp / "records"
+    for kind in {"fit", "test"} - kinds:
+        (records / f"{RUN}.{kind}.json").unlink()
+    if stale:
+        (tmp / "base.yaml").write_text((tmp / "base.yaml").read_text().replace("batch_size: 2", "batch_size: 4"))
+    before = {kind: (records / f"{RUN}.{kind}.json").read_text() for kind in kinds}
+    main(["run", str(study), "--jobs", "1", *(["--rerun-stale"] if stale else [])])
+    assert {kind: (records / f"{RUN}.{kind}.json").read_text() for kind in kinds} == before
