@@ -345,10 +345,10 @@ class Runner:
         launched = self._launch("test", m, lr, seed, retry)
         if launched is not NotImplemented:
             return launched
-        if not (self.out / name / "checkpoints" / "last.ckpt").is_file():
-            # the fit's record came from another machine without its checkpoint: train it again here
-            if self.fit(m, lr, seed, retry, again=True) is None:
-                return None
+        # a fit record from another machine without its checkpoint: trained again here (its record kept till then)
+        if not (self.out / name / "checkpoints" / "last.ckpt").is_file() and self.fit(m, lr, seed, retry,
+                                                                                     again=True) is None:
+            return None
         shutil.rmtree(self.out / name / "test", ignore_errors=True)
         hashes = config_hashes(args)
         rc, secs = self._execute(args, self.out / f"{name}.test.log")
