@@ -279,12 +279,14 @@ def unknown_class_line(message: str, argv: list[str]) -> str | None:
     kinds = ", ".join(b.__name__ for b in bases[:-1]) + (" or " if len(bases) > 1 else "") + bases[-1].__name__
     choices = class_choices(bases)
     listing = f", e.g. one of {', '.join(choices)}" if choices else ""
-    rest = (f"unknown {kinds} class {typed!r} for {{}}{did_you_mean(typed.rsplit('.', 1)[-1], choices)}; expected a "
-            f"{kinds} class name or path{listing}")
+    def rest(flag: str) -> str:  # never str.format: the typed name may hold braces
+        return (f"unknown {kinds} class {typed!r} for {flag}{did_you_mean(typed.rsplit('.', 1)[-1], choices)}; "
+                f"expected a {kinds} class name or path{listing}")
+
     typed_here = any(a.partition("=")[0].rstrip("+") == f"--{option}" and typed in a for a in argv) or any(
         a.rstrip("+") == f"--{option}" and i + 1 < len(argv) and typed in argv[i + 1] for i, a in enumerate(argv))
     source = None if typed_here else option_source(argv, option)
-    return f"{source}: {rest.format(option)}" if source is not None else rest.format(f"--{option}")
+    return f"{source}: {rest(option)}" if source is not None else rest(f"--{option}")
 
 
 FINITE_FLOAT_EXPECTED = {"model.lr": "a positive finite learning rate", "lr": "a positive finite learning rate",
