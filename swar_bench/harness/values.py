@@ -145,6 +145,11 @@ def check_values(cfg: Any, argv: list[str]) -> None:
         expected = check(value) if found else None
         if expected is not None:
             raise ValueError(f"{lead(argv, option, value)}: expected {expected}")
+    from swar_bench.harness.class_values import class_arg_problem
+
+    line = class_arg_problem(cfg, argv)  # init args of loggers and callbacks the parser passes unchecked
+    if line is not None:
+        raise ValueError(line)
 
 
 def mqar_option_line(message: str, cfg: Any, argv: list[str]) -> str | None:
