@@ -52,6 +52,12 @@ def exit_status(err: BaseException, given: list[str], argv: list[str]) -> int | 
     if isinstance(err, FolderLockedError):  # another fit writes into the folder: not a wrong argument
         print(f"swar-bench: error: {_one_line(str(err))}", file=sys.stderr)
         return 1
+    from swar_bench.harness.monitors import monitor_line
+
+    monitored = monitor_line(err, given)  # a callback's monitor naming no logged metric (found mid-run)
+    if monitored is not None:
+        print(f"swar-bench: error: {monitored}", file=sys.stderr)
+        return 2
     if isinstance(err, RuntimeError):  # after ValueError: DataSourceError is both
         if not stops.collective_timed_out(err):
             return None
