@@ -107,6 +107,9 @@ def parse_error_line(message: str, argv: list[str] | None = None) -> str:
     unknown_class = unknown_class_line(message, argv or [])
     if unknown_class is not None:
         return unknown_class
+    required = required_args_line(message, argv or [])
+    if required is not None:
+        return required
     if not key:
         return joined(message)
     keys, class_path = [], None
@@ -287,6 +290,32 @@ def unknown_class_line(message: str, argv: list[str]) -> str | None:
         a.rstrip("+") == f"--{option}" and i + 1 < len(argv) and typed in argv[i + 1] for i, a in enumerate(argv))
     source = None if typed_here else option_source(argv, option)
     return f"{source}: {rest(option)}" if source is not None else rest(f"--{option}")
+
+
+ARG_EXAMPLES = {"monitor": "val/loss"}
+"""An example value of a required init arg, by name, for the line that says it is missing."""
+
+
+def required_args_line(message: str, argv: list[str]) -> str | None:
+    """``EarlyStopping needs --trainer.callbacks.monitor (e.g. val/loss)``: the one line for a class
+    given to a class-typed option without an init arg its constructor requires (jsonargparse's
+    "the following arguments are required: monitor" inside an "Expected one of list[...]"), led
+    by the ``--config`` file that gave the class when the command line did not. None for another
+    message."""
+    key = re.match(r'Parser key "([^"]+)"', message)
+    found = re.search(r"Problem with given class_path '([^']+)':\s*the following arguments are required: ([\w, ]+)",
+                      message)
+    if key is None or found is None:
+        return None
+    option, class_path = key.group(1), found.group(1)
+    names = [n.strip() for n in found.group(2).split(",") if n.strip()]
+    short = class_path.rsplit(".", 1)[-1]
+    typed_here = any(a.partition("=")[0].rstrip("+") == f"--{option}" for a in argv)
+    source = None if typed_here else option_source(argv, option)
+    flags = [f"{option}.init_args.{n}" if source is not None else f"--{option}.{n}" for n in names]
+    shown = " and ".join(f"{flag} (e.g. {ARG_EXAMPLES[n]})" if n in ARG_EXAMPLES else flag for flag, n in zip(flags, names))
+    line = f"{short} needs {shown}; expected the required {'argument' if len(names) == 1 else 'arguments'} of {class_path}"
+    return f"{source}: {line}" if source is not None else line
 
 
 FINITE_FLOAT_EXPECTED = {"model.lr": "a positive finite learning rate", "lr": "a positive finite learning rate",
