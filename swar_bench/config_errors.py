@@ -91,6 +91,11 @@ def parse_error_line(message: str, argv: list[str] | None = None) -> str:
     model.mechanism.init_args.d_model: ...``)."""
 
     key = re.match(r'Parser key "([^"]+)"', message)
+    from swar_bench.class_item_errors import class_item_line
+
+    item = class_item_line(message, argv or [])  # an init arg inside a class given as a whole value
+    if item is not None:
+        return item
     nested = nested_class_arg_line(message, argv or [])
     if nested is not None:
         return nested
