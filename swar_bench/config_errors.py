@@ -137,8 +137,8 @@ def parse_error_line(message: str, argv: list[str] | None = None) -> str:
             keys.append(heading.group(1))
         lines = ([heading.group(2)] if heading.group(2) else []) + lines[1:]
     reason = " ".join(lines) or "invalid value"
-    got = re.search(r"(?:Got value|Given value): (.*)$", reason)
-    value = got.group(1) if got else None
+    got = re.search(r"(?:Got value|Given value):(?: (.*))?$", reason)
+    value = (got.group(1) or "") if got else None
     union = re.match(r"Does not validate against any of the Union subtypes\s*Subtypes: \[(.*)\]\s*Errors:", reason)
     if union and value is not None:  # "Subtypes: [...] Errors: - ... Given value type: ... Given value: abc"
         types = re.sub(r"<class '([^']+)'>", r"\1", union.group(1)).replace("NoneType", "None")
@@ -174,7 +174,7 @@ def parse_error_line(message: str, argv: list[str] | None = None) -> str:
     return f"{source}: {option}: {reason}" if source is not None else f"--{option}: {reason}"
 
 
-LIST_TYPES = r"Expected (?:collections\.abc\.)?(?:Sequence|Iterable|list|tuple)(?:\[.*\])?\. Got value: .*"
+LIST_TYPES = r"Expected (?:collections\.abc\.)?(?:Sequence|Iterable|list|tuple)(?:\[.*\])?\. Got value:(?: .*)?"
 """jsonargparse's refusal of a value that is no list for an option that takes one (``Expected
 collections.abc.Sequence. Got value: n32``), its type reprs already read."""
 
@@ -186,10 +186,24 @@ def list_expected_line(option: str, value: str, source: str | None) -> str:
     """``--data.train_configs=n32: expected a list, e.g. --data.train_configs=[n32]`` (``source``:
     the ``--config`` file that set the value, else None for the command line): the one line for
     a value that is no list given to an option that takes one."""
-    example = LIST_EXAMPLES.get(option) or "[" + (value.strip().strip("[]").strip() or "32, 64") + "]"
+    inner = value.strip().strip("[]").strip()
+    if option.removeprefix("data.") in ("train_configs", "val_configs", "test_configs") and not allowed_n(inner):
+        inner = "n32"  # an example the option takes, never the refused value (null, a word) in brackets
+    example = LIST_EXAMPLES.get(option) or "[" + (inner or "32, 64") + "]"
     if source is not None:
         return f"{source}: {option}={value}: expected a list, e.g. {option}: {example}"
     return f"--{option}={value}: expected a list, e.g. --{option}={example}"
+
+
+def allowed_n(item: Any) -> bool:
+    """True when ``item`` names an allowed passkey_swar N (``32`` or ``"n32"``, ``ALLOWED_N``)."""
+    from swar_bench.tasks.passkey_swar import ALLOWED_N
+
+    if isinstance(item, bool) or not isinstance(item, (int, str)):
+        return False
+    text = str(item).strip()
+    digits = text[1:] if text.lower().startswith("n") else text
+    return digits.isdigit() and int(digits) in ALLOWED_N
 
 
 def nested_class_arg_line(message: str, argv: list[str]) -> str | None:

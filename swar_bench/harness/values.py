@@ -186,6 +186,21 @@ def typed_value(argv: list[str], option: str) -> str | None:
     return found
 
 
+def bad_element(text: str, expected: str) -> str | None:
+    """``element 3.5 is not an allowed N; <expected>`` for the first element of the list ``text``
+    (``[3.5]``, ``[[32]]``) that names no allowed N (``config_errors.allowed_n``), else None."""
+    import yaml
+
+    from swar_bench.config_errors import allowed_n
+
+    try:
+        items = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return None
+    bad = next((item for item in items if not allowed_n(item)), None) if isinstance(items, list) else None
+    return None if bad is None else f"element {shown(bad)} is not an allowed N; {expected}"
+
+
 def option_line(message: str, argv: list[str]) -> str:
     """A one-line refusal that names an option, led by where it was set as the user typed it:
     ``train_configs: 33 is not an allowed N; ...`` becomes ``--data.train_configs=[33]: 33 is not
@@ -195,6 +210,9 @@ def option_line(message: str, argv: list[str]) -> str:
     bare = re.match(rf"({'|'.join(DATA_LISTS)}): (.*)$", message, re.DOTALL)
     if bare is not None:
         option, rest = f"data.{bare.group(1)}", bare.group(2)
+        whole = re.match(r"'(\[.*\])' is not an allowed N; (.*)$", rest, re.DOTALL)
+        if whole is not None:  # a list whose elements are not Ns reached the data module as one string
+            rest = bad_element(whole.group(1), whole.group(2)) or rest
         source = option_source(argv, option)
         if source is not None:
             return f"{source}: {option}: {rest}"
