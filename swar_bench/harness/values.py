@@ -92,7 +92,28 @@ def _max_time(value: Any) -> str | None:
     return MAX_TIME_EXPECTED
 
 
+PROFILERS = ("simple", "advanced", "pytorch", "xla")
+"""The profiler names Lightning's ``Trainer(profiler=...)`` takes."""
+
+
+def _profiler(value: Any) -> str | None:
+    """A name of ``PROFILERS`` (a ``Profiler`` class reaches here parsed, not as a string)."""
+    from swar_bench.utils.text import did_you_mean
+
+    if not isinstance(value, str) or value in PROFILERS:
+        return None
+    return f"one of {', '.join(PROFILERS)} or a Profiler class path{did_you_mean(value, PROFILERS)}"
+
+
+def _fast_dev_run(value: Any) -> str | None:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value >= 0:
+        return None
+    return "true, false or a number of batches >= 0"
+
+
 CHECKS: dict[str, Callable[[Any], str | None]] = {
+    "trainer.profiler": _profiler,
+    "trainer.fast_dev_run": _fast_dev_run,
     "seed_everything": _seed_everything,
     "data.seed": _data_seed,
     "data.mqar.cache_dir": _folder,
