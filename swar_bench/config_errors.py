@@ -301,9 +301,18 @@ def unknown_class_line(message: str, argv: list[str]) -> str | None:
     kinds = ", ".join(b.__name__ for b in bases[:-1]) + (" or " if len(bases) > 1 else "") + bases[-1].__name__
     choices = class_choices(bases)
     listing = f", e.g. one of {', '.join(choices)}" if choices else ""
+    import difflib
+
+    # a class name is suggested only when it is a small edit away (NoSuchLogger is not CSVLogger)
+    close = difflib.get_close_matches(typed.strip("[]").rsplit(".", 1)[-1], choices, n=1, cutoff=0.8)
+    suggestion = f" (did you mean {close[0]}?)" if close else ""
+    unclosed = typed.lstrip().startswith("[") and not typed.rstrip().endswith("]")
+
     def rest(flag: str) -> str:  # never str.format: the typed name may hold braces
-        return (f"unknown {kinds} class {typed!r} for {flag}{did_you_mean(typed.rsplit('.', 1)[-1], choices)}; "
-                f"expected a {kinds} class name or path{listing}")
+        if unclosed:
+            return (f"unclosed list {typed!r} for {flag}; expected a list closed by ], e.g. "
+                    f"{flag}=[{close[0] if close else (choices or ['NAME'])[0]}], or a {kinds} class name or path")
+        return f"unknown {kinds} class {typed!r} for {flag}{suggestion}; expected a {kinds} class name or path{listing}"
 
     typed_here = any(a.partition("=")[0].rstrip("+") == f"--{option}" and typed in a for a in argv) or any(
         a.rstrip("+") == f"--{option}" and i + 1 < len(argv) and typed in argv[i + 1] for i, a in enumerate(argv))
