@@ -212,7 +212,11 @@ def bad_element(text: str, expected: str) -> str | None:
     (``[3.5]``, ``[[32]]``) that names no allowed N (``config_errors.allowed_n``), else None."""
     import yaml
 
-    from swar_bench.config_errors import allowed_n
+    from swar_bench.config_errors import allowed_n as reads_as_n
+    from swar_bench.tasks.passkey_swar import ALLOWED_N
+
+    def allowed_n(item: Any) -> bool:
+        return reads_as_n(item) and int(str(item).strip().lstrip("nN")) in ALLOWED_N
 
     try:
         items = yaml.safe_load(text)
