@@ -18,7 +18,7 @@ commands:
   referee                           the long-context referee (--config configs/referee/...yaml); referee compare, referee verdict
   demo                              train the quickstart model on n32, test it per N (exit 3: target not reached)
   check-mechanism                   check a mechanism against the protocol before training it (CLASS_PATH)
-  study                             a fair comparison from a study file: study run | status | report STUDY.yaml
+  study                             a fair comparison from a study file: study run | status | report | site STUDY.yaml
 
 `swar-bench COMMAND --help` describes each command."""
 

@@ -91,6 +91,11 @@ def parse_error_line(message: str, argv: list[str] | None = None) -> str:
     model.mechanism.init_args.d_model: ...``)."""
 
     key = re.match(r'Parser key "([^"]+)"', message)
+    from swar_bench.class_item_errors import class_item_line
+
+    item = class_item_line(message, argv or [])  # an init arg inside a class given as a whole value
+    if item is not None:
+        return item
     nested = nested_class_arg_line(message, argv or [])
     if nested is not None:
         return nested
@@ -107,6 +112,9 @@ def parse_error_line(message: str, argv: list[str] | None = None) -> str:
     unknown_class = unknown_class_line(message, argv or [])
     if unknown_class is not None:
         return unknown_class
+    required = required_args_line(message, argv or [])
+    if required is not None:
+        return required
     if not key:
         return joined(message)
     keys, class_path = [], None
@@ -129,8 +137,8 @@ def parse_error_line(message: str, argv: list[str] | None = None) -> str:
             keys.append(heading.group(1))
         lines = ([heading.group(2)] if heading.group(2) else []) + lines[1:]
     reason = " ".join(lines) or "invalid value"
-    got = re.search(r"(?:Got value|Given value): (.*)$", reason)
-    value = got.group(1) if got else None
+    got = re.search(r"(?:Got value|Given value):(?: (.*))?$", reason)
+    value = (got.group(1) or "") if got else None
     union = re.match(r"Does not validate against any of the Union subtypes\s*Subtypes: \[(.*)\]\s*Errors:", reason)
     if union and value is not None:  # "Subtypes: [...] Errors: - ... Given value type: ... Given value: abc"
         types = re.sub(r"<class '([^']+)'>", r"\1", union.group(1)).replace("NoneType", "None")
@@ -166,7 +174,7 @@ def parse_error_line(message: str, argv: list[str] | None = None) -> str:
     return f"{source}: {option}: {reason}" if source is not None else f"--{option}: {reason}"
 
 
-LIST_TYPES = r"Expected (?:collections\.abc\.)?(?:Sequence|Iterable|list|tuple)(?:\[.*\])?\. Got value: .*"
+LIST_TYPES = r"Expected (?:collections\.abc\.)?(?:Sequence|Iterable|list|tuple)(?:\[.*\])?\. Got value:(?: .*)?"
 """jsonargparse's refusal of a value that is no list for an option that takes one (``Expected
 collections.abc.Sequence. Got value: n32``), its type reprs already read."""
 
@@ -178,10 +186,21 @@ def list_expected_line(option: str, value: str, source: str | None) -> str:
     """``--data.train_configs=n32: expected a list, e.g. --data.train_configs=[n32]`` (``source``:
     the ``--config`` file that set the value, else None for the command line): the one line for
     a value that is no list given to an option that takes one."""
-    example = LIST_EXAMPLES.get(option) or "[" + (value.strip().strip("[]").strip() or "32, 64") + "]"
+    inner = value.strip().strip("[]").strip()
+    if option.removeprefix("data.") in ("train_configs", "val_configs", "test_configs") and not allowed_n(inner):
+        inner = "n32"  # an example the option takes, never the refused value (null, a word) in brackets
+    example = LIST_EXAMPLES.get(option) or "[" + (inner or "32, 64") + "]"
     if source is not None:
         return f"{source}: {option}={value}: expected a list, e.g. {option}: {example}"
     return f"--{option}={value}: expected a list, e.g. --{option}={example}"
+
+
+def allowed_n(item: Any) -> bool:
+    """True when ``item`` reads as a passkey_swar N (``32`` or ``"n32"``); whether that N is
+    allowed is the data module's check."""
+    if isinstance(item, bool) or not isinstance(item, (int, str)):
+        return False
+    return re.fullmatch(r"[nN]?\d+", str(item).strip()) is not None
 
 
 def nested_class_arg_line(message: str, argv: list[str]) -> str | None:
@@ -279,12 +298,49 @@ def unknown_class_line(message: str, argv: list[str]) -> str | None:
     kinds = ", ".join(b.__name__ for b in bases[:-1]) + (" or " if len(bases) > 1 else "") + bases[-1].__name__
     choices = class_choices(bases)
     listing = f", e.g. one of {', '.join(choices)}" if choices else ""
-    rest = (f"unknown {kinds} class {typed!r} for {{}}{did_you_mean(typed.rsplit('.', 1)[-1], choices)}; expected a "
-            f"{kinds} class name or path{listing}")
+    import difflib
+
+    # a class name is suggested only when it is a small edit away (NoSuchLogger is not CSVLogger)
+    close = difflib.get_close_matches(typed.strip("[]").rsplit(".", 1)[-1], choices, n=1, cutoff=0.8)
+    suggestion = f" (did you mean {close[0]}?)" if close else ""
+    unclosed = typed.lstrip().startswith("[") and not typed.rstrip().endswith("]")
+
+    def rest(flag: str) -> str:  # never str.format: the typed name may hold braces
+        if unclosed:
+            return (f"unclosed list {typed!r} for {flag}; expected a list closed by ], e.g. "
+                    f"{flag}=[{close[0] if close else (choices or ['NAME'])[0]}], or a {kinds} class name or path")
+        return f"unknown {kinds} class {typed!r} for {flag}{suggestion}; expected a {kinds} class name or path{listing}"
+
     typed_here = any(a.partition("=")[0].rstrip("+") == f"--{option}" and typed in a for a in argv) or any(
         a.rstrip("+") == f"--{option}" and i + 1 < len(argv) and typed in argv[i + 1] for i, a in enumerate(argv))
     source = None if typed_here else option_source(argv, option)
-    return f"{source}: {rest.format(option)}" if source is not None else rest.format(f"--{option}")
+    return f"{source}: {rest(option)}" if source is not None else rest(f"--{option}")
+
+
+ARG_EXAMPLES = {"monitor": "val/loss"}
+"""An example value of a required init arg, by name, for the line that says it is missing."""
+
+
+def required_args_line(message: str, argv: list[str]) -> str | None:
+    """``EarlyStopping needs --trainer.callbacks.monitor (e.g. val/loss)``: the one line for a class
+    given to a class-typed option without an init arg its constructor requires (jsonargparse's
+    "the following arguments are required: monitor" inside an "Expected one of list[...]"), led
+    by the ``--config`` file that gave the class when the command line did not. None for another
+    message."""
+    key = re.match(r'Parser key "([^"]+)"', message)
+    found = re.search(r"Problem with given class_path '([^']+)':\s*the following arguments are required: ([\w, ]+)",
+                      message)
+    if key is None or found is None:
+        return None
+    option, class_path = key.group(1), found.group(1)
+    names = [n.strip() for n in found.group(2).split(",") if n.strip()]
+    short = class_path.rsplit(".", 1)[-1]
+    typed_here = any(a.partition("=")[0].rstrip("+") == f"--{option}" for a in argv)
+    source = None if typed_here else option_source(argv, option)
+    flags = [f"{option}.init_args.{n}" if source is not None else f"--{option}.{n}" for n in names]
+    shown = " and ".join(f"{flag} (e.g. {ARG_EXAMPLES[n]})" if n in ARG_EXAMPLES else flag for flag, n in zip(flags, names))
+    line = f"{short} needs {shown}; expected the required {'argument' if len(names) == 1 else 'arguments'} of {class_path}"
+    return f"{source}: {line}" if source is not None else line
 
 
 FINITE_FLOAT_EXPECTED = {"model.lr": "a positive finite learning rate", "lr": "a positive finite learning rate",

@@ -58,6 +58,7 @@ LAYER_OF = {
     "swar_bench.referee.cli": "referee.cli",
     "swar_bench.callbacks": "callbacks",
     "swar_bench.config_errors": "config_errors",
+    "swar_bench.class_item_errors": "config_errors",
     "swar_bench.harness": "harness",
     "swar_bench.lightning_cli": "harness",
     "swar_bench.demo": "harness",
@@ -182,7 +183,7 @@ def test_the_packages_show_the_layers():
     for folder, layer in (("utils", "utils"), ("runtime", "runtime"), ("harness", "harness")):
         assert {layer_of(module_name(p)) for p in (PACKAGE / folder).glob("*.py")} == {layer}
     assert sorted(p.name for p in PACKAGE.glob("*.py")) == [
-        "__init__.py", "cli.py", "config_errors.py", "demo.py", "lightning_cli.py", "module.py", "tbptt.py"
+        "__init__.py", "class_item_errors.py", "cli.py", "config_errors.py", "demo.py", "lightning_cli.py", "module.py", "tbptt.py"
     ]
 
 

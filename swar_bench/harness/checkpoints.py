@@ -5,6 +5,7 @@ mechanism (``state_dict_mismatch``, ``mismatch_error``), each refusal one line (
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 
 from swar_bench.utils.argparsing import check_path_given
@@ -209,3 +210,17 @@ def resumed_optimizer_changes(now: dict[str, Any], saved: dict[str, Any]) -> str
         if key in now and key in saved and norm(now[key]) != norm(saved[key])
     ]
     return ", ".join(diffs) or None
+
+
+def hpc_missing_line(message: str, folder: str | None) -> str | None:
+    """``--ckpt_path=hpc: no HPC checkpoint (hpc_ckpt_<N>.ckpt, saved when SLURM stops a run) in
+    --trainer.default_root_dir=<folder>; expected ...`` in place of Lightning's ``.test(ckpt_path="hpc")
+    is set but no HPC checkpoint was found ...`` (``folder``: the Trainer's ``default_root_dir``,
+    where Lightning looks), as ``--ckpt_path=last`` without a ``last.ckpt`` is refused. None for
+    another message."""
+    found = re.search(r"`\.(fit|validate|test|predict)\(ckpt_path=\"hpc\"\)` is set but no HPC checkpoint was found", message)
+    if found is None:
+        return None
+    where = f" in --trainer.default_root_dir={folder}" if folder else ""
+    return (f"--ckpt_path=hpc: no HPC checkpoint (hpc_ckpt_<N>.ckpt, saved when SLURM stops a run){where}; expected "
+            f"{ckpt_path_expected(found.group(1))}")

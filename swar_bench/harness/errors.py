@@ -37,6 +37,10 @@ def exit_status(err: BaseException, given: list[str], argv: list[str]) -> int | 
         from swar_bench.harness.values import option_line
 
         message = option_line(_one_line(str(err)), given)  # the option as typed, or the --config file that set it
+        from swar_bench.harness.checkpoints import hpc_missing_line
+
+        trainer = stops.run_trainer()
+        message = hpc_missing_line(message, str(trainer.default_root_dir) if trainer is not None else None) or message
         if "parameter group" in message or "size of optimizer's group" in message:  # torch's Optimizer.load_state_dict
             message = (
                 f"--ckpt_path: the checkpoint's optimizer state does not fit this run's optimizer ({message}); expected "
@@ -52,6 +56,12 @@ def exit_status(err: BaseException, given: list[str], argv: list[str]) -> int | 
     if isinstance(err, FolderLockedError):  # another fit writes into the folder: not a wrong argument
         print(f"swar-bench: error: {_one_line(str(err))}", file=sys.stderr)
         return 1
+    from swar_bench.harness.monitors import monitor_line
+
+    monitored = monitor_line(err, given)  # a callback's monitor naming no logged metric (found mid-run)
+    if monitored is not None:
+        print(f"swar-bench: error: {monitored}", file=sys.stderr)
+        return 2
     if isinstance(err, RuntimeError):  # after ValueError: DataSourceError is both
         if not stops.collective_timed_out(err):
             return None

@@ -245,14 +245,16 @@ def discarding_empty_run(trainer: Any) -> Iterator[None]:
     }
     try:
         yield
-    except BaseException:
+    except BaseException as err:
+        from swar_bench.harness.monitors import monitor_refusal
+
         if created is not None:
             saved = any(
                 getattr(callback, "last_model_path", "") or getattr(callback, "best_model_path", "")
                 for callback in getattr(trainer, "checkpoint_callbacks", None) or []
             )
-            if not saved:
-                runs.discard_empty_run(folder, created)
+            if not saved:  # a monitor naming no metric: the values logged before are of no use
+                runs.discard_empty_run(folder, created, force=monitor_refusal(err) is not None)
         elif before is not None and not any(runs.holds_results(path, since=snap) for path, snap in elsewhere.items()):
             runs.discard_stopped_additions(folder, before)
         raise

@@ -285,19 +285,21 @@ def first_missing(folder: str | Path) -> Path | None:
     return missing
 
 
-def discard_empty_run(folder: str | Path, created: str | Path | None) -> bool:
+def discard_empty_run(folder: str | Path, created: str | Path | None, force: bool = False) -> bool:
     """Remove the run folder ``folder`` of a stopped run when the run created it (``created``: the
     outermost folder it created on the way, :func:`first_missing` taken before the run; None: the
     folder existed, e.g. a resumed run, and is kept) and it holds nothing the run produced
     (:func:`holds_results`); the empty folders the run created above it go too, up to
-    ``created``. Returns True when the run folder was removed.
+    ``created``. ``force``: remove it even when it holds logged values (a run refused mid-way
+    whose values are of no use, a ``monitor`` naming no metric). Returns True when the run folder
+    was removed.
 
     A folder another run wrote into meanwhile is not empty and stays.
     """
     if created is None:
         return False
     folder, created = Path(os.path.abspath(folder)), Path(os.path.abspath(created))
-    if not folder.is_dir() or holds_results(folder):
+    if not folder.is_dir() or (holds_results(folder) and not force):
         return False
     if folder != created and created not in folder.parents:
         return False

@@ -92,7 +92,28 @@ def _max_time(value: Any) -> str | None:
     return MAX_TIME_EXPECTED
 
 
+PROFILERS = ("simple", "advanced", "pytorch", "xla")
+"""The profiler names Lightning's ``Trainer(profiler=...)`` takes."""
+
+
+def _profiler(value: Any) -> str | None:
+    """A name of ``PROFILERS`` (a ``Profiler`` class reaches here parsed, not as a string)."""
+    from swar_bench.utils.text import did_you_mean
+
+    if not isinstance(value, str) or value in PROFILERS:
+        return None
+    return f"one of {', '.join(PROFILERS)} or a Profiler class path{did_you_mean(value, PROFILERS)}"
+
+
+def _fast_dev_run(value: Any) -> str | None:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value >= 0:
+        return None
+    return "true, false or a number of batches >= 0"
+
+
 CHECKS: dict[str, Callable[[Any], str | None]] = {
+    "trainer.profiler": _profiler,
+    "trainer.fast_dev_run": _fast_dev_run,
     "seed_everything": _seed_everything,
     "data.seed": _data_seed,
     "data.mqar.cache_dir": _folder,
@@ -145,6 +166,11 @@ def check_values(cfg: Any, argv: list[str]) -> None:
         expected = check(value) if found else None
         if expected is not None:
             raise ValueError(f"{lead(argv, option, value)}: expected {expected}")
+    from swar_bench.harness.class_values import class_arg_problem
+
+    line = class_arg_problem(cfg, argv)  # init args of loggers and callbacks the parser passes unchecked
+    if line is not None:
+        raise ValueError(line)
 
 
 def mqar_option_line(message: str, cfg: Any, argv: list[str]) -> str | None:
@@ -181,6 +207,25 @@ def typed_value(argv: list[str], option: str) -> str | None:
     return found
 
 
+def bad_element(text: str, expected: str) -> str | None:
+    """``element 3.5 is not an allowed N; <expected>`` for the first element of the list ``text``
+    (``[3.5]``, ``[[32]]``) that names no allowed N (``config_errors.allowed_n``), else None."""
+    import yaml
+
+    from swar_bench.config_errors import allowed_n as reads_as_n
+    from swar_bench.tasks.passkey_swar import ALLOWED_N
+
+    def allowed_n(item: Any) -> bool:
+        return reads_as_n(item) and int(str(item).strip().lstrip("nN")) in ALLOWED_N
+
+    try:
+        items = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return None
+    bad = next((item for item in items if not allowed_n(item)), None) if isinstance(items, list) else None
+    return None if bad is None else f"element {shown(bad)} is not an allowed N; {expected}"
+
+
 def option_line(message: str, argv: list[str]) -> str:
     """A one-line refusal that names an option, led by where it was set as the user typed it:
     ``train_configs: 33 is not an allowed N; ...`` becomes ``--data.train_configs=[33]: 33 is not
@@ -190,6 +235,9 @@ def option_line(message: str, argv: list[str]) -> str:
     bare = re.match(rf"({'|'.join(DATA_LISTS)}): (.*)$", message, re.DOTALL)
     if bare is not None:
         option, rest = f"data.{bare.group(1)}", bare.group(2)
+        whole = re.match(r"'(\[.*\])' is not an allowed N; (.*)$", rest, re.DOTALL)
+        if whole is not None:  # a list whose elements are not Ns reached the data module as one string
+            rest = bad_element(whole.group(1), whole.group(2)) or rest
         source = option_source(argv, option)
         if source is not None:
             return f"{source}: {option}: {rest}"

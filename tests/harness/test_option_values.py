@@ -92,6 +92,9 @@ def _invalid(option: str, a_file: str) -> st.SearchStrategy:
         "model.max_steps": st.integers(max_value=0),
         "trainer.max_time": st.one_of(st.text(max_size=12).filter(lambda t: t.count(":") != 3),
                                       st.sampled_from(["1:2:3", "a:b:c:d", "00:12:00", {"hourz": 1}, {"hours": -1}, {}])),
+        "trainer.profiler": st.text(alphabet="abcdelmpisxyz", min_size=1, max_size=8).filter(
+            lambda t: t not in ("simple", "advanced", "pytorch", "xla")),
+        "trainer.fast_dev_run": st.integers(max_value=-1),
     }[option]
 
 
@@ -106,6 +109,8 @@ def _valid(option: str, folder: str) -> st.SearchStrategy:
         "trainer.max_time": st.one_of(st.none(), st.builds("{:02d}:{:02d}:{:02d}:{:02d}".format, st.integers(0, 99),
                                                            st.integers(0, 23), st.integers(0, 59), st.integers(0, 59)),
                                       st.builds(lambda h: {"hours": h}, st.integers(0, 1000))),
+        "trainer.profiler": st.sampled_from([None, "simple", "advanced", "pytorch", "xla"]),
+        "trainer.fast_dev_run": st.one_of(st.booleans(), st.integers(0, 10**6)),
     }[option]
 
 
