@@ -147,3 +147,38 @@ def refuse_config_typos(paths: list[str | None], where: str) -> None:
         problem = config_keys_problem(path)
         if problem is not None:
             raise StudyError(f"{where}: {problem}")
+
+
+def reusable(path: Path, record: dict[str, Any], *, compatible_code: list[str], code_fingerprint: str | None,
+             checkout_fingerprint: str, rerun_stale: bool) -> dict[str, Any] | None:
+    """Whether a study's record at ``path`` (already known to hold the same command) is reused.
+
+    Returns ``record`` when it is of compatible code (``provenance.compatible``: the study's pin
+    ``code_fingerprint``, or this checkout's code, or a commit of ``compatible_code``) and its
+    config files hash as they did (:func:`config_change`); None when it is stale and
+    ``rerun_stale`` says to run it again.
+
+    Raises:
+        StudyError: the record is stale (other code, or a config file changed since its run) and
+            ``rerun_stale`` is not set; one line naming the record, why, and what to pass.
+    """
+    from swar_bench.study import provenance
+    from swar_bench.study.spec import StudyError
+
+    if provenance.compatible(record.get("code"), compatible_code, code_fingerprint):
+        change = config_change(record)  # None for a record that keeps no config_files
+        if change is None or rerun_stale:
+            return record if change is None else None
+        raise StudyError(
+            f"record {path} is stale: {change} since its run read it; "
+            "expected --rerun-stale to run it again with the file as it is now"
+        )
+    if rerun_stale:
+        return None
+    code = record.get("code") or {}
+    raise StudyError(
+        f"record {path} was made by other code (commit {str(code.get('commit'))[:10]}, fingerprint "
+        f"{code.get('fingerprint')}; {'the study is pinned to' if code_fingerprint else 'this checkout has'} "
+        f"{code_fingerprint or checkout_fingerprint}); expected --rerun-stale to run it again, or its commit "
+        "in the study's compatible_code"
+    )

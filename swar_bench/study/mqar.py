@@ -52,7 +52,7 @@ from typing import Any
 
 from swar_bench.study import children, provenance
 from swar_bench.study.config_files import KEY as CONFIG_FILES
-from swar_bench.study.config_files import config_change, config_hashes
+from swar_bench.study.config_files import config_change, config_hashes, reusable
 from swar_bench.study.records import read_json, scalar_history, write_json
 from swar_bench.study.spec import NAME, StudyError, pinned_code, study_name
 from swar_bench.utils.text import plural
@@ -332,22 +332,9 @@ class MQARRunner:
         record = read_json(self.records / f"{name}.fit.json")
         if record is None or record.get("command") != command:
             return None
-        if provenance.compatible(record.get("code"), self.study.compatible_code, self.study.code_fingerprint):
-            change = config_change(record)  # None for a record that keeps no config_files
-            if change is None or self.rerun_stale:
-                return record if change is None else None
-            raise StudyError(
-                f"record {self.records / f'{name}.fit.json'} is stale: {change} since its run read it; "
-                "expected --rerun-stale to run it again with the file as it is now"
-            )
-        if self.rerun_stale:
-            return None
-        raise StudyError(
-            f"record {self.records / f'{name}.fit.json'} was made by other code (fingerprint "
-            f"{(record.get('code') or {}).get('fingerprint')}, the study's code "
-            f"{self.study.code_fingerprint or self.code['fingerprint']}); "
-            "expected --rerun-stale, or its commit in the study's compatible_code"
-        )
+        return reusable(self.records / f"{name}.fit.json", record, compatible_code=self.study.compatible_code,
+                        code_fingerprint=self.study.code_fingerprint, checkout_fingerprint=self.code["fingerprint"],
+                        rerun_stale=self.rerun_stale)
 
     def fit(self, e: Entry, lr: float) -> dict[str, Any] | None:
         """The record of one run (reused, or trained now, resuming its ``last.ckpt`` when the

@@ -56,7 +56,7 @@ from swar_bench.study.commands import (  # noqa: F401 (the names other modules i
     test_args,
 )
 from swar_bench.study.config_files import KEY as CONFIG_FILES
-from swar_bench.study.config_files import config_change, config_hashes
+from swar_bench.study.config_files import config_hashes, reusable
 from swar_bench.study.records import (
     curve_csv,
     curve_rows,
@@ -66,7 +66,7 @@ from swar_bench.study.records import (
     scalar_history,
     write_json,
 )
-from swar_bench.study.spec import MechanismSpec, StudyError, StudySpec
+from swar_bench.study.spec import MechanismSpec, StudySpec
 from swar_bench.utils import interrupts
 
 
@@ -124,24 +124,9 @@ class Runner:
         record = read_json(self.records / f"{name}.{kind}.json")
         if record is None or record.get("command") != command:
             return None
-        if provenance.compatible(record.get("code"), self.spec.compatible_code, self.spec.code_fingerprint):
-            change = config_change(record)  # None for a record that keeps no config_files
-            if change is None or self.rerun_stale:
-                return record if change is None else None
-            raise StudyError(
-                f"record {self.records / f'{name}.{kind}.json'} is stale: {change} since its run read it; "
-                "expected --rerun-stale to run it again with the file as it is now"
-            )
-        if self.rerun_stale:
-            return None
-        code = record.get("code") or {}
-        raise StudyError(
-            f"record {self.records / f'{name}.{kind}.json'} was made by other code (commit "
-            f"{str(code.get('commit'))[:10]}, fingerprint {code.get('fingerprint')}; "
-            f"{'the study is pinned to' if self.spec.code_fingerprint else 'this checkout has'} "
-            f"{self.spec.code_fingerprint or self.code['fingerprint']}); expected --rerun-stale to run it again, or its commit in the "
-            "study's compatible_code"
-        )
+        return reusable(self.records / f"{name}.{kind}.json", record, compatible_code=self.spec.compatible_code,
+                        code_fingerprint=self.spec.code_fingerprint, checkout_fingerprint=self.code["fingerprint"],
+                        rerun_stale=self.rerun_stale)
 
     # ----------------------------------------------------------------- processes
 

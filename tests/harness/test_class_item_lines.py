@@ -5,36 +5,25 @@ jsonargparse's "Expected one of list[...Callback] ..." dump."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from swar_bench.lightning_cli import main
+from tests.harness.cli_lines import fit_error
 
-QUICKSTART = str(Path(__file__).resolve().parents[2] / "configs" / "quickstart.yaml")
 CHECKPOINT = "lightning.pytorch.callbacks.ModelCheckpoint"
 TENSORBOARD = "lightning.pytorch.loggers.TensorBoardLogger"
 
 
-def _error(capsys, argv):
-    code = main(["fit", "--config", QUICKSTART, "--trainer.max_steps=2", *argv])
-    captured = capsys.readouterr()
-    assert "Traceback" not in captured.err + captured.out
-    assert code == 2
-    err = [ln for ln in captured.err.splitlines() if ln.startswith("swar-bench")]
-    assert len(err) == 1
-    return err[0]
 
 
 def test_the_reported_typo_in_a_json_callbacks_list_is_named(capsys):
-    line = _error(capsys, ['--trainer.callbacks=[{"class_path": "EarlyStopping", "init_args": {"monitr": "x"}}]'])
+    line = fit_error(capsys, *['--trainer.callbacks=[{"class_path": "EarlyStopping", "init_args": {"monitr": "x"}}]'])
     assert line.startswith("swar-bench: error: --trainer.callbacks: unknown init arg 'monitr' of "
                            "lightning.pytorch.callbacks.EarlyStopping (did you mean monitor?); expected one of monitor, ")
 
 
 def test_the_reported_word_for_an_optional_int_is_named(capsys):
-    line = _error(capsys, ["--trainer.callbacks+=ModelCheckpoint", "--trainer.callbacks.every_n_train_steps=abc"])
+    line = fit_error(capsys, *["--trainer.callbacks+=ModelCheckpoint", "--trainer.callbacks.every_n_train_steps=abc"])
     assert line == ("swar-bench: error: --trainer.callbacks.every_n_train_steps: Expected one of int, None. Got value: "
                     f"abc (an argument of {CHECKPOINT})")
 
@@ -43,13 +32,13 @@ def test_the_reported_config_file_values_name_the_file_and_key(capsys, tmp_path)
     logger = tmp_path / "lg.yaml"
     logger.write_text(f"trainer:\n  logger:\n    class_path: {TENSORBOARD}\n    init_args:\n      save_dir: {tmp_path}\n"
                       "      log_graph: maybe\n")
-    assert _error(capsys, ["--config", str(logger)]) == (
+    assert fit_error(capsys, *["--config", str(logger)]) == (
         f"swar-bench: error: --config={logger}: trainer.logger.init_args.log_graph: Expected bool. Got value: maybe "
         f"(an argument of {TENSORBOARD})")
     checkpoint = tmp_path / "mc.yaml"
     checkpoint.write_text("trainer:\n  callbacks:\n  - class_path: ModelCheckpoint\n    init_args:\n"
                           "      every_n_train_steps: abc\n")
-    assert _error(capsys, ["--config", str(checkpoint)]) == (
+    assert fit_error(capsys, *["--config", str(checkpoint)]) == (
         f"swar-bench: error: --config={checkpoint}: trainer.callbacks.init_args.every_n_train_steps: Expected one of "
         f"int, None. Got value: abc (an argument of {CHECKPOINT})")
 
@@ -70,6 +59,6 @@ def test_any_word_for_an_int_callback_arg_is_one_line_naming_it(capsys, tmp_path
         where = f"--trainer.callbacks.init_args.{arg}"
     else:
         argv, where = ["--trainer.callbacks+=ModelCheckpoint", f"--trainer.callbacks.{arg}={value}"], f"--trainer.callbacks.{arg}"
-    line = _error(capsys, argv)
+    line = fit_error(capsys, *argv)
     assert line.startswith(f"swar-bench: error: {where}: Expected ")
     assert line.endswith((f"int, None. Got value: {value} (an argument of {CHECKPOINT})", f"int. Got value: {value} (an argument of {CHECKPOINT})"))

@@ -4,35 +4,24 @@ named as such."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from swar_bench.lightning_cli import main
+from tests.harness.cli_lines import fit_error
 
-QUICKSTART = str(Path(__file__).resolve().parents[2] / "configs" / "quickstart.yaml")
 LOGGERS = ["CSVLogger", "CometLogger", "MLFlowLogger", "TensorBoardLogger", "WandbLogger"]
 
 
-def _error(capsys, arg):
-    code = main(["fit", "--config", QUICKSTART, "--trainer.max_steps=2", arg])
-    captured = capsys.readouterr()
-    assert "Traceback" not in captured.err
-    assert code == 2
-    err = [ln for ln in captured.err.splitlines() if ln.startswith("swar-bench")]
-    assert len(err) == 1
-    return err[0]
 
 
 def test_the_reported_far_logger_name_gets_no_suggestion(capsys):
-    assert _error(capsys, "--trainer.logger=NoSuchLogger") == (
+    assert fit_error(capsys, "--trainer.logger=NoSuchLogger") == (
         "swar-bench: error: unknown Logger class 'NoSuchLogger' for --trainer.logger; expected a Logger class name or "
         f"path, e.g. one of {', '.join(LOGGERS)}")
 
 
 def test_the_reported_unclosed_list_is_named(capsys):
-    assert _error(capsys, "--trainer.callbacks=[LearningRateMonitor") == (
+    assert fit_error(capsys, "--trainer.callbacks=[LearningRateMonitor") == (
         "swar-bench: error: unclosed list '[LearningRateMonitor' for --trainer.callbacks; expected a list closed by ], "
         "e.g. --trainer.callbacks=[LearningRateMonitor], or a Callback class name or path")
 
@@ -43,9 +32,9 @@ def test_any_logger_name_one_letter_off_is_suggested(capsys, data, name, unclose
     i = data.draw(st.integers(1, len(name) - 1))
     typo = name[:i] + name[i + 1:]
     if unclosed:
-        line = _error(capsys, f"--trainer.callbacks=[{typo}")
+        line = fit_error(capsys, f"--trainer.callbacks=[{typo}")
         assert line.startswith(f"swar-bench: error: unclosed list '[{typo}' for --trainer.callbacks; expected a list "
                                "closed by ], e.g. --trainer.callbacks=[")
         return
-    line = _error(capsys, f"--trainer.logger={typo}")
+    line = fit_error(capsys, f"--trainer.logger={typo}")
     assert line.startswith(f"swar-bench: error: unknown Logger class '{typo}' for --trainer.logger (did you mean {name}?)")

@@ -15,17 +15,12 @@ from hypothesis import strategies as st
 from swar_bench import cli
 from swar_bench.config_errors import class_arguments
 from swar_bench.lightning_cli import main
+from tests.harness.cli_lines import one_error_line
 
 QUICKSTART = str(Path(__file__).resolve().parents[2] / "configs" / "quickstart.yaml")
 TENSORBOARD = "lightning.pytorch.loggers.TensorBoardLogger"
 
 
-def _error(capsys) -> str:
-    captured = capsys.readouterr()
-    assert "Traceback" not in captured.err
-    lines = [ln for ln in captured.err.splitlines() if ln.strip()]
-    assert len(lines) == 1, lines
-    return lines[0]
 
 
 def test_the_reported_logger_typo_names_the_option_and_the_argument_meant(
@@ -39,7 +34,7 @@ def test_the_reported_logger_typo_names_the_option_and_the_argument_meant(
         "filename_suffix, flush_secs, log_graph, max_queue, name, prefix, purge_step, save_dir, sub_dir, version"
     )
     assert cli.main(argv) == 2
-    assert _error(capsys) == line
+    assert one_error_line(capsys) == line
     assert not list(tmp_path.iterdir())  # refused before anything is written
 
 
@@ -71,7 +66,7 @@ def test_other_refusals_of_a_class_argument_name_the_option_as_typed(
 ):
     monkeypatch.chdir(tmp_path)
     assert main(["fit", "--config", QUICKSTART, *argv]) == 2
-    assert _error(capsys) == f"swar-bench: error: {line}"
+    assert one_error_line(capsys) == f"swar-bench: error: {line}"
 
 
 CLASSES = [
@@ -111,7 +106,7 @@ def test_any_misspelt_class_argument_is_one_line_with_the_argument_meant(
         mp.chdir(tmp_path_factory.mktemp("cwd"))
         capsys.readouterr()
         assert main(["fit", "--config", QUICKSTART, *before, f"{flag}=1"]) == 2
-    line = _error(capsys)
+    line = one_error_line(capsys)
     listed = f"; expected an argument of {class_path}: {', '.join(accepted)}"
     assert line.startswith(f"swar-bench: error: unknown option {flag} (did you mean --{option}.")
     assert line.endswith(listed) and "--config" not in line

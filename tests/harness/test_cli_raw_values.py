@@ -12,16 +12,11 @@ from hypothesis import strategies as st
 
 from swar_bench import cli
 from swar_bench.lightning_cli import main
+from tests.harness.cli_lines import one_error_line
 
 QUICKSTART = str(Path(__file__).resolve().parents[2] / "configs" / "quickstart.yaml")
 
 
-def _error(capsys) -> str:
-    captured = capsys.readouterr()
-    assert "Traceback" not in captured.err
-    lines = [ln for ln in captured.err.splitlines() if ln.strip()]
-    assert len(lines) == 1, lines
-    return lines[0]
 
 
 # --- a value that is no list, given to a list option ----------------------------------------------
@@ -30,7 +25,7 @@ def _error(capsys) -> str:
 def test_the_reported_scalar_train_configs_says_a_list_was_expected(capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert cli.main(["fit", "--config", QUICKSTART, "--data.train_configs=n32"]) == 2
-    assert _error(capsys) == (
+    assert one_error_line(capsys) == (
         "swar-bench: error: --data.train_configs=n32: expected a list, e.g. --data.train_configs=[n32]"
     )
     assert not list(tmp_path.iterdir())
@@ -41,7 +36,7 @@ def test_a_scalar_in_a_config_file_names_the_file(capsys, tmp_path, monkeypatch)
     config = tmp_path / "run.yaml"
     config.write_text("data:\n  val_configs: 32\n")
     assert main(["fit", "--config", QUICKSTART, "--config", str(config)]) == 2
-    assert _error(capsys) == (
+    assert one_error_line(capsys) == (
         f"swar-bench: error: --config={config}: data.val_configs=32: expected a list, e.g. data.val_configs: [32]"
     )
 
@@ -73,7 +68,7 @@ def test_any_scalar_given_to_a_list_option_is_one_line(capsys, tmp_path_factory,
         mp.chdir(tmp_path_factory.mktemp("cwd"))
         capsys.readouterr()
         assert main(["fit", "--config", QUICKSTART, f"--{option}={value}"]) == 2
-    line = _error(capsys)
+    line = one_error_line(capsys)
     assert line.startswith(
         f"swar-bench: error: --{option}={value}: expected a list, e.g. --{option}=["
     )
@@ -113,7 +108,7 @@ CALLBACKS = _callbacks()
 def test_the_reported_unknown_callback_lists_the_callbacks(capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert cli.main(["fit", "--config", QUICKSTART, "--trainer.callbacks+=NoSuch"]) == 2
-    assert _error(capsys) == (
+    assert one_error_line(capsys) == (
         "swar-bench: error: unknown Callback class 'NoSuch' for --trainer.callbacks; expected a Callback class name "
         f"or path, e.g. one of {CALLBACKS}"
     )
@@ -124,7 +119,7 @@ def test_an_unknown_callback_in_a_config_file_names_the_file(capsys, tmp_path, m
     config = tmp_path / "run.yaml"
     config.write_text("trainer:\n  callbacks:\n    - class_path: EarlyStoping\n")
     assert main(["fit", "--config", QUICKSTART, "--config", str(config)]) == 2
-    assert _error(capsys) == (
+    assert one_error_line(capsys) == (
         f"swar-bench: error: --config={config}: unknown Callback class 'EarlyStoping' for trainer.callbacks (did you "
         f"mean EarlyStopping?); expected a Callback class name or path, e.g. one of {CALLBACKS}"
     )
@@ -164,7 +159,7 @@ def test_any_unknown_class_name_is_one_line_with_the_classes_taken(
         mp.chdir(tmp_path_factory.mktemp("cwd"))
         capsys.readouterr()
         assert main(["fit", "--config", QUICKSTART, f"{flag}={name}"]) == 2
-    line = _error(capsys)
+    line = one_error_line(capsys)
     option = flag.rstrip("+")
     assert line.startswith(f"swar-bench: error: unknown {kind} class {name!r} for {option}")
     assert line.endswith(

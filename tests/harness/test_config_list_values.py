@@ -4,39 +4,28 @@ element names that element, not the whole list."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from swar_bench.lightning_cli import main
+from tests.harness.cli_lines import fit_error
 
-QUICKSTART = str(Path(__file__).resolve().parents[2] / "configs" / "quickstart.yaml")
 ALLOWED = "expected one of 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384 (or 'n<N>')"
 
 
-def _error(capsys, value):
-    code = main(["fit", "--config", QUICKSTART, "--trainer.max_steps=2", f"--data.train_configs={value}"])
-    captured = capsys.readouterr()
-    assert "Traceback" not in captured.err + captured.out
-    assert code == 2
-    err = [ln for ln in captured.err.splitlines() if ln.startswith("swar-bench")]
-    assert len(err) == 1
-    return err[0]
 
 
 def test_the_reported_null_suggests_a_list_the_option_takes(capsys):
-    assert _error(capsys, "null") == ("swar-bench: error: --data.train_configs=None: expected a list, e.g. "
+    assert fit_error(capsys, "--data.train_configs=null") == ("swar-bench: error: --data.train_configs=None: expected a list, e.g. "
                                       "--data.train_configs=[n32]")
 
 
 def test_the_reported_empty_value_names_the_option_and_form(capsys):
-    assert _error(capsys, "") == "swar-bench: error: --data.train_configs=: expected a list, e.g. --data.train_configs=[n32]"
+    assert fit_error(capsys, "--data.train_configs=") == "swar-bench: error: --data.train_configs=: expected a list, e.g. --data.train_configs=[n32]"
 
 
 def test_the_reported_bad_elements_are_named(capsys):
-    assert _error(capsys, "[3.5]") == f"swar-bench: error: --data.train_configs=[3.5]: element 3.5 is not an allowed N; {ALLOWED}"
-    assert _error(capsys, "[[32]]") == (f"swar-bench: error: --data.train_configs=[[32]]: element [32] is not an allowed "
+    assert fit_error(capsys, "--data.train_configs=[3.5]") == f"swar-bench: error: --data.train_configs=[3.5]: element 3.5 is not an allowed N; {ALLOWED}"
+    assert fit_error(capsys, "--data.train_configs=[[32]]") == (f"swar-bench: error: --data.train_configs=[[32]]: element [32] is not an allowed "
                                         f"N; {ALLOWED}")
 
 
@@ -48,5 +37,5 @@ BAD = st.one_of(st.floats(min_value=1, max_value=1e4, allow_nan=False).filter(la
 @given(good=st.lists(st.sampled_from(["32", "n64", "128"]), max_size=2), bad=BAD)
 def test_any_list_with_a_bad_element_names_the_element(capsys, good, bad):
     value = "[" + ", ".join([*good, bad]) + "]"
-    line = _error(capsys, value)
+    line = fit_error(capsys, f"--data.train_configs={value}")
     assert line == f"swar-bench: error: --data.train_configs={value}: element {bad.replace(' ', '')} is not an allowed N; {ALLOWED}"

@@ -17,16 +17,11 @@ import swar_bench.lightning_cli as lc
 from swar_bench.config_errors import unknown_config_keys
 from swar_bench.harness.fast_options import nested_fields
 from swar_bench.lightning_cli import main
+from tests.harness.cli_lines import one_error_line
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 
 
-def _error(capsys) -> str:
-    captured = capsys.readouterr()
-    assert "Traceback" not in captured.err
-    lines = [ln for ln in captured.err.splitlines() if ln.strip()]
-    assert len(lines) == 1, lines
-    return lines[0]
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +52,7 @@ def test_a_typo_in_a_config_file_names_the_file_and_the_option_meant(tmp_path, c
     path = tmp_path / "run.yaml"
     path.write_text("trainer:\n  max_step: 10\n")
     assert main(["fit", "--config", str(CONFIGS / "quickstart.yaml"), "--config", str(path)]) == 2
-    assert _error(capsys) == (
+    assert one_error_line(capsys) == (
         f"swar-bench: error: --config={path}: unknown key trainer.max_step (did you mean trainer.max_steps?); "
         "expected options of swar-bench fit (swar-bench fit --help)")
 
@@ -66,7 +61,7 @@ def test_every_typo_of_a_config_file_is_named_at_once(tmp_path, capsys):
     path = tmp_path / "run.yaml"
     path.write_text("trainer:\n  max_step: 10\n  acelerator: cpu\nmodel:\n  lrr: 0.1\ndata:\n  batchsize: 4\nzzz: 1\n")
     assert main(["fit", "--config", str(CONFIGS / "quickstart.yaml"), "--config", str(path)]) == 2
-    assert _error(capsys) == (
+    assert one_error_line(capsys) == (
         f"swar-bench: error: --config={path}: unknown keys trainer.max_step (did you mean trainer.max_steps?), "
         "trainer.acelerator (did you mean trainer.accelerator?), model.lrr (did you mean model.lr?), "
         "data.batchsize (did you mean data.batch_size?), zzz; expected options of swar-bench fit (swar-bench fit --help)")
@@ -110,7 +105,7 @@ def test_any_typos_of_real_options_are_all_named_with_their_option(tmp_path, cap
         path.write_text(yaml.safe_dump(content, sort_keys=False))
         capsys.readouterr()
         assert main(["fit", "--config", str(CONFIGS / "quickstart.yaml"), "--config", str(path)]) == 2
-        line = _error(capsys)
+        line = one_error_line(capsys)
     assert line.startswith(f"swar-bench: error: --config={path}: unknown key")
     named = [wrong for group in content for wrong in (f"{group}.{n}" for n in content[group])]
     positions = [line.index(f" {wrong}") for wrong in named]
@@ -126,7 +121,7 @@ def test_a_typo_under_a_mechanisms_init_args_is_listed_with_the_files_other_typo
     path.write_text("trainer:\n  max_step: 10\nmodel:\n  mechanism:\n    class_path: swar_bench.mechanisms.GatedDeltaNet\n"
                     "    init_args:\n      d_modle: 64\n")
     assert main(["fit", "--config", str(CONFIGS / "quickstart.yaml"), "--config", str(path)]) == 2
-    assert _error(capsys) == (
+    assert one_error_line(capsys) == (
         f"swar-bench: error: --config={path}: unknown keys trainer.max_step (did you mean trainer.max_steps?), "
         "model.mechanism.init_args.d_modle (did you mean model.mechanism.init_args.d_model?); expected options of "
         "swar-bench fit (swar-bench fit --help), and for model.mechanism.init_args the arguments of "
@@ -142,7 +137,7 @@ def test_typos_in_nested_classes_callbacks_and_mqar_keys_are_listed_too(tmp_path
     path = tmp_path / "mqar.yaml"
     path.write_text(text)
     assert main(["fit", "--config", str(path)]) == 2
-    line = _error(capsys)
+    line = one_error_line(capsys)
     assert line.startswith(
         f"swar-bench: error: --config={path}: unknown keys trainer.callbacks[0].init_args.monitr (did you mean "
         "trainer.callbacks[0].init_args.monitor?), model.mechanism.init_args.mechanism.init_args.d_modle (did you mean "
@@ -188,7 +183,7 @@ def test_any_typos_of_init_args_are_named_beside_the_files_other_typos(tmp_path,
         path.write_text(yaml.safe_dump(content, sort_keys=False))
         capsys.readouterr()
         assert main(["fit", "--config", str(CONFIGS / "quickstart.yaml"), "--config", str(path)]) == 2
-        line = _error(capsys)
+        line = one_error_line(capsys)
     assert line.startswith(f"swar-bench: error: --config={path}: unknown key")
     wrong = f"model.mechanism.init_args.{typo}"
     assert f" {wrong}" in line

@@ -15,6 +15,7 @@ from swar_bench import cli
 from swar_bench.datamodules.mqar import MQARData
 from swar_bench.harness.fast_options import nested_fields, unknown_options, unknown_options_line
 from swar_bench.lightning_cli import main
+from tests.harness.cli_lines import one_error_line
 
 ROOT = Path(__file__).resolve().parents[2]
 MQAR = str(ROOT / "configs" / "mqar" / "figure2_t64.yaml")
@@ -23,12 +24,6 @@ FIELDS = sorted(f.name for f in dataclasses.fields(MQARData))
 EXPECTED_KEYS = f"expected a key of --data.mqar: {', '.join(FIELDS)}"
 
 
-def _error(capsys) -> str:
-    captured = capsys.readouterr()
-    assert "Traceback" not in captured.err
-    lines = [ln for ln in captured.err.splitlines() if ln.strip()]
-    assert len(lines) == 1, lines
-    return lines[0]
 
 
 def test_a_misspelt_mqar_key_names_the_command_line_option_and_the_key_meant(capsys):
@@ -37,14 +32,14 @@ def test_a_misspelt_mqar_key_names_the_command_line_option_and_the_key_meant(cap
             + EXPECTED_KEYS)
     argv = ["fit", "--config", MQAR, "--trainer.fast_dev_run=true", "--data.mqar.num_kv_pair=8"]
     assert cli.main(argv) == 2
-    assert _error(capsys) == line
+    assert one_error_line(capsys) == line
     assert main(argv) == 2
-    assert _error(capsys) == line
+    assert one_error_line(capsys) == line
 
 
 def test_a_misspelt_key_of_an_inline_mqar_mapping_is_named_too(capsys):
     assert main(["fit", "--config", MQAR, "--data.mqar={num_kv_pairs: 8, powr_a: 0.1}"]) == 2
-    assert _error(capsys) == ("swar-bench: error: unknown option --data.mqar.powr_a (did you mean --data.mqar.power_a?); "
+    assert one_error_line(capsys) == ("swar-bench: error: unknown option --data.mqar.powr_a (did you mean --data.mqar.power_a?); "
                               + EXPECTED_KEYS)
 
 
@@ -54,7 +49,7 @@ def test_the_fields_read_without_importing_are_the_dataclass_fields():
 
 def test_a_misspelt_mechanism_init_arg_on_the_command_line_has_a_suggestion(capsys):
     assert main(["fit", "--config", QUICKSTART, "--model.mechanism=GRU", "--model.mechanism.init_args.d_modle=64"]) == 2
-    assert _error(capsys) == (
+    assert one_error_line(capsys) == (
         "swar-bench: error: --model.mechanism.init_args.d_modle: not an argument of swar_bench.mechanisms.GRU "
         "(did you mean d_model?); expected one of vocab_size, d_model, n_layers, mlp_ratio")
 

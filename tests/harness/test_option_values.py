@@ -15,18 +15,13 @@ from hypothesis import strategies as st
 
 from swar_bench.harness.values import CHECKS, check_values, shown
 from swar_bench.lightning_cli import main
+from tests.harness.cli_lines import one_error_line
 
 ROOT = Path(__file__).resolve().parents[2]
 QUICKSTART = str(ROOT / "configs" / "quickstart.yaml")
 MQAR = str(ROOT / "configs" / "mqar" / "figure2_t64.yaml")
 
 
-def _error(capsys) -> str:
-    captured = capsys.readouterr()
-    assert "Traceback" not in captured.err
-    lines = [ln for ln in captured.err.splitlines() if ln.startswith("swar-bench")]
-    assert len(lines) == 1, captured.err
-    return lines[0]
 
 
 @pytest.fixture
@@ -39,13 +34,13 @@ def a_file(tmp_path) -> str:
 def test_a_negative_data_seed_is_named(tmp_path, capsys):
     # the reported input
     assert main(["fit", "--config", QUICKSTART, "--data.seed=-1", f"--trainer.default_root_dir={tmp_path}"]) == 2
-    assert _error(capsys) == "swar-bench: error: --data.seed=-1: expected an integer in [0, 18446744073709551615]"
+    assert one_error_line(capsys, "swar-bench") == "swar-bench: error: --data.seed=-1: expected an integer in [0, 18446744073709551615]"
 
 
 def test_a_beta_outside_0_1_is_named_before_training(tmp_path, capsys):
     # the reported input: torch refused it only once training started, naming "index 1"
     assert main(["fit", "--config", QUICKSTART, "--model.betas=[0.9,1.5]", f"--trainer.default_root_dir={tmp_path}"]) == 2
-    assert _error(capsys) == ("swar-bench: error: --model.betas=[0.9, 1.5]: expected two numbers in [0, 1) "
+    assert one_error_line(capsys, "swar-bench") == ("swar-bench: error: --model.betas=[0.9, 1.5]: expected two numbers in [0, 1) "
                               "(Adam's beta1 and beta2, e.g. [0.9, 0.95])")
     assert not any(tmp_path.iterdir())  # refused before anything was written
 
@@ -53,9 +48,9 @@ def test_a_beta_outside_0_1_is_named_before_training(tmp_path, capsys):
 def test_an_mqar_cache_dir_that_is_a_file_is_named(tmp_path, capsys, a_file):
     # the reported input, and a folder below a file
     assert main(["fit", "--config", MQAR, f"--data.mqar.cache_dir={a_file}", f"--trainer.default_root_dir={tmp_path}"]) == 2
-    assert _error(capsys) == f"swar-bench: error: --data.mqar.cache_dir={a_file}: expected a folder path or null (it is a file)"
+    assert one_error_line(capsys, "swar-bench") == f"swar-bench: error: --data.mqar.cache_dir={a_file}: expected a folder path or null (it is a file)"
     assert main(["fit", "--config", MQAR, f"--data.mqar.cache_dir={a_file}/sub", f"--trainer.default_root_dir={tmp_path}"]) == 2
-    assert _error(capsys) == (f"swar-bench: error: --data.mqar.cache_dir={a_file}/sub: expected a folder path or null "
+    assert one_error_line(capsys, "swar-bench") == (f"swar-bench: error: --data.mqar.cache_dir={a_file}/sub: expected a folder path or null "
                               f"({a_file} is a file)")
 
 
@@ -63,7 +58,7 @@ def test_a_value_from_a_config_file_names_the_file(tmp_path, capsys):
     path = tmp_path / "run.yaml"
     path.write_text("data:\n  seed: -3\n")
     assert main(["fit", "--config", QUICKSTART, "--config", str(path), f"--trainer.default_root_dir={tmp_path}"]) == 2
-    assert _error(capsys) == f"swar-bench: error: --config={path}: data.seed=-3: expected an integer in [0, 18446744073709551615]"
+    assert one_error_line(capsys, "swar-bench") == f"swar-bench: error: --config={path}: data.seed=-3: expected an integer in [0, 18446744073709551615]"
 
 
 @pytest.mark.parametrize(("flag", "line"), [
@@ -75,7 +70,7 @@ def test_a_value_from_a_config_file_names_the_file(tmp_path, capsys):
 def test_mqars_own_refusals_name_the_option(tmp_path, capsys, flag, line):
     # they said "MQAR seed=-1: ..." (which seed?) without the option
     assert main(["fit", "--config", MQAR, flag, f"--trainer.default_root_dir={tmp_path}"]) == 2
-    assert _error(capsys) == f"swar-bench: error: {line}"
+    assert one_error_line(capsys, "swar-bench") == f"swar-bench: error: {line}"
 
 
 def _invalid(option: str, a_file: str) -> st.SearchStrategy:
@@ -150,4 +145,4 @@ def test_any_invalid_value_on_the_command_line_is_refused_naming_it(a_file, tmp_
     typed = shown(bad)
     capsys.readouterr()
     assert main(["fit", "--config", QUICKSTART, f"--{option}={typed}", f"--trainer.default_root_dir={tmp_path}"]) == 2
-    assert _error(capsys).startswith(f"swar-bench: error: --{option}={typed}: expected ")
+    assert one_error_line(capsys, "swar-bench").startswith(f"swar-bench: error: --{option}={typed}: expected ")
