@@ -11,11 +11,13 @@ file says which (mechanism, width) entries to run and beside which published val
     out: runs/studies/mqar             # run folders (checkpoints, logs); a stopped run resumes here
     learning_rates: [2.154434690031884e-3, 1.0e-2, 4.641588833612782e-4, 1.0e-4]   # in run order
     seed: 123
+    solved_at: 0.99                    # optional: an entry solved at one rate skips its other rates
     entries:
       - {name: Attention_T64_d64, config: configs/mqar/figure2_t64.yaml, d_model: 64,
          published: {mixer: Attention, accuracy: 0.98}}
       - {name: GatedDeltaNet_T64_d64, config: configs/mqar/figure2_t64.yaml,
-         overlay: configs/mqar/mechanisms/gated_delta_net.yaml, d_model: 64}
+         overlay: configs/mqar/mechanisms/gated_delta_net.yaml, d_model: 64,
+         learning_rates: [2.154434690031884e-3, 1.0e-2]}      # optional: the entry's own rates
 
 Each run is ``swar-bench fit --config <config> [--config <overlay>]`` with the width, rate and
 seed on the command line; it validates on the test segment after every epoch (``val/mqar/acc``,
@@ -24,6 +26,12 @@ environment (``swar_bench.study.provenance``), the accuracy after every epoch
 (``<run>.curve.csv``), the final and best accuracy, the state bytes per sequence and the wall time.
 The score of a run is its **final** accuracy (what Zoology's plots read: the last logged
 ``valid/accuracy`` of each wandb run); an entry's score is the best over its rates.
+
+Order and skipping: runs go rate by rate across the entries (every entry's first rate, then every
+entry's second, ...), so each entry has a score early. With ``solved_at: A``, an entry one of whose
+records reached final accuracy ``>= A`` skips its rates not yet run: its best over all its rates
+is then within ``1 - A`` of the score it has (an accuracy is at most 1). With ``A`` at the early
+stop's 0.99 this costs the figure at most 0.01 and saves the runs of rates that cannot change it.
 
 Resuming: a record is reused when its command is the same and its code compatible (else one line,
 or ``--rerun-stale``; ``code_fingerprint: <16 hex>`` pins the training code the records are judged
@@ -60,9 +68,9 @@ from swar_bench.utils.text import plural
 SWAR_BENCH = [sys.executable, "-m", "swar_bench.cli"]
 ZOOLOGY_RATES = (2.154434690031884e-3, 1.0e-2, 4.641588833612782e-4, 1.0e-4)
 """``numpy.logspace(-4, -2, 4)`` (Zoology figure 2's ``lrs``), 2.15e-3 first."""
-ENTRY_KEYS = {"name", "config", "overlay", "d_model", "published"}
+ENTRY_KEYS = {"name", "config", "overlay", "d_model", "published", "learning_rates"}
 STUDY_KEYS = {"task", "name", "records", "out", "learning_rates", "seed", "entries", "compatible_code",
-              "code_fingerprint", "note"}
+              "code_fingerprint", "note", "solved_at"}
 
 
 @dataclass(frozen=True)
@@ -76,13 +84,15 @@ class Published:
 
 @dataclass(frozen=True)
 class Entry:
-    """One (mechanism, width) of the study: ``config`` (+ ``overlay``) at ``d_model``."""
+    """One (mechanism, width) of the study: ``config`` (+ ``overlay``) at ``d_model``; its own
+    ``learning_rates`` (run order) when set, else the study's."""
 
     name: str
     config: str
     d_model: int
     overlay: str | None = None
     published: Published | None = None
+    learning_rates: tuple[float, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -98,6 +108,11 @@ class MQARStudy:
     seed: int = 123
     compatible_code: tuple[str, ...] = field(default_factory=tuple)
     code_fingerprint: str | None = None
+    solved_at: float | None = None
+
+    def rates(self, e: Entry) -> tuple[float, ...]:
+        """The learning rates of entry ``e``, in run order: its own, else the study's."""
+        return e.learning_rates or self.learning_rates
 
     def entry(self, name: str) -> Entry:
         for e in self.entries:
@@ -170,11 +185,12 @@ def load_mqar_study(path: str | Path) -> MQARStudy:
     for key in ("records", "out"):
         if not isinstance(raw.get(key), str) or not raw[key].strip():
             raise StudyError(f"{path}: {key}={raw.get(key)!r}; expected a non-empty string")
-    rates = raw.get("learning_rates", list(ZOOLOGY_RATES))
-    if not isinstance(rates, list) or not rates or not all(
-        isinstance(r, (int, float)) and not isinstance(r, bool) and math.isfinite(r) and r > 0 for r in rates
+    rates = _rates(raw.get("learning_rates", list(ZOOLOGY_RATES)), str(path))
+    solved_at = raw.get("solved_at")
+    if solved_at is not None and (
+        isinstance(solved_at, bool) or not isinstance(solved_at, (int, float)) or not 0 < solved_at <= 1
     ):
-        raise StudyError(f"{path}: learning_rates={rates!r}; expected a non-empty list of positive numbers")
+        raise StudyError(f"{path}: solved_at={solved_at!r}; expected an accuracy in (0, 1], e.g. 0.99")
     seed = raw.get("seed", 123)
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise StudyError(f"{path}: seed={seed!r}; expected an integer >= 0")
@@ -208,7 +224,8 @@ def load_mqar_study(path: str | Path) -> MQARStudy:
             ) or not 0 <= pub["accuracy"] <= 1:
                 raise StudyError(f"{at}: published={pub!r}; expected {{mixer: NAME, accuracy: 0..1[, source: TEXT]}}")
             published = Published(pub["mixer"], float(pub["accuracy"]), str(pub.get("source", Published.source)))
-        entries.append(Entry(name, e["config"], d, e.get("overlay"), published))
+        own = _rates(e["learning_rates"], at) if e.get("learning_rates") is not None else None
+        entries.append(Entry(name, e["config"], d, e.get("overlay"), published, own))
     from swar_bench.study.config_files import refuse_config_typos
 
     # a typo fails every fit: refused here
@@ -216,10 +233,33 @@ def load_mqar_study(path: str | Path) -> MQARStudy:
     accepted = raw.get("compatible_code") or []
     return MQARStudy(
         path=str(path), name=raw["name"], records=raw["records"], out=raw["out"], entries=tuple(entries),
-        learning_rates=tuple(float(r) for r in rates), seed=seed,
+        learning_rates=rates, seed=seed, solved_at=None if solved_at is None else float(solved_at),
         compatible_code=tuple(str(c) for c in accepted),
         code_fingerprint=pinned_code(raw.get("code_fingerprint"), f"{path}: code_fingerprint"),
     )
+
+
+def _rates(rates: Any, where: str) -> tuple[float, ...]:
+    """``learning_rates`` as floats: a non-empty list of distinct positive finite numbers.
+
+    Raises:
+        StudyError: ``<where>: learning_rates=[...]; expected a non-empty list of distinct positive
+            numbers``."""
+    if not isinstance(rates, list) or not rates or not all(
+        isinstance(r, (int, float)) and not isinstance(r, bool) and math.isfinite(r) and r > 0 for r in rates
+    ) or len({lr_text(float(r)) for r in rates}) < len(rates):
+        raise StudyError(f"{where}: learning_rates={rates!r}; expected a non-empty list of distinct positive numbers")
+    return tuple(float(r) for r in rates)
+
+
+def solved_by(study: MQARStudy, e: Entry) -> dict[str, Any] | None:
+    """The record of ``e`` that solved it (final accuracy ``>= study.solved_at``, the best such),
+    or None (no ``solved_at``, or no record reached it)."""
+    if study.solved_at is None:
+        return None
+    records = [r for lr in study.rates(e) if (r := read_json(Path(study.records) / f"{run_name(e, lr)}.fit.json"))]
+    solved = [r for r in records if math.isfinite(r["accuracy"]) and r["accuracy"] >= study.solved_at]
+    return max(solved, key=lambda r: r["accuracy"], default=None)
 
 
 def lr_text(lr: float) -> str:
@@ -347,6 +387,10 @@ class MQARRunner:
         record = self.saved(name, command)
         if record is not None:
             return record
+        if (solver := solved_by(self.study, e)) is not None:
+            self.log(f"study: skip {name}: {e.name} is solved (accuracy {solver['accuracy']:.4f} at lr "
+                     f"{lr_text(solver['lr'])}, solved_at {self.study.solved_at:g})")
+            return None
         run_dir, marker = self.out / name, self.out / f"{name}.command"
         last = run_dir / "checkpoints" / "last.ckpt"
         hashes = config_hashes(args)  # the marker's second line (none in earlier versions' markers)
@@ -392,8 +436,10 @@ class MQARRunner:
         return record
 
     def run(self) -> int:
-        """Every missing run; 0 when all have records, 1 when one failed."""
-        plan = [(e, lr) for e in self.entries for lr in self.study.learning_rates]
+        """Every missing run, rate by rate across the entries (an entry solved by then skips the
+        rest, ``solved_at``); 0 when none failed, 1 when one did."""
+        depth = max(len(self.study.rates(e)) for e in self.entries)
+        plan = [(e, self.study.rates(e)[i]) for i in range(depth) for e in self.entries if i < len(self.study.rates(e))]
         for e, lr in plan:  # a stale record stops the study before anything runs
             self.saved(run_name(e, lr), shlex.join(["swar-bench", *fit_args(self.study, e, lr)]))
         with futures.ThreadPoolExecutor(max_workers=self.jobs) as pool:
@@ -403,14 +449,15 @@ class MQARRunner:
 
 def status_lines(study: MQARStudy) -> list[str]:
     """One line per run: ``done <acc>``, ``stale`` (a record whose config file has changed since,
-    ``swar_bench.study.config_files``), ``started`` (a run folder without a record), or ``to
-    do``; then the summary line of every study's status (``study: 2 done, 1 started, 37 to do
+    ``swar_bench.study.config_files``), ``skipped`` (no record, its entry solved at another rate:
+    ``solved_at``), ``started`` (a run folder without a record), or ``to do``; then the summary line of every study's status (``study: 2 done, 1 started, 37 to do
     (40 runs planned now)``, ``swar_bench.study.status.summary_line``)."""
     from swar_bench.study.status import summary_line
 
     lines, states = [], []
     for e in study.entries:
-        for lr in study.learning_rates:
+        solver = solved_by(study, e)
+        for lr in study.rates(e):
             name = run_name(e, lr)
             record = read_json(Path(study.records) / f"{name}.fit.json")
             if record is not None and (change := config_change(record)) is not None:
@@ -419,6 +466,10 @@ def status_lines(study: MQARStudy) -> list[str]:
             elif record is not None:
                 lines.append(f"{name}: done, accuracy {record['accuracy']:.4f} after {plural(record['epochs'], 'epoch')}")
                 states.append("done")
+            elif solver is not None:
+                lines.append(f"{name}: skipped ({e.name} is solved: accuracy {solver['accuracy']:.4f} at lr "
+                             f"{lr_text(solver['lr'])})")
+                states.append("skipped")
             elif (Path(study.out) / name).is_dir():
                 lines.append(f"{name}: started (run folder present, no record)")
                 states.append("started")
@@ -433,11 +484,12 @@ def scores(study: MQARStudy) -> list[dict[str, Any]]:
     done, and the entry's facts and published value."""
     out = []
     for e in study.entries:
-        records = [r for lr in study.learning_rates
+        records = [r for lr in study.rates(e)
                    if (r := read_json(Path(study.records) / f"{run_name(e, lr)}.fit.json")) is not None]
         best = max(records, key=lambda r: r["accuracy"] if math.isfinite(r["accuracy"]) else -1.0, default=None)
         out.append({
-            "entry": e, "records": records, "best": best,
+            "entry": e, "records": records, "best": best, "rates": len(study.rates(e)),
+            "solved": solved_by(study, e) is not None,
             "score": best["accuracy"] if best else math.nan,
             "facts": ({k: best[k] for k in ("seq_len", "state_bytes", "mechanism")} if best else entry_facts(e)),
         })
@@ -456,10 +508,13 @@ def write_mqar_report(study: MQARStudy, out: Path) -> list[Path]:
 
     rows = scores(study)
     n = len(study.learning_rates)
+    skip = ("" if study.solved_at is None else
+            f" An entry whose run reached {study.solved_at:g} skips its other rates (marked solved): its best "
+            f"over all of them is within {1 - study.solved_at:.2g} of its score.")
     lines = [
         f"# MQAR: {study.name}", "",
         ("Score: the best final test accuracy over the learning rates run so far (Zoology's protocol: best "
-         f"of {n}, one seed, early stop above 0.99). Published: read off the paper's figure."), "",
+         f"of {n}, one seed, early stop above 0.99). Published: read off the paper's figure.{skip}"), "",
         "| entry | mechanism | T | d_model | state bytes / seq | rates done | best lr | accuracy | published | mixer there |",
         "|---|---|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
@@ -468,10 +523,10 @@ def write_mqar_report(study: MQARStudy, out: Path) -> list[Path]:
         pub = e.published
         lines.append(
             f"| {e.name} | {f['mechanism']} | {f['seq_len']} | {e.d_model} | {f['state_bytes']:,} | "
-            f"{len(r['records'])}/{n} | {lr_text(best['lr']) if best else '-'} | "
+            f"{len(r['records'])}/{r['rates']}{' (solved)' if r['solved'] else ''} | {lr_text(best['lr']) if best else '-'} | "
             f"{r['score']:.3f} | {f'{pub.accuracy:.2f}' if pub else '-'} | {pub.mixer if pub else '-'} |"
             if best else
-            f"| {e.name} | {f['mechanism']} | {f['seq_len']} | {e.d_model} | {f['state_bytes']:,} | 0/{n} | - | - | "
+            f"| {e.name} | {f['mechanism']} | {f['seq_len']} | {e.d_model} | {f['state_bytes']:,} | 0/{r['rates']} | - | - | "
             f"{f'{pub.accuracy:.2f}' if pub else '-'} | {pub.mixer if pub else '-'} |"
         )
     out.mkdir(parents=True, exist_ok=True)

@@ -66,7 +66,10 @@ def test_the_zoology_study_file_loads_and_sizes_its_states():
 
 
 @pytest.mark.parametrize(("change", "message"), [
-    ({"learning_rates": [0.0]}, "learning_rates=[0.0]; expected a non-empty list of positive numbers"),
+    ({"learning_rates": [0.0]}, "learning_rates=[0.0]; expected a non-empty list of distinct positive numbers"),
+    # two rates that name the same run (3 significant digits) would share one record
+    ({"learning_rates": [1.0e-2, 1.0001e-2]}, "learning_rates=[0.01, 0.010001]; expected a non-empty list of distinct"),
+    ({"solved_at": 1.5}, "solved_at=1.5; expected an accuracy in (0, 1], e.g. 0.99"),
     ({"seed": -1}, "seed=-1; expected an integer >= 0"),
     ({"entries": []}, "entries=[]; expected a non-empty list"),
     ({"colour": 1}, "unknown key colour"),
@@ -142,12 +145,15 @@ def test_status_of_the_zoology_study_ends_with_the_summary_line_of_every_study(c
     # the reported input: `study status configs/studies/mqar_zoology.yaml` had no summary line
     assert study_main(["status", STUDY]) == 0
     lines = capsys.readouterr().out.splitlines()
-    n = len(mqar.load_mqar_study(STUDY).entries) * len(mqar.load_mqar_study(STUDY).learning_rates)
+    study = mqar.load_mqar_study(STUDY)
+    n = sum(len(study.rates(e)) for e in study.entries)
     assert len(lines) == n + 1
     done = sum(": done, accuracy" in line for line in lines)
+    skipped = sum(": skipped (" in line for line in lines)
     started = sum(": started" in line for line in lines)
     to_do = sum(line.endswith(": to do") for line in lines)
-    shown = ", ".join(f"{count} {state}" for count, state in ((done, "done"), (started, "started"), (to_do, "to do")) if count)
+    shown = ", ".join(f"{count} {state}" for count, state in (
+        (done, "done"), (started, "started"), (to_do, "to do"), (skipped, "skipped")) if count)
     assert lines[-1] == f"study: {shown} ({n} runs planned now)"
 
 
@@ -170,3 +176,66 @@ def test_any_mix_of_run_states_is_counted_in_the_last_line(tmp_path_factory, sta
     counts = {s: states.count(s) for s in ("done", "started", "to do") if states.count(s)}
     assert lines[-1] == f"study: {', '.join(f'{n} {s}' for s, n in counts.items())} (2 runs planned now)"
     assert [re.search(r": (done|started|to do)\b", line).group(1) for line in lines[:-1]] == states
+
+
+def _record(tmp_path, name, accuracy, lr):
+    (tmp_path / "records").mkdir(exist_ok=True)
+    (tmp_path / "records" / f"{name}.fit.json").write_text(json.dumps({"accuracy": accuracy, "epochs": 3, "lr": lr, "seq_len": 16, "state_bytes": 4104, "mechanism": "CausalAttention"}))
+
+
+def test_a_solved_entry_skips_its_other_rates_and_says_so(tmp_path, capsys):
+    # Attention T64 d64 reached 0.9991 at 2.15e-3: its other rates cannot raise its best by more than 0.0009
+    path = write_study(tmp_path, solved_at=0.99, learning_rates=[1.0e-2, 3.0e-3, 1.0e-3])
+    study = mqar.load_mqar_study(path)
+    entry = study.entries[0]
+    _record(tmp_path, mqar.run_name(entry, 1.0e-2), 0.9991, 1.0e-2)
+    lines = []
+    runner = mqar.MQARRunner(study, log=lines.append)
+    assert runner.fit(entry, 3.0e-3) is None and not (tmp_path / "runs").exists()  # nothing trained
+    assert lines == [f"study: skip {mqar.run_name(entry, 3.0e-3)}: Att_d16 is solved (accuracy 0.9991 at lr 0.01, solved_at 0.99)"]
+    status = mqar.status_lines(study)
+    assert status[1] == "Att_d16_lr0.003: skipped (Att_d16 is solved: accuracy 0.9991 at lr 0.01)"
+    assert status[-1] == "study: 1 done, 2 skipped (3 runs planned now)"
+    assert study_main(["report", str(path), "--out", str(tmp_path / "report")]) == 0
+    table = (tmp_path / "report" / "tiny.md").read_text()
+    assert "| 1/3 (solved) | 0.01 | 0.999 | 0.98 | Attention |" in table and "within 0.01 of its score" in table
+
+
+def test_runs_go_rate_by_rate_across_entries_with_each_entry_s_own_rates(tmp_path, monkeypatch):
+    config = str(tiny_config(tmp_path))
+    entries = [{"name": "A", "config": config, "d_model": 16},
+               {"name": "B", "config": config, "d_model": 16, "learning_rates": [5.0e-3, 1.0e-3]}]
+    study = mqar.load_mqar_study(write_study(tmp_path, entries=entries, learning_rates=[1.0e-2, 3.0e-3, 1.0e-4]))
+    assert study.rates(study.entry("B")) == (5.0e-3, 1.0e-3)
+    calls = []
+    monkeypatch.setattr(mqar.MQARRunner, "fit", lambda self, e, lr: calls.append((e.name, lr)))
+    assert mqar.MQARRunner(study, log=lambda line: None).run() == 0
+    assert calls == [("A", 1.0e-2), ("B", 5.0e-3), ("A", 3.0e-3), ("B", 1.0e-3), ("A", 1.0e-4)]
+    assert len(mqar.status_lines(study)) == 5 + 1
+
+
+@settings(max_examples=25, deadline=None)
+@given(accuracies=st.lists(st.one_of(st.none(), st.floats(0, 1)), min_size=3, max_size=3),
+       solved_at=st.one_of(st.none(), st.floats(0.01, 1.0)))
+def test_a_run_without_a_record_is_skipped_exactly_when_another_rate_reached_solved_at(
+        tmp_path_factory, accuracies, solved_at):
+    """The kind: whatever the records and the threshold, a rate without a record is skipped iff a
+    record of its entry has final accuracy >= solved_at; runs with records stay done."""
+    tmp_path = tmp_path_factory.mktemp("solved")
+    study = mqar.load_mqar_study(write_study(tmp_path, solved_at=solved_at, learning_rates=[1.0e-2, 3.0e-3, 1.0e-3]))
+    entry = study.entries[0]
+    for lr, acc in zip(study.learning_rates, accuracies, strict=True):
+        if acc is not None:
+            _record(tmp_path, mqar.run_name(entry, lr), acc, lr)
+    solved = solved_at is not None and any(a is not None and a >= solved_at for a in accuracies)
+    states = [re.search(r": (done|skipped|to do)\b", line).group(1) for line in mqar.status_lines(study)[:-1]]
+    assert states == ["done" if a is not None else ("skipped" if solved else "to do") for a in accuracies]
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.one_of(st.floats(max_value=0.0), st.floats(min_value=1.0, exclude_min=True), st.booleans(),
+                 st.text(max_size=3), st.lists(st.floats(0.1, 0.9), max_size=1)))
+def test_any_solved_at_that_is_not_an_accuracy_is_refused_in_one_line(tmp_path_factory, solved_at):
+    with pytest.raises(StudyError, match=r"solved_at=.*; expected an accuracy in \(0, 1\]") as err:
+        mqar.load_mqar_study(write_study(tmp_path_factory.mktemp("s"), solved_at=solved_at))
+    assert "\n" not in str(err.value)
