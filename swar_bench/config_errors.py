@@ -164,6 +164,8 @@ def parse_error_line(message: str, argv: list[str] | None = None) -> str:
         reason += f" (an argument of {class_path})"
     option = ".".join(keys)
     source = option_source(argv or [], option, value)
+    if value is not None and source is None:  # as typed: jsonargparse shows null as None, NaN as nan
+        value = typed_value(argv or [], option, "") or value
     if reason.startswith("Expected float.") and value is not None and non_finite(value):
         # "nan" / "inf" are floats to the user, not to jsonargparse: say what is wrong with them
         expected = FINITE_FLOAT_EXPECTED.get(option, "a finite number")
@@ -295,6 +297,7 @@ def unknown_class_line(message: str, argv: list[str]) -> str | None:
     if not bases:
         return None
     option, typed = key.group(1), name.group(1)
+    typed = typed_value(argv, option, typed)  # the message cuts the value at its first space
     kinds = ", ".join(b.__name__ for b in bases[:-1]) + (" or " if len(bases) > 1 else "") + bases[-1].__name__
     choices = class_choices(bases)
     listing = f", e.g. one of {', '.join(choices)}" if choices else ""
@@ -303,9 +306,15 @@ def unknown_class_line(message: str, argv: list[str]) -> str | None:
     # a class name is suggested only when it is a small edit away (NoSuchLogger is not CSVLogger)
     close = difflib.get_close_matches(typed.strip("[]").rsplit(".", 1)[-1], choices, n=1, cutoff=0.8)
     suggestion = f" (did you mean {close[0]}?)" if close else ""
-    unclosed = typed.lstrip().startswith("[") and not typed.rstrip().endswith("]")
+    left_open = open_brackets(typed) if typed.lstrip()[:1] in ("[", "{") else []  # a value opened as JSON
+    unclosed, unclosed_mapping = left_open[:1] == ["["], left_open[:1] == ["{"]
 
     def rest(flag: str) -> str:  # never str.format: the typed name may hold braces
+        if unclosed_mapping:
+            named = re.search(r'"class_path"\s*:\s*"([\w.]+)"', typed)
+            example = named.group(1) if named and named.group(1) in choices else (close or choices or ["NAME"])[0]
+            return (f"unclosed mapping {typed!r} for {flag}; expected a mapping closed by }}, e.g. "
+                    f'{flag}={{"class_path": "{example}"}}, or a {kinds} class name or path')
         if unclosed:
             return (f"unclosed list {typed!r} for {flag}; expected a list closed by ], e.g. "
                     f"{flag}=[{close[0] if close else (choices or ['NAME'])[0]}], or a {kinds} class name or path")
@@ -315,6 +324,36 @@ def unknown_class_line(message: str, argv: list[str]) -> str | None:
         a.rstrip("+") == f"--{option}" and i + 1 < len(argv) and typed in argv[i + 1] for i, a in enumerate(argv))
     source = None if typed_here else option_source(argv, option)
     return f"{source}: {rest(option)}" if source is not None else rest(f"--{option}")
+
+
+def open_brackets(text: str) -> list[str]:
+    """The brackets (``[`` or ``{``) of ``text`` left open at its end, outermost first, outside
+    double-quoted strings: ``'{"a": {"b": 1}'`` -> ``["{"]``; ``[]`` for a balanced text."""
+    stack: list[str] = []
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            escaped, in_string = (not escaped and ch == "\\"), in_string and (escaped or ch != '"')
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            stack.append(ch)
+        elif ch in "]}" and stack and stack[-1] == {"]": "[", "}": "{"}[ch]:
+            stack.pop()
+    return stack
+
+
+def typed_value(argv: list[str], option: str, typed: str) -> str:
+    """The whole command-line value of ``--option`` that holds ``typed`` (``--option=VALUE`` or
+    ``--option VALUE``, the last one given: the one parsed; jsonargparse's messages quote a value
+    only up to its first space, and after parsing it), else ``typed``."""
+    for i, arg in reversed(list(enumerate(argv))):
+        flag, eq, value = arg.partition("=")
+        if eq and flag.rstrip("+") == f"--{option}" and typed in value:
+            return value
+        if arg.rstrip("+") == f"--{option}" and i + 1 < len(argv) and typed in argv[i + 1]:
+            return argv[i + 1]
+    return typed
 
 
 ARG_EXAMPLES = {"monitor": "val/loss"}

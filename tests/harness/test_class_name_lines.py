@@ -28,8 +28,8 @@ def test_the_reported_logger_name_with_a_brace_is_one_line(capsys):
     # reported: ValueError: unexpected '{' in field name (the line was built with str.format)
     code, err = _lines(capsys, ["fit", "--config", QUICKSTART, "--trainer.fast_dev_run=true", "--trainer.logger={NoSuch"])
     assert code == 2
-    assert err == [(f"swar-bench: error: unknown Logger class '{{NoSuch' for --trainer.logger; expected a Logger class "
-                    f"name or path, e.g. one of {LOGGERS}")]
+    assert err == [("swar-bench: error: unclosed mapping '{NoSuch' for --trainer.logger; expected a mapping closed by }, "
+                    'e.g. --trainer.logger={"class_path": "CSVLogger"}, or a Logger class name or path')]
 
 
 def test_the_reported_plugin_name_with_a_field_is_one_line(capsys):

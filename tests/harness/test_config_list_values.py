@@ -15,7 +15,7 @@ ALLOWED = "expected one of 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384 
 
 
 def test_the_reported_null_suggests_a_list_the_option_takes(capsys):
-    assert fit_error(capsys, "--data.train_configs=null") == ("swar-bench: error: --data.train_configs=None: expected a list, e.g. "
+    assert fit_error(capsys, "--data.train_configs=null") == ("swar-bench: error: --data.train_configs=null: expected a list, e.g. "
                                       "--data.train_configs=[n32]")
 
 
