@@ -193,6 +193,8 @@ def _collect_one(
     if retry_fit is not None:
         retry_test = _compatible(read_json(records / f"{run_name(m, chosen, 0, True)}.test.json"), spec)
         result.retry = SeedResult(0, True, retry_fit, retry_test)
+        if retry_fit["gate"]["passed"] and retry_test is None:  # a learner whose test is still to run
+            result.missing.append(f"test {run_name(m, chosen, 0, True)}")
     result.stale = list(stale.values())
     return result
 

@@ -127,3 +127,37 @@ def test_across_seeds_picks_the_interval_by_kind(values):
 def test_clopper_pearson_refuses_impossible_counts():
     with pytest.raises(ValueError, match="successes=4 > trials=3"):
         clopper_pearson(4, 3)
+
+
+@settings(max_examples=8, deadline=None)
+@given(retry_passed=st.booleans(), retry_tested=st.booleans())
+def test_a_retry_that_passed_is_never_listed_as_a_non_learner(tmp_path_factory, retry_passed, retry_tested):
+    """The kind (reported: GatedLinearAttention_conv4's 3x retry passed the gate with ar_valid 0.97
+    and, its test still to run, the report listed it under "did not learn at this budget"): a
+    mechanism whose retry passed is either judged on the retry (tested) or still running, never a
+    non-learner; one whose retry failed is a non-learner."""
+    tmp_path = tmp_path_factory.mktemp("retry")
+    (tmp_path / "base.yaml").write_text(BASE)
+    records = tmp_path / "records"
+    records.mkdir()
+    path = tmp_path / "study.yaml"
+    path.write_text(
+        f"name: toy\nconfig: {tmp_path / 'base.yaml'}\nrecords: {records}\nout: {tmp_path / 'runs'}\n"
+        "learning_rates: [1.0e-3, 3.0e-3]\nextra_learning_rates: {below: [], above: []}\n"
+        "selection_seeds: 1\nseeds: 3\nreadout_n: 256\nmechanisms:\n  - {name: Slow, class_path: GRU}\n")
+    for lr in ("0.001", "0.003"):
+        _write(records, f"Slow_lr{lr}_seed0", _fit_record(f"Slow_lr{lr}_seed0", 0.35, False))
+    for seed in (1, 2):
+        _write(records, f"Slow_lr0.001_seed{seed}", _fit_record(f"Slow_lr0.001_seed{seed}", 0.35, False))
+    name = "Slow_lr0.001_seed0_retry"
+    _write(records, name, _fit_record(name, 0.68 if retry_passed else 0.36, retry_passed),
+           _test_record(0.0, 0.9, 1.0) if retry_tested else None)
+    (slow,) = collect(load_study(path))
+    text = markdown(load_study(path), [slow], [32, 256])
+    non = text.split("## Did not learn at this budget")[1]
+    if retry_passed and retry_tested:
+        assert slow.learned and slow.judged == [slow.retry] and "| Slow |" not in non
+    elif retry_passed:
+        assert not slow.finished and slow.missing == [f"test {name}"] and "| Slow |" not in non
+    else:
+        assert slow.finished and not slow.learned and "| Slow |" in non
