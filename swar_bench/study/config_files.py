@@ -97,8 +97,10 @@ def config_keys_problem(path: str | Path, command: str = "fit") -> str | None:
     mapping option of known fields: ``data.mqar``), with the closest key; None when every key is
     one (or the file cannot be read: ``read_budget`` names that). The keys are read without
     importing Lightning (``swar_bench.utils.option_table``), as ``fit`` itself checks them, so
-    ``study status`` and ``run`` refuse a typo before a fit fails on it. Class arguments
-    (``model.mechanism.init_args``) are checked by ``swar_bench.study.spec.check_init_args``.
+    ``study status`` and ``run`` refuse a typo before a fit fails on it. The ``init_args`` of a class
+    option (``trainer.logger``, each of ``trainer.callbacks``, ``model.mechanism``) are checked
+    against the class's constructor (which imports the class's module); the mechanism's are also
+    checked, with the study's own ``init_args``, by ``swar_bench.study.spec.check_init_args``.
 
     e.g. ``config base.yaml: unknown key data.eval_exampels (did you mean data.eval_examples?);
     expected a key of swar-bench fit (swar-bench fit --help)``."""
@@ -132,7 +134,28 @@ def config_keys_problem(path: str | Path, command: str = "fit") -> str | None:
             for field in inner if fields is not None and isinstance(inner, dict) else ():
                 if field not in fields:
                     return line(f"{group}.{key}.{field}", fields, f"{group}.{key}.")
+            problem = _class_args_problem(path, f"{group}.{key}", inner)
+            if problem is not None:
+                return problem
     return None
+
+
+def _class_args_problem(path: str | Path, key: str, value: Any) -> str | None:
+    """The first unknown ``init_args`` key of a class given as ``{class_path, init_args}`` at option
+    ``key`` (or of each such item of a list: ``trainer.callbacks``), found as ``fit`` finds it
+    (:func:`swar_bench.config_errors.value_keys`: a logger's ``**kwargs`` followed as jsonargparse
+    follows them); None when every key is one, or the class cannot be read (``fit`` then says what
+    it says)."""
+    from swar_bench.config_errors import value_keys
+
+    takes: dict[str, str] = {}
+    found = value_keys(key, value, takes)
+    if not found:
+        return None
+    unknown, close = found[0]
+    where = unknown.rsplit(".", 1)[0]
+    suggestion = f" (did you mean {close}?)" if close else ""
+    return f"config {path}: unknown key {unknown}{suggestion}; expected {takes[where]}"
 
 
 def refuse_config_typos(paths: list[str | None], where: str) -> None:

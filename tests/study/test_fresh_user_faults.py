@@ -501,3 +501,62 @@ def test_no_failed_fit_removes_an_old_record(tmp_path_factory, monkeypatch, rc, 
     before = {kind: (records / f"{RUN}.{kind}.json").read_text() for kind in kinds}
     main(["run", str(study), "--jobs", "1", *(["--rerun-stale"] if stale else [])])
     assert {kind: (records / f"{RUN}.{kind}.json").read_text() for kind in kinds} == before
+
+
+# ----------------------------------------------------------------- 6. a typo in a class's init_args
+
+TENSORBOARD_ARGS = (
+    "comment, default_hp_metric, filename_suffix, flush_secs, log_graph, max_queue, name, prefix, "
+    "purge_step, save_dir, sub_dir, version"
+)
+
+
+def test_a_typo_in_the_budget_configs_logger_is_refused_before_anything_runs(tmp_path, capsys, no_runs):
+    """The reported fault: `save_dirr: runs` under the budget config's `trainer.logger.init_args`
+    passed `study status` (only top-level and mapping keys were checked); every fit then failed on
+    it. Now status (and run) refuse it in one line, as `fit` does."""
+    from tests.study.test_study_cli import BASE
+
+    study = _study(tmp_path, base=BASE.replace("{save_dir: runs,", "{save_dirr: runs,"))
+    status, err = _error(capsys, "status", str(study))
+    assert status == 2 and no_runs == []
+    assert err == (
+        f"swar-bench study: error: {study}: config {tmp_path / 'base.yaml'}: unknown key "
+        "trainer.logger.init_args.save_dirr (did you mean trainer.logger.init_args.save_dir?); expected the "
+        f"arguments of lightning.pytorch.loggers.TensorBoardLogger ({TENSORBOARD_ARGS})\n"
+    )
+
+
+CALLBACK = "lightning.pytorch.callbacks.EarlyStopping"
+
+
+@SETTINGS
+@given(data=st.data(), where=st.sampled_from(["logger", "callback"]), misspell=st.booleans())
+def test_every_class_argument_of_a_budget_config_is_checked_as_fit_checks_it(tmp_path_factory, data, where, misspell):
+    """Any argument of the budget config's logger or of a callback, with one letter doubled, is
+    refused at load naming its dotted place; the argument as it is loads."""
+    from swar_bench.config_errors import class_arguments
+    from swar_bench.study.spec import StudyError, load_study
+    from tests.study.test_study_cli import BASE
+
+    path = "lightning.pytorch.loggers.TensorBoardLogger" if where == "logger" else CALLBACK
+    names = class_arguments(path, follow_kwargs=True)
+    name = data.draw(st.sampled_from([n for n in names if n not in ("save_dir", "name")]))
+    i = data.draw(st.integers(0, len(name) - 1))
+    key = name[:i] + name[i] + name[i:] if misspell else name
+    if where == "logger":
+        base = BASE.replace("{save_dir: runs, name: tiny}", f"{{save_dir: runs, name: tiny, {key}: 1}}")
+        place = "trainer.logger.init_args"
+    else:
+        base = BASE.replace("  logger:\n", f"  callbacks:\n    - class_path: {CALLBACK}\n"
+                            f"      init_args: {{monitor: val/loss, {key}: 1}}\n  logger:\n")
+        place = "trainer.callbacks[0].init_args"
+    tmp = tmp_path_factory.mktemp("s")
+    study = _study(tmp, base=base)
+    if not misspell:
+        load_study(study)
+        return
+    with pytest.raises(StudyError) as err:
+        load_study(study)
+    line = str(err.value)
+    assert "\n" not in line and f"config {tmp / 'base.yaml'}: unknown key {place}.{key} (did you mean " in line
