@@ -17,7 +17,8 @@ file says which (mechanism, width) entries to run and beside which published val
          published: {mixer: Attention, accuracy: 0.98}}
       - {name: GatedDeltaNet_T64_d64, config: configs/mqar/figure2_t64.yaml,
          overlay: configs/mqar/mechanisms/gated_delta_net.yaml, d_model: 64,
-         learning_rates: [2.154434690031884e-3, 1.0e-2]}      # optional: the entry's own rates
+         learning_rates: [2.154434690031884e-3, 1.0e-2],      # optional: the entry's own rates
+         max_epochs: 16}                                      # optional: a budget below the recipe's
 
 Each run is ``swar-bench fit --config <config> [--config <overlay>]`` with the width, rate and
 seed on the command line; it validates on the test segment after every epoch (``val/mqar/acc``,
@@ -26,6 +27,13 @@ environment (``swar_bench.study.provenance``), the accuracy after every epoch
 (``<run>.curve.csv``), the final and best accuracy, the state bytes per sequence and the wall time.
 The score of a run is its **final** accuracy (what Zoology's plots read: the last logged
 ``valid/accuracy`` of each wandb run); an entry's score is the best over its rates.
+
+Budget: an entry's ``max_epochs`` (at most the recipe's ``trainer.max_epochs``) stops its runs
+after that many epochs (``--trainer.max_epochs``). The learning-rate schedule is the recipe's
+(``model.max_steps``: cosine over all 64 epochs), so such a run is exactly the first
+``max_epochs`` epochs of the recipe's run; the report gives the epochs run against the recipe's,
+and a run stopped by the budget below the early stop's accuracy is one that did not reach it *in
+that many epochs*, not one that cannot.
 
 Order and skipping: runs go rate by rate across the entries (every entry's first rate, then every
 entry's second, ...), so each entry has a score early. With ``solved_at: A``, an entry one of whose
@@ -54,7 +62,7 @@ import subprocess
 import sys
 import time
 from concurrent import futures
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -68,7 +76,7 @@ from swar_bench.utils.text import plural
 SWAR_BENCH = [sys.executable, "-m", "swar_bench.cli"]
 ZOOLOGY_RATES = (2.154434690031884e-3, 1.0e-2, 4.641588833612782e-4, 1.0e-4)
 """``numpy.logspace(-4, -2, 4)`` (Zoology figure 2's ``lrs``), 2.15e-3 first."""
-ENTRY_KEYS = {"name", "config", "overlay", "d_model", "published", "learning_rates"}
+ENTRY_KEYS = {"name", "config", "overlay", "d_model", "published", "learning_rates", "max_epochs"}
 STUDY_KEYS = {"task", "name", "records", "out", "learning_rates", "seed", "entries", "compatible_code",
               "code_fingerprint", "note", "solved_at"}
 
@@ -85,7 +93,8 @@ class Published:
 @dataclass(frozen=True)
 class Entry:
     """One (mechanism, width) of the study: ``config`` (+ ``overlay``) at ``d_model``; its own
-    ``learning_rates`` (run order) when set, else the study's."""
+    ``learning_rates`` (run order) when set, else the study's; ``max_epochs``: a budget of epochs
+    below the recipe's (None: the recipe's; module docstring, "Budget")."""
 
     name: str
     config: str
@@ -93,6 +102,7 @@ class Entry:
     overlay: str | None = None
     published: Published | None = None
     learning_rates: tuple[float, ...] | None = None
+    max_epochs: int | None = None
 
 
 @dataclass(frozen=True)
@@ -230,6 +240,11 @@ def load_mqar_study(path: str | Path) -> MQARStudy:
 
     # a typo fails every fit: refused here
     refuse_config_typos([p for e in entries for p in (e.config, e.overlay)], str(path))
+    entries = [  # against the recipe's epochs: read once the config files are known to be sound
+        replace(e, max_epochs=_max_epochs(raw_e["max_epochs"], recipe_epochs(e), f"{path}: entries[{i}]"))
+        if raw_e.get("max_epochs") is not None else e
+        for i, (e, raw_e) in enumerate(zip(entries, entries_raw))
+    ]
     accepted = raw.get("compatible_code") or []
     return MQARStudy(
         path=str(path), name=raw["name"], records=raw["records"], out=raw["out"], entries=tuple(entries),
@@ -237,6 +252,31 @@ def load_mqar_study(path: str | Path) -> MQARStudy:
         compatible_code=tuple(str(c) for c in accepted),
         code_fingerprint=pinned_code(raw.get("code_fingerprint"), f"{path}: code_fingerprint"),
     )
+
+
+def recipe_epochs(e: Entry) -> int | None:
+    """The recipe's ``trainer.max_epochs`` of the entry's merged config (None: not set there)."""
+    value = (merged_config(e, d_model=False).get("trainer") or {}).get("max_epochs")
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _max_epochs(value: Any, recipe: int | None, where: str) -> int:
+    """An entry's ``max_epochs``: an integer from 1 to the recipe's ``trainer.max_epochs``.
+
+    Raises:
+        StudyError: ``<where>: max_epochs=0; expected an integer from 1 to 64 (the recipe's
+            trainer.max_epochs)``."""
+    top = "" if recipe is None else f" to {recipe} (the recipe's trainer.max_epochs)"
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1 or (recipe is not None and value > recipe):
+        raise StudyError(f"{where}: max_epochs={value!r}; expected an integer from 1{top}")
+    return value
+
+
+def epochs_allowed(e: Entry) -> str:
+    """``64`` (the recipe's epochs), or ``16 (budget; recipe 64)`` for an entry with ``max_epochs``."""
+    recipe = recipe_epochs(e)
+    recipe_text = "-" if recipe is None else str(recipe)
+    return recipe_text if e.max_epochs is None else f"{e.max_epochs} (budget; recipe {recipe_text})"
 
 
 def _rates(rates: Any, where: str) -> tuple[float, ...]:
@@ -277,9 +317,9 @@ def _class(path: str) -> type:
     return getattr(importlib.import_module(module), name)
 
 
-def merged_config(e: Entry) -> dict[str, Any]:
+def merged_config(e: Entry, d_model: bool = True) -> dict[str, Any]:
     """The entry's config with its overlay merged in (mappings merged key by key, as jsonargparse
-    applies two ``--config`` files) and its ``d_model`` set."""
+    applies two ``--config`` files) and (``d_model``) its ``d_model`` set."""
     import yaml
 
     def merge(a: Any, b: Any) -> Any:
@@ -297,7 +337,8 @@ def merged_config(e: Entry) -> dict[str, Any]:
     cfg = yaml.safe_load(Path(e.config).read_text())
     if e.overlay:
         cfg = merge(cfg, yaml.safe_load(Path(e.overlay).read_text()))
-    cfg["model"]["mechanism"]["init_args"]["mechanism"]["init_args"]["d_model"] = e.d_model
+    if d_model:
+        cfg["model"]["mechanism"]["init_args"]["mechanism"]["init_args"]["d_model"] = e.d_model
     return cfg
 
 
@@ -333,6 +374,7 @@ def fit_args(study: MQARStudy, e: Entry, lr: float) -> list[str]:
         f"--trainer.logger.init_args.save_dir={out}",
         f"--trainer.logger.init_args.name={name}",
         f"--checkpoint.dirpath={out / name / 'checkpoints'}",
+        *([f"--trainer.max_epochs={e.max_epochs}"] if e.max_epochs is not None else []),
     ]
 
 
@@ -464,7 +506,8 @@ def status_lines(study: MQARStudy) -> list[str]:
                 lines.append(f"{name}: stale ({change}; run --rerun-stale to run it again)")
                 states.append("stale")
             elif record is not None:
-                lines.append(f"{name}: done, accuracy {record['accuracy']:.4f} after {plural(record['epochs'], 'epoch')}")
+                budget = " (the entry's budget)" if record["epochs"] == e.max_epochs else ""
+                lines.append(f"{name}: done, accuracy {record['accuracy']:.4f} after {plural(record['epochs'], 'epoch')}{budget}")
                 states.append("done")
             elif solver is not None:
                 lines.append(f"{name}: skipped ({e.name} is solved: accuracy {solver['accuracy']:.4f} at lr "
@@ -515,8 +558,9 @@ def write_mqar_report(study: MQARStudy, out: Path) -> list[Path]:
         f"# MQAR: {study.name}", "",
         ("Score: the best final test accuracy over the learning rates run so far (Zoology's protocol: best "
          f"of {n}, one seed, early stop above 0.99). Published: read off the paper's figure.{skip}"), "",
-        "| entry | mechanism | T | d_model | state bytes / seq | rates done | best lr | accuracy | published | mixer there |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---|",
+        "| entry | mechanism | T | d_model | state bytes / seq | rates done | best lr | epochs run / allowed | accuracy "
+        "| published | mixer there |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for r in rows:
         e, f, best = r["entry"], r["facts"], r["best"]
@@ -524,11 +568,17 @@ def write_mqar_report(study: MQARStudy, out: Path) -> list[Path]:
         lines.append(
             f"| {e.name} | {f['mechanism']} | {f['seq_len']} | {e.d_model} | {f['state_bytes']:,} | "
             f"{len(r['records'])}/{r['rates']}{' (solved)' if r['solved'] else ''} | {lr_text(best['lr']) if best else '-'} | "
-            f"{r['score']:.3f} | {f'{pub.accuracy:.2f}' if pub else '-'} | {pub.mixer if pub else '-'} |"
+            f"{best['epochs']} / {epochs_allowed(e)} | {r['score']:.3f} | {f'{pub.accuracy:.2f}' if pub else '-'} | {pub.mixer if pub else '-'} |"
             if best else
-            f"| {e.name} | {f['mechanism']} | {f['seq_len']} | {e.d_model} | {f['state_bytes']:,} | 0/{r['rates']} | - | - | "
+            f"| {e.name} | {f['mechanism']} | {f['seq_len']} | {e.d_model} | {f['state_bytes']:,} | 0/{r['rates']} | - | "
+            f"- / {epochs_allowed(e)} | - | "
             f"{f'{pub.accuracy:.2f}' if pub else '-'} | {pub.mixer if pub else '-'} |"
         )
+    if any(e.max_epochs is not None for e in study.entries):
+        lines += ["", ("Epochs: a budget below the recipe's (`max_epochs` of the entry, marked \"budget\") stops a run "
+                       "after that many epochs; the learning-rate schedule is the recipe's, so the run is the first epochs "
+                       "of the recipe's run, and an accuracy below the early stop's is what it reached in that many "
+                       "epochs, not what the mechanism cannot reach.")]
     out.mkdir(parents=True, exist_ok=True)
     md = atomic_write_text(out / f"{study.name}.md", "\n".join(lines) + "\n")
     fig, ax = plt.subplots(figsize=(6, 4))

@@ -180,7 +180,7 @@ def test_any_mix_of_run_states_is_counted_in_the_last_line(tmp_path_factory, sta
 
 def _record(tmp_path, name, accuracy, lr):
     (tmp_path / "records").mkdir(exist_ok=True)
-    (tmp_path / "records" / f"{name}.fit.json").write_text(json.dumps({"accuracy": accuracy, "epochs": 3, "lr": lr, "seq_len": 16, "state_bytes": 4104, "mechanism": "CausalAttention"}))
+    (tmp_path / "records" / f"{name}.fit.json").write_text(json.dumps({"accuracy": accuracy, "epochs": 2, "lr": lr, "seq_len": 16, "state_bytes": 4104, "mechanism": "CausalAttention"}))
 
 
 def test_a_solved_entry_skips_its_other_rates_and_says_so(tmp_path, capsys):
@@ -198,7 +198,7 @@ def test_a_solved_entry_skips_its_other_rates_and_says_so(tmp_path, capsys):
     assert status[-1] == "study: 1 done, 2 skipped (3 runs planned now)"
     assert study_main(["report", str(path), "--out", str(tmp_path / "report")]) == 0
     table = (tmp_path / "report" / "tiny.md").read_text()
-    assert "| 1/3 (solved) | 0.01 | 0.999 | 0.98 | Attention |" in table and "within 0.01 of its score" in table
+    assert "| 1/3 (solved) | 0.01 | 2 / 2 | 0.999 | 0.98 | Attention |" in table and "within 0.01 of its score" in table
 
 
 def test_runs_go_rate_by_rate_across_entries_with_each_entry_s_own_rates(tmp_path, monkeypatch):
@@ -239,3 +239,53 @@ def test_any_solved_at_that_is_not_an_accuracy_is_refused_in_one_line(tmp_path_f
     with pytest.raises(StudyError, match=r"solved_at=.*; expected an accuracy in \(0, 1\]") as err:
         mqar.load_mqar_study(write_study(tmp_path_factory.mktemp("s"), solved_at=solved_at))
     assert "\n" not in str(err.value)
+
+
+def _budget_entry(tmp_path, max_epochs):
+    return {"name": "Att_d16", "config": str(tiny_config(tmp_path)), "d_model": 16, "max_epochs": max_epochs}
+
+
+def test_an_entry_budget_stops_its_runs_and_the_report_says_so(tmp_path, capsys):
+    """``max_epochs: 1`` on an entry of a 2-epoch recipe: its run stops after 1 epoch (the
+    command says so), status and the report name the budget beside the recipe's epochs."""
+    path = write_study(tmp_path, learning_rates=[1.0e-2], entries=[_budget_entry(tmp_path, 1)])
+    study = mqar.load_mqar_study(path)
+    assert study.entries[0].max_epochs == 1 and mqar.recipe_epochs(study.entries[0]) == 2
+    assert mqar.fit_args(study, study.entries[0], 1.0e-2)[-1] == "--trainer.max_epochs=1"
+    assert study_main(["run", str(path), "--jobs", "1"]) == 0
+    record = json.loads((tmp_path / "records" / "Att_d16_lr0.01.fit.json").read_text())
+    assert record["epochs"] == 1 and record["command"].endswith(" --trainer.max_epochs=1")
+    capsys.readouterr()
+    assert study_main(["status", str(path)]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == (
+        f"Att_d16_lr0.01: done, accuracy {record['accuracy']:.4f} after 1 epoch (the entry's budget)")
+    assert study_main(["report", str(path), "--out", str(tmp_path / "report")]) == 0
+    table = (tmp_path / "report" / "tiny.md").read_text()
+    assert f"| 0.01 | 1 / 1 (budget; recipe 2) | {record['accuracy']:.3f} |" in table
+    assert "an accuracy below the early stop's is what it reached in that many epochs" in table
+
+
+@pytest.mark.parametrize("max_epochs", [0, 3, True, 1.5, "16"])
+def test_a_budget_that_is_not_1_to_the_recipes_epochs_is_refused_in_one_line(tmp_path, max_epochs):
+    path = write_study(tmp_path, entries=[_budget_entry(tmp_path, max_epochs)])
+    with pytest.raises(StudyError) as err:
+        mqar.load_mqar_study(path)
+    assert str(err.value) == (
+        f"{path}: entries[0]: max_epochs={max_epochs!r}; expected an integer from 1 to 2 (the recipe's "
+        "trainer.max_epochs)")
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.one_of(st.integers(-5, 70), st.booleans(), st.floats(allow_nan=True), st.text(max_size=3), st.none()))
+def test_any_budget_loads_exactly_when_it_is_an_integer_within_the_recipe(tmp_path_factory, max_epochs):
+    """Against the Zoology recipe's 64 epochs: 1..64 load (None: no budget), anything else is refused."""
+    tmp = tmp_path_factory.mktemp("b")
+    entry = {"name": "x", "config": "configs/mqar/figure2_t64.yaml", "d_model": 8, "max_epochs": max_epochs}
+    path = write_study(tmp, entries=[entry])
+    ok = max_epochs is None or (isinstance(max_epochs, int) and not isinstance(max_epochs, bool) and 1 <= max_epochs <= 64)
+    if ok:
+        assert mqar.load_mqar_study(path).entries[0].max_epochs == max_epochs
+    else:
+        with pytest.raises(StudyError, match=r"max_epochs=.*; expected an integer from 1 to 64") as err:
+            mqar.load_mqar_study(path)
+        assert "\n" not in str(err.value)
