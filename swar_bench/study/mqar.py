@@ -70,6 +70,7 @@ from swar_bench.study import children, provenance
 from swar_bench.study.config_files import KEY as CONFIG_FILES
 from swar_bench.study.config_files import config_change, config_hashes, reusable
 from swar_bench.study.records import read_json, scalar_history, write_json
+from swar_bench.study.runner import BAD_INPUT, refusal_line
 from swar_bench.study.spec import NAME, StudyError, pinned_code, study_name
 from swar_bench.utils.text import plural
 
@@ -403,6 +404,7 @@ class MQARRunner:
         self.records, self.out = Path(study.records), Path(study.out)
         self.code, self.env = provenance.code_version(), provenance.environment()
         self.failed: list[str] = []
+        self.refused: str | None = None  # a fit that refused its command (exit 2): no other fit starts
 
     def saved(self, name: str, command: str) -> dict[str, Any] | None:
         """The reusable record of ``name`` (same command, compatible code, its config files as
@@ -429,6 +431,8 @@ class MQARRunner:
         record = self.saved(name, command)
         if record is not None:
             return record
+        if self.refused is not None:
+            return None
         if (solver := solved_by(self.study, e)) is not None:
             self.log(f"study: skip {name}: {e.name} is solved (accuracy {solver['accuracy']:.4f} at lr "
                      f"{lr_text(solver['lr'])}, solved_at {self.study.solved_at:g})")
@@ -453,6 +457,11 @@ class MQARRunner:
         secs = time.monotonic() - start
         if rc != 0:
             self.failed.append(name)
+            if rc == BAD_INPUT:  # every other fit of the study would be refused alike
+                self.refused = name
+                tail = log_path.read_text(errors="replace").splitlines() if log_path.is_file() else []
+                self.log(refusal_line(f"fit {name}", tail, log_path))
+                return None
             self.log(f"study: fit {name} failed (exit {rc}); see {log_path}")
             if rc in (130, 143):
                 raise KeyboardInterrupt
@@ -486,6 +495,10 @@ class MQARRunner:
             self.saved(run_name(e, lr), shlex.join(["swar-bench", *fit_args(self.study, e, lr)]))
         with futures.ThreadPoolExecutor(max_workers=self.jobs) as pool:
             list(pool.map(lambda job: self.fit(*job), plan))
+        if self.refused is not None:
+            self.log(f"study: stopped (exit {BAD_INPUT}: a run refused its command; fix what it names first); "
+                     f"`swar-bench study run {self.study.path}` continues from the records")
+            return BAD_INPUT
         return 1 if self.failed else 0
 
 
@@ -558,8 +571,8 @@ def write_mqar_report(study: MQARStudy, out: Path) -> list[Path]:
         f"# MQAR: {study.name}", "",
         ("Score: the best final test accuracy over the learning rates run so far (Zoology's protocol: best "
          f"of {n}, one seed, early stop above 0.99). Published: read off the paper's figure.{skip}"), "",
-        "| entry | mechanism | T | d_model | state bytes / seq | rates done | best lr | epochs run / allowed | accuracy "
-        "| published | mixer there |",
+        ("| entry | mechanism | T | d_model | state bytes / seq | rates done | best lr | epochs run / allowed | accuracy "
+         "| published | mixer there |"),
         "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for r in rows:

@@ -69,6 +69,18 @@ from swar_bench.study.records import (
 from swar_bench.study.spec import MechanismSpec, StudySpec
 from swar_bench.utils import interrupts
 
+BAD_INPUT = 2
+"""The exit status of a fit or test that refused its command line or config (``swar_bench.harness.errors``)."""
+
+
+def refusal_line(run: str, log_lines: list[str], log_path: Path) -> str:
+    """The study's line for a run that refused its command (exit ``BAD_INPUT``): the run's own error
+    line (the last ``swar-bench: error: ...`` of its log), else where its log is."""
+    said = next((ln for ln in reversed(log_lines) if ln.startswith("swar-bench: error:")), None)
+    return (f"study: {run} refused its command (exit {BAD_INPUT}): "
+            f"{said.removeprefix('swar-bench: error: ') if said else f'see {log_path}'}; "
+            "no other run starts: fix the study file or its config files and run again")
+
 
 class Stopped(Exception):
     """The study was stopped (Ctrl-C, SIGTERM, or a run that exited 130 / 143)."""
@@ -175,6 +187,9 @@ class Runner:
             if rc in (130, 143) or rc in (-2, -15):
                 self.stop(rc if rc > 0 else 128 - rc)
                 raise Stopped(self.stopped)
+            if rc == BAD_INPUT:
+                with self.lock:  # before the slot is free: the run waiting for it must not start
+                    self.stopped = BAD_INPUT if self.stopped is None else self.stopped
             return rc, time.monotonic() - start
 
     def stop(self, status: int) -> None:
@@ -192,6 +207,13 @@ class Runner:
                 pass
 
     def _failed(self, name: str, kind: str, command: str, rc: int, log_path: Path) -> None:
+        """Record a run that failed (``<name>.failed.json``: command, exit status, log tail).
+
+        Raises:
+            Stopped: (status 2) the run refused its command (exit 2: a bad value in the study's
+                config files or ``init_args``, ``swar_bench.harness.errors``): every other run
+                of the study would be refused alike, so none starts from now on (the running
+                ones finish), and no learning rate is chosen from refusals."""
         tail = (
             log_path.read_text(errors="replace").strip().splitlines()[-15:]
             if log_path.is_file()
@@ -210,6 +232,9 @@ class Runner:
         )
         with self.lock:
             self.failed.append(f"{kind} {name}")
+        if rc == BAD_INPUT:  # _execute has stopped the study: no run starts from now on, the running ones finish
+            self.log(refusal_line(f"{kind} {name}", tail, log_path))
+            raise Stopped(BAD_INPUT)
         self.log(f"study: {kind} {name} failed (exit {rc}); see {log_path}")
 
     # ----------------------------------------------------------------- fits and tests
@@ -429,7 +454,15 @@ class Runner:
                 break
             todo = [(lr, s) for lr in used for s in chosen_seeds if (lr, s) not in fits]
             results = self._parallel([(self.fit, m, lr, s) for lr, s in todo])
-            fits.update(zip(todo, results))  # a failed fit scores 0
+            fits.update(zip(todo, results))  # a failed fit scores 0 beside fits that finished
+            if not self.dry_run and all(r is None for r in fits.values()) and (len(grid) > 1 or below or above):
+                # not one fit finished: a rate chosen (or a grid extended) from failures alone would be noise
+                # (a grid of one rate without extensions chooses nothing: its other seeds still run)
+                self.log(f"study: {m.name}: every selection fit failed; no learning rate is chosen from "
+                         f"failures alone (their .failed.json records in {self.records} say why)")
+                with self.lock:
+                    self.chosen[m.name] = None
+                return
             if self.dry_run and any(r is None for r in results):
                 # a dry run guesses nothing: a missing selection fit leaves the rate open, and the
                 # plan ends with the fits that would decide it
@@ -488,8 +521,10 @@ class Runner:
                     job.result()
         except Stopped as stop:
             pool.shutdown(wait=True, cancel_futures=True)
+            refused = ": a run refused its command; fix what it names first" if stop.status == BAD_INPUT else ""
             self.log(
-                f"study: stopped (exit {stop.status}); `swar-bench study run {self.spec.path}` continues from the records"
+                f"study: stopped (exit {stop.status}{refused}); `swar-bench study run {self.spec.path}` continues "
+                "from the records"
             )
             return stop.status
         except (KeyboardInterrupt, interrupts.Terminated) as signalled:

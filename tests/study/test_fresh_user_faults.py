@@ -190,7 +190,7 @@ def test_a_failed_rerun_stale_fit_keeps_the_old_records(tmp_path, capsys, monkey
 
     from tests.study.test_study_faults import ONE_RUN, RUN
 
-    monkeypatch.setattr(runner_module, "SWAR_BENCH", [sys.executable, "-c", "import sys; sys.exit(2)"])
+    monkeypatch.setattr(runner_module, "SWAR_BENCH", [sys.executable, "-c", "import sys; sys.exit(1)"])
     study = _study(tmp_path, ONE_RUN)
     records = tmp_path / "records"
     records.mkdir()
@@ -470,7 +470,7 @@ def test_a_failed_fit_again_for_a_missing_checkpoint_keeps_the_fit_record(tmp_pa
     from swar_bench.study.spec import load_study
     from tests.study.test_config_files import ONE_RUN, RUN, _records
 
-    monkeypatch.setattr(runner_module, "SWAR_BENCH", [sys.executable, "-c", "import sys; sys.exit(2)"])
+    monkeypatch.setattr(runner_module, "SWAR_BENCH", [sys.executable, "-c", "import sys; sys.exit(1)"])
     study = _study(tmp_path, ONE_RUN)
     _records(load_study(study), hashes=True)
     (tmp_path / "records" / f"{RUN}.test.json").unlink()
@@ -560,3 +560,57 @@ def test_every_class_argument_of_a_budget_config_is_checked_as_fit_checks_it(tmp
         load_study(study)
     line = str(err.value)
     assert "\n" not in line and f"config {tmp / 'base.yaml'}: unknown key {place}.{key} (did you mean " in line
+
+
+# ----------------------------------------------------------------- 7. a bad value only the fit finds
+
+REFUSED = "swar-bench: error: --config=base.yaml: model.lr: Expected float. Got value: fast"
+
+
+def test_a_bad_value_in_the_budget_config_stops_the_study_at_the_first_refusal(tmp_path, capsys):
+    """The reported fault: `lr: fast` in the budget config passed `status` (a value, not a key);
+    `run` then started every selection fit, each refused with exit 2, chose a rate from the
+    refusals, extended the grid to 1e-4 and trained seed 1 there. Now the first refusal (a real
+    fit's) stops the study in one line quoting the fit's own, and nothing else starts."""
+    from tests.study.test_study_cli import BASE
+
+    study = _study(tmp_path, "learning_rates: [1.0e-3, 3.0e-3]\nextra_learning_rates: {below: [1.0e-4], above: []}\n"
+                   "selection_seeds: 1\nseeds: 2\n", base=BASE.replace("lr: 3.0e-3", "lr: fast"))
+    assert main(["run", str(study), "--jobs", "1"]) == 2
+    base = tmp_path / "base.yaml"
+    assert capsys.readouterr().out.splitlines() == [
+        f"study: fit GRU_tiny_lr0.001_seed0 refused its command (exit 2): --config={base}: model.lr: Expected float. "
+        "Got value: fast; no other run starts: fix the study file or its config files and run again",
+        f"study: stopped (exit 2: a run refused its command; fix what it names first); `swar-bench study run {study}` "
+        "continues from the records",
+    ]
+    assert sorted(p.name for p in (tmp_path / "records").glob("*.json")) == ["GRU_tiny_lr0.001_seed0.failed.json"]
+    assert main(["status", str(study)]) == 1
+    assert capsys.readouterr().out.splitlines()[-1] == "study: 1 failed, 1 to do (2 runs planned now)"
+
+
+@SETTINGS
+@given(status=st.sampled_from([1, 2]), jobs=st.integers(1, 3), rates=st.integers(1, 3), seeds=st.integers(1, 2))
+def test_no_rate_is_chosen_and_nothing_more_starts_from_failed_fits(tmp_path_factory, monkeypatch, status, jobs,
+                                                                    rates, seeds):
+    """Whatever the grid, seeds and jobs: fits that all fail (exit 1) choose no rate (no extension
+    of the grid, no further seed, no test, no retry); a refusal (exit 2) also stops every fit not
+    yet started, so at most ``jobs`` ran, and the study exits 2."""
+    import sys
+
+    tmp = tmp_path_factory.mktemp("f")
+    grid = [1.0e-3, 3.0e-3, 1.0e-2][:rates]
+    fake = f"import sys; print({REFUSED!r} if {status} == 2 else 'boom'); sys.exit({status})"
+    monkeypatch.setattr(runner_module, "SWAR_BENCH", [sys.executable, "-c", fake])
+    study = _study(tmp, f"learning_rates: {grid}\nextra_learning_rates: {{below: [1.0e-4], above: [3.0e-2]}}\n"
+                   f"selection_seeds: {seeds}\nseeds: 3\n")
+    assert main(["run", str(study), "--jobs", str(jobs)]) == status
+    started = sorted(p.name.removesuffix(".fit.log") for p in (tmp / "runs").glob("*.log"))
+    selection = {f"GRU_tiny_lr{lr:g}_seed{s}" for lr in grid for s in range(seeds)}
+    assert set(started) <= selection  # no extension rate, no other seed, no retry, no test
+    failed = sorted(p.name.removesuffix(".failed.json") for p in (tmp / "records").glob("*.failed.json"))
+    assert failed == started
+    if status == 2:
+        assert 1 <= len(started) <= jobs
+    else:
+        assert set(started) == selection

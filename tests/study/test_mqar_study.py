@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 import yaml
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from swar_bench.study import mqar
@@ -289,3 +289,25 @@ def test_any_budget_loads_exactly_when_it_is_an_integer_within_the_recipe(tmp_pa
         with pytest.raises(StudyError, match=r"max_epochs=.*; expected an integer from 1 to 64") as err:
             mqar.load_mqar_study(path)
         assert "\n" not in str(err.value)
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(jobs=st.integers(1, 3), rates=st.integers(1, 3))
+def test_a_refused_fit_stops_the_mqar_study(tmp_path_factory, monkeypatch, jobs, rates):
+    """A fit that refuses its command (exit 2: a bad value only the fit's parser finds) stops the
+    study: no fit starts after it (at most ``jobs`` ran), its line is quoted, the study exits 2."""
+    import sys
+
+    tmp = tmp_path_factory.mktemp("r")
+    said = "swar-bench: error: --config=tiny.yaml: model.lr: Expected float. Got value: fast"
+    monkeypatch.setattr(mqar, "SWAR_BENCH", [sys.executable, "-c", f"import sys; print({said!r}); sys.exit(2)"])
+    path = write_study(tmp, learning_rates=[1.0e-2, 3.0e-3, 1.0e-3][:rates])
+    lines = []
+    assert mqar.MQARRunner(mqar.load_mqar_study(path), jobs=jobs, log=lines.append).run() == 2
+    started = sorted((tmp / "runs").glob("*.fit.log"))
+    assert 1 <= len(started) <= jobs and not list((tmp / "records").glob("*.fit.json"))
+    refused = [ln for ln in lines if "refused its command" in ln]
+    assert refused and refused[0].endswith(
+        "(exit 2): --config=tiny.yaml: model.lr: Expected float. Got value: fast; no other run starts: fix the study "
+        "file or its config files and run again")
+    assert lines[-1].startswith("study: stopped (exit 2: a run refused its command")

@@ -232,7 +232,7 @@ def test_a_failed_or_stopped_fit_leaves_no_folder_without_a_checkpoint(tmp_path,
     if stopped:
         monkeypatch.setenv("FAKE_STOP", "1")
     spec = load_study(_study(tmp_path, ONE_RUN))
-    assert runner_module.Runner(spec, jobs=1, log=lambda line: None).run() == (130 if stopped else 1)
+    assert runner_module.Runner(spec, jobs=1, log=lambda line: None).run() == (130 if stopped else 2)  # 2: refused
     runs = tmp_path / "runs"
     assert (runs / f"{RUN}.fit.log").is_file()
     assert (runs / RUN).exists() == checkpoint

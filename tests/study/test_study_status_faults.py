@@ -268,8 +268,9 @@ def test_fits_that_failed_get_no_retry(tmp_path):
     study = _study(tmp_path, ONE_RATE + "seeds: 2\n", bad)
     from tests.study.test_study_cli import _swar_bench
 
+    # (a refusal, exit 2, now also stops the study: no run starts after it, the running one finishes)
     run = _swar_bench("study", "run", str(study))
-    assert run.returncode == 1, run.stdout + run.stderr
+    assert run.returncode == 2, run.stdout + run.stderr
     failed = sorted(p.name for p in (tmp_path / "records").glob("*.failed.json"))
-    assert failed == ["GRU1_lr0.001_seed0.failed.json", "GRU1_lr0.001_seed1.failed.json"], failed  # no retry
-    assert "_retry" not in run.stdout
+    assert failed and set(failed) <= {"GRU1_lr0.001_seed0.failed.json", "GRU1_lr0.001_seed1.failed.json"}, failed
+    assert "_retry" not in run.stdout and "refused its command (exit 2)" in run.stdout
