@@ -70,7 +70,7 @@ from swar_bench.study import children, provenance
 from swar_bench.study.config_files import KEY as CONFIG_FILES
 from swar_bench.study.config_files import config_change, config_hashes, reusable
 from swar_bench.study.records import read_json, scalar_history, write_json
-from swar_bench.study.spec import NAME, StudyError, number, pinned_code, study_name
+from swar_bench.study.spec import NAME, StudyError, named, number, pinned_code, study_name
 from swar_bench.utils.text import plural
 
 SWAR_BENCH = [sys.executable, "-m", "swar_bench.cli"]
@@ -210,6 +210,7 @@ def load_mqar_study(path: str | Path) -> MQARStudy:
         at = f"{path}: entries[{i}]"
         if not isinstance(e, dict):
             raise StudyError(f"{at}={e!r}; expected a mapping")
+        at = named(at, e)
         _unknown(e, ENTRY_KEYS, at)
         name = e.get("name")
         if not isinstance(name, str) or not NAME.match(name) or name in seen:
@@ -238,7 +239,7 @@ def load_mqar_study(path: str | Path) -> MQARStudy:
     # a typo fails every fit: refused here
     refuse_config_typos([p for e in entries for p in (e.config, e.overlay)], str(path))
     entries = [  # against the recipe's epochs: read once the config files are known to be sound
-        replace(e, max_epochs=_max_epochs(raw_e["max_epochs"], recipe_epochs(e), f"{path}: entries[{i}]"))
+        replace(e, max_epochs=_max_epochs(raw_e["max_epochs"], recipe_epochs(e), f"{path}: entries[{i}] ({e.name})"))
         if raw_e.get("max_epochs") is not None else e
         for i, (e, raw_e) in enumerate(zip(entries, entries_raw))
     ]

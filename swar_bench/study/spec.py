@@ -340,11 +340,18 @@ def check_init_args(class_path: str | None, config: str | None, init_args: dict[
                 )
 
 
+def named(at: str, entry: dict[str, Any]) -> str:
+    """``at (name)`` when the entry (a mechanism of a study, an entry of an MQAR study) has a valid
+    name, else ``at``: ``s.yaml: mechanisms[0] (GRU_tiny)``, ``s.yaml: entries[4] (Mamba_T64_d64)``."""
+    name = entry.get("name")
+    return f"{at} ({name})" if isinstance(name, str) and NAME.match(name) else at
+
+
 def _mechanism(m: Any, at: str) -> MechanismSpec:
     """One checked mechanism entry (of the study file, or of a layer added with ``--add``)."""
     if not isinstance(m, dict):
         raise StudyError(f"{at}={m!r} is invalid; expected a mapping with name and config or class_path")
-    _unknown(set(m), MECHANISM_KEYS, at)
+    _unknown(set(m), MECHANISM_KEYS, named(at, m))
     mname = m.get("name")
     if not isinstance(mname, str) or not NAME.match(mname):
         raise StudyError(f"{at}: name={mname!r} is invalid; expected letters, digits, '_', '.', '-'")
@@ -382,10 +389,10 @@ def _mechanism(m: Any, at: str) -> MechanismSpec:
         config=m.get("config"),
         class_path=m.get("class_path"),
         init_args=dict(init_args),
-        seeds=None if m.get("seeds") is None else _count(m["seeds"], f"{at}: seeds"),
+        seeds=None if m.get("seeds") is None else _count(m["seeds"], f"{at} ({mname}): seeds"),
         learning_rates=None
         if m.get("learning_rates") is None
-        else _rates(m["learning_rates"], f"{at}: learning_rates"),
+        else _rates(m["learning_rates"], f"{at} ({mname}): learning_rates"),
         base=m.get("base"),
         learning_rate_from=source,
     )

@@ -363,7 +363,7 @@ def yaml_dump(value) -> str:
     return yaml.safe_dump(value)
 
 
-@pytest.mark.parametrize(("key", "where", "close"), [("sead", "", "seed"), ("d_modle", ": entries[0]", "d_model")])
+@pytest.mark.parametrize(("key", "where", "close"), [("sead", "", "seed"), ("d_modle", ": entries[0] (Attention_T64_d64)", "d_model")])
 def test_an_unknown_mqar_key_gets_the_closest_key(tmp_path, monkeypatch, key, where, close):
     """The reported inputs: `sead` (top level) and `d_modle` (an entry) were named without a suggestion."""
     from swar_bench.study.mqar import ENTRY_KEYS, STUDY_KEYS, load_mqar_study

@@ -278,7 +278,7 @@ def test_a_budget_that_is_not_1_to_the_recipes_epochs_is_refused_in_one_line(tmp
     with pytest.raises(StudyError) as err:
         mqar.load_mqar_study(path)
     assert str(err.value) == (
-        f"{path}: entries[0]: max_epochs={max_epochs!r}; expected an integer from 1 to 2 (the recipe's "
+        f"{path}: entries[0] (Att_d16): max_epochs={max_epochs!r}; expected an integer from 1 to 2 (the recipe's "
         "trainer.max_epochs)")
 
 

@@ -3,16 +3,19 @@ each reported input as a test with its exact line, and a property over its kind.
 
 - Numbers: `learning_rates: [1e-3, 3e-3]` was refused, YAML 1.1 reading `1e-3` (no dot) as text
   where the fit configs read a number. Every number field takes a number as a user writes it.
+- Entry names: an MQAR study's errors said `entries[4]` where a study of the task says
+  `mechanisms[0] (GRU_tiny)`. Both name the entry when its name is known.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from swar_bench.study.cli import main
@@ -208,3 +211,52 @@ def test_every_number_field_refuses_what_is_no_number_in_one_line_naming_it(tmp_
     line = str(err.value)
     assert "\n" not in line and "; expected " in line
     assert (f"{place[-1]}[1]={bad!r}" if what == RATES else repr(bad)) in line
+
+
+# ----------------------------------------------------------------- an entry's errors name it
+
+
+def test_the_reported_mqar_entry_is_named(tmp_path, capsys):
+    """The reported input: the fifth entry, `Mamba_T64_d64`, was named only `entries[4]`."""
+    study = mqar_study(tmp_path, entries=4)
+    study["entries"].append({"name": "Mamba_T64_d64", "config": RECIPE, "d_model": 0})
+    path = write(tmp_path, study)
+    status, err = _error(capsys, "status", str(path))
+    assert status == 2 and err == (
+        f"swar-bench study: error: {path}: entries[4] (Mamba_T64_d64): d_model=0; expected an integer >= 1\n"
+    )
+
+
+ENTRY_FAULTS = {  # an entry's key: a bad value of it
+    "config": "nope.yaml", "overlay": "nope.yaml", "d_model": -1, "published": {"mixer": 1},
+    "learning_rates": [], "max_epochs": 65, "colour": 1,
+}
+MECHANISM_FAULTS = {"seeds": 0, "learning_rates": [-1], "init_args": 3, "config": "nope.yaml", "colour": 1}
+NAMES = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,12}", fullmatch=True)
+
+
+@SETTINGS
+@given(name=NAMES, key=st.sampled_from(sorted(ENTRY_FAULTS)), at=st.integers(0, 2))
+def test_every_fault_of_a_named_mqar_entry_names_it(tmp_path_factory, name, key, at):
+    tmp = tmp_path_factory.mktemp("e")
+    study = mqar_study(tmp, entries=3)
+    assume(name not in {e["name"] for e in study["entries"]})
+    study["entries"][at] = {**study["entries"][at], "name": name, key: ENTRY_FAULTS[key]}
+    path = write(tmp, study)
+    with pytest.raises(StudyError) as err:
+        load_mqar_study(path)
+    assert str(err.value).startswith(f"{path}: entries[{at}] ({name}): ") and "\n" not in str(err.value)
+
+
+@SETTINGS
+@given(name=NAMES, key=st.sampled_from(sorted(MECHANISM_FAULTS)))
+def test_every_fault_of_a_named_mechanism_names_it(tmp_path_factory, name, key):
+    tmp = tmp_path_factory.mktemp("m")
+    study = passkey_study(tmp)
+    study["mechanisms"][0].update(name=name, **{key: MECHANISM_FAULTS[key]})
+    if key == "config":
+        del study["mechanisms"][0]["class_path"]
+    path = write(tmp, study)
+    with pytest.raises(StudyError) as err:
+        load_study(path)
+    assert re.match(rf"{re.escape(str(path))}: mechanisms\[0\] \({re.escape(name)}\)[:=]", str(err.value))
