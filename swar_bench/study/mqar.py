@@ -71,7 +71,7 @@ from swar_bench.study.config_files import KEY as CONFIG_FILES
 from swar_bench.study.config_files import config_change, config_hashes, reusable
 from swar_bench.study.records import read_json, scalar_history, write_json
 from swar_bench.study.runner import BAD_INPUT, refusal_line
-from swar_bench.study.spec import NAME, StudyError, pinned_code, study_name
+from swar_bench.study.spec import NAME, StudyError, named, number, pinned_code, study_name
 from swar_bench.utils.text import plural
 
 SWAR_BENCH = [sys.executable, "-m", "swar_bench.cli"]
@@ -197,14 +197,12 @@ def load_mqar_study(path: str | Path) -> MQARStudy:
         if not isinstance(raw.get(key), str) or not raw[key].strip():
             raise StudyError(f"{path}: {key}={raw.get(key)!r}; expected a non-empty string")
     rates = _rates(raw.get("learning_rates", list(ZOOLOGY_RATES)), str(path))
-    solved_at = raw.get("solved_at")
-    if solved_at is not None and (
-        isinstance(solved_at, bool) or not isinstance(solved_at, (int, float)) or not 0 < solved_at <= 1
-    ):
-        raise StudyError(f"{path}: solved_at={solved_at!r}; expected an accuracy in (0, 1], e.g. 0.99")
-    seed = raw.get("seed", 123)
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise StudyError(f"{path}: seed={seed!r}; expected an integer >= 0")
+    solved_at = None if raw.get("solved_at") is None else number(raw["solved_at"])
+    if raw.get("solved_at") is not None and (solved_at is None or not 0 < solved_at <= 1):
+        raise StudyError(f"{path}: solved_at={raw['solved_at']!r}; expected an accuracy in (0, 1], e.g. 0.99")
+    seed = number(raw.get("seed", 123), integer=True)
+    if seed is None or seed < 0:
+        raise StudyError(f"{path}: seed={raw['seed']!r}; expected an integer >= 0")
     entries_raw = raw.get("entries")
     if not isinstance(entries_raw, list) or not entries_raw:
         raise StudyError(f"{path}: entries={entries_raw!r}; expected a non-empty list")
@@ -213,6 +211,7 @@ def load_mqar_study(path: str | Path) -> MQARStudy:
         at = f"{path}: entries[{i}]"
         if not isinstance(e, dict):
             raise StudyError(f"{at}={e!r}; expected a mapping")
+        at = named(at, e)
         _unknown(e, ENTRY_KEYS, at)
         name = e.get("name")
         if not isinstance(name, str) or not NAME.match(name) or name in seen:
@@ -224,17 +223,16 @@ def load_mqar_study(path: str | Path) -> MQARStudy:
                 continue
             if not isinstance(value, str) or not Path(value).is_file():
                 raise StudyError(f"{at}: {key}={value!r}; expected an existing config file")
-        d = e.get("d_model")
-        if isinstance(d, bool) or not isinstance(d, int) or d < 1:
-            raise StudyError(f"{at}: d_model={d!r}; expected an integer >= 1")
+        d = number(e.get("d_model"), integer=True)
+        if d is None or d < 1:
+            raise StudyError(f"{at}: d_model={e.get('d_model')!r}; expected an integer >= 1")
         pub = e.get("published")
         published = None
         if pub is not None:
-            if not isinstance(pub, dict) or not isinstance(pub.get("mixer"), str) or not isinstance(
-                pub.get("accuracy"), (int, float)
-            ) or not 0 <= pub["accuracy"] <= 1:
+            accuracy = number(pub.get("accuracy")) if isinstance(pub, dict) else None
+            if not isinstance(pub, dict) or not isinstance(pub.get("mixer"), str) or accuracy is None or not 0 <= accuracy <= 1:
                 raise StudyError(f"{at}: published={pub!r}; expected {{mixer: NAME, accuracy: 0..1[, source: TEXT]}}")
-            published = Published(pub["mixer"], float(pub["accuracy"]), str(pub.get("source", Published.source)))
+            published = Published(pub["mixer"], accuracy, str(pub.get("source", Published.source)))
         own = _rates(e["learning_rates"], at) if e.get("learning_rates") is not None else None
         entries.append(Entry(name, e["config"], d, e.get("overlay"), published, own))
     from swar_bench.study.config_files import refuse_config_typos
@@ -242,7 +240,7 @@ def load_mqar_study(path: str | Path) -> MQARStudy:
     # a typo fails every fit: refused here
     refuse_config_typos([p for e in entries for p in (e.config, e.overlay)], str(path))
     entries = [  # against the recipe's epochs: read once the config files are known to be sound
-        replace(e, max_epochs=_max_epochs(raw_e["max_epochs"], recipe_epochs(e), f"{path}: entries[{i}]"))
+        replace(e, max_epochs=_max_epochs(raw_e["max_epochs"], recipe_epochs(e), f"{path}: entries[{i}] ({e.name})"))
         if raw_e.get("max_epochs") is not None else e
         for i, (e, raw_e) in enumerate(zip(entries, entries_raw))
     ]
@@ -268,9 +266,10 @@ def _max_epochs(value: Any, recipe: int | None, where: str) -> int:
         StudyError: ``<where>: max_epochs=0; expected an integer from 1 to 64 (the recipe's
             trainer.max_epochs)``."""
     top = "" if recipe is None else f" to {recipe} (the recipe's trainer.max_epochs)"
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1 or (recipe is not None and value > recipe):
+    epochs = number(value, integer=True)
+    if epochs is None or epochs < 1 or (recipe is not None and epochs > recipe):
         raise StudyError(f"{where}: max_epochs={value!r}; expected an integer from 1{top}")
-    return value
+    return epochs
 
 
 def epochs_allowed(e: Entry) -> str:
@@ -281,16 +280,20 @@ def epochs_allowed(e: Entry) -> str:
 
 
 def _rates(rates: Any, where: str) -> tuple[float, ...]:
-    """``learning_rates`` as floats: a non-empty list of distinct positive finite numbers.
+    """``learning_rates`` as floats: a non-empty list of distinct positive finite numbers
+    (``swar_bench.study.spec.number``: ``1e-3`` too, which YAML 1.1 reads as text).
 
     Raises:
-        StudyError: ``<where>: learning_rates=[...]; expected a non-empty list of distinct positive
+        StudyError: ``<where>: learning_rates[1]='abc'; expected a positive number such as 1e-3``,
+            or ``<where>: learning_rates=[...]; expected a non-empty list of distinct positive
             numbers``."""
-    if not isinstance(rates, list) or not rates or not all(
-        isinstance(r, (int, float)) and not isinstance(r, bool) and math.isfinite(r) and r > 0 for r in rates
-    ) or len({lr_text(float(r)) for r in rates}) < len(rates):
+    values = [number(r) for r in rates] if isinstance(rates, list) else []
+    for i, (r, v) in enumerate(zip(rates, values)):
+        if v is None or v <= 0:
+            raise StudyError(f"{where}: learning_rates[{i}]={r!r}; expected a positive number such as 1e-3")
+    if not values or len({lr_text(v) for v in values}) < len(values):
         raise StudyError(f"{where}: learning_rates={rates!r}; expected a non-empty list of distinct positive numbers")
-    return tuple(float(r) for r in rates)
+    return tuple(values)
 
 
 def solved_by(study: MQARStudy, e: Entry) -> dict[str, Any] | None:

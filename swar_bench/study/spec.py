@@ -31,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -208,32 +209,61 @@ def study_name(value: Any, where: str) -> str:
     return value
 
 
+INTEGER_TEXT = re.compile(r"[-+]?[0-9]+")
+NUMBER_TEXT = re.compile(r"[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
+
+
+def number(value: Any, integer: bool = False) -> int | float | None:
+    """A number of a study file as a user writes it, or None when ``value`` is none.
+
+    A number field takes an int, a finite float, or the text of a decimal number: YAML 1.1 (which
+    PyYAML reads) takes ``1e-3``, ``1E-3`` and ``1.0e3`` (no dot, or no sign in the exponent) for
+    text, where the fit configs' parser (jsonargparse) reads a number, and so does a study file.
+    An integer field (``integer``) takes an int or the text of one (``"16"``, as jsonargparse
+    does), never a float or ``1.5`` / ``1e3`` text (jsonargparse refuses them too). None for a
+    bool (YAML's ``true``, ``yes``, ``on``), other text (hex, ``1_000``, ``inf``), NaN and infinity.
+    """
+    if isinstance(value, str):
+        text = value.strip()
+        if (INTEGER_TEXT if integer else NUMBER_TEXT).fullmatch(text) is None:
+            return None
+        value = int(text) if integer else float(text)
+    if isinstance(value, bool) or not isinstance(value, int if integer else (int, float)):
+        return None
+    if integer:
+        return value
+    try:
+        value = float(value)
+    except OverflowError:  # an int beyond any float
+        return None
+    return value if math.isfinite(value) else None
+
+
 def _count(value: Any, what: str, low: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+    count = number(value, integer=True)
+    if count is None or count < low:
         raise StudyError(f"{what}={value!r} is invalid; expected an integer >= {low}")
-    return value
+    return count
 
 
 def _rates(value: Any, what: str, allow_empty: bool = False) -> tuple[float, ...]:
-    ok = (
-        isinstance(value, list)
-        and (value or allow_empty)
-        and all(
-            isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < float("inf")
-            for v in value
-        )
-    )
-    if not ok or len(set(value)) != len(value):
-        raise StudyError(
-            f"{what}={value!r} is invalid; expected a list of distinct positive learning rates"
-        )
-    return tuple(float(v) for v in value)
+    expected = "expected a list of distinct positive learning rates"
+    if not isinstance(value, list) or not (value or allow_empty):
+        raise StudyError(f"{what}={value!r} is invalid; {expected}")
+    rates = tuple(number(v) for v in value)
+    for i, (v, rate) in enumerate(zip(value, rates)):
+        if rate is None or rate <= 0:
+            raise StudyError(f"{what}[{i}]={v!r} is invalid; expected a positive learning rate, a number such as 1e-3")
+    if len(set(rates)) != len(rates):
+        raise StudyError(f"{what}={value!r} is invalid; {expected}")
+    return rates
 
 
 def _fraction(value: Any, what: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+    fraction = number(value)
+    if fraction is None or not 0 <= fraction <= 1:
         raise StudyError(f"{what}={value!r} is invalid; expected a number in [0, 1]")
-    return float(value)
+    return fraction
 
 
 def retry_factor(value: Any, what: str) -> int:
@@ -243,12 +273,13 @@ def retry_factor(value: Any, what: str) -> int:
 
     Raises:
         StudyError: not an integer > 1 (one line naming ``what`` and the value)."""
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 1:
+    factor = number(value, integer=True)
+    if factor is None or factor <= 1:
         raise StudyError(
             f"{what}={value!r} is invalid; expected an integer > 1 (the retry of a non-learner trains "
             "retry_steps_factor times the steps of its seed-0 fit; 1 would repeat that fit)"
         )
-    return value
+    return factor
 
 
 def config_class(config: str, where: str) -> tuple[str | None, dict[str, Any]]:
@@ -309,11 +340,18 @@ def check_init_args(class_path: str | None, config: str | None, init_args: dict[
                 )
 
 
+def named(at: str, entry: dict[str, Any]) -> str:
+    """``at (name)`` when the entry (a mechanism of a study, an entry of an MQAR study) has a valid
+    name, else ``at``: ``s.yaml: mechanisms[0] (GRU_tiny)``, ``s.yaml: entries[4] (Mamba_T64_d64)``."""
+    name = entry.get("name")
+    return f"{at} ({name})" if isinstance(name, str) and NAME.match(name) else at
+
+
 def _mechanism(m: Any, at: str) -> MechanismSpec:
     """One checked mechanism entry (of the study file, or of a layer added with ``--add``)."""
     if not isinstance(m, dict):
         raise StudyError(f"{at}={m!r} is invalid; expected a mapping with name and config or class_path")
-    _unknown(set(m), MECHANISM_KEYS, at)
+    _unknown(set(m), MECHANISM_KEYS, named(at, m))
     mname = m.get("name")
     if not isinstance(mname, str) or not NAME.match(mname):
         raise StudyError(f"{at}: name={mname!r} is invalid; expected letters, digits, '_', '.', '-'")
@@ -351,10 +389,10 @@ def _mechanism(m: Any, at: str) -> MechanismSpec:
         config=m.get("config"),
         class_path=m.get("class_path"),
         init_args=dict(init_args),
-        seeds=None if m.get("seeds") is None else _count(m["seeds"], f"{at}: seeds"),
+        seeds=None if m.get("seeds") is None else _count(m["seeds"], f"{at} ({mname}): seeds"),
         learning_rates=None
         if m.get("learning_rates") is None
-        else _rates(m["learning_rates"], f"{at}: learning_rates"),
+        else _rates(m["learning_rates"], f"{at} ({mname}): learning_rates"),
         base=m.get("base"),
         learning_rate_from=source,
     )
@@ -547,9 +585,10 @@ def slurm_spec(raw: Any, where: str, base: SlurmSpec | None = None) -> SlurmSpec
             if not isinstance(value, str) or not value.strip() or any(c.isspace() for c in value):
                 raise StudyError(f"{where}: partition={value!r} is invalid; expected a partition name")
         elif key == "mem_gb":
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf"):
+            gb = number(value)
+            if gb is None or gb <= 0:
                 raise StudyError(f"{where}: mem_gb={value!r} is invalid; expected a positive number of GB")
-            value = float(value)
+            value = gb
         elif key == "additional_parameters":
             if not isinstance(value, dict):
                 raise StudyError(

@@ -363,7 +363,7 @@ def yaml_dump(value) -> str:
     return yaml.safe_dump(value)
 
 
-@pytest.mark.parametrize(("key", "where", "close"), [("sead", "", "seed"), ("d_modle", ": entries[0]", "d_model")])
+@pytest.mark.parametrize(("key", "where", "close"), [("sead", "", "seed"), ("d_modle", ": entries[0] (Attention_T64_d64)", "d_model")])
 def test_an_unknown_mqar_key_gets_the_closest_key(tmp_path, monkeypatch, key, where, close):
     """The reported inputs: `sead` (top level) and `d_modle` (an entry) were named without a suggestion."""
     from swar_bench.study.mqar import ENTRY_KEYS, STUDY_KEYS, load_mqar_study
@@ -579,10 +579,10 @@ def test_a_bad_value_in_the_budget_config_stops_the_study_at_the_first_refusal(t
     assert main(["run", str(study), "--jobs", "1"]) == 2
     base = tmp_path / "base.yaml"
     assert capsys.readouterr().out.splitlines() == [
-        f"study: fit GRU_tiny_lr0.001_seed0 refused its command (exit 2): --config={base}: model.lr: Expected float. "
-        "Got value: fast; no other run starts: fix the study file or its config files and run again",
-        f"study: stopped (exit 2: a run refused its command; fix what it names first); `swar-bench study run {study}` "
-        "continues from the records",
+        (f"study: fit GRU_tiny_lr0.001_seed0 refused its command (exit 2): --config={base}: model.lr: Expected float. "
+        "Got value: fast; no other run starts: fix the study file or its config files and run again"),
+        (f"study: stopped (exit 2: a run refused its command; fix what it names first); `swar-bench study run {study}` "
+        "continues from the records"),
     ]
     assert sorted(p.name for p in (tmp_path / "records").glob("*.json")) == ["GRU_tiny_lr0.001_seed0.failed.json"]
     assert main(["status", str(study)]) == 1

@@ -104,7 +104,8 @@ def test_every_unknown_key_is_one_line_naming_it(tmp_path_factory, key):
     ("extra", "message"),
     [
         ("learning_rates: []\n", r"learning_rates=\[\] is invalid"),
-        ("learning_rates: [0.001, -1]\n", "expected a list of distinct positive learning rates"),
+        ("learning_rates: [0.001, -1]\n", r"learning_rates\[1\]=-1 is invalid; expected a positive learning rate"),
+        ("learning_rates: [0.001, 1e-3]\n", "expected a list of distinct positive learning rates"),
         ("seeds: 0\n", "seeds=0 is invalid"),
         ("selection_seeds: 3\nseeds: 2\n", "selection_seeds=3"),
         ("gate: {ar_valid: 2}\n", r"gate.ar_valid=2 is invalid; expected a number in \[0, 1\]"),
