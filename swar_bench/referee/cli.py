@@ -41,7 +41,7 @@ from swar_bench.referee.verdict import ALPHA, verdict, verdict_table
 from swar_bench.utils import interrupts
 from swar_bench.utils.argparsing import ArgumentParser, PathArg, check_no_dashes_value
 from swar_bench.utils.files import probe_write
-from swar_bench.utils.text import unknown_name_line, yaml_problem
+from swar_bench.utils.text import inline_mapping, unknown_name_line, yaml_problem
 
 PROG = "swar-bench referee"
 
@@ -276,11 +276,7 @@ def config_problem(value: str) -> str | None:
     if not os.path.isfile(value):
         if not value.strip():
             return f"{shown} is empty; expected the path of a YAML file of referee options"
-        try:
-            inline = yaml.safe_load(value)
-        except yaml.YAMLError:
-            inline = None
-        return None if isinstance(inline, dict) else f"{shown}: no such file; {expected} in a file"
+        return None if inline_mapping(value) else f"{shown}: no such file; {expected} in a file"
     try:
         with open(value, encoding="utf-8") as f:
             loaded = yaml.safe_load(f)
