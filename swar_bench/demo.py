@@ -194,10 +194,12 @@ def _run(args: argparse.Namespace) -> int:
 
         print(f"swar-bench demo: error: {option_line(str(err).splitlines()[0], cli_args)}", file=sys.stderr)
         return 2
+    from swar_bench.harness.announce import run_seq_len, state_size
+
     trainer, model, data = cli.trainer, cli.model, cli.datamodule
     mech = model.mechanism
     print(
-        f"demo: training {type(mech).__name__} ({mech.n_params:,} params, state {mech.state_bytes(1):,} bytes/sequence) "
+        f"demo: training {type(mech).__name__} ({mech.n_params:,} params, {state_size(mech, run_seq_len(data))}) "
         f"on train N={list(data.train_configs)} for at most {args.max_minutes:g} min on {args.threads} threads",
         flush=True,
     )
