@@ -174,14 +174,11 @@ def _run(args: argparse.Namespace) -> int:
     from swar_bench.module import TBPTTModule
 
     config = args.config or default_config()
-    if not config.exists():
-        print(f"swar-bench demo: error: config {str(config)!r} not found; expected a LightningCLI YAML file", file=sys.stderr)
-        return 2
     torch.set_num_threads(args.threads)
     stopper = StopAtTarget(args.target)
     cli_args = ["--config", str(config), f"--trainer.max_time={_max_time(args.max_minutes)}", *args.overrides]
     try:
-        _check_config_files(cli_args)  # empty, non-mapping or malformed YAML: one line naming the file
+        _check_config_files(cli_args)  # missing, unreadable, not UTF-8, not a YAML mapping: one line naming the file
         cli_args = resolve_mechanism_names(cli_args)
         cli = SwarBenchCLI(
             TBPTTModule, PasskeySwarDataModule, args=cli_args, run=False,
@@ -197,10 +194,12 @@ def _run(args: argparse.Namespace) -> int:
 
         print(f"swar-bench demo: error: {option_line(str(err).splitlines()[0], cli_args)}", file=sys.stderr)
         return 2
+    from swar_bench.harness.announce import run_seq_len, state_size
+
     trainer, model, data = cli.trainer, cli.model, cli.datamodule
     mech = model.mechanism
     print(
-        f"demo: training {type(mech).__name__} ({mech.n_params:,} params, state {mech.state_bytes(1):,} bytes/sequence) "
+        f"demo: training {type(mech).__name__} ({mech.n_params:,} params, {state_size(mech, run_seq_len(data))}) "
         f"on train N={list(data.train_configs)} for at most {args.max_minutes:g} min on {args.threads} threads",
         flush=True,
     )

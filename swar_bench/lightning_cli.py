@@ -227,12 +227,6 @@ class SwarBenchCLI(LightningCLI):
         timeout = cfg.get("collective_timeout")
         if timeout is not None and not (isinstance(timeout, (int, float)) and math.isfinite(timeout) and timeout > 0):
             raise ValueError(f"--collective_timeout={timeout} is invalid; expected a positive number of seconds")
-        interval = (cfg.get("trainer") or {}).get("val_check_interval")
-        if isinstance(interval, (int, float)) and not isinstance(interval, bool) and interval <= 0:
-            raise ValueError(
-                f"--trainer.val_check_interval={interval} is invalid; expected training batches between validations "
-                "(an integer >= 1) or a fraction of an epoch in (0, 1]"
-            )
         for flag, folder in _output_folders(cfg, subcommand):
             check_output_folder(folder, flag)
         if subcommand == "fit" and cfg.get("ckpt_path") in (None, ""):

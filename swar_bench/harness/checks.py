@@ -18,7 +18,7 @@ from swar_bench.harness.run_folders import rank_zero
 from swar_bench.module import TBPTTModule, mechanism_class_path
 from swar_bench.utils.argparsing import check_path_given
 from swar_bench.utils.files import PROBE_PREFIX, name_limits, nearest_existing, probe_write
-from swar_bench.utils.text import yaml_problem
+from swar_bench.utils.text import inline_mapping, yaml_problem
 
 
 def resolve_mechanism_names(argv: list[str]) -> list[str]:
@@ -129,38 +129,72 @@ def output_folders(cfg: Any, subcommand: str | None) -> list[tuple[str, str]]:
     return [(flag, str(folder)) for flag, folder in folders if isinstance(folder, (str, os.PathLike))]
 
 
-def check_config_files(argv: list[str]) -> None:
-    """Every ``--config FILE`` names a YAML file holding a mapping of options (ValueError otherwise):
-    jsonargparse reports an empty file only as "Unexpected config:"."""
+CONFIG_EXPECTED = "a YAML mapping of options such as configs/quickstart.yaml"
+"""What a ``--config`` file holds, as its refusals say it."""
+
+
+def config_file_options(argv: list[str]) -> list[tuple[str, str]]:
+    """``(flag, value)`` of every option of ``argv`` that loads a YAML file: ``--config FILE`` and
+    an option group given a file (``--trainer FILE``, ``--data=FILE``:
+    ``swar_bench.utils.option_table.GROUPS``), in order."""
+    from swar_bench.utils.option_table import GROUPS
+
+    flags = ("--config", *(f"--{group}" for group in GROUPS))
+    found = []
+    for i, arg in enumerate(argv):
+        name, eq, value = arg.partition("=")
+        if name in flags and (eq or i + 1 < len(argv)):
+            found.append((name, value if eq else argv[i + 1]))
+    return found
+
+
+def config_file_problem(path: str, expected: str, not_mapping: str) -> str | None:
+    """Why the YAML file ``path`` holds no mapping of options, in words that follow ``--flag=path:``
+    (``not UTF-8 text (byte 0xff at position 0); expected <expected>``), or None when it holds one.
+    A value that names no file is inline YAML to jsonargparse: fine when it is a mapping.
+    ``not_mapping`` ends the line for a file holding another YAML value. A folder, a file that is
+    not a regular file (read, a FIFO would block), one that cannot be read or is not UTF-8, empty
+    or malformed YAML: each named with what was expected."""
     import yaml
 
-    for i, arg in enumerate(argv):
-        if arg == "--config" and i + 1 < len(argv):
-            path = argv[i + 1]
-        elif arg.startswith("--config="):
-            path = arg.split("=", 1)[1]
+    if os.path.isdir(path):
+        return f"a folder, not a file; expected {expected} in a file"
+    if not os.path.isfile(path):
+        if os.path.islink(path):
+            return f"a link to {os.readlink(path)}, which does not exist; expected {expected} in a file"
+        if os.path.lexists(path):
+            return f"not a regular file; expected {expected} in a file"
+        return None if inline_mapping(path) else f"no such file; expected {expected} in a file"
+    try:
+        with open(path, encoding="utf-8") as handle:
+            content = yaml.safe_load(handle)
+    except UnicodeDecodeError as err:
+        return f"not UTF-8 text (byte 0x{err.object[err.start]:02x} at position {err.start}); expected {expected}"
+    except OSError as err:
+        return f"cannot be read ({err.strerror or type(err).__name__}); expected {expected}"
+    except yaml.YAMLError as err:  # jsonargparse's message names neither the file nor the line
+        return f"not valid YAML ({yaml_problem(err)}); expected {expected}"
+    if content is None:
+        return f"the file is empty; expected {expected}"
+    if not isinstance(content, dict):
+        return f"holds a YAML {type(content).__name__}, not a mapping of options; {not_mapping}"
+    return None
+
+
+def check_config_files(argv: list[str]) -> None:
+    """Every ``--config FILE`` (and ``--trainer FILE``, ``--data FILE``, ...: :func:`config_file_options`)
+    names a readable UTF-8 YAML file holding a mapping of options; else ValueError, one line naming
+    the option, the file and what was expected (:func:`config_file_problem`). jsonargparse reports
+    an empty file only as "Unexpected config:", a non-UTF-8 one without naming it."""
+    for flag, path in config_file_options(argv):
+        if flag == "--config":
+            check_path_given(flag, path, "the path of a YAML file of options such as configs/quickstart.yaml")
+            problem = config_file_problem(path, CONFIG_EXPECTED, "expected e.g. configs/quickstart.yaml")
         else:
-            continue
-        check_path_given("--config", path, "the path of a YAML file of options such as configs/quickstart.yaml")
-        if not os.path.isfile(path):
-            continue  # jsonargparse names a missing file itself; an inline YAML string is allowed
-        try:
-            with open(path, encoding="utf-8") as handle:
-                content = yaml.safe_load(handle)
-        except (OSError, UnicodeDecodeError):
-            continue  # jsonargparse reports unreadable files
-        except yaml.YAMLError as err:  # jsonargparse's message names neither the file nor the line
-            raise ValueError(
-                f"--config={path}: not valid YAML ({yaml_problem(err)}); expected a YAML mapping of options "
-                "such as configs/quickstart.yaml"
-            ) from None
-        if content is None:
-            raise ValueError(f"--config={path}: the file is empty; expected a YAML mapping of options such as configs/quickstart.yaml")
-        if not isinstance(content, dict):
-            raise ValueError(  # noqa: TRY004 - bad user input: the CLI reports ValueError as one line
-                f"--config={path}: holds a YAML {type(content).__name__}, not a mapping of options; expected e.g. "
-                "configs/quickstart.yaml"
-            )
+            expected = f"a YAML mapping of {flag[2:]} options"
+            problem = config_file_problem(path, expected, f"expected {expected}")
+        if problem is not None:
+            raise ValueError(f"{flag}={path}: {problem}")
 
 
 def check_trainable(model: TBPTTModule, subcommand: str | None, ckpt_path: Any) -> None:

@@ -1,8 +1,10 @@
 """Checks of option values that the run's libraries refuse later without naming the option: numpy
 a negative ``--data.seed`` ("expected non-negative integer"), torch's Adam a beta outside [0, 1)
 ("Invalid beta parameter at index 1: 1.5"), Lightning a ``--seed_everything`` outside numpy's
-seeds, the MQAR cache a ``--data.mqar.cache_dir`` below a file ("File exists"), some of them only
-once training starts. ``check_values`` refuses each before anything is built or written, in one
+seeds or an integer ``--trainer.*`` option out of range ("`max_steps` must be a non-negative
+integer or -1", ``TRAINER_INTEGERS``, ``--trainer.limit_*_batches``, ``--trainer.devices``), the
+MQAR cache a ``--data.mqar.cache_dir`` below a file ("File exists"), some of them only once
+training starts. ``check_values`` refuses each before anything is built or written, in one
 line naming the option (or the ``--config`` file that set it), the value and what was expected;
 ``mqar_option_line`` leads a refusal of ``MQARData`` (``MQAR seed=-1: ...``) with its option.
 """
@@ -111,7 +113,77 @@ def _fast_dev_run(value: Any) -> str | None:
     return "true, false or a number of batches >= 0"
 
 
+def _at_least(low: int, expected: str, null: bool = False) -> Callable[[Any], str | None]:
+    """The check of an integer option that takes ``low`` or more (and null, when ``null``)."""
+
+    def check(value: Any) -> str | None:
+        return None if (null and value is None) or _integer_in(value, low, 2**63 - 1) else expected
+
+    return check
+
+
+TRAINER_INTEGERS = {
+    "max_steps": _at_least(-1, "-1 (no limit) or an integer >= 0"),
+    "max_epochs": _at_least(-1, "null, -1 (no limit) or an integer >= 0", null=True),
+    "min_steps": _at_least(0, "null or an integer >= 0", null=True),
+    "min_epochs": _at_least(0, "null or an integer >= 0", null=True),
+    "log_every_n_steps": _at_least(0, "null or an integer >= 0 (0: never)", null=True),
+    "accumulate_grad_batches": _at_least(1, "an integer >= 1"),
+    "check_val_every_n_epoch": _at_least(1, "null or an integer >= 1", null=True),
+    "num_sanity_val_steps": _at_least(-1, "null, -1 (every validation batch) or an integer >= 0", null=True),
+    "num_nodes": _at_least(1, "an integer >= 1"),
+    "reload_dataloaders_every_n_epochs": _at_least(0, "an integer >= 0"),
+}
+"""Integer ``--trainer.*`` options and their checks: Lightning refuses a value out of range (some
+only once training starts) in words that name the argument, not the option, or not at all."""
+
+BATCH_LIMIT_EXPECTED = "null, a number of batches (an integer >= 0) or a fraction in [0.0, 1.0]"
+
+
+def _batch_limit(value: Any) -> str | None:
+    """``--trainer.limit_*_batches`` and ``overfit_batches`` as Lightning takes them: a number of
+    batches, a fraction of them, or a float that is a whole number of batches (``2.0``)."""
+    if value is None or _integer_in(value, 0, 2**63 - 1):
+        return None
+    if _number(value) and not isinstance(value, numbers.Integral) and (0 <= value <= 1 or (value > 1 and value % 1 == 0)):
+        return None
+    return BATCH_LIMIT_EXPECTED
+
+
+VAL_CHECK_EXPECTED = "training batches between validations (an integer >= 1) or a fraction of an epoch in (0, 1]"
+
+
+def _val_check_interval(value: Any) -> str | None:
+    """Training batches between validations (``>= 1``), a fraction of an epoch in (0, 1], or a time
+    (Lightning's ``DD:HH:MM:SS``, a mapping of timedelta arguments)."""
+    import datetime
+
+    if value is None or isinstance(value, (str, dict, datetime.timedelta)):
+        return None if _max_time(value) is None else f"{VAL_CHECK_EXPECTED}, or a time: {MAX_TIME_EXPECTED}"
+    return None if _batch_limit(value) is None and value > 0 else VAL_CHECK_EXPECTED
+
+
+DEVICES_EXPECTED = "auto, -1 (every device), a number of devices >= 1 or a list of device indices (e.g. [0, 1])"
+
+
+def _devices(value: Any) -> str | None:
+    """``--trainer.devices`` as Lightning takes it: ``auto``, -1 (every device), a number of devices,
+    device indices (a list, or a string such as ``"0,1"``); never 0, ``"0"`` or ``[]``."""
+    if isinstance(value, str):
+        text = value.strip()
+        indices = re.fullmatch(r"\d+(\s*,\s*\d+)*\s*,?", text) is not None
+        return None if text in ("auto", "-1") or (indices and text != "0") else DEVICES_EXPECTED
+    if isinstance(value, (list, tuple)):
+        return None if value and all(_integer_in(v, 0, 2**31 - 1) for v in value) else DEVICES_EXPECTED
+    return None if value is None or value == -1 or _integer_in(value, 1, 2**63 - 1) else DEVICES_EXPECTED
+
+
 CHECKS: dict[str, Callable[[Any], str | None]] = {
+    **{f"trainer.{option}": check for option, check in TRAINER_INTEGERS.items()},
+    **{f"trainer.{option}": _batch_limit for option in (
+        "limit_train_batches", "limit_val_batches", "limit_test_batches", "limit_predict_batches", "overfit_batches")},
+    "trainer.val_check_interval": _val_check_interval,
+    "trainer.devices": _devices,
     "trainer.profiler": _profiler,
     "trainer.fast_dev_run": _fast_dev_run,
     "seed_everything": _seed_everything,
@@ -151,10 +223,13 @@ def lookup(cfg: Any, option: str) -> tuple[bool, Any]:
 
 
 def lead(argv: list[str], option: str, value: Any) -> str:
-    """``--option=value``, or ``--config=/abs/run.yaml: option=value`` when the value was read
-    from a ``--config`` file of ``argv`` (``config_errors.option_source``)."""
+    """``--option=value`` (a scalar as typed in ``argv``), or ``--config=/abs/run.yaml: option=value``
+    when the value was read from a ``--config`` file of ``argv`` (``config_errors.option_source``)."""
     source = option_source(argv, option, shown(value)) or option_source(argv, option, str(value))
-    return f"{source}: {option}={shown(value)}" if source else f"--{option}={shown(value)}"
+    if source:
+        return f"{source}: {option}={shown(value)}"
+    typed = typed_value(argv, option)  # a scalar as typed: -1, not the parsed -1.0 of an int-or-float option
+    return f"--{option}={typed if typed is not None and not typed.lstrip().startswith(('[', '{')) else shown(value)}"
 
 
 def check_values(cfg: Any, argv: list[str]) -> None:

@@ -41,7 +41,7 @@ from swar_bench.referee.verdict import ALPHA, verdict, verdict_table
 from swar_bench.utils import interrupts
 from swar_bench.utils.argparsing import ArgumentParser, PathArg, check_no_dashes_value
 from swar_bench.utils.files import probe_write
-from swar_bench.utils.text import unknown_name_line, yaml_problem
+from swar_bench.utils.text import inline_mapping, unknown_name_line, yaml_problem
 
 PROG = "swar-bench referee"
 
@@ -276,11 +276,7 @@ def config_problem(value: str) -> str | None:
     if not os.path.isfile(value):
         if not value.strip():
             return f"{shown} is empty; expected the path of a YAML file of referee options"
-        try:
-            inline = yaml.safe_load(value)
-        except yaml.YAMLError:
-            inline = None
-        return None if isinstance(inline, dict) else f"{shown}: no such file; {expected} in a file"
+        return None if inline_mapping(value) else f"{shown}: no such file; {expected} in a file"
     try:
         with open(value, encoding="utf-8") as f:
             loaded = yaml.safe_load(f)
@@ -440,13 +436,10 @@ def _compare(argv: list[str]) -> int:
         args.flops_tolerance = check_flops_tolerance(args.flops_tolerance)
     except ValueError as e:
         return _error(str(e).replace("flops_tolerance=", "--flops-tolerance=", 1))
-    names = args.names or [Path(p).parent.name or Path(p).stem for p in args.results]
-    if len(names) != len(args.results):
+    if args.names is not None and len(args.names) != len(args.results):
         return _error(
-            f"--names has {len(names)} entries: expected one per result ({len(args.results)})"
+            f"--names has {len(args.names)} entries: expected one per result ({len(args.results)})"
         )
-    if len(set(names)) != len(names):
-        return _error(f"names {names}: expected distinct names (pass --names)")
     created: list[Path] = []  # filled as the folders are made: a stop at any point finds them
     rc = 1
     try:
@@ -455,19 +448,38 @@ def _compare(argv: list[str]) -> int:
                 prepare_plot_path(args.plot, created)
             except ValueError as e:
                 return _error(e, limit=None)
-        rc = _compare_checked(args, names)
+        try:  # the inputs before the names derived from their paths: a missing file is the error
+            results = read_results(args.results)
+        except ValueError as e:
+            return _error(e, limit=None)
+        names = args.names or [Path(p).parent.name or Path(p).stem for p in args.results]
+        if len(set(names)) != len(names):
+            return _error(f"names {names}: expected distinct names (pass --names)")
+        rc = _compare_checked(args, dict(zip(names, results)))
     finally:
         if rc != 0:
             remove_created(created)
     return rc
 
 
-def _compare_checked(args, names: list[str]) -> int:
-    """Read the results, print the table and draw ``--plot`` (already checked) if given."""
+def read_results(paths: list[str]) -> list[dict]:
+    """The referee results of ``paths``, each read and checked (``check_result``: a file missing a
+    field is named here, not mid-table), in order.
+
+    Raises:
+        ValueError: the first path that is missing, unreadable or not a referee result (one line
+            naming it)."""
+    results = []
+    for path in paths:
+        result = read_json(path)
+        check_result(result, path)
+        results.append(result)
+    return results
+
+
+def _compare_checked(args, named: dict[str, dict]) -> int:
+    """Print the table of the ``named`` results and draw ``--plot`` (already checked) if given."""
     try:
-        named = {n: read_json(p) for n, p in zip(names, args.results)}
-        for path, result in zip(args.results, named.values()):
-            check_result(result, path)  # a file missing a field is named here, not mid-table
         table = comparison_table(named, flops_tolerance=args.flops_tolerance)
     except ValueError as e:  # our own one-line messages, naming the path: shown whole
         return _error(e, limit=None)
@@ -507,9 +519,6 @@ def _verdict(argv: list[str]) -> int:
     except SystemExit as e:
         return int(e.code or 0)
     paths = (args.baseline, args.challenger)
-    names = tuple(args.names or [Path(p).parent.name or Path(p).stem for p in paths])
-    if names[0] == names[1]:
-        names = ("baseline", "challenger")
     try:
         alpha = float(args.alpha)
     except ValueError:
@@ -534,9 +543,10 @@ def _verdict(argv: list[str]) -> int:
             except ValueError as e:
                 return _error(e, limit=None)
         try:
-            results = [read_json(p) for p in paths]
-            for p, r in zip(paths, results):
-                check_result(r, p)
+            results = read_results(list(paths))  # before the names derived from their paths
+            names = tuple(args.names or [Path(p).parent.name or Path(p).stem for p in paths])
+            if names[0] == names[1]:
+                names = ("baseline", "challenger")
             v = verdict(
                 *results, alpha=alpha, flops_tolerance=tolerance, names=(names[0], names[1])
             )

@@ -22,6 +22,17 @@ def yaml_problem(err: Exception) -> str:
     return f"{problem}{where}"
 
 
+def inline_mapping(value: str) -> bool:
+    """True when ``value`` (given to an option that loads a YAML file, such as ``--config``, and
+    naming no file) reads as an inline YAML mapping, which jsonargparse takes in place of a file."""
+    import yaml
+
+    try:
+        return isinstance(yaml.safe_load(value), dict)
+    except yaml.YAMLError:
+        return False
+
+
 def did_you_mean(name: str, names: Iterable[str]) -> str:
     """`` (did you mean d_model?)`` naming the closest of ``names`` to ``name``
     (``difflib.get_close_matches``, cutoff 0.6), or ``""`` when none is close: the suggestion of

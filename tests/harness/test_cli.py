@@ -34,10 +34,10 @@ def _error_line(capsys, argv):
         (["test", "--model.mechanism=GRU", "--data.eval_batch_size=-3"], r"eval_batch_size=-3 is invalid; expected a positive integer$"),
         (["test", "--model.mechanism=GRU", "--ckpt_path=/nonexistent/x.ckpt"], r"^swar-bench: error: --ckpt_path=/nonexistent/x\.ckpt: no such file; expected a checkpoint file written by swar-bench fit"),
         (["fit", "--model.mechanism=GRU", "--model.grad_clip=-1"], r"grad_clip=-1\.0 is invalid; expected a max gradient norm"),
-        (["fit", "--model.mechanism=GRU", "--trainer.max_steps=-5"], r"^swar-bench: error: `max_steps` must be a non-negative integer"),
+        (["fit", "--model.mechanism=GRU", "--trainer.max_steps=-5"], r"^swar-bench: error: --trainer\.max_steps=-5: expected -1 \(no limit\) or an integer >= 0$"),
         (["fit", "--model.mechanism=GRU", "--trainer.max_time=abc"], r"^swar-bench: error: --trainer\.max_time=abc: expected DD:HH:MM:SS"),
         (["fit", "--model.mechanism=GRU", "--trainer.val_check_interval=0"],
-         r"--trainer\.val_check_interval=0 is invalid; expected training batches between validations"),
+         r"--trainer\.val_check_interval=0: expected training batches between validations"),
         (["test", "--model.mechanism=GRU", "--ckpt_path", str(CONFIGS)],
          r"--ckpt_path=.*configs: a folder, not a checkpoint; expected a \.ckpt file"),
     ],
@@ -454,7 +454,7 @@ def test_a_folder_name_too_long_is_named_before_any_work(tmp_path, capsys):
     [
         (["--max-minutes", "nan"], "swar-bench demo: error: --max-minutes=nan is invalid; expected a positive number of minutes"),
         (["--max-minutes", "inf"], "swar-bench demo: error: --max-minutes=inf is invalid; expected a positive number of minutes"),
-        (["--trainer.max_steps=-5"], "swar-bench demo: error: `max_steps` must be a non-negative integer or -1"),
+        (["--trainer.max_steps=-5"], "swar-bench demo: error: --trainer.max_steps=-5: expected -1 (no limit) or an integer >= 0"),
     ],
 )
 def test_demo_bad_input_is_one_line(tmp_path, capsys, argv, expected):

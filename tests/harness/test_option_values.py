@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from swar_bench.harness.values import CHECKS, check_values, shown
+from swar_bench.harness.values import CHECKS, TRAINER_INTEGERS, check_values, shown
 from swar_bench.lightning_cli import main
 from tests.harness.cli_lines import one_error_line
 
@@ -90,6 +90,7 @@ def _invalid(option: str, a_file: str) -> st.SearchStrategy:
         "trainer.profiler": st.text(alphabet="abcdelmpisxyz", min_size=1, max_size=8).filter(
             lambda t: t not in ("simple", "advanced", "pytorch", "xla")),
         "trainer.fast_dev_run": st.integers(max_value=-1),
+        **_trainer_ranges(invalid=True),
     }[option]
 
 
@@ -106,7 +107,36 @@ def _valid(option: str, folder: str) -> st.SearchStrategy:
                                       st.builds(lambda h: {"hours": h}, st.integers(0, 1000))),
         "trainer.profiler": st.sampled_from([None, "simple", "advanced", "pytorch", "xla"]),
         "trainer.fast_dev_run": st.one_of(st.booleans(), st.integers(0, 10**6)),
+        **_trainer_ranges(invalid=False),
     }[option]
+
+
+LOWEST = {"max_steps": -1, "max_epochs": -1, "num_sanity_val_steps": -1, "accumulate_grad_batches": 1,
+          "check_val_every_n_epoch": 1, "num_nodes": 1}
+"""The least value of each integer --trainer option (``TRAINER_INTEGERS``; the others: 0)."""
+NULLABLE = ("max_epochs", "min_steps", "min_epochs", "log_every_n_steps", "check_val_every_n_epoch", "num_sanity_val_steps")
+LIMITS = ("limit_train_batches", "limit_val_batches", "limit_test_batches", "limit_predict_batches", "overfit_batches")
+
+
+def _trainer_ranges(invalid: bool) -> dict[str, st.SearchStrategy]:
+    """Out-of-range (``invalid``) or in-range values of the --trainer options Lightning range-checks."""
+    fraction = st.floats(0.0, 1.0)
+    if invalid:
+        ints = {f"trainer.{o}": st.integers(max_value=LOWEST.get(o, 0) - 1) for o in TRAINER_INTEGERS}
+        limits = st.one_of(st.integers(max_value=-1), st.floats(max_value=-1e-6, allow_infinity=False),
+                           st.floats(1.01, 1e6).filter(lambda f: f % 1 != 0))
+        interval = st.one_of(st.integers(max_value=0), st.floats(max_value=0.0, allow_infinity=False),
+                             st.sampled_from(["1:2:3", "daily", {"hourz": 1}]))
+        devices = st.one_of(st.integers(max_value=-2), st.sampled_from([0, "0", "", "gpu", [], [-1]]))
+    else:
+        ints = {f"trainer.{o}": st.one_of(st.integers(LOWEST.get(o, 0), 2**40), *([st.none()] if o in NULLABLE else []))
+                for o in TRAINER_INTEGERS}
+        limits = st.one_of(st.none(), st.integers(0, 10**6), fraction)
+        interval = st.one_of(st.none(), st.integers(1, 10**6), fraction.filter(lambda f: f > 0),
+                             st.sampled_from(["00:00:10:00", {"minutes": 5}]))
+        devices = st.one_of(st.none(), st.just(-1), st.integers(1, 64), st.sampled_from(["auto", "-1", "2", "0,1", [0], [0, 1]]))
+    return {**ints, **{f"trainer.{o}": limits for o in LIMITS},
+            "trainer.val_check_interval": interval, "trainer.devices": devices}
 
 
 def _config(option: str, value) -> dict:
