@@ -183,7 +183,8 @@ def mqar_main(args: argparse.Namespace) -> int:
 
     Raises:
         StudyError: a bad file, an option the MQAR study has no use for (one line)."""
-    from swar_bench.study.mqar import MQARRunner, load_mqar_study, status_lines, write_mqar_report
+    from swar_bench.study.mqar import MQARRunner, load_mqar_study
+    from swar_bench.study.mqar_report import status_lines, write_mqar_report
 
     study = load_mqar_study(args.study)
     if args.command == "run":

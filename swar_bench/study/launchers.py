@@ -5,7 +5,7 @@ machine (``swar_bench.study.runner.Runner``).
 
 ``slurm`` submits every fit and test as one task of a SLURM job array, through submitit
 (https://github.com/facebookincubator/submitit): one node, one process, the study file's
-``slurm:`` resources (``swar_bench.study.spec.SlurmSpec``) with the command-line overrides. The
+``slurm:`` resources (``swar_bench.study.slurm_spec.SlurmSpec``) with the command-line overrides. The
 protocol is sequential per mechanism (learning-rate selection fits, then the other seeds, then
 the tests), so ``run`` submits what the records make decidable now (across all mechanisms, one
 array), waits until a task of the queue ends (it polls ``squeue`` every ``--poll-s`` seconds),
@@ -48,7 +48,8 @@ from typing import Any
 from swar_bench.study.attempts import Attempts
 from swar_bench.study.records import read_json, write_json
 from swar_bench.study.runner import Runner, run_name
-from swar_bench.study.spec import MechanismSpec, SlurmSpec, StudyError, StudySpec, slurm_spec
+from swar_bench.study.slurm_spec import SlurmSpec, slurm_spec
+from swar_bench.study.spec import MechanismSpec, StudyError, StudySpec
 
 LAUNCHERS = ("local", "slurm")
 

@@ -29,24 +29,29 @@ study's only state.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import json
-import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from swar_bench.study.fields import (
+    NAME,
+    StudyError,
+    _count,
+    _fraction,
+    _rates,
+    _unknown,
+    named,
+    number,
+)
+from swar_bench.study.slurm_spec import SlurmSpec, slurm_spec
+
 ADDED = "added"
 """The folder of ``records`` that holds the layers added with ``--add``, one JSON entry each."""
-NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
 DEFAULT_CURVE_POINTS = 10
 """Validations per fit when the study file gives no ``curve_points`` (every step of a fit of fewer
 steps); a ``curve_points`` the file gives above a fit's steps is refused (``commands.read_budget``)."""
-
-
-class StudyError(ValueError):
-    """A study file, or a request on it, that cannot be run: the message is one line."""
 
 
 @dataclass(frozen=True)
@@ -164,15 +169,6 @@ TOP_KEYS = {
 MECHANISM_KEYS = {"name", "config", "class_path", "init_args", "seeds", "learning_rates", "base", "learning_rate_from"}
 
 
-def _unknown(keys: set[str], allowed: set[str], where: str) -> None:
-    for key in sorted(keys - allowed):
-        close = difflib.get_close_matches(key, sorted(allowed), n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise StudyError(
-            f"{where}: unknown key {key!r}{hint}; expected some of {', '.join(sorted(allowed))}"
-        )
-
-
 def pinned_code(value: Any, what: str) -> str | None:
     """The study's ``code_fingerprint`` (the training code its records are judged against,
     ``swar_bench.study.provenance``): None when absent.
@@ -207,63 +203,6 @@ def study_name(value: Any, where: str) -> str:
             "<name>.json goes beside the records <run>.fit.json, <run>.test.json)"
         )
     return value
-
-
-INTEGER_TEXT = re.compile(r"[-+]?[0-9]+")
-NUMBER_TEXT = re.compile(r"[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
-
-
-def number(value: Any, integer: bool = False) -> int | float | None:
-    """A number of a study file as a user writes it, or None when ``value`` is none.
-
-    A number field takes an int, a finite float, or the text of a decimal number: YAML 1.1 (which
-    PyYAML reads) takes ``1e-3``, ``1E-3`` and ``1.0e3`` (no dot, or no sign in the exponent) for
-    text, where the fit configs' parser (jsonargparse) reads a number, and so does a study file.
-    An integer field (``integer``) takes an int or the text of one (``"16"``, as jsonargparse
-    does), never a float or ``1.5`` / ``1e3`` text (jsonargparse refuses them too). None for a
-    bool (YAML's ``true``, ``yes``, ``on``), other text (hex, ``1_000``, ``inf``), NaN and infinity.
-    """
-    if isinstance(value, str):
-        text = value.strip()
-        if (INTEGER_TEXT if integer else NUMBER_TEXT).fullmatch(text) is None:
-            return None
-        value = int(text) if integer else float(text)
-    if isinstance(value, bool) or not isinstance(value, int if integer else (int, float)):
-        return None
-    if integer:
-        return value
-    try:
-        value = float(value)
-    except OverflowError:  # an int beyond any float
-        return None
-    return value if math.isfinite(value) else None
-
-
-def _count(value: Any, what: str, low: int = 1) -> int:
-    count = number(value, integer=True)
-    if count is None or count < low:
-        raise StudyError(f"{what}={value!r} is invalid; expected an integer >= {low}")
-    return count
-
-
-def _rates(value: Any, what: str, allow_empty: bool = False) -> tuple[float, ...]:
-    expected = "expected a list of distinct positive learning rates"
-    if not isinstance(value, list) or not (value or allow_empty):
-        raise StudyError(f"{what}={value!r} is invalid; {expected}")
-    rates = tuple(number(v) for v in value)
-    for i, (v, rate) in enumerate(zip(value, rates)):
-        if rate is None or rate <= 0:
-            raise StudyError(f"{what}[{i}]={v!r} is invalid; expected a positive learning rate, a number such as 1e-3")
-    if len(set(rates)) != len(rates):
-        raise StudyError(f"{what}={value!r} is invalid; {expected}")
-    return rates
-
-
-def _fraction(value: Any, what: str) -> float:
-    fraction = number(value)
-    if fraction is None or not 0 <= fraction <= 1:
-        raise StudyError(f"{what}={value!r} is invalid; expected a number in [0, 1]")
-    return fraction
 
 
 def retry_factor(value: Any, what: str) -> int:
@@ -338,13 +277,6 @@ def check_init_args(class_path: str | None, config: str | None, init_args: dict[
                     f"{where}: {label}.{key} is not an argument of {full}{did_you_mean(key, accepted)}; "
                     f"expected one of {', '.join(accepted)}"
                 )
-
-
-def named(at: str, entry: dict[str, Any]) -> str:
-    """``at (name)`` when the entry (a mechanism of a study, an entry of an MQAR study) has a valid
-    name, else ``at``: ``s.yaml: mechanisms[0] (GRU_tiny)``, ``s.yaml: entries[4] (Mamba_T64_d64)``."""
-    name = entry.get("name")
-    return f"{at} ({name})" if isinstance(name, str) and NAME.match(name) else at
 
 
 def _mechanism(m: Any, at: str) -> MechanismSpec:
@@ -528,97 +460,4 @@ def load_study(path: str | Path) -> StudySpec:
 
     # a typo fails every fit: refused here
     refuse_config_typos([spec.config, *(spec.base_of(m) for m in mechs), *(m.config for m in mechs)], where)
-    return spec
-
-
-@dataclass(frozen=True)
-class SlurmSpec:
-    """The resources of each task of ``swar-bench study run --launcher slurm`` (the study file's
-    ``slurm:`` section; the command line overrides each). Every fit and test is one task of a job
-    array with one node and one process (``swar_bench.study.launchers``).
-
-    Attributes:
-        partition: ``sbatch --partition`` (None: the cluster's default partition).
-        time_min: ``--time`` in minutes, per task (a fit that reaches it is requeued and resumes).
-        cpus_per_task: ``--cpus-per-task``; also the torch threads of the run.
-        gpus_per_task: ``--gpus-per-task`` (0: none asked for).
-        mem_gb: ``--mem`` in GB (None: the partition's default).
-        signal_delay_s: seconds before the time limit at which SLURM sends SIGUSR1 (``--signal``):
-            the fit saves a checkpoint at a batch boundary and requeues its task
-            (``swar_bench.callbacks.slurm_requeue``).
-        array_parallelism: at most this many tasks of one array run at once (``--array=...%N``).
-        additional_parameters: other ``sbatch`` options, without the leading ``--`` (``account``,
-            ``qos``, ``constraint``, ...); a value ``true`` is a flag.
-    """
-
-    partition: str | None = None
-    time_min: int = 60
-    cpus_per_task: int = 1
-    gpus_per_task: int = 0
-    mem_gb: float | None = None
-    signal_delay_s: int = 90
-    array_parallelism: int = 256
-    additional_parameters: dict[str, Any] = field(default_factory=dict)
-
-
-SLURM_KEYS = {f.name for f in dataclasses.fields(SlurmSpec)}
-RESERVED_SBATCH = {"array", "signal", "requeue", "no-requeue", "output", "error", "open-mode", "wrap"}
-"""``sbatch`` options the launcher sets itself (the array, the SIGUSR1 requeue path, the logs)."""
-
-
-def slurm_spec(raw: Any, where: str, base: SlurmSpec | None = None) -> SlurmSpec:
-    """A checked ``slurm:`` section (or command-line overrides) on top of ``base`` (the defaults).
-
-    Raises:
-        StudyError: not a mapping, an unknown key (named, with the closest known key), a value of
-            the wrong type or range, an ``additional_parameters`` key the launcher sets itself; one
-            line each.
-    """
-    if not isinstance(raw, dict):
-        raise StudyError(f"{where}={raw!r} is invalid; expected a mapping of {', '.join(sorted(SLURM_KEYS))}")
-    _unknown(set(raw), SLURM_KEYS, where)
-    values: dict[str, Any] = {}
-    for key, value in raw.items():
-        if value is None:
-            continue
-        if key == "partition":
-            if not isinstance(value, str) or not value.strip() or any(c.isspace() for c in value):
-                raise StudyError(f"{where}: partition={value!r} is invalid; expected a partition name")
-        elif key == "mem_gb":
-            gb = number(value)
-            if gb is None or gb <= 0:
-                raise StudyError(f"{where}: mem_gb={value!r} is invalid; expected a positive number of GB")
-            value = gb
-        elif key == "additional_parameters":
-            if not isinstance(value, dict):
-                raise StudyError(
-                    f"{where}: additional_parameters={value!r} is invalid; expected a mapping of sbatch options"
-                )
-            for option, setting in value.items():
-                flag = str(option).replace("_", "-")
-                if not isinstance(option, str) or not re.fullmatch(r"[a-z][a-z0-9_-]*", option):
-                    raise StudyError(
-                        f"{where}: additional_parameters key {option!r} is invalid; expected an sbatch option "
-                        "name without '--' (e.g. account, qos, constraint)"
-                    )
-                if flag in RESERVED_SBATCH:
-                    raise StudyError(
-                        f"{where}: additional_parameters.{option} is set by the launcher; expected none of "
-                        f"{', '.join(sorted(RESERVED_SBATCH))} (signal_delay_s sets the SIGUSR1 time)"
-                    )
-                if not isinstance(setting, (str, int, float)) or setting is False:
-                    raise StudyError(
-                        f"{where}: additional_parameters.{option}={setting!r} is invalid; expected a string, "
-                        "a number or true"
-                    )
-            value = {**(base.additional_parameters if base else {}), **value}
-        else:
-            value = _count(value, f"{where}: {key}", 0 if key == "gpus_per_task" else 1)
-        values[key] = value
-    spec = dataclasses.replace(base or SlurmSpec(), **values)
-    if spec.signal_delay_s >= spec.time_min * 60:
-        raise StudyError(
-            f"{where}: signal_delay_s={spec.signal_delay_s} is not below time_min={spec.time_min} minutes; "
-            "expected the requeue signal before the time limit"
-        )
     return spec

@@ -13,7 +13,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from swar_bench.study import commands, provenance
+from swar_bench.study import commands, mqar_report, provenance
 from swar_bench.study.attempts import Attempts, plan_attempt, read_attempts
 from swar_bench.study.cli import main
 from swar_bench.study.commands import command_text, fit_args, read_budget, run_name
@@ -246,9 +246,9 @@ def test_an_mqar_record_of_a_changed_config_is_stale(tmp_path):
         "config_files": config_hashes(args),
     }
     (tmp_path / "records" / f"{name}.fit.json").write_text(json.dumps(record))
-    assert mqar.status_lines(study)[0] == f"{name}: done, accuracy 0.5000 after 1 epoch"
+    assert mqar_report.status_lines(study)[0] == f"{name}: done, accuracy 0.5000 after 1 epoch"
     config.write_text(config.read_text().replace("max_epochs: 2", "max_epochs: 3"))
-    assert mqar.status_lines(study) == [
+    assert mqar_report.status_lines(study) == [
         f"{name}: stale (config file {config} changed; run --rerun-stale to run it again)",
         "study: 1 stale (1 run planned now)",
     ]
@@ -266,7 +266,7 @@ def test_an_mqar_record_of_a_changed_config_is_stale(tmp_path):
     )
     del record["config_files"]  # a record of an earlier version: done, as before
     (tmp_path / "records" / f"{name}.fit.json").write_text(json.dumps(record))
-    assert mqar.status_lines(study)[0].startswith(f"{name}: done")
+    assert mqar_report.status_lines(study)[0].startswith(f"{name}: done")
 
 
 @pytest.mark.parametrize("marker", ["same hashes", "other hashes", "no hashes"])

@@ -26,7 +26,8 @@ from swar_bench.study.launchers import (
 )
 from swar_bench.study.records import read_json, write_json
 from swar_bench.study.runner import Runner, run_name
-from swar_bench.study.spec import SLURM_KEYS, SlurmSpec, StudyError, load_study, slurm_spec
+from swar_bench.study.slurm_spec import SLURM_KEYS, SlurmSpec, slurm_spec
+from swar_bench.study.spec import StudyError, load_study
 
 BASE = """trainer:
   accelerator: cpu

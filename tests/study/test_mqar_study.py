@@ -13,7 +13,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from swar_bench.study import mqar
+from swar_bench.study import mqar, mqar_report
 from swar_bench.study.cli import main as study_main
 from swar_bench.study.config_files import content_hash
 from swar_bench.study.spec import StudyError
@@ -179,7 +179,7 @@ def test_any_mix_of_run_states_is_counted_in_the_last_line(tmp_path_factory, sta
             (tmp_path / "records" / f"{name}.fit.json").write_text(json.dumps({"accuracy": 0.5, "epochs": 1}))
         elif state == "started":
             (tmp_path / "runs" / name).mkdir(parents=True)
-    lines = mqar.status_lines(study)
+    lines = mqar_report.status_lines(study)
     counts = {s: states.count(s) for s in ("done", "started", "to do") if states.count(s)}
     assert lines[-1] == f"study: {', '.join(f'{n} {s}' for s, n in counts.items())} (2 runs planned now)"
     assert [re.search(r": (done|started|to do)\b", line).group(1) for line in lines[:-1]] == states
@@ -200,7 +200,7 @@ def test_a_solved_entry_skips_its_other_rates_and_says_so(tmp_path, capsys):
     runner = mqar.MQARRunner(study, log=lines.append)
     assert runner.fit(entry, 3.0e-3) is None and not (tmp_path / "runs").exists()  # nothing trained
     assert lines == [f"study: skip {mqar.run_name(entry, 3.0e-3)}: Att_d16 is solved (accuracy 0.9991 at lr 0.01, solved_at 0.99)"]
-    status = mqar.status_lines(study)
+    status = mqar_report.status_lines(study)
     assert status[1] == "Att_d16_lr0.003: skipped (Att_d16 is solved: accuracy 0.9991 at lr 0.01)"
     assert status[-1] == "study: 1 done, 2 skipped (3 runs planned now)"
     assert study_main(["report", str(path), "--out", str(tmp_path / "report")]) == 0
@@ -218,7 +218,7 @@ def test_runs_go_rate_by_rate_across_entries_with_each_entry_s_own_rates(tmp_pat
     monkeypatch.setattr(mqar.MQARRunner, "fit", lambda self, e, lr: calls.append((e.name, lr)))
     assert mqar.MQARRunner(study, log=lambda line: None).run() == 0
     assert calls == [("A", 1.0e-2), ("B", 5.0e-3), ("A", 3.0e-3), ("B", 1.0e-3), ("A", 1.0e-4)]
-    assert len(mqar.status_lines(study)) == 5 + 1
+    assert len(mqar_report.status_lines(study)) == 5 + 1
 
 
 @settings(max_examples=25, deadline=None)
@@ -235,7 +235,7 @@ def test_a_run_without_a_record_is_skipped_exactly_when_another_rate_reached_sol
         if acc is not None:
             _record(tmp_path, mqar.run_name(entry, lr), acc, lr)
     solved = solved_at is not None and any(a is not None and a >= solved_at for a in accuracies)
-    states = [re.search(r": (done|skipped|to do)\b", line).group(1) for line in mqar.status_lines(study)[:-1]]
+    states = [re.search(r": (done|skipped|to do)\b", line).group(1) for line in mqar_report.status_lines(study)[:-1]]
     assert states == ["done" if a is not None else ("skipped" if solved else "to do") for a in accuracies]
 
 
