@@ -66,6 +66,7 @@ from swar_bench.study.records import (
     scalar_history,
     write_json,
 )
+from swar_bench.study.slots import Slots
 from swar_bench.study.spec import MechanismSpec, StudySpec
 from swar_bench.utils import interrupts
 
@@ -113,7 +114,7 @@ class Runner:
         self.only = only
         self.dry_run = dry_run
         self.log = log
-        self.slots = threading.Semaphore(jobs)
+        self.slots = Slots(max(1, jobs))  # runs start in the protocol's order (swar_bench.study.slots)
         self.lock = threading.Lock()
         self.failed: list[str] = []
         self.children: set[subprocess.Popen] = set()
@@ -149,7 +150,7 @@ class Runner:
 
         Raises:
             Stopped: the study was stopped, or the run exited 130 / 143."""
-        with self.slots:
+        with self.slots.hold():
             with self.lock:
                 if self.stopped is not None:
                     raise Stopped(self.stopped)
@@ -405,8 +406,17 @@ class Runner:
     def _parallel(self, calls: list) -> list:
         if not calls:
             return []
+        tickets = [self.slots.ticket() for _ in calls]  # in the list's order, before any thread starts
+
+        def call(c: tuple, ticket: int) -> Any:
+            self.slots.reserve(ticket)
+            try:
+                return c[0](*c[1:])
+            finally:
+                self.slots.give_up()  # a call that started no process (a reused record) frees its turn
+
         with futures.ThreadPoolExecutor(len(calls)) as pool:
-            return list(pool.map(lambda c: c[0](*c[1:]), calls))
+            return list(pool.map(call, calls, tickets))
 
     def passed(self, record: dict[str, Any] | None) -> bool:
         """Whether a fit record passes the study's gate now (the thresholds may have changed since

@@ -612,5 +612,7 @@ def test_no_rate_is_chosen_and_nothing_more_starts_from_failed_fits(tmp_path_fac
     assert failed == started
     if status == 2:
         assert 1 <= len(started) <= jobs
+        if jobs == 1:  # the runs start in the protocol's order: the first rate's first seed (swar_bench.study.slots)
+            assert started == [f"GRU_tiny_lr{grid[0]:g}_seed0"]
     else:
         assert set(started) == selection
