@@ -5,6 +5,8 @@ can't decode byte 0xff in position 0: invalid start byte", naming no file)."""
 from __future__ import annotations
 
 import os
+import tempfile
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -110,8 +112,7 @@ def test_any_unreadable_config_file_is_one_line_naming_it(tmp_path, capsys, monk
     """Whatever makes the file unreadable as a YAML mapping, for any subcommand and any option that
     loads a file: one line naming the option and the file and what was expected, exit 2,
     nothing written."""
-    work = tmp_path / f"w{abs(hash((kind, command, flag, joined)))}"
-    work.mkdir()
+    work = Path(tempfile.mkdtemp(dir=tmp_path))  # tmp_path is shared by every example, and hypothesis replays some
     monkeypatch.chdir(work)
     what, data = kind
     name = "c.yaml"
@@ -129,3 +130,11 @@ def test_any_unreadable_config_file_is_one_line_naming_it(tmp_path, capsys, monk
     assert line.startswith(f"{prog}: error: {flag}={name}: "), line
     assert "; expected " in line, line
     assert sorted(os.listdir(work)) == before
+
+
+def test_an_example_replayed_on_the_same_tmp_path_runs_again(tmp_path, capsys, monkeypatch):
+    """Hypothesis replays examples (a failure's shrink, its database) inside one function-scoped
+    tmp_path: a work folder named after the example made the replay fail with FileExistsError."""
+    inner = test_any_unreadable_config_file_is_one_line_naming_it.hypothesis.inner_test
+    for _ in range(2):
+        inner(tmp_path, capsys, monkeypatch, ("bytes", b"\xb8g\xf4\xdd\x1f\xae\xbc\x8b"), "fit", "--config", False)
