@@ -7,6 +7,9 @@ SUBMITIT ?= submitit>=1.5
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
+# pytest-xdist processes of `make test` (most tests wait on a child process: 2 on 2 cores);
+# `make test TEST_WORKERS=0` runs the suite in one process
+TEST_WORKERS ?= 2
 
 .PHONY: demo test test-slurm browser install clean
 
@@ -16,7 +19,7 @@ $(BIN)/python:
 
 # Install the pinned CPU torch first when torch is absent, so the `torch>=2.4`
 # requirement does not pull a multi-GB CUDA build. `demo` needs the runtime dependencies only;
-# `test` adds the `test` extra (pytest, hypothesis, ruff, fla-core + triton for the reference tests).
+# `test` adds the `test` extra (pytest, pytest-xdist, hypothesis, ruff, fla-core + triton for the reference tests).
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install --quiet "$(TORCH)"
 	$(BIN)/pip install --quiet -e .
@@ -32,8 +35,8 @@ demo: $(STAMP)
 	$(BIN)/swar-bench demo
 
 test: $(TEST_STAMP)
-	@echo "make test: the whole suite, about 10 minutes on 2 cores; one line per test file, ending with the % done"
-	$(BIN)/python -m pytest --durations=5
+	@echo "make test: the whole suite in $(TEST_WORKERS) processes (pytest-xdist), about 10 minutes on 2 cores; each line ends with the % done"
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --durations=5
 
 # A real SLURM cluster on this machine (installs slurmctld, slurmd, slurm-client and munge when
 # missing; needs root) runs scripts/slurm/fit.sbatch (DDP, a USR1 requeue and a plain requeue)
