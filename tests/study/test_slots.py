@@ -85,12 +85,10 @@ def test_zero_slots_is_refused_in_one_line():
         Slots(0)
 
 
-def test_a_later_ticket_waits_for_an_earlier_one_that_has_not_asked_yet():
-    """The race behind the reported fault: the second selection fit's thread reached the slot
-    before the first's; it must wait, although the slot is free, until the first has started."""
-    slots = Slots(1)
+def _second_waiting(slots: Slots, entered: list[str]) -> tuple[int, threading.Thread]:
+    """Take two tickets; a thread holding the second asks for the slot and is seen waiting.
+    Returns the first ticket and that thread."""
     first, second = slots.ticket(), slots.ticket()
-    entered: list[str] = []
 
     def later() -> None:
         slots.reserve(second)
@@ -100,6 +98,14 @@ def test_a_later_ticket_waits_for_an_earlier_one_that_has_not_asked_yet():
     t = threading.Thread(target=later)
     t.start()
     _wait_until(lambda: slots.waiting == 1, "the second ticket to wait")
+    return first, t
+
+
+def test_a_later_ticket_waits_for_an_earlier_one_that_has_not_asked_yet():
+    """The race behind the reported fault: the second selection fit's thread reached the slot
+    before the first's; it must wait, although the slot is free, until the first has started."""
+    slots, entered = Slots(1), []
+    first, t = _second_waiting(slots, entered)
     assert entered == [] and slots.free == 1  # the slot is free, and still the second waits
     slots.reserve(first)
     with slots.hold():
@@ -110,18 +116,8 @@ def test_a_later_ticket_waits_for_an_earlier_one_that_has_not_asked_yet():
 
 def test_a_ticket_given_up_lets_the_next_one_go():
     """A call that started no process (a reused record, a dry run) gives its turn up."""
-    slots = Slots(1)
-    first, second = slots.ticket(), slots.ticket()
-    entered: list[str] = []
-
-    def later() -> None:
-        slots.reserve(second)
-        with slots.hold():
-            entered.append("second")
-
-    t = threading.Thread(target=later)
-    t.start()
-    _wait_until(lambda: slots.waiting == 1, "the second ticket to wait")
+    slots, entered = Slots(1), []
+    first, t = _second_waiting(slots, entered)
     slots.reserve(first)
     slots.give_up()
     t.join(60)
