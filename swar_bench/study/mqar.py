@@ -58,6 +58,7 @@ import math
 import os
 import shlex
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -71,7 +72,7 @@ from swar_bench.study.config_files import KEY as CONFIG_FILES
 from swar_bench.study.config_files import config_hashes, reusable
 from swar_bench.study.fields import NAME, StudyError, named, number
 from swar_bench.study.records import read_json, scalar_history, write_json
-from swar_bench.study.runner import BAD_INPUT, refusal_line
+from swar_bench.study.runner import BAD_INPUT, refusal_line, running_marker
 from swar_bench.study.spec import pinned_code, study_name
 from swar_bench.utils.text import plural
 
@@ -447,10 +448,19 @@ class MQARRunner:
         env = {**os.environ, "OMP_NUM_THREADS": str(self.threads), "MKL_NUM_THREADS": str(self.threads)}
         self.log(f"study: fit {name}{' (resumed from last.ckpt)' if resumed else ''}")
         start = time.monotonic()
+        running = running_marker(self.out, name)  # `study status` says "running" while it is there
         with open(log_path, "a" if resumed else "w") as handle:
             # ends with this thread, which waits for it (swar_bench.study.children)
-            rc = children.call([*SWAR_BENCH, *args, *([f"--ckpt_path={last}"] if resumed else [])],
-                               stdout=handle, stderr=subprocess.STDOUT, env=env)
+            with children.launch([*SWAR_BENCH, *args, *([f"--ckpt_path={last}"] if resumed else [])],
+                                 stdout=handle, stderr=subprocess.STDOUT, env=env) as proc:
+                try:
+                    atomic_write_text(running, f"{socket.gethostname()} {proc.pid}\n")
+                    rc = proc.wait()
+                except BaseException:  # as subprocess.call
+                    proc.kill()
+                    raise
+                finally:
+                    running.unlink(missing_ok=True)
         secs = time.monotonic() - start
         if rc != 0:
             self.failed.append(name)

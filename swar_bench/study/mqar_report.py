@@ -32,9 +32,10 @@ def epochs_allowed(e: Entry) -> str:
 def status_lines(study: MQARStudy) -> list[str]:
     """One line per run: ``done <acc>``, ``stale`` (a record whose config file has changed since,
     ``swar_bench.study.config_files``), ``skipped`` (no record, its entry solved at another rate:
-    ``solved_at``), ``started`` (a run folder without a record), or ``to do``; then the summary line of every study's status (``study: 2 done, 1 started, 37 to do
+    ``solved_at``), ``running`` (its fit's process is alive: ``<out>/<name>.running``, as a
+    frontier study's), ``started`` (a run folder without a record), or ``to do``; then the summary line of every study's status (``study: 2 done, 1 started, 37 to do
     (40 runs planned now)``, ``swar_bench.study.status.summary_line``)."""
-    from swar_bench.study.status import summary_line
+    from swar_bench.study.status import is_running, summary_line
 
     lines, states = [], []
     for e in study.entries:
@@ -53,6 +54,9 @@ def status_lines(study: MQARStudy) -> list[str]:
                 lines.append(f"{name}: skipped ({e.name} is solved: accuracy {solver['accuracy']:.4f} at lr "
                              f"{lr_text(solver['lr'])})")
                 states.append("skipped")
+            elif is_running(Path(study.out), name):
+                lines.append(f"{name}: running")
+                states.append("running")
             elif (Path(study.out) / name).is_dir():
                 lines.append(f"{name}: started (run folder present, no record)")
                 states.append("started")

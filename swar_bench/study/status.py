@@ -26,7 +26,9 @@ from swar_bench.study.runner import Runner, running_marker
 from swar_bench.study.spec import StudyError, StudySpec
 
 
-def _running(out: Path, name: str) -> bool:
+def is_running(out: Path, name: str) -> bool:
+    """Whether ``<out>/<name>.running`` names a live process: its pid answers on this host, or
+    the marker is another host's (trusted: a cluster node's run)."""
     marker = running_marker(out, name)
     try:
         host, pid = marker.read_text().split()
@@ -104,7 +106,7 @@ def run_rows(spec: StudySpec) -> list[tuple[str, str, str, str]]:
                        "or list its commit in compatible_code")
             elif (queued := queue_state(runner.out, kind, name, queue)) is not None:
                 state = queued
-            elif _running(runner.out, name):
+            elif is_running(runner.out, name):
                 state = "running"
             elif (runner.records / f"{name}.failed.json").is_file():
                 state = "failed"

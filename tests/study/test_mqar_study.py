@@ -4,9 +4,12 @@ tiny version of Zoology's recipe (vocab 64, T 16, two learning rates, two epochs
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
+import socket
 import subprocess
+import sys
 
 import pytest
 import yaml
@@ -16,6 +19,7 @@ from hypothesis import strategies as st
 from swar_bench.study import mqar, mqar_report
 from swar_bench.study.cli import main as study_main
 from swar_bench.study.config_files import content_hash
+from swar_bench.study.runner import running_marker
 from swar_bench.study.spec import StudyError
 
 STUDY = "configs/studies/mqar_zoology.yaml"
@@ -165,7 +169,7 @@ def test_status_of_the_zoology_study_ends_with_the_summary_line_of_every_study(c
 
 
 @settings(max_examples=15, deadline=None)
-@given(states=st.lists(st.sampled_from(["done", "started", "to do"]), min_size=2, max_size=2))
+@given(states=st.lists(st.sampled_from(["done", "running", "started", "to do"]), min_size=2, max_size=2))
 def test_any_mix_of_run_states_is_counted_in_the_last_line(tmp_path_factory, states):
     """The kind: whatever the runs' states, an MQAR study's status ends with the summary line
     ``study: N done, M started, K to do (T runs planned now)`` counting them, as a frontier study's
@@ -179,10 +183,45 @@ def test_any_mix_of_run_states_is_counted_in_the_last_line(tmp_path_factory, sta
             (tmp_path / "records" / f"{name}.fit.json").write_text(json.dumps({"accuracy": 0.5, "epochs": 1}))
         elif state == "started":
             (tmp_path / "runs" / name).mkdir(parents=True)
+        elif state == "running":  # this process stands for the fit: its pid is alive
+            (tmp_path / "runs" / name).mkdir(parents=True)
+            running_marker(tmp_path / "runs", name).write_text(f"{socket.gethostname()} {os.getpid()}\n")
     lines = mqar_report.status_lines(study)
-    counts = {s: states.count(s) for s in ("done", "started", "to do") if states.count(s)}
+    counts = {s: states.count(s) for s in ("done", "running", "started", "to do") if states.count(s)}
     assert lines[-1] == f"study: {', '.join(f'{n} {s}' for s, n in counts.items())} (2 runs planned now)"
-    assert [re.search(r": (done|started|to do)\b", line).group(1) for line in lines[:-1]] == states
+    assert [re.search(r": (done|running|started|to do)\b", line).group(1) for line in lines[:-1]] == states
+
+
+def test_a_fit_is_running_while_its_process_lives(tmp_path):
+    """The reported input: `study status` of an MQAR study said "to do" / "started" for the fit its
+    runner was training (a frontier study's says "running"). The runner now leaves
+    ``<out>/<name>.running`` (host, pid of the fit) while the fit runs and removes it when it ends;
+    status reads it: a live pid is "running"."""
+    study = mqar.load_mqar_study(write_study(tmp_path))
+    entry = study.entries[0]
+    name = mqar.run_name(entry, 1.0e-2)
+    marker = running_marker(tmp_path / "runs", name)
+    seen = tmp_path / "seen"
+    # the fit: waits for its marker (the event), copies it for the test, and fails (exit 3)
+    wait = ("import pathlib, sys, time\n"
+            "marker, seen = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])\n"
+            "deadline = time.monotonic() + 300\n"
+            "while not marker.is_file() and time.monotonic() < deadline: time.sleep(0.01)\n"
+            "seen.write_text(marker.read_text() if marker.is_file() else 'none')\n"
+            "sys.exit(3)\n")
+    runner = mqar.MQARRunner(study, only=["Att_d16"], log=lambda line: None)
+    original = mqar.SWAR_BENCH
+    mqar.SWAR_BENCH = [sys.executable, "-c", wait, str(marker), str(seen)]
+    try:
+        assert runner.fit(entry, 1.0e-2) is None and runner.failed == [name]
+    finally:
+        mqar.SWAR_BENCH = original
+    host, pid = seen.read_text().split()
+    assert host == socket.gethostname() and int(pid) > 0  # the fit's own pid, as a frontier study's marker
+    assert not marker.exists()  # removed when the fit ended
+    assert mqar_report.status_lines(study)[0] == f"{name}: to do"  # the stand-in fit made no run folder
+    marker.write_text(f"{socket.gethostname()} {os.getpid()}\n")
+    assert mqar_report.status_lines(study)[0] == f"{name}: running"
 
 
 def _record(tmp_path, name, accuracy, lr):
