@@ -5,7 +5,9 @@ record of earlier versions) is judged as before."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -285,7 +287,18 @@ def test_an_mqar_run_resumes_only_with_the_config_it_was_stopped_with(
         command_text(args) + "\n" + ("" if hashes is None else json.dumps(hashes) + "\n")
     )
     calls = []
-    monkeypatch.setattr(mqar.children, "call", lambda argv, **kwargs: calls.append(argv) or 0)
+
+    class Finished:  # a fit that has ended, exit 0
+        pid = os.getpid()
+
+        def wait(self):
+            return 0
+
+    def launch(argv, **kwargs):
+        calls.append(argv)
+        return contextlib.nullcontext(Finished())
+
+    monkeypatch.setattr(mqar.children, "launch", launch)
     record = mqar.MQARRunner(study, log=lambda line: None).fit(entry, 1.0e-2)
     assert record["resumed"] == (marker != "other hashes")
     assert any(a.startswith("--ckpt_path=") for a in calls[0]) == (marker != "other hashes")
