@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             command, args = _command(argv)
         finally:
-            # SIGTERM back to what it was before the command runs; Ctrl-C stays recorded
+            # SIGTERM back to what it was before the command runs (the command installs its own)
             interrupts.restore({k: v for k, v in previous.items() if k == signal.SIGTERM})
         return command(args)
     except KeyboardInterrupt:

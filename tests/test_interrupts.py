@@ -50,7 +50,7 @@ def test_the_referee_stops_at_the_next_chunk_after_a_swallowed_ctrl_c(tmp_path, 
     assert main(argv) == 130
     assert capsys.readouterr().err.endswith("swar-bench referee: interrupted\n")
     assert len(calls) == 2  # stopped inside the second step, not after all of them
-    assert signal.getsignal(signal.SIGINT) is before and interrupts.stopped() is KeyboardInterrupt
+    assert signal.getsignal(signal.SIGINT) is before and interrupts.stopped() is None  # ended with its command
     assert not out.exists()
 
 
@@ -177,3 +177,34 @@ def test_a_stop_inside_deferred_sections_is_raised_as_the_outermost_ends(signame
     finally:
         interrupts.restore(previous)
         interrupts.clear()
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.sampled_from(["SIGINT", "SIGTERM", "complete", "clear"]), max_size=6),
+       st.booleans())
+def test_no_stop_or_completion_outlives_the_command_that_recorded_it(events, sigterm):
+    # the kind of a reported fault: a referee command stopped by SIGTERM left it recorded, and the
+    # next evaluate() in the same process raised Terminated at its first chunk
+    before = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+    previous = interrupts.install(sigterm=sigterm)
+    try:
+        for event in events:
+            try:
+                if event == "complete":
+                    interrupts.complete()
+                elif event == "clear":
+                    interrupts.clear()
+                else:
+                    signum = signal.SIGINT if "SIGINT" in event else signal.SIGTERM
+                    if signum == signal.SIGTERM and not sigterm:
+                        continue  # Python's own SIGTERM handler would end this process
+                    signal.raise_signal(signum)
+                    if signum == signal.SIGTERM and signal.getsignal(signal.SIGTERM) is signal.SIG_IGN:
+                        signal.signal(signal.SIGTERM, interrupts.on_sigterm)  # re-armed, as a new command
+            except (KeyboardInterrupt, interrupts.Terminated):
+                pass  # swallowed where it landed: still recorded until the command ends
+    finally:
+        interrupts.restore(previous)
+    assert interrupts.stopped() is None and not interrupts.completed()
+    interrupts.raise_if_stopped()  # the next run in this process starts unstopped
+    assert {signum: signal.getsignal(signum) for signum in before} == before

@@ -10,7 +10,8 @@ while (Lightning does so around ``destroy_process_group``). Either way the run k
 So the handlers here first record the stop, then raise; the long loops (the referee's training
 and evaluation chunks, Lightning's batches via ``swar_bench.callbacks.stop_check.StopCheck``) call
 :func:`raise_if_stopped` once per step, which raises the recorded stop again. A stop is recorded
-until :func:`clear` (each CLI clears it when it installs its handlers).
+until :func:`clear`: each CLI clears it when it installs its handlers (:func:`install`) and when
+it puts the previous ones back (:func:`restore`), so a stop never outlives its command.
 
 A command's work ends at :func:`complete` (its files written, its outcome decided): a stop
 recorded before is raised there, so the run reports it; a Ctrl-C or SIGTERM arriving after it,
@@ -162,7 +163,12 @@ def install(sigterm: bool = False) -> dict[int, Any]:
 
 
 def restore(previous: dict[int, Any]) -> None:
-    """Put back the handlers :func:`install` replaced (``SIG_DFL`` for one not set from Python)."""
+    """Put back the handlers :func:`install` replaced (``SIG_DFL`` for one not set from Python)
+    and forget the recorded stop and :func:`complete`, as :func:`clear` does: the command that
+    installed them has ended and reported its stop, which must not stop the next run in this
+    process (an ``evaluate()`` called from Python after a command that was interrupted would
+    otherwise raise at its first chunk)."""
     for signum, handler in previous.items():
         signal.signal(signum, signal.SIG_DFL if handler is None else handler)
+    clear()
 

@@ -21,6 +21,8 @@ from swar_bench.referee.cli import main
 from swar_bench.referee.evaluate import evaluate
 from swar_bench.utils import interrupts
 
+from .conftest import small_gru
+
 QUICK = Path(__file__).resolve().parents[2] / "configs" / "referee" / "quick.yaml"
 SMALL = [
     "--ranges",
@@ -536,7 +538,7 @@ def _stop_command(tmp_path: Path, command: str, depth: int) -> tuple[list[str], 
     return ["verdict", "--baseline", str(a), "--challenger", str(b), "--json", str(folder / "v.json")], top
 
 
-def test_the_reported_stop_just_after_out_was_made_leaves_no_folder(tmp_path, monkeypatch, capsys):
+def test_the_reported_stop_just_after_out_was_made_leaves_no_folder(tmp_path, monkeypatch, capsys, small_kwargs):
     # reported (SIGTERM as soon as --out=x/refint existed): 143, but the new folder x was left behind,
     # because the stop fell between mkdir(x/refint) and the record of it
     argv, top = _stop_command(tmp_path, "run", 2)
@@ -544,8 +546,11 @@ def test_the_reported_stop_just_after_out_was_made_leaves_no_folder(tmp_path, mo
     assert main(argv) == 143
     assert capsys.readouterr().err.splitlines()[-1] == "swar-bench referee: terminated (SIGTERM)"
     assert not top.exists()
-    assert interrupts.stopped() is interrupts.Terminated  # recorded until the next command (or clear)
-    interrupts.clear()  # so that a later test's evaluate() does not raise it
+    # reported: the stop outlived its command, and the next evaluate() in this process raised
+    # Terminated at its first chunk; it ends with the command that reported it
+    assert interrupts.stopped() is None
+    result = evaluate(small_gru(0), **{**small_kwargs, "ranges": (6,), "curriculum_rounds": 0})
+    assert [row["range"] for row in result["suites"]["needle"]] == [6]
 
 
 @settings(max_examples=24, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -571,8 +576,8 @@ def test_a_stop_just_after_any_output_folder_or_probe_file_was_made_leaves_nothi
     name = "interrupted" if signum == signal.SIGINT else "terminated (SIGTERM)"
     assert capsys.readouterr().err.splitlines()[-1] == f"swar-bench referee: {name}"
     assert not top.exists()
-    assert interrupts.stopped() is (KeyboardInterrupt if signum == signal.SIGINT else interrupts.Terminated)
-    interrupts.clear()
+    assert interrupts.stopped() is None  # the stop ended with its command: it cannot stop the next one
+    interrupts.raise_if_stopped()
 
 
 @settings(max_examples=60, deadline=None)

@@ -641,10 +641,9 @@ def _generate_with_a_signal(out, monkeypatch, signum, at, swallow=False, via_dis
     monkeypatch.setattr(data_cli, "print", printing, raising=False)
     argv = ["generate", "--out", str(out), "--no-progress", "--num-examples", "8", "--configs", "n32",
             "--splits", "validation,test"]
-    try:
-        return dispatcher.main(["data", *argv]) if via_dispatcher else main(argv)
-    finally:
-        interrupts.clear()  # the stop stays recorded after the command (by design): not into the next test
+    status = dispatcher.main(["data", *argv]) if via_dispatcher else main(argv)
+    assert interrupts.stopped() is None  # a stop ends with its command: never into the next one
+    return status
 
 
 def test_a_signal_while_generate_prints_its_last_line_is_not_an_interruption(tmp_path, capsys, monkeypatch):
