@@ -14,7 +14,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from swar_bench.utils.text import did_you_mean
+from swar_bench.utils.text import closest_name, did_you_mean
 
 
 def mechanism_names() -> list[str]:
@@ -217,8 +217,6 @@ def nested_class_arg_line(message: str, argv: list[str]) -> str | None:
     ...)``), which the generic reading blames on the ``--config`` file that set the option. None
     for any other message. The accepted arguments are those the parser takes
     (:func:`class_arguments`, ``**kwargs`` followed), as for the same typo in a ``--config`` file."""
-    import difflib
-
     key = re.match(r'Parser key "([^"]+)"', message)
     given = re.search(r"Given value: NestedArg\(key='([^']+)', val=(.*)\)\s*$", message)
     # the first class tried is the one given; later ones are the option's base classes
@@ -239,8 +237,8 @@ def nested_class_arg_line(message: str, argv: list[str]) -> str | None:
         reason = re.sub(r"<class '([^']+)'>", r"\1", re.sub(r"Expected an? <class '([^']+)'>", r"Expected \1", refused.group(2)))
         return f"{typed}: {reason} (an argument of {class_path})"
     accepted = class_arguments(class_path, follow_kwargs=True) or []
-    close = difflib.get_close_matches(name, accepted, n=1, cutoff=0.6)
-    suggestion = f" (did you mean {typed.rstrip('+')[: -len(name)]}{close[0]}?)" if close else ""
+    close = closest_name(name, accepted)
+    suggestion = f" (did you mean {typed.rstrip('+')[: -len(name)]}{close}?)" if close else ""
     listed = f": {', '.join(accepted)}" if accepted else ""
     return f"unknown option {typed}{suggestion}; expected an argument of {class_path}{listed}"
 
@@ -301,23 +299,21 @@ def unknown_class_line(message: str, argv: list[str]) -> str | None:
     kinds = ", ".join(b.__name__ for b in bases[:-1]) + (" or " if len(bases) > 1 else "") + bases[-1].__name__
     choices = class_choices(bases)
     listing = f", e.g. one of {', '.join(choices)}" if choices else ""
-    import difflib
-
     # a class name is suggested only when it is a small edit away (NoSuchLogger is not CSVLogger)
-    close = difflib.get_close_matches(typed.strip("[]").rsplit(".", 1)[-1], choices, n=1, cutoff=0.8)
-    suggestion = f" (did you mean {close[0]}?)" if close else ""
+    close = closest_name(typed.strip("[]").rsplit(".", 1)[-1], choices, cutoff=0.8)
+    suggestion = f" (did you mean {close}?)" if close else ""
     left_open = open_brackets(typed) if typed.lstrip()[:1] in ("[", "{") else []  # a value opened as JSON
     unclosed, unclosed_mapping = left_open[:1] == ["["], left_open[:1] == ["{"]
 
     def rest(flag: str) -> str:  # never str.format: the typed name may hold braces
         if unclosed_mapping:
             named = re.search(r'"class_path"\s*:\s*"([\w.]+)"', typed)
-            example = named.group(1) if named and named.group(1) in choices else (close or choices or ["NAME"])[0]
+            example = named.group(1) if named and named.group(1) in choices else (close or (choices or ["NAME"])[0])
             return (f"unclosed mapping {typed!r} for {flag}; expected a mapping closed by }}, e.g. "
                     f'{flag}={{"class_path": "{example}"}}, or a {kinds} class name or path')
         if unclosed:
             return (f"unclosed list {typed!r} for {flag}; expected a list closed by ], e.g. "
-                    f"{flag}=[{close[0] if close else (choices or ['NAME'])[0]}], or a {kinds} class name or path")
+                    f"{flag}=[{close or (choices or ['NAME'])[0]}], or a {kinds} class name or path")
         return f"unknown {kinds} class {typed!r} for {flag}{suggestion}; expected a {kinds} class name or path{listing}"
 
     typed_here = any(a.partition("=")[0].rstrip("+") == f"--{option}" and typed in a for a in argv) or any(
@@ -399,7 +395,7 @@ def unknown_config_keys(config: Any, options: set[str], prefix: str = "", groups
                         takes: dict[str, str] | None = None, fields: Callable[[str], Any] | None = None
                         ) -> list[tuple[str, str | None]]:
     """Every key of a ``--config`` mapping that names no option, with the closest option of its
-    level (``difflib.get_close_matches``) or None: ``[("trainer.max_step", "trainer.max_steps")]``.
+    level (``closest_name``) or None: ``[("trainer.max_step", "trainer.max_steps")]``.
 
     ``options`` are the parser's dotted option names (``trainer.max_steps``, ``model.mechanism``),
     ``groups`` those of them that only load a group of options from a file (``--trainer FILE``);
@@ -412,8 +408,6 @@ def unknown_config_keys(config: Any, options: set[str], prefix: str = "", groups
     each such mapping with an unknown key takes (``{"model.mechanism.init_args": "the arguments
     of GRU (vocab_size, ...)"}``). jsonargparse stops at the first unknown key and names neither
     the file nor an alternative."""
-    import difflib
-
     found: list[tuple[str, str | None]] = []
     if not isinstance(config, dict):
         return found
@@ -428,8 +422,8 @@ def unknown_config_keys(config: Any, options: set[str], prefix: str = "", groups
             continue
         if any(o.startswith(key + ".") for o in options):
             continue
-        close = difflib.get_close_matches(str(name), level, n=1, cutoff=0.6)
-        found.append((key, prefix + close[0] if close else None))
+        close = closest_name(str(name), level)
+        found.append((key, prefix + close if close else None))
     return found
 
 
@@ -473,8 +467,6 @@ def value_keys(key: str, value: Any, takes: dict[str, str], fields: Callable[[st
     ``key[i]``; init args that are classes themselves looked into), or the keys of a mapping
     option whose fields ``fields(key)`` gives (None: not known). ``takes`` receives
     ``{mapping: what it takes}`` for each mapping with an unknown key."""
-    import difflib
-
     if isinstance(value, list):
         return [found for i, item in enumerate(value) for found in value_keys(f"{key}[{i}]", item, takes, fields)]
     if not isinstance(value, dict):
@@ -494,8 +486,8 @@ def value_keys(key: str, value: Any, takes: dict[str, str], fields: Callable[[st
         if accepted is None or name in accepted:
             found += value_keys(f"{where}.{name}", arg, takes, fields) if accepted is not None else []
             continue
-        close = difflib.get_close_matches(str(name), accepted, n=1, cutoff=0.6)
-        found.append((f"{where}.{name}", f"{where}.{close[0]}" if close else None))
+        close = closest_name(str(name), accepted)
+        found.append((f"{where}.{name}", f"{where}.{close}" if close else None))
         takes[where] = f"{described} ({', '.join(accepted)})"
     return found
 

@@ -39,6 +39,9 @@ def _run(capsys, argv: list[str]) -> tuple[int, list[str]]:
     (["referee", "compar", "a.json", "b.json"],
      ("swar-bench referee: error: unknown subcommand 'compar' (did you mean compare?); expected one of compare, verdict "
      "or a run's options (swar-bench referee --help)")),
+    # a swap of two letters difflib alone missed (ratio 0.43 < 0.6): found by the property below
+    (["reefree"], ("swar-bench: error: unknown command 'reefree' (did you mean referee?); expected one of "
+                  "fit, validate, test, predict, data, referee, demo, check-mechanism, study (swar-bench --help)")),
     (["data", "show", "--split", "tset"],
      ("swar-bench data show: error: argument --split: invalid choice: 'tset' (did you mean test?); expected one of "
      "train, validation, test")),

@@ -18,8 +18,6 @@ named as the command-line option it is; the nested options of a class-typed opti
 
 from __future__ import annotations
 
-import difflib
-
 from swar_bench.utils.option_table import (  # noqa: F401 - the table lives below the layers that read it
     GROUPS,
     NESTED,
@@ -31,6 +29,7 @@ from swar_bench.utils.option_table import (  # noqa: F401 - the table lives belo
     known_options,
     nested_fields,
 )
+from swar_bench.utils.text import closest_name
 
 
 def unknown_nested(name: str) -> tuple[str, str, str | None] | None:
@@ -44,8 +43,7 @@ def unknown_nested(name: str) -> tuple[str, str, str | None] | None:
         key = name[len(option) + 1:].split(".")[0]
         if fields is None or key in fields:
             return None
-        close = difflib.get_close_matches(key, sorted(fields), n=1, cutoff=0.6)
-        return option, key, close[0] if close else None
+        return option, key, closest_name(key, sorted(fields))
     return None
 
 
@@ -88,7 +86,7 @@ def _unknown_inline(option: str, value: str) -> list[tuple[str, str | None]]:
 def unknown_options(argv: list[str]) -> list[tuple[str, str | None]]:
     """The ``--flags`` of ``argv`` (``[subcommand, *options]``) the parser would refuse as
     unrecognized, and those that set no field of a ``NESTED`` mapping option (which the parser
-    passes on unchecked), each with the closest option (``difflib``) or None, in order."""
+    passes on unchecked), each with the closest option (``closest_name``) or None, in order."""
     if not argv:
         return []
     table = known_options(argv[0])
@@ -101,8 +99,8 @@ def unknown_options(argv: list[str]) -> list[tuple[str, str | None]]:
         if typed in NESTED:  # an inline mapping: --data.mqar='{num_kv_pairs: 8}'
             found += _unknown_inline(typed, value if eq else (argv[i + 1] if i + 1 < len(argv) else ""))
             continue
-        name = typed.rstrip("+")
-        appends = name != typed  # --opt+ is no prefix of another option: argparse matches it whole
+        appends = typed.endswith("+")  # --opt+ is no prefix of another option: argparse matches it whole
+        name = typed[:-1] if appends else typed  # one "+" only: --opt++ is no option
         group, dot, rest = name.partition(".")
         if not name or top is None:
             continue
@@ -113,15 +111,15 @@ def unknown_options(argv: list[str]) -> list[tuple[str, str | None]]:
         if not dot or group not in table:  # a top-level option, or one under a group this table has not
             if group in top or not dot and not appends and any(a.startswith(group) for a in top):
                 continue  # an option, or a prefix argparse resolves itself (--ckpt -> --ckpt_path)
-            close = difflib.get_close_matches(group, sorted(top), n=1, cutoff=0.6)
-            found.append((f"--{typed}", f"--{close[0]}{dot}{rest}" if close else None))
+            close = closest_name(group, sorted(top))
+            found.append((f"--{typed}", f"--{close}{dot}{rest}" if close else None))
             continue
         allowed = table[group]
         first = rest.split(".")[0]
         if allowed is None or first in allowed or "." not in rest and not appends and any(a.startswith(first) for a in allowed):
             continue  # not read here, an option, or a prefix argparse resolves itself
-        close = difflib.get_close_matches(first, sorted(allowed), n=1, cutoff=0.6)
-        found.append((f"--{typed}", f"--{group}.{close[0]}" if close else None))
+        close = closest_name(first, sorted(allowed))
+        found.append((f"--{typed}", f"--{group}.{close}" if close else None))
     return found
 
 

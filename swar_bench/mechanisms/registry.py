@@ -9,15 +9,16 @@ all accept
   ``swar_bench.mechanisms.GRU`` or ``my_layer.MyModel`` for a layer in a file outside the package.
 
 Anything else is a ``ValueError`` (:class:`MechanismNameError`) with one line naming the value, the valid short names and, when
-one is close, a suggestion (``difflib.get_close_matches``).
+one is close, a suggestion (``swar_bench.utils.text.closest_name``).
 """
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import os
 from typing import Any
+
+from swar_bench.utils.text import closest_name
 
 ZOO_MODULE = "swar_bench.mechanisms"
 
@@ -34,7 +35,7 @@ def zoo_names() -> list[str]:
 
 
 def _suggest(value: str, names: list[str]) -> str:
-    close = difflib.get_close_matches(value, names, n=1, cutoff=0.6)
+    close = [c] if (c := closest_name(value, names)) else []
     if not close:
         lowered = {n.lower(): n for n in names}
         close = [lowered[value.lower()]] if value.lower() in lowered else []

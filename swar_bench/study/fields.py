@@ -5,10 +5,11 @@ learning-rate lists, unknown keys and an entry's name in an error (``swar_bench.
 
 from __future__ import annotations
 
-import difflib
 import math
 import re
 from typing import Any
+
+from swar_bench.utils.text import closest_name
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
 
@@ -19,8 +20,8 @@ class StudyError(ValueError):
 
 def _unknown(keys: set[str], allowed: set[str], where: str) -> None:
     for key in sorted(keys - allowed):
-        close = difflib.get_close_matches(key, sorted(allowed), n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        close = closest_name(key, sorted(allowed))
+        hint = f" (did you mean {close!r}?)" if close else ""
         raise StudyError(
             f"{where}: unknown key {key!r}{hint}; expected some of {', '.join(sorted(allowed))}"
         )

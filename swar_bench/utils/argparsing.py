@@ -80,12 +80,13 @@ class PathArg:
 
 def closest_option(typed: str, options: Iterable[str]) -> str | None:
     """The option of ``options`` (``--jobs``) closest to the ``typed`` one (``--jsob``), compared
-    without their leading dashes (``difflib``, cutoff 0.6), or None when none is close."""
-    import difflib
+    without their leading dashes (``swar_bench.utils.text.closest_name``), or None when none is
+    close."""
+    from swar_bench.utils.text import closest_name
 
     by_name = {o.lstrip("-"): o for o in options}
-    close = difflib.get_close_matches(typed.lstrip("-"), sorted(by_name), n=1, cutoff=0.6)
-    return by_name[close[0]] if close else None
+    close = closest_name(typed.lstrip("-"), sorted(by_name))
+    return by_name[close] if close is not None else None
 
 
 def unknown_options_message(unknown: list[str], suggestions: dict[str, str | None]) -> str:

@@ -33,14 +33,45 @@ def inline_mapping(value: str) -> bool:
         return False
 
 
-def did_you_mean(name: str, names: Iterable[str]) -> str:
-    """`` (did you mean d_model?)`` naming the closest of ``names`` to ``name``
-    (``difflib.get_close_matches``, cutoff 0.6), or ``""`` when none is close: the suggestion of
-    every one-line refusal of a mistyped name (an option, a key, a command)."""
+def one_edit_apart(a: str, b: str) -> bool:
+    """True when ``b`` is ``a`` with one character dropped, inserted, replaced, or two adjacent
+    characters swapped (optimal string alignment distance <= 1; Damerau, 1964): the typos a
+    suggestion must always catch."""
+    if a == b:
+        return True
+    if abs(len(a) - len(b)) > 1:
+        return False
+    i = 0
+    while i < min(len(a), len(b)) and a[i] == b[i]:
+        i += 1
+    if len(a) == len(b):
+        return a[i + 1:] == b[i + 1:] or (a[i + 2:] == b[i + 2:] and a[i:i + 2] == b[i:i + 2][::-1])
+    longer, shorter = (a, b) if len(a) > len(b) else (b, a)
+    return longer[i + 1:] == shorter[i:]
+
+
+def closest_name(name: str, names: Iterable[str], cutoff: float = 0.6) -> str | None:
+    """The one of ``names`` closest to the mistyped ``name``, or None when none is close: first
+    the names one typo away (:func:`one_edit_apart`; for a ``name`` of 3 characters or more), the most similar of them by ``difflib``'s
+    ratio; else ``difflib.get_close_matches`` (``cutoff``), which alone misses some single typos
+    (``reefree`` for ``referee``: ratio 0.43)."""
     import difflib
 
-    close = difflib.get_close_matches(str(name), [str(n) for n in names], n=1, cutoff=0.6)
-    return f" (did you mean {close[0]}?)" if close else ""
+    name, names = str(name), [str(n) for n in names]
+    # one edit is most of a name of one or two characters: there difflib's ratio alone decides
+    near = [n for n in names if one_edit_apart(name, n)] if len(name) >= 3 else []
+    if near:
+        return max(near, key=lambda n: difflib.SequenceMatcher(None, name, n).ratio())
+    close = difflib.get_close_matches(name, names, n=1, cutoff=cutoff)
+    return close[0] if close else None
+
+
+def did_you_mean(name: str, names: Iterable[str]) -> str:
+    """`` (did you mean d_model?)`` naming the closest of ``names`` to ``name``
+    (:func:`closest_name`), or ``""`` when none is close: the suggestion of every one-line
+    refusal of a mistyped name (an option, a key, a command)."""
+    close = closest_name(name, names)
+    return f" (did you mean {close}?)" if close is not None else ""
 
 
 def unknown_name_line(what: str, name: str, names: Iterable[str], hint: str = "") -> str:

@@ -59,6 +59,13 @@ def test_a_mistyped_fit_option_is_refused_before_lightning_is_imported():
         "of swar-bench fit (swar-bench fit --help)")]
 
 
+def test_an_option_with_two_appending_plusses_is_refused():
+    # the reported input (found by the property below): "+" appends once; --trainer.plugins++ is no
+    # option, and the fast check let it through to a parser that refused it without a suggestion
+    assert unknown_options(["fit", "--trainer.plugins++", "1"]) == [("--trainer.plugins++", "--trainer.plugins")]
+    assert unknown_options(["fit", "--trainer.plugins+", "1"]) == []
+
+
 def test_every_unknown_option_is_named_at_once():
     assert unknown_options(["test", "--ckpt_pth", "last", "--modle.lr=1", "--data.batchsize", "2", "--trainer.max_steps=3"]) == [
         ("--ckpt_pth", "--ckpt_path"), ("--modle.lr", "--model.lr"), ("--data.batchsize", "--data.batch_size")]
