@@ -252,3 +252,34 @@ def mechanism_facts(m: MechanismSpec) -> dict[str, float]:
         "state_bytes": int(mech.state_bytes(1)),
         "flops_per_token": float(mech.flops_per_token),
     }
+
+
+_READOUT_STATE: dict[str, tuple[int, int | None]] = {}
+
+
+def readout_state(m: MechanismSpec, n_writes: int, recorded: int) -> tuple[int, int | None]:
+    """State bytes of one sequence (float32) at the read-out, and the tokens T they are taken at
+    (None for a fixed-size state): ``recorded`` (the fit record's ``state_bytes(1)``) for a
+    fixed-size mechanism; for one whose state grows with the tokens seen (``fixed_size_state =
+    False``: LogLinearAttention, CausalAttention), ``state_bytes(1, seq_len=T)`` after the mean
+    length T of a passkey_swar example at ``n_writes`` (``12 + 3.75 N`` tokens, docs/TASK.md),
+    where the record's empty-state number would place it below every fixed-size state."""
+    import json
+
+    from swar_bench.mechanisms.registry import resolve_class
+
+    class_path, init_args = mechanism_class(m)
+    cls = resolve_class(class_path)
+    if getattr(cls, "fixed_size_state", True):
+        return recorded, None
+    tokens = round(12 + 3.75 * n_writes)  # as callbacks.length_curriculum.expected_tokens_per_example
+    key = json.dumps([class_path, init_args, tokens], sort_keys=True, default=str)
+    if key not in _READOUT_STATE:
+        _READOUT_STATE[key] = (int(cls(**init_args).state_bytes(1, seq_len=tokens)), tokens)
+    return _READOUT_STATE[key]
+
+
+def state_text(state: tuple[int, int | None]) -> str:
+    """``20,992``, or ``168,464 at T=972 (grows)`` for a state that grows with the tokens seen."""
+    n_bytes, tokens = state
+    return f"{n_bytes:,}" if tokens is None else f"{n_bytes:,} at T={tokens:,} (grows)"

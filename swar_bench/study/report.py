@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from swar_bench.study import protocol, provenance
+from swar_bench.study.commands import readout_state, state_text
 from swar_bench.study.config_files import config_change
 from swar_bench.study.progress import progress_text, stale_reason
 from swar_bench.study.records import _nan_safe, read_curve, read_json
@@ -350,6 +351,14 @@ def markdown(spec: StudySpec, results: list[MechanismResult], test_n: Sequence[i
         "",
         "Over the seeds that passed the gate. Forgetting = min(ar_valid, ar_expired_stale) per seed.",
         "",
+    ]
+    if any(readout_state(r.spec, n, r.judged[0].fit["state_bytes"])[1] is not None for r in learned):
+        lines += [
+            f"State bytes: one sequence's float32 state; a state that grows with the tokens seen is taken "
+            f"after the T tokens of a mean n{n} example.",
+            "",
+        ]
+    lines += [
         "| mechanism | seeds | state bytes | params | passkey_exact | ar_valid | ar_expired_stale | forgetting |",
         "|---|---|---|---|---|---|---|---|",
     ]
@@ -357,7 +366,8 @@ def markdown(spec: StudySpec, results: list[MechanismResult], test_n: Sequence[i
         fit = r.judged[0].fit
         f_mean, f_low, f_high = forgetting_across_seeds(r.judged, n)
         lines.append(
-            f"| {r.name} | {len(r.judged)}{' (retry)' if r.judged[0].retry else ''} | {fit['state_bytes']:,} | "
+            f"| {r.name} | {len(r.judged)}{' (retry)' if r.judged[0].retry else ''} | "
+            f"{state_text(readout_state(r.spec, n, fit['state_bytes']))} | "
             f"{fit['n_params']:,} | {_cell(r.judged, n, 'passkey_exact')} | {_cell(r.judged, n, 'ar_valid')} | "
             f"{_cell(r.judged, n, 'ar_expired_stale')} | {_fmt(f_mean)} ({_fmt(f_low)}–{_fmt(f_high)}) |"
         )
@@ -551,7 +561,9 @@ def summary(spec: StudySpec, results: list[MechanismResult]) -> dict[str, Any]:
                 kind: dict(zip(("value", "low", "high", "how"), across_seeds(r.judged, n, kind)))
                 for kind in KINDS
             }
-            row["state_bytes"] = r.judged[0].fit["state_bytes"]
+            row["state_bytes"], tokens = readout_state(r.spec, n, r.judged[0].fit["state_bytes"])
+            if tokens is not None:  # a state that grows with the tokens seen: taken at T tokens
+                row["state_tokens"] = tokens
             row["n_params"] = r.judged[0].fit["n_params"]
         rows.append(row)
     return {"study": spec.name, "readout_n": n, "mechanisms": rows}

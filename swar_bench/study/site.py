@@ -48,6 +48,7 @@ from swar_bench.study.report import (
     progress_text,
     summary,
 )
+from swar_bench.study.commands import readout_state, state_text
 from swar_bench.study.runner import Budget, mechanism_class, read_budget, run_name
 from swar_bench.study.spec import StudyError, StudySpec
 from swar_bench.utils.text import plural
@@ -92,14 +93,20 @@ def _lr_text(value: float | None) -> str:
     return "–" if value is None else f"{value:g}"
 
 
-def _facts(r: MechanismResult) -> dict[str, Any]:
+def _facts(r: MechanismResult, n: int) -> dict[str, Any]:
     """State bytes, parameters and forward FLOPs per token from a fit record of ``r`` (the same
-    for every fit of a mechanism); empty while no fit at the chosen rate is recorded."""
+    for every fit of a mechanism), the state at the read-out ``n`` when it grows with the tokens
+    seen (``readout_state``; ``state_text`` its text); empty while no fit at the chosen rate is
+    recorded."""
     fits = [s.fit for s in r.judged + r.seeds] + ([r.retry.fit] if r.retry else [])
     if not fits:
         return {}
     fit = fits[0]
-    return {k: fit.get(k) for k in ("state_bytes", "n_params", "flops_per_token")}
+    facts = {k: fit.get(k) for k in ("state_bytes", "n_params", "flops_per_token")}
+    if isinstance(facts["state_bytes"], int):
+        state = readout_state(r.spec, n, facts["state_bytes"])
+        facts["state_bytes"], facts["state_text"] = state[0], state_text(state)
+    return facts
 
 
 def _cell(text: str, sort: Any) -> dict[str, Any]:
@@ -124,7 +131,7 @@ def leaderboard(spec: StudySpec, results: list[MechanismResult]) -> list[dict[st
     by_name = {row["mechanism"]: row for row in summary(spec, results)["mechanisms"]}
     for r in results:
         row = by_name[r.name]
-        facts = _facts(r)
+        facts = _facts(r, n)
         if r.learned:
             pk_value = across_seeds(r.judged, n, "passkey_exact")[0]
             passkey = _cell(cell_text(r.judged, n, "passkey_exact"), pk_value)
@@ -147,7 +154,7 @@ def leaderboard(spec: StudySpec, results: list[MechanismResult]) -> list[dict[st
                 "href": page_path(r.name),
                 "status": _status(r),
                 "cells": [
-                    _cell(_int_text(facts.get("state_bytes")), facts.get("state_bytes")),
+                    _cell(facts.get("state_text") or _int_text(facts.get("state_bytes")), facts.get("state_bytes")),
                     _cell(_int_text(facts.get("n_params")), facts.get("n_params")),
                     _cell(_flops_text(facts.get("flops_per_token")), facts.get("flops_per_token")),
                     passkey,
@@ -226,6 +233,7 @@ def mechanism_context(spec: StudySpec, r: MechanismResult, budget: Budget) -> di
     """What the page of one mechanism shows (see the module docstring); ``budget`` is the one of
     its own budget config (``read_budget(spec, r.spec)``)."""
     class_path, init_args = mechanism_class(r.spec)
+    facts = _facts(r, spec.readout_n)
     best = best_gate(r) if r.finished and not r.learned else None
     return {
         "name": r.name,
@@ -239,9 +247,9 @@ def mechanism_context(spec: StudySpec, r: MechanismResult, budget: Budget) -> di
         "study_init_args": sorted((k, repr(v)) for k, v in r.spec.init_args.items()),
         "added": r.spec.added,
         "facts": {
-            "state bytes": _int_text(_facts(r).get("state_bytes")),
-            "parameters": _int_text(_facts(r).get("n_params")),
-            "FLOPs per token": _flops_text(_facts(r).get("flops_per_token")),
+            "state bytes": facts.get("state_text") or _int_text(facts.get("state_bytes")),
+            "parameters": _int_text(facts.get("n_params")),
+            "FLOPs per token": _flops_text(facts.get("flops_per_token")),
         },
         "walk": [
             {
