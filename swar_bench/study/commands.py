@@ -279,6 +279,15 @@ def readout_state(m: MechanismSpec, n_writes: int, recorded: int) -> tuple[int, 
     return _READOUT_STATE[key]
 
 
+def grown_state_lines(rows: list[tuple[MechanismSpec, int]], n_writes: int) -> list[str]:
+    """The report's note under a table of ``(mechanism, recorded state bytes)`` rows when one of
+    them grows with the tokens seen (:func:`readout_state`), followed by a blank line; else []."""
+    if all(readout_state(m, n_writes, recorded)[1] is None for m, recorded in rows):
+        return []
+    return [f"State bytes: one sequence's float32 state; a state that grows with the tokens seen is taken "
+            f"after the T tokens of a mean n{n_writes} example.", ""]
+
+
 def state_text(state: tuple[int, int | None]) -> str:
     """``20,992``, or ``168,464 at T=972 (grows)`` for a state that grows with the tokens seen."""
     n_bytes, tokens = state

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from swar_bench.study import protocol, provenance
-from swar_bench.study.commands import readout_state, state_text
+from swar_bench.study.commands import grown_state_lines, readout_state, state_text
 from swar_bench.study.config_files import config_change
 from swar_bench.study.progress import progress_text, stale_reason
 from swar_bench.study.records import _nan_safe, read_curve, read_json
@@ -351,14 +351,7 @@ def markdown(spec: StudySpec, results: list[MechanismResult], test_n: Sequence[i
         "",
         "Over the seeds that passed the gate. Forgetting = min(ar_valid, ar_expired_stale) per seed.",
         "",
-    ]
-    if any(readout_state(r.spec, n, r.judged[0].fit["state_bytes"])[1] is not None for r in learned):
-        lines += [
-            f"State bytes: one sequence's float32 state; a state that grows with the tokens seen is taken "
-            f"after the T tokens of a mean n{n} example.",
-            "",
-        ]
-    lines += [
+        *grown_state_lines([(r.spec, r.judged[0].fit["state_bytes"]) for r in learned], n),
         "| mechanism | seeds | state bytes | params | passkey_exact | ar_valid | ar_expired_stale | forgetting |",
         "|---|---|---|---|---|---|---|---|",
     ]
