@@ -17,6 +17,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol
+
+
+class _Gate(Protocol):
+    def passes(self, ar_valid: float, passkey_exact: float) -> bool: ...
 
 SCORE_KINDS = ("ar_valid", "ar_expired_stale", "passkey")
 
@@ -69,3 +74,28 @@ def choose_rate(
             used.append(above.pop(0))
         else:
             return best, used, True
+
+
+def _num(value: Any) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def gate_passed(gate: _Gate, record: Mapping[str, Any] | None) -> bool:
+    """Whether a fit record passes ``gate`` now: the thresholds may have changed since the record
+    was written, its validation at the gate N has not (a missing record or value passes nothing)."""
+    values = (record or {}).get("gate") or {}
+    return gate.passes(_num(values.get("ar_valid")), _num(values.get("passkey_exact")))
+
+
+def retry_due(gate: _Gate, fits: Sequence[Mapping[str, Any] | None]) -> bool:
+    """Whether a mechanism has earned its one longer retry: of ``fits`` (every fit it ran: the
+    selection fits at each rate the walk used and every seed at the chosen rate, None for a fit
+    that failed), not one passes ``gate``, and at least one trained (a retry trains longer: it is
+    for fits that did not learn, not for fits that crashed).
+
+    The runner runs the retry when this holds; the report and ``study status`` call a mechanism
+    for which it holds and whose retry record is missing unfinished, never "did not learn"."""
+    return any(f is not None for f in fits) and not any(gate_passed(gate, f) for f in fits)

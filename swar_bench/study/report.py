@@ -50,12 +50,14 @@ ALL_OR_NOTHING = (0.1, 0.9)
 
 @dataclass
 class SeedResult:
-    """One judged seed: its fit record, and its test record when it passed the gate."""
+    """One seed at the chosen rate: its fit record, whether that passes the study's gate now
+    (:func:`protocol.gate_passed`), and its test record when it passed."""
 
     seed: int
     retry: bool
     fit: dict[str, Any]
     test: dict[str, Any] | None = None
+    passed: bool = False
 
     def accuracy(self, n: int, kind: str) -> tuple[int, int]:
         """``(correct, count)`` of ``kind`` at ``n`` in the test record (0, 0 when absent)."""
@@ -101,13 +103,8 @@ class MechanismResult:
     @property
     def judged(self) -> list[SeedResult]:
         """The seeds judged at length: those that passed the gate and were tested (or the retry)."""
-        passed = [s for s in self.seeds if s.fit["gate"]["passed"] and s.test is not None]
-        if (
-            not passed
-            and self.retry is not None
-            and self.retry.fit["gate"]["passed"]
-            and self.retry.test
-        ):
+        passed = [s for s in self.seeds if s.passed and s.test is not None]
+        if not passed and self.retry is not None and self.retry.passed and self.retry.test:
             return [self.retry]
         return passed
 
@@ -183,19 +180,33 @@ def _collect_one(
             result.missing.append(f"fit {run_name(m, chosen, s)}")
             continue
         test = None
-        if fit["gate"]["passed"]:
+        passed = protocol.gate_passed(spec.gate, fit)
+        if passed:
             why: list[str] = []
             test = _compatible(read_json(records / f"{run_name(m, chosen, s)}.test.json"), spec, why)
             stale.update({f"test {run_name(m, chosen, s)}": w for w in why})
             if test is None:
                 result.missing.append(f"test {run_name(m, chosen, s)}")
-        result.seeds.append(SeedResult(s, False, fit, test))
+        result.seeds.append(SeedResult(s, False, fit, test, passed))
+    # the retry counts exactly when the runner owes it: every seed at the chosen rate is recorded
+    # and protocol.retry_due holds over every fit it ran (the walk's selection fits and the seeds);
+    # a retry record beside a seed that passed is not the protocol's, and is not read
+    if len(result.seeds) < len(seeds):
+        result.stale = list(stale.values())
+        return result
+    ran = [fit_of(lr, s) for lr in used for s in selection] + [r.fit for r in result.seeds]
+    if not protocol.retry_due(spec.gate, ran):
+        result.stale = list(stale.values())
+        return result
+    retry_name = run_name(m, chosen, 0, True)
     retry_fit = fit_of(chosen, 0, True)
-    if retry_fit is not None:
-        retry_test = _compatible(read_json(records / f"{run_name(m, chosen, 0, True)}.test.json"), spec)
-        result.retry = SeedResult(0, True, retry_fit, retry_test)
-        if retry_fit["gate"]["passed"] and retry_test is None:  # a learner whose test is still to run
-            result.missing.append(f"test {run_name(m, chosen, 0, True)}")
+    if retry_fit is None:
+        result.missing.append(f"fit {retry_name}")
+    else:
+        retry_test = _compatible(read_json(records / f"{retry_name}.test.json"), spec)
+        result.retry = SeedResult(0, True, retry_fit, retry_test, protocol.gate_passed(spec.gate, retry_fit))
+        if result.retry.passed and retry_test is None:  # a learner whose test is still to run
+            result.missing.append(f"test {retry_name}")
     result.stale = list(stale.values())
     return result
 
@@ -336,7 +347,7 @@ def markdown(spec: StudySpec, results: list[MechanismResult], test_n: Sequence[i
     for r in results:
         if not r.complete:
             continue
-        passed = sum(1 for s in r.seeds if s.fit["gate"]["passed"])
+        passed = sum(1 for s in r.seeds if s.passed)
         ar = ", ".join(_fmt(s.fit["gate"]["ar_valid"]) for s in r.seeds)
         pk = ", ".join(_fmt(s.fit["gate"]["passkey_exact"]) for s in r.seeds)
         retry = ""
@@ -546,7 +557,7 @@ def summary(spec: StudySpec, results: list[MechanismResult]) -> dict[str, Any]:
             "grid": r.grid,
             "finished": r.finished,
             "learned": r.learned,
-            "seeds_passed": sum(1 for s in r.seeds if s.fit["gate"]["passed"]),
+            "seeds_passed": sum(1 for s in r.seeds if s.passed),
             "seeds": len(r.seeds),
         }
         if r.learned:

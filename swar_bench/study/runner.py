@@ -419,10 +419,8 @@ class Runner:
             return list(pool.map(call, calls, tickets))
 
     def passed(self, record: dict[str, Any] | None) -> bool:
-        """Whether a fit record passes the study's gate now (the thresholds may have changed since
-        it was written; its validation at the gate N has not)."""
-        gate = (record or {}).get("gate") or {}
-        return self.spec.gate.passes(_num(gate.get("ar_valid")), _num(gate.get("passkey_exact")))
+        """Whether a fit record passes the study's gate now (:func:`protocol.gate_passed`)."""
+        return protocol.gate_passed(self.spec.gate, record)
 
     def rates(self, m: MechanismSpec) -> tuple[list[float], tuple[float, ...], tuple[float, ...]] | None:
         """``(grid, below, above)`` of ``m``: its own grid and the study's extensions, or, for an
@@ -490,12 +488,9 @@ class Runner:
         )
         passed = [s for s in seeds if self.passed(fits.get((chosen, s)))]
         self._parallel([(self.test, m, chosen, s) for s in passed])
-        learned_any = any(self.passed(r) for r in fits.values())
         # a dry run plans the retry once every fit that decides it is recorded (and none passed)
         decided = not self.dry_run or all(r is not None for r in fits.values())
-        # a retry trains longer: for fits that trained and did not learn, not for fits that failed
-        trained = any(r is not None for r in fits.values())
-        if not learned_any and decided and trained:
+        if decided and protocol.retry_due(self.spec.gate, list(fits.values())):
             retry = self.fit(m, chosen, 0, retry=True)
             if self.passed(retry):
                 self.test(m, chosen, 0, retry=True)

@@ -206,8 +206,8 @@ def _seed_rows(r: MechanismResult) -> list[dict[str, Any]]:
                 "score": _num_text(s.fit.get("score"), 3),
                 "ar_valid": _num_text(gate.get("ar_valid")),
                 "passkey_exact": _num_text(gate.get("passkey_exact")),
-                "passed": "passed" if gate["passed"] else "not passed",
-                "tested": "yes" if s.test is not None else ("missing" if gate["passed"] else "–"),
+                "passed": "passed" if s.passed else "not passed",
+                "tested": "yes" if s.test is not None else ("missing" if s.passed else "–"),
                 "judged": any(s is j for j in r.judged),
             }
         )
