@@ -104,9 +104,8 @@ class MechanismResult:
     def judged(self) -> list[SeedResult]:
         """The seeds judged at length: those that passed the gate and were tested (or the retry)."""
         passed = [s for s in self.seeds if s.passed and s.test is not None]
-        if not passed and self.retry is not None and self.retry.passed and self.retry.test:
-            return [self.retry]
-        return passed
+        retry = [self.retry] if self.retry is not None and self.retry.passed and self.retry.test else []
+        return passed or retry
 
     @property
     def learned(self) -> bool:
@@ -179,8 +178,7 @@ def _collect_one(
         if fit is None:
             result.missing.append(f"fit {run_name(m, chosen, s)}")
             continue
-        test = None
-        passed = protocol.gate_passed(spec.gate, fit)
+        test, passed = None, protocol.gate_passed(spec.gate, fit)
         if passed:
             why: list[str] = []
             test = _compatible(read_json(records / f"{run_name(m, chosen, s)}.test.json"), spec, why)
@@ -191,25 +189,19 @@ def _collect_one(
     # the retry counts exactly when the runner owes it: every seed at the chosen rate is recorded
     # and protocol.retry_due holds over every fit it ran (the walk's selection fits and the seeds);
     # a retry record beside a seed that passed is not the protocol's, and is not read
-    if len(result.seeds) < len(seeds):
-        result.stale = list(stale.values())
-        return result
+    # the retry counts exactly when the runner owes it (protocol.retry_due over every fit it ran)
     ran = [fit_of(lr, s) for lr in used for s in selection] + [r.fit for r in result.seeds]
-    if not protocol.retry_due(spec.gate, ran):
-        result.stale = list(stale.values())
-        return result
-    retry_name = run_name(m, chosen, 0, True)
-    retry_fit = fit_of(chosen, 0, True)
-    if retry_fit is None:
-        result.missing.append(f"fit {retry_name}")
-    else:
-        retry_test = _compatible(read_json(records / f"{retry_name}.test.json"), spec)
-        result.retry = SeedResult(0, True, retry_fit, retry_test, protocol.gate_passed(spec.gate, retry_fit))
-        if result.retry.passed and retry_test is None:  # a learner whose test is still to run
-            result.missing.append(f"test {retry_name}")
+    if len(result.seeds) == len(seeds) and protocol.retry_due(spec.gate, ran):
+        retry_name, retry_fit = run_name(m, chosen, 0, True), fit_of(chosen, 0, True)
+        if retry_fit is None:
+            result.missing.append(f"fit {retry_name}")
+        else:
+            retry_test = _compatible(read_json(records / f"{retry_name}.test.json"), spec)
+            result.retry = SeedResult(0, True, retry_fit, retry_test, protocol.gate_passed(spec.gate, retry_fit))
+            if result.retry.passed and retry_test is None:  # a learner whose test is still to run
+                result.missing.append(f"test {retry_name}")
     result.stale = list(stale.values())
     return result
-
 
 # ------------------------------------------------------------------------------ cells
 
