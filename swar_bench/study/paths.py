@@ -194,9 +194,22 @@ def holding_study(folders: list[str | os.PathLike], command: str) -> Iterator[No
     """
     from swar_bench.utils.locks import folder_lock
 
+    from swar_bench.utils.locks import LOCK_NAME
+
     unique = dict.fromkeys(os.path.realpath(os.path.abspath(f)) for f in folders)
     shown_as = {os.path.realpath(os.path.abspath(f)): os.fspath(f) for f in reversed(folders)}
-    with contextlib.ExitStack() as stack:
-        for real in unique:
-            stack.enter_context(folder_lock(shown_as[real], command))
-        yield
+    created = [real for real in unique if not os.path.lexists(real)]
+    try:
+        with contextlib.ExitStack() as stack:
+            for real in unique:
+                stack.enter_context(folder_lock(shown_as[real], command))
+            yield
+    except BaseException:  # a refused run leaves no folder it made that holds only its lock
+        for real in reversed(created):
+            try:
+                if os.listdir(real) == [LOCK_NAME]:
+                    os.remove(os.path.join(real, LOCK_NAME))
+                os.rmdir(real)
+            except OSError:
+                pass  # it holds something else (or is gone): kept as it is
+        raise

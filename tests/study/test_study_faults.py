@@ -257,3 +257,44 @@ def test_a_run_folder_is_dropped_exactly_when_it_holds_no_checkpoint(tmp_path_fa
     has_checkpoint = any(rel.startswith("checkpoints/") and rel.endswith(".ckpt") for rel in files)
     assert drop_unresumable(run_dir) is (not has_checkpoint)
     assert run_dir.exists() is has_checkpoint and (run_dir.parent / "run.fit.log").read_text() == "log"
+
+
+def test_refused_add_leaves_no_folder_it_made(tmp_path, capsys):
+    # Reported: `study run S --add nosuchmod.Foo` on a fresh study refused in one line but left
+    # its out/ and records/ folders behind, each holding only the lock file.
+    study = _study(tmp_path)
+    assert main(["run", str(study), "--add", "nosuchmod.Foo"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "nosuchmod.Foo" in err
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "records").exists()
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(pre=st.lists(st.sampled_from(["empty", "holds", "absent"]), min_size=1, max_size=3),
+       fails=st.booleans())
+def test_holding_study_removes_only_what_it_made_when_the_block_fails(tmp_path, pre, fails):
+    # The kind: a refused `study run` leaves behind no folder it created and nothing it did not.
+    base = tmp_path / f"case{len(list(tmp_path.iterdir()))}"
+    base.mkdir()
+    folders = []
+    for i, state in enumerate(pre):
+        folder = base / f"f{i}"
+        if state != "absent":
+            folder.mkdir()
+        if state == "holds":
+            (folder / "record.json").write_text("{}")
+        folders.append(folder)
+    try:
+        with holding_study(folders, "swar-bench study run s.yaml"):
+            assert all(f.is_dir() for f in folders)
+            if fails:
+                raise StudyError("refused")
+    except StudyError:
+        pass
+    for folder, state in zip(folders, pre):
+        if state == "absent" and fails:
+            assert not folder.exists()
+        else:
+            assert folder.is_dir()
+        if state == "holds":
+            assert (folder / "record.json").read_text() == "{}"
