@@ -192,9 +192,7 @@ def holding_study(folders: list[str | os.PathLike], command: str) -> Iterator[No
             naming the folder and the holder's pid, host and command).
         OSError: a folder or its lock file cannot be created.
     """
-    from swar_bench.utils.locks import folder_lock
-
-    from swar_bench.utils.locks import LOCK_NAME
+    from swar_bench.utils.locks import LOCK_NAME, folder_lock
 
     unique = dict.fromkeys(os.path.realpath(os.path.abspath(f)) for f in folders)
     shown_as = {os.path.realpath(os.path.abspath(f)): os.fspath(f) for f in reversed(folders)}

@@ -271,8 +271,8 @@ def test_refused_add_leaves_no_folder_it_made(tmp_path, capsys):
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(pre=st.lists(st.sampled_from(["empty", "holds", "absent"]), min_size=1, max_size=3),
-       fails=st.booleans())
-def test_holding_study_removes_only_what_it_made_when_the_block_fails(tmp_path, pre, fails):
+       fails=st.booleans(), writes=st.booleans())
+def test_holding_study_removes_only_what_it_made_when_the_block_fails(tmp_path, pre, fails, writes):
     # The kind: a refused `study run` leaves behind no folder it created and nothing it did not.
     base = tmp_path / f"case{len(list(tmp_path.iterdir()))}"
     base.mkdir()
@@ -287,14 +287,19 @@ def test_holding_study_removes_only_what_it_made_when_the_block_fails(tmp_path, 
     try:
         with holding_study(folders, "swar-bench study run s.yaml"):
             assert all(f.is_dir() for f in folders)
+            if writes:  # the run got as far as a record in every folder
+                for f in folders:
+                    (f / "made.json").write_text("[]")
             if fails:
                 raise StudyError("refused")
     except StudyError:
         pass
     for folder, state in zip(folders, pre):
-        if state == "absent" and fails:
+        if state == "absent" and fails and not writes:
             assert not folder.exists()
         else:
             assert folder.is_dir()
         if state == "holds":
             assert (folder / "record.json").read_text() == "{}"
+        if writes:
+            assert (folder / "made.json").read_text() == "[]"
