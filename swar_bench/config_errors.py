@@ -115,6 +115,9 @@ def parse_error_line(message: str, argv: list[str] | None = None) -> str:
     required = required_args_line(message, argv or [])
     if required is not None:
         return required
+    missing = re.fullmatch(r"the following arguments are required: (.+)", message.strip())
+    if missing and not key:
+        return missing_options_line(missing.group(1))
     if not key:
         return joined(message)
     keys, class_path = [], None
@@ -174,6 +177,31 @@ def parse_error_line(message: str, argv: list[str] | None = None) -> str:
     if value is not None and re.fullmatch(LIST_TYPES, reason):
         return list_expected_line(option, value, source)
     return f"{source}: {option}: {reason}" if source is not None else f"--{option}: {reason}"
+
+
+SUBCOMMANDS = ("fit", "validate", "test", "predict")
+"""LightningCLI's subcommands: jsonargparse names a missing option under its subcommand (``fit.model.mechanism``)."""
+
+MECHANISM_EXAMPLES = {"model.mechanism": "configs/quickstart.yaml", "mechanism": "configs/referee/quick.yaml"}
+"""The option that names the mechanism, by command (LightningCLI's, the referee's), and a config file naming one."""
+
+
+def missing_options_line(names: str) -> str:
+    """jsonargparse's ``the following arguments are required: fit.model.mechanism`` (``names``: its
+    comma-separated list) as the options the user types, with the config file that would set
+    them: ``missing required option --model.mechanism; expected a --config FILE that sets it
+    (e.g. configs/quickstart.yaml) or the option itself; the mechanism is a name of the zoo (e.g.
+    GatedDeltaNet, docs/MECHANISMS.md) or a class path``. Never the internal key with its subcommand."""
+    options = [re.sub(rf"^(?:{'|'.join(SUBCOMMANDS)})\.", "", n.strip()).lstrip("-") for n in names.split(",") if n.strip()]
+    mechanism = next((o for o in options if o in MECHANISM_EXAMPLES), None)
+    many = len(options) > 1
+    line = (f"missing required option{'s' if many else ''} {', '.join(f'--{o}' for o in options)}; expected a --config "
+            f"FILE that sets {'them' if many else 'it'}")
+    line += f" (e.g. {MECHANISM_EXAMPLES[mechanism]})" if mechanism else ""
+    line += f" or the option{'s' if many else ''} {'themselves' if many else 'itself'}"
+    if mechanism:
+        line += f"; --{mechanism} is a name of the zoo (e.g. GatedDeltaNet, docs/MECHANISMS.md) or a class path"
+    return line
 
 
 LIST_TYPES = r"Expected (?:collections\.abc\.)?(?:Sequence|Iterable|list|tuple)(?:\[.*\])?\. Got value:(?: .*)?"

@@ -132,7 +132,7 @@ from swar_bench.harness.stops import (
     stop_other_ranks,
     stop_status,
 )
-from swar_bench.harness.values import check_values
+from swar_bench.harness.values import check_trains, check_values
 from swar_bench.module import TBPTTModule, mechanism_class_path
 from swar_bench.utils import interrupts
 from swar_bench.utils.argparsing import check_no_dashes_value
@@ -195,6 +195,8 @@ class SwarBenchCLI(LightningCLI):
         cfg = self.config[subcommand] if subcommand else self.config
         check_accelerator(cfg.get("trainer.accelerator"), list(args or []))
         check_values(cfg, list(args or []))  # values a library would refuse later without naming the option
+        if subcommand == "fit":
+            check_trains(cfg, list(args or []))  # max_steps=0 and the like: no step, an empty run folder
         self._configure_run_folder(cfg, subcommand)
         ckpt_path = cfg.get("ckpt_path") if subcommand else None
         if ckpt_path is not None and ckpt_path_keyword(str(ckpt_path), subcommand) is None:

@@ -42,6 +42,13 @@ def _run(capsys, argv):
             ["data", "generate", "--out", "g1", "--config", "n32", "--splits", "test"],
             "swar-bench data generate: error: unknown option --config (did you mean --configs?)",
         ),
+        # a misspelt required option: refused as unknown with its suggestion, not as "--config is required"
+        (["data", "show", "--configs", "n32"], "swar-bench data show: error: unknown option --configs (did you mean --config?)"),
+        (
+            ["data", "generate", "--config", "n32"],
+            ("swar-bench data generate: error: unknown option --config (did you mean --configs?); "
+             "the following arguments are required: --out"),
+        ),
         (
             ["data", "generate", "--out", "g1", "--configs=n32", "--splits", "test", "--num-exmples=5"],
             "swar-bench data generate: error: unknown option --num-exmples (did you mean --num-examples?)",
@@ -102,15 +109,17 @@ def _typo(draw, name: str) -> str:
 
 
 @settings(max_examples=60, deadline=None)
-@given(data=st.data(), names=st.lists(NAMES, min_size=1, max_size=5, unique=True), sub=st.booleans(), inline=st.booleans())
-def test_a_misspelt_option_is_refused_by_its_command_with_a_suggestion(data, names, sub, inline):
-    """Any option of any (sub-)parser, misspelt by one swap, drop or doubling: exit 2, one line
-    ``PROG: error: unknown option --TYPO (did you mean --NAME?)`` from the parser given it, naming an
-    option of that parser; never a silent abbreviation."""
+@given(data=st.data(), names=st.lists(NAMES, min_size=1, max_size=5, unique=True), sub=st.booleans(), inline=st.booleans(),
+       required=st.booleans())
+def test_a_misspelt_option_is_refused_by_its_command_with_a_suggestion(data, names, sub, inline, required):
+    """Any option of any (sub-)parser, required or not, misspelt by one swap, drop or doubling: exit
+    2, one line ``PROG: error: unknown option --TYPO (did you mean --NAME?)`` from the parser given
+    it, naming an option of that parser; never a silent abbreviation, and a misspelt required
+    option is never reported as only missing."""
     top = ArgumentParser(prog="tool")
     parser = top.add_subparsers(dest="command", required=True).add_parser("go") if sub else top
     for name in names:
-        parser.add_argument(f"--{name}")
+        parser.add_argument(f"--{name}", required=required)
     name = data.draw(st.sampled_from(names))
     typo = _typo(data.draw, name)
     padded = typo in names
@@ -125,6 +134,10 @@ def test_a_misspelt_option_is_refused_by_its_command_with_a_suggestion(data, nam
     if "(did you mean" in err:
         suggested = err.split("(did you mean ")[1].split("?)")[0]
         assert suggested.removeprefix("--") in names
+    if required:  # every other option is missing too, and named as such; the suggested one is not
+        tail = err.partition("the following arguments are required: ")[2]
+        missing = {n.strip() for n in tail.strip().split(",") if n.strip()}
+        assert missing == {f"--{n}" for n in names if f"(did you mean --{n}?)" not in err}
 
 
 @settings(max_examples=40, deadline=None)

@@ -248,6 +248,30 @@ def check_values(cfg: Any, argv: list[str]) -> None:
         raise ValueError(line)
 
 
+NO_STEP = {
+    "trainer.max_steps": "-1 (no limit) or an integer >= 1",
+    "trainer.max_epochs": "null, -1 (no limit) or an integer >= 1",
+    "trainer.limit_train_batches": "null, a number of batches >= 1 or a fraction in (0.0, 1.0]",
+}
+"""The ``--trainer.*`` options whose 0 makes Lightning's fit loop stop before its first batch
+(``max_steps`` / ``max_epochs`` reached, ``limit_train_batches`` 0: the loop is skipped), and what
+a fit expects of each instead."""
+
+
+def check_trains(cfg: Any, argv: list[str]) -> None:
+    """Raise ValueError (one line, ``lead``) when ``cfg`` (a ``fit``'s parsed config) sets an option
+    of ``NO_STEP`` to 0: Lightning would accept it, train no step, save no checkpoint and leave a
+    run folder holding only its config. ``--trainer.fast_dev_run`` (a number of batches, or true)
+    overrides all three, so a fit with it passes."""
+    found, fast = lookup(cfg, "trainer.fast_dev_run")
+    if found and fast is not None and fast is not False and fast != 0:
+        return
+    for option, expected in NO_STEP.items():
+        found, value = lookup(cfg, option)
+        if found and _number(value) and value == 0:
+            raise ValueError(f"{lead(argv, option, value)}: a fit that trains no step; expected {expected}")
+
+
 def mqar_option_line(message: str, cfg: Any, argv: list[str]) -> str | None:
     """``MQAR seed=-1: expected ...`` (``MQARData``'s and ``MQARParams``' refusals) led by the
     option it is (``--data.mqar.train_seed=-1: expected ...``; a segment's ``seed`` /

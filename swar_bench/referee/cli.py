@@ -214,8 +214,10 @@ def _run(argv: list[str]) -> int:
         return _error(e, limit=None)
     except Exception as e:  # noqa: BLE001 - any bad config is reported as one line
         from swar_bench.config_errors import parse_error_line
+        from swar_bench.utils.argparsing import unrecognized_line
 
-        return _error(parse_error_line(str(e), argv))
+        options = [s for action in parser._actions for s in action.option_strings]
+        return _error(unrecognized_line(str(e), options, PROG) or parse_error_line(str(e), argv))
     created: list[Path] = []  # filled as the folders are made: a stop at any point finds them
     rc = 1
     try:

@@ -102,6 +102,27 @@ def _as_typed(token: str) -> str:
     return token.partition("=")[0]
 
 
+def unrecognized_line(message: str, options: Iterable[str], prog: str) -> str | None:
+    """argparse's and jsonargparse's ``unrecognized arguments: --seeed 1`` as ``unknown option
+    --seeed (did you mean --seed?)`` (:func:`unknown_options_message`, each flag with the closest
+    long option of ``options``), followed by ``; expected options of PROG (PROG --help)`` when a
+    flag has no close option; stray values alone as ``unexpected argument 'x' (PROG --help)``.
+    None for another message."""
+    import re
+
+    found = re.fullmatch(r"\s*[Uu]nrecognized arguments: (.*)", message, re.DOTALL)
+    if found is None:
+        return None
+    extras = found.group(1).split()
+    flags = [_as_typed(t) for t in extras if t.startswith("-") and len(t) > 1 and not _is_number(t)]
+    if not flags:
+        return f"unexpected argument{'s' if len(extras) > 1 else ''} {' '.join(map(repr, extras))} ({prog} --help)"
+    known = [o for o in options if o.startswith("--")]
+    suggestions = {f: closest_option(f, known) for f in flags}
+    line = unknown_options_message(flags, suggestions)
+    return line if all(suggestions.values()) else f"{line}; expected options of {prog} ({prog} --help)"
+
+
 class Spelled(str):
     """A string option value that remembers the spelling of the option that gave it (``option``:
     ``--init_args`` or ``--init-args``), so a refusal names the option as the user typed it."""
@@ -195,6 +216,47 @@ class ArgumentParser(argparse.ArgumentParser):
         noun = "argument" if len(arguments) == 1 else "arguments"
         return f"{self.prog} takes no options, only its {noun} {'; '.join(shown(a) for a in arguments)}"
 
+    def parse_known_args(self, args=None, namespace=None):
+        """argparse's, remembering the words given this parser (:meth:`required_message`)."""
+        import sys
+
+        self._given = list(sys.argv[1:] if args is None else args)
+        return super().parse_known_args(args, namespace)
+
+    def unknown_flags(self) -> list[str]:
+        """The ``--flags`` (as typed, without ``=value``) of the words last given this parser that no
+        option of it or of its sub-commands' parsers takes, in order; none after ``--``."""
+        given = getattr(self, "_given", [])
+        words = given[: given.index("--")] if "--" in given else given
+        known = set(self.all_option_strings())
+        flags = [_as_typed(t) for t in words if t.startswith("-") and len(t) > 1 and not _is_number(t)]
+        return [f for f in flags if f not in known]
+
+    def all_option_strings(self) -> list[str]:
+        """Every option spelling of this parser and of its sub-commands' parsers, recursively."""
+        found = [s for a in self._actions for s in a.option_strings]
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for sub in action.choices.values():
+                    found += sub.all_option_strings() if isinstance(sub, ArgumentParser) else []
+        return found
+
+    def required_message(self, message: str) -> str | None:
+        """argparse's ``the following arguments are required: --config`` when the words given this
+        parser also hold an unknown option (``--configs``): the refusal of that option with its
+        "did you mean" (:meth:`unknown_message`), the missing arguments that no suggestion names
+        after it; None for another message, or when every option given is known."""
+        import re
+
+        missing = re.fullmatch(r"the following arguments are required: (.*)", message.strip())
+        flags = self.unknown_flags() if missing else []
+        if not flags:
+            return None
+        suggested = {closest_option(f, self.long_options()) for f in flags}
+        unnamed = [n.strip() for n in missing.group(1).split(",") if n.strip() not in suggested]
+        line = self.unknown_message(flags)
+        return f"{line}; the following arguments are required: {', '.join(unnamed)}" if unnamed else line
+
     def parse_args(self, args=None, namespace=None):
         """:meth:`argparse.ArgumentParser.parse_args`, an unknown option refused by the sub-command
         it was given to (:meth:`unknown_message`)."""
@@ -217,8 +279,10 @@ class ArgumentParser(argparse.ArgumentParser):
 
     def error(self, message: str):
         """Exit 2 with ``PROG: error: MESSAGE``: one line, no usage block. A mistyped choice
-        gets a "did you mean" (:func:`choice_message`)."""
-        self.exit(2, f"{self.prog}: error: {self.choice_message(message)}\n")
+        gets a "did you mean" (:func:`choice_message`), and so does a mistyped required option
+        (:meth:`required_message`: ``--configs`` for ``--config`` is refused as unknown, not as a
+        missing ``--config``)."""
+        self.exit(2, f"{self.prog}: error: {self.required_message(message) or self.choice_message(message)}\n")
 
     def choice_message(self, message: str) -> str:
         """argparse's ``argument command: invalid choice: 'generat' (choose from 'generate', ...)``

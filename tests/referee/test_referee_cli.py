@@ -237,6 +237,50 @@ def test_bad_inputs_give_one_line_errors(tmp_path, capsys):
     assert not any(tmp_path.iterdir())
 
 
+@pytest.mark.parametrize(
+    ("argv", "line"),
+    [
+        (["--seeed", "1"], "swar-bench referee: error: unknown option --seeed (did you mean --seed?)"),
+        (
+            ["--config", str(QUICK), "--seeed=1", "--xyzzy", "3"],
+            ("swar-bench referee: error: unknown options --seeed (did you mean --seed?), --xyzzy; "
+             "expected options of swar-bench referee (swar-bench referee --help)"),
+        ),
+        (["--config", str(QUICK), "stray"], "swar-bench referee: error: unexpected argument 'stray' (swar-bench referee --help)"),
+    ],
+)
+def test_a_misspelt_option_gets_its_closest_option(capsys, argv, line):
+    """The reported ``referee --seeed 1`` (jsonargparse: "unrecognized arguments: --seeed 1"),
+    before any work: one line with the option it is closest to."""
+    assert main(argv) == 2
+    assert capsys.readouterr().err == line + "\n"
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data(), names=st.lists(st.text("abcdefghijklmnopqrstuvwxyz_", min_size=4, max_size=14), min_size=1,
+                                      max_size=8, unique=True), inline=st.booleans())
+def test_unrecognized_arguments_name_each_unknown_option_with_its_closest(data, names, inline):
+    """The kind: any option list, any option misspelt by one swap, drop or doubling, in argparse's
+    and jsonargparse's "unrecognized arguments" message: one line naming the typo as typed (no
+    ``=value``) and suggesting an option of the list that is one edit from it."""
+    from swar_bench.utils.argparsing import unrecognized_line
+    from swar_bench.utils.text import one_edit_apart
+
+    name = data.draw(st.sampled_from(names))
+    i = data.draw(st.integers(0, len(name) - 2))
+    typo = data.draw(st.sampled_from([name[:i] + name[i + 1] + name[i] + name[i + 2:], name[:i] + name[i + 1:],
+                                      name[:i] + name[i] + name[i:]]))
+    if typo in names:
+        return  # the typo is another option
+    words = [f"--{typo}=1"] if inline else [f"--{typo}", "1"]
+    line = unrecognized_line(f"unrecognized arguments: {' '.join(words)}", [f"--{n}" for n in names] + ["-h"], "tool")
+    assert line is not None and "\n" not in line
+    assert line.startswith(f"unknown option --{typo} (did you mean --")
+    suggested = line.split("(did you mean --")[1].split("?)")[0]
+    assert suggested in names and one_edit_apart(typo, suggested)
+    assert unrecognized_line("Parser key \"x\": nope", names, "tool") is None
+
+
 def test_compare_saved_results(tmp_path, capsys, gru_result):
     a, b, c = (
         tmp_path / "a" / "result.json",
