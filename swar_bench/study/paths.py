@@ -185,7 +185,9 @@ def holding_study(folders: list[str | os.PathLike], command: str) -> Iterator[No
     """Hold the lock of each of ``folders`` (a study's ``out`` and ``records``, each once) for the
     block (``swar_bench.utils.locks.folder_lock``, ``DIR/.swar-bench.lock``): a second
     ``study run`` of the study is refused before it reads or removes anything. Readers
-    (``study status``, ``report``, ``site``) take no lock. The folders are created.
+    (``study status``, ``report``, ``site``) take no lock. The folders are created; when the
+    block raises, each folder created here (parents included) that holds nothing but the lock
+    is removed again.
 
     Raises:
         swar_bench.utils.locks.FolderLockedError: another process holds one of them (one line
@@ -196,18 +198,23 @@ def holding_study(folders: list[str | os.PathLike], command: str) -> Iterator[No
 
     unique = dict.fromkeys(os.path.realpath(os.path.abspath(f)) for f in folders)
     shown_as = {os.path.realpath(os.path.abspath(f)): os.fspath(f) for f in reversed(folders)}
-    created = [real for real in unique if not os.path.lexists(real)]
+    created: set[str] = set()  # each absent folder and the absent parents it will be created with
+    for real in unique:
+        path = real
+        while not os.path.lexists(path) and os.path.dirname(path) != path:
+            created.add(path)
+            path = os.path.dirname(path)
     try:
         with contextlib.ExitStack() as stack:
             for real in unique:
                 stack.enter_context(folder_lock(shown_as[real], command))
             yield
     except BaseException:  # a refused run leaves no folder it made that holds only its lock
-        for real in reversed(created):
+        for path in sorted(created, key=lambda p: p.count(os.sep), reverse=True):  # children first
             try:
-                if os.listdir(real) == [LOCK_NAME]:
-                    os.remove(os.path.join(real, LOCK_NAME))
-                os.rmdir(real)
+                if os.listdir(path) == [LOCK_NAME]:
+                    os.remove(os.path.join(path, LOCK_NAME))
+                os.rmdir(path)
             except OSError:
                 pass  # it holds something else (or is gone): kept as it is
         raise

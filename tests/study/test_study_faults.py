@@ -267,23 +267,37 @@ def test_refused_add_leaves_no_folder_it_made(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "nosuchmod.Foo" in err
     assert not (tmp_path / "runs").exists() and not (tmp_path / "records").exists()
+    # the same with the folders deeper in a fresh tree: the parents made on the way go too
+    text = study.read_text().replace(f"records: {tmp_path / 'records'}", f"records: {tmp_path / 'a' / 'b' / 'records'}")
+    study.write_text(text.replace(f"out: {tmp_path / 'runs'}", f"out: {tmp_path / 'a' / 'c' / 'runs'}"))
+    assert main(["run", str(study), "--add", "nosuchmod.Foo"]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
+    assert not (tmp_path / "a").exists()
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(pre=st.lists(st.sampled_from(["empty", "holds", "absent"]), min_size=1, max_size=3),
-       fails=st.booleans(), writes=st.booleans())
-def test_holding_study_removes_only_what_it_made_when_the_block_fails(tmp_path, pre, fails, writes):
-    # The kind: a refused `study run` leaves behind no folder it created and nothing it did not.
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(pre=st.lists(st.tuples(st.sampled_from(["empty", "holds", "absent"]), st.integers(0, 2), st.integers(0, 2)),
+                    min_size=1, max_size=3),
+       shared=st.booleans(), fails=st.booleans(), writes=st.booleans())
+def test_holding_study_removes_only_what_it_made_when_the_block_fails(tmp_path, pre, shared, fails, writes):
+    """The kind: a refused `study run` leaves behind no folder it created, parents it created on the
+    way included (``records: a/b/c`` on a fresh tree), and nothing it did not. Each folder lies
+    ``depth`` levels below the case's folder, of which the first ``kept`` exist (with ``shared``,
+    the folders share those parents); the leaf is absent, empty or holds a record."""
     base = tmp_path / f"case{len(list(tmp_path.iterdir()))}"
     base.mkdir()
     folders = []
-    for i, state in enumerate(pre):
-        folder = base / f"f{i}"
-        if state != "absent":
+    for i, (state, depth, kept) in enumerate(pre):
+        parents = [f"p{j}" if shared else f"p{i}_{j}" for j in range(depth)]
+        for j in range(min(kept, depth)):
+            (base.joinpath(*parents[: j + 1])).mkdir(exist_ok=True)
+        folder = base.joinpath(*parents, f"f{i}")
+        if state != "absent" and kept >= depth:
             folder.mkdir()
-        if state == "holds":
-            (folder / "record.json").write_text("{}")
+            if state == "holds":
+                (folder / "record.json").write_text("{}")
         folders.append(folder)
+    before = {p: p.read_bytes() if p.is_file() else None for p in base.rglob("*")}
     try:
         with holding_study(folders, "swar-bench study run s.yaml"):
             assert all(f.is_dir() for f in folders)
@@ -294,12 +308,13 @@ def test_holding_study_removes_only_what_it_made_when_the_block_fails(tmp_path, 
                 raise StudyError("refused")
     except StudyError:
         pass
-    for folder, state in zip(folders, pre):
-        if state == "absent" and fails and not writes:
-            assert not folder.exists()
-        else:
-            assert folder.is_dir()
-        if state == "holds":
-            assert (folder / "record.json").read_text() == "{}"
-        if writes:
-            assert (folder / "made.json").read_text() == "[]"
+    from swar_bench.utils.locks import LOCK_NAME
+
+    after = {p: p.read_bytes() if p.is_file() else None for p in base.rglob("*") if p.name != LOCK_NAME}
+    assert {p: v for p, v in after.items() if p in before} == before  # nothing it did not make is touched
+    if fails and not writes:
+        assert set(after) == set(before)  # every folder it made is gone, parents included
+    else:
+        assert all(f.is_dir() for f in folders)
+    if writes:
+        assert all((f / "made.json").read_text() == "[]" for f in folders)
