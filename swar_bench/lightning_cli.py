@@ -97,6 +97,7 @@ from swar_bench.harness.checks import (
     check_model_fits,
     check_nested_options,
     check_output_folder,
+    check_strategy,
     check_trainable,
     naming_the_option,
     nested_class_paths,
@@ -194,6 +195,7 @@ class SwarBenchCLI(LightningCLI):
         subcommand = self.config.get("subcommand")
         cfg = self.config[subcommand] if subcommand else self.config
         check_accelerator(cfg.get("trainer.accelerator"), list(args or []))
+        check_strategy(cfg.get("trainer.strategy"), list(args or []))
         check_values(cfg, list(args or []))  # values a library would refuse later without naming the option
         if subcommand == "fit":
             check_trains(cfg, list(args or []))  # max_steps=0 and the like: no step, an empty run folder

@@ -25,8 +25,12 @@ import torch
 from torchmetrics import MeanMetric
 
 from swar_bench.datamodules.batches import Batch
+from swar_bench.mechanisms.registry import register_config_modes
 from swar_bench.mechanisms.task_fit import check_task_fits
 from swar_bench.tbptt import IGNORE_INDEX, supervised_cross_entropy, tbptt_chunks
+
+# a process that unpickles this model (ddp_spawn) dumps the run's config with the CLI's parser mode
+register_config_modes()
 
 
 def warmup_cosine(step: int, warmup_steps: int, max_steps: int | None, min_lr_ratio: float) -> float:

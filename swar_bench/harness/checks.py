@@ -86,21 +86,92 @@ def check_output_folder(path: str | os.PathLike, flag: str) -> None:
         raise ValueError(f"{flag}={text}: the folder cannot be {verb} ({err.strerror or err})") from None
 
 
+DEVICE_NAMES = {"gpu": "CUDA or MPS", "cuda": "CUDA", "mps": "MPS", "tpu": "TPU (torch_xla)"}
+"""What each accelerator name of Lightning's needs, as a refusal names it."""
+
+
+def usable_accelerators() -> list[str]:
+    """The ``--trainer.accelerator`` names Lightning accepts that have a device on this machine:
+    ``auto``, then each of its registry's whose ``is_available()`` is true (``cpu`` always), and
+    ``gpu`` when CUDA or MPS is."""
+    from lightning.pytorch.accelerators import AcceleratorRegistry
+
+    names = sorted(AcceleratorRegistry.available_accelerators())
+    usable = [n for n in names if n == "cpu" or AcceleratorRegistry[n]["accelerator"].is_available()]
+    gpu = [] if not ({"cuda", "mps"} & set(usable)) else ["gpu"]
+    return ["auto", *usable, *gpu]
+
+
 def check_accelerator(accelerator: Any, argv: list[str]) -> None:
     """Raise ValueError (one line naming the option, its value and where it was set: the command
-    line or a ``--config`` file of ``argv``) when ``--trainer.accelerator`` asks for a GPU this
-    machine lacks: ``gpu`` without CUDA or MPS, ``cuda`` without CUDA (``torch.cuda.is_available``).
-    Lightning would otherwise stop with only "No supported gpu backend found!"."""
+    line or a ``--config`` file of ``argv``) when ``--trainer.accelerator`` names no accelerator
+    of Lightning's (``tpuu``: with the name meant, and the names it takes) or one this machine
+    has no device for: ``gpu`` without CUDA or MPS, ``cuda`` without CUDA
+    (``torch.cuda.is_available``), ``mps``, ``tpu`` without torch_xla. Lightning would otherwise
+    stop with "No supported gpu backend found!", its own unnamed line, or (``tpu``) a traceback
+    of the missing torch_xla. An ``Accelerator`` instance is not checked."""
     if not isinstance(accelerator, str):
         return
-    value = accelerator.strip().lower()
-    mps = getattr(torch.backends, "mps", None)
-    has_mps = bool(mps is not None and mps.is_available())
-    if value not in ("gpu", "cuda") or torch.cuda.is_available() or (value == "gpu" and has_mps):
-        return
+    from lightning.pytorch.accelerators import AcceleratorRegistry
+
+    from swar_bench.utils.text import did_you_mean
+
     source = _option_source(argv, "trainer.accelerator", accelerator)
     where = f"{source}: trainer.accelerator={accelerator}" if source else f"--trainer.accelerator={accelerator}"
-    raise ValueError(f"{where}: no CUDA device is available on this machine; expected cpu or auto")
+    known = ["auto", *sorted(AcceleratorRegistry.available_accelerators()), "gpu"]
+    if accelerator not in known:
+        raise ValueError(f"{where}: unknown accelerator{did_you_mean(accelerator, known)}; expected one of {', '.join(known)}")
+    usable = usable_accelerators()
+    if accelerator in usable:
+        return
+    cuda = "CUDA" if accelerator in ("gpu", "cuda") else None
+    needs = cuda or DEVICE_NAMES.get(accelerator, accelerator)
+    others = [n for n in usable if n not in ("auto", "cpu")]
+    expected = "cpu or auto" if not others else f"one of {', '.join(usable)}"
+    raise ValueError(f"{where}: no {needs} device is available on this machine; expected {expected}")
+
+
+def check_strategy(strategy: Any, argv: list[str]) -> None:
+    """Raise ValueError (one line naming the option, its value, where it was set, the strategy
+    meant and the names Lightning's ``StrategyRegistry`` takes) when ``--trainer.strategy`` is a
+    name Lightning does not know (``dpp``); Lightning's own refusal names neither the option nor
+    the name meant. A ``Strategy`` (a class path with its init args) is not checked."""
+    if not isinstance(strategy, str):
+        return
+    from lightning.pytorch.strategies import StrategyRegistry
+
+    from swar_bench.utils.text import did_you_mean
+
+    known = ["auto", *StrategyRegistry.available_strategies()]
+    source = _option_source(argv, "trainer.strategy", strategy)
+    where = f"{source}: trainer.strategy={strategy}" if source else f"--trainer.strategy={strategy}"
+    if strategy not in known:
+        main = [n for n in known if "find_unused" not in n and "stage" not in n]
+        raise ValueError(f"{where}: unknown strategy{did_you_mean(strategy, known)}; expected a Strategy class path or "
+                         f"one of {', '.join(main)}, ... (lightning.pytorch.strategies.StrategyRegistry)")
+    package = strategy_package(strategy)
+    if package is not None:
+        import importlib.util
+
+        if importlib.util.find_spec(package) is None:
+            raise ValueError(f"{where}: needs the package {package}, which is not installed here; expected a strategy "
+                             "this machine can run (e.g. auto, ddp)")
+
+
+STRATEGY_PACKAGES = {"XLA": "torch_xla", "TPU": "torch_xla", "DeepSpeed": "deepspeed"}
+"""The package a Lightning strategy class needs, by a part of its class name (``SingleDeviceXLAStrategy``)."""
+
+
+def strategy_package(name: str) -> str | None:
+    """The package the strategy ``name`` of Lightning's ``StrategyRegistry`` needs beyond Lightning
+    and torch (``xla``: torch_xla; ``deepspeed_stage_2``: deepspeed), else None. Lightning reports
+    a missing torch_xla with a traceback (``ModuleNotFoundError``)."""
+    from lightning.pytorch.strategies import StrategyRegistry
+
+    if name not in StrategyRegistry:
+        return None
+    cls = StrategyRegistry[name]["strategy"]
+    return next((p for part, p in STRATEGY_PACKAGES.items() if part in cls.__name__), None)
 
 
 def output_folders(cfg: Any, subcommand: str | None) -> list[tuple[str, str]]:

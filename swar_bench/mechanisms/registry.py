@@ -217,6 +217,19 @@ def config_parser_mode(keys: tuple[str, ...]) -> str:
 
 _MODES: set[str] = set()
 
+CONFIG_MODE_KEYS = (("model", "mechanism"), ("mechanism",))
+"""The ``keys`` of each command's :func:`config_parser_mode`: LightningCLI's (``fit``, ``test``,
+...) and the referee's."""
+
+
+def register_config_modes() -> None:
+    """Register the parser mode of every command (``CONFIG_MODE_KEYS``). A process started by
+    Lightning's ``ddp_spawn`` (or ``ddp_notebook``) unpickles the CLI's parser, whose mode is
+    one of them, and dumps the run's config with it: jsonargparse's loaders live in the process
+    that registered them, so ``swar_bench.module`` (the model it unpickles) calls this on import."""
+    for keys in CONFIG_MODE_KEYS:
+        config_parser_mode(keys)
+
 
 def replaced_init_args(argv: list[str], flag: str) -> list[str]:
     """One line per ``flag`` value in ``argv`` that replaces init args given before it on the
