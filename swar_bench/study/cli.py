@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -222,8 +223,29 @@ def mqar_main(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = _parser()
-    args = p.parse_args(argv)
+    """``swar-bench study COMMAND STUDY``; the exit status. Ctrl-C and SIGTERM end ``status``,
+    ``report`` and ``site`` with one line, exit 130 or 143 (a report or site stopped mid-way
+    leaves the earlier files as they were, ``paths.write_whole``). ``run`` leaves SIGTERM to its
+    runner, which stops its fits first (``runner.Runner``; an MQAR study's fits get SIGTERM when
+    the study process ends, ``children.guarded``)."""
+    from swar_bench.utils import interrupts
+
+    args = _parser().parse_args(argv)
+    previous = interrupts.install(sigterm=True) if args.command != "run" else {}
+    try:
+        return _command(args)
+    except KeyboardInterrupt:
+        print("swar-bench study: interrupted", file=sys.stderr)
+        return 128 + signal.SIGINT
+    except interrupts.Terminated:
+        print("swar-bench study: terminated (SIGTERM)", file=sys.stderr)
+        return 128 + signal.SIGTERM
+    finally:
+        interrupts.restore(previous)
+
+
+def _command(args: argparse.Namespace) -> int:
+    """The study command ``args`` names, its one-line refusals printed; the exit status."""
     try:
         from swar_bench.study.mqar import is_mqar_study, task_problem
 
@@ -265,19 +287,15 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         if args.command == "site":
             from swar_bench.study.site import write_site
-            from swar_bench.utils import interrupts
 
             problem = out_problem(args.out, "the site")
             if problem is not None:
                 raise StudyError(problem)
-            previous = interrupts.install(sigterm=True)
             try:
                 index = write_site(spec, Path(args.out))
             except OSError as err:
                 raise StudyError(f"--out {shown(args.out)}: cannot write the site ({err.strerror or err}); "
                                  "expected a writable folder for the site") from None
-            finally:
-                interrupts.restore(previous)
             print(f"study: wrote {index} (open it in a browser)")
             return 0
         from swar_bench.study.status import print_status

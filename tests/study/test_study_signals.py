@@ -1,5 +1,6 @@
 """A `study run` stopped by SIGTERM stops its fits (exit 143) as Ctrl-C does (130); one killed by
-SIGKILL takes its fits with it, and its folders stay locked until they have ended."""
+SIGKILL takes its fits with it, and its folders stay locked until they have ended. `study status`,
+`report` and `site` stopped by either end with one line too."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from swar_bench.study.attempts import read_attempts
 from swar_bench.study.paths import holding_study
@@ -136,3 +139,75 @@ def test_the_fits_of_a_killed_study_hold_its_folders_until_they_end(tmp_path):
         _end(fit)
     with holding_study([tmp_path / "runs", tmp_path / "records"], "probe"):  # released with the last fit
         pass
+
+
+# ----------------------------------------------------------------- status, report and site stopped
+
+REPORTER = """import os, sys
+from swar_bench.study import report
+def working(spec, out):
+    open(sys.argv[2], "w").write(str(os.getpid()))
+    while True:  # the report being made, until a signal stops it
+        pass
+report.write_report = working
+from swar_bench.cli import main
+sys.exit(main(["study", "report", sys.argv[1], "--out", sys.argv[3]]))
+"""
+
+
+def test_the_reported_report_stopped_by_sigterm_says_so(tmp_path):
+    """Reported: `study report` ended by SIGTERM exited 143 without a word. Now, stopped while it
+    makes the report (its marker written), it ends with one line, 143, and writes nothing."""
+    study = _study(tmp_path, ONE_RUN)
+    marker, out = tmp_path / "working", tmp_path / "out"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.Popen([sys.executable, "-c", REPORTER, str(study), str(marker), str(out)], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        while not marker.is_file() or not marker.read_text():  # the event: the report is being made
+            try:
+                proc.wait(timeout=0.02)
+            except subprocess.TimeoutExpired:
+                continue
+            raise AssertionError(f"the report ended (exit {proc.returncode}): {proc.communicate()}")
+        proc.send_signal(signal.SIGTERM)
+        stdout, stderr = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 143, stderr
+    assert stderr == "swar-bench study: terminated (SIGTERM)\n" and stdout == ""
+    assert not out.exists()
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(command=st.sampled_from(["status", "report", "site"]), mqar=st.booleans(),
+       stop=st.sampled_from([None, "sigterm", "ctrl-c"]))
+def test_every_study_command_but_run_is_stopped_with_one_line(tmp_path_factory, monkeypatch, capsys, command, mqar, stop):
+    """The kind: `study status`, `report` and `site`, of a study of the task or of MQAR, hold
+    SIGTERM's handler for their whole work; stopped there (by SIGTERM or Ctrl-C) each ends with
+    one line and 143 or 130, and the handlers are the caller's again afterwards."""
+    from swar_bench.study import cli
+    from swar_bench.utils import interrupts
+
+    study = ROOT / "configs" / "studies" / ("mqar_zoology.yaml" if mqar else "frontier.yaml")
+    seen = []
+
+    def working(path):  # the first step of every study command's work
+        seen.append(signal.getsignal(signal.SIGTERM))
+        if stop == "sigterm":
+            raise interrupts.Terminated
+        if stop == "ctrl-c":
+            raise KeyboardInterrupt
+        raise cli.StudyError("stopped here")
+
+    monkeypatch.setattr(cli, "study_file_problem", working)
+    before = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
+    extra = ["--out", str(tmp_path_factory.mktemp("o"))] if command == "site" else []
+    status = cli.main([command, str(study), *extra])
+    err = capsys.readouterr().err
+    assert seen == [interrupts.on_sigterm]
+    said = {None: (2, "error: stopped here"), "sigterm": (143, "terminated (SIGTERM)"), "ctrl-c": (130, "interrupted")}[stop]
+    assert (status, err) == (said[0], f"swar-bench study: {said[1]}\n")
+    assert (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)) == before
