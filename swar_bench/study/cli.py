@@ -225,9 +225,9 @@ def mqar_main(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     """``swar-bench study COMMAND STUDY``; the exit status. Ctrl-C and SIGTERM end ``status``,
     ``report`` and ``site`` with one line, exit 130 or 143 (a report or site stopped mid-way
-    leaves the earlier files as they were, ``paths.write_whole``). ``run`` leaves SIGTERM to its
-    runner, which stops its fits first (``runner.Runner``; an MQAR study's fits get SIGTERM when
-    the study process ends, ``children.guarded``)."""
+    leaves the earlier files as they were, ``paths.write_whole``). ``run`` leaves them to its
+    runner, which stops its fits first and then says so (``runner.Runner``,
+    ``mqar.MQARRunner``)."""
     from swar_bench.utils import interrupts
 
     args = _parser().parse_args(argv)

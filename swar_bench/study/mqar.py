@@ -61,6 +61,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 from concurrent import futures
 from dataclasses import dataclass, field, replace
@@ -403,6 +404,23 @@ class MQARRunner:
         self.code, self.env = provenance.code_version(), provenance.environment()
         self.failed: list[str] = []
         self.refused: str | None = None  # a fit that refused its command (exit 2): no other fit starts
+        self.stopped: int | None = None  # 130 / 143 once Ctrl-C or SIGTERM stopped the study: no fit starts
+        self.children: set[subprocess.Popen] = set()
+        self.lock = threading.Lock()
+
+    def stop(self, status: int) -> None:
+        """No fit starts from now on; the running ones get SIGINT (130) or SIGTERM (143) and stop
+        as a fit does (a checkpoint the next ``run`` resumes from)."""
+        import signal
+
+        with self.lock:
+            self.stopped = self.stopped or status
+            running = list(self.children)
+        for proc in running:
+            try:
+                proc.send_signal(signal.SIGTERM if status == 143 else signal.SIGINT)
+            except ProcessLookupError:
+                pass
 
     def saved(self, name: str, command: str) -> dict[str, Any] | None:
         """The reusable record of ``name`` (same command, compatible code, its config files as
@@ -429,7 +447,7 @@ class MQARRunner:
         record = self.saved(name, command)
         if record is not None:
             return record
-        if self.refused is not None:
+        if self.refused is not None or self.stopped is not None:
             return None
         if (solver := solved_by(self.study, e)) is not None:
             self.log(f"study: skip {name}: {e.name} is solved (accuracy {solver['accuracy']:.4f} at lr "
@@ -451,8 +469,13 @@ class MQARRunner:
         running = running_marker(self.out, name)  # `study status` says "running" while it is there
         with open(log_path, "a" if resumed else "w") as handle:
             # ends with this thread, which waits for it (swar_bench.study.children)
-            with children.launch([*SWAR_BENCH, *args, *([f"--ckpt_path={last}"] if resumed else [])],
-                                 stdout=handle, stderr=subprocess.STDOUT, env=env) as proc:
+            with self.lock:
+                if self.stopped is not None:
+                    return None
+                proc = children.launch([*SWAR_BENCH, *args, *([f"--ckpt_path={last}"] if resumed else [])],
+                                       stdout=handle, stderr=subprocess.STDOUT, env=env)
+                self.children.add(proc)
+            with proc:
                 try:
                     atomic_write_text(running, f"{socket.gethostname()} {proc.pid}\n")
                     rc = proc.wait()
@@ -461,7 +484,11 @@ class MQARRunner:
                     raise
                 finally:
                     running.unlink(missing_ok=True)
+                    with self.lock:
+                        self.children.discard(proc)
         secs = time.monotonic() - start
+        if rc != 0 and self.stopped is not None:  # stopped with the study: resumed by the next run
+            return None
         if rc != 0:
             self.failed.append(name)
             if rc == BAD_INPUT:  # every other fit of the study would be refused alike
@@ -500,8 +527,23 @@ class MQARRunner:
         plan = [(e, self.study.rates(e)[i]) for i in range(depth) for e in self.entries if i < len(self.study.rates(e))]
         for e, lr in plan:  # a stale record stops the study before anything runs
             self.saved(run_name(e, lr), shlex.join(["swar-bench", *fit_args(self.study, e, lr)]))
-        with futures.ThreadPoolExecutor(max_workers=self.jobs) as pool:
-            list(pool.map(lambda job: self.fit(*job), plan))
+        from swar_bench.utils import interrupts
+
+        pool = futures.ThreadPoolExecutor(max_workers=self.jobs)
+        previous = interrupts.install(sigterm=True)  # SIGTERM stops the fits as Ctrl-C does
+        try:
+            for job in [pool.submit(self.fit, *job) for job in plan]:
+                job.result()
+        except (KeyboardInterrupt, interrupts.Terminated) as signalled:
+            status = 143 if isinstance(signalled, interrupts.Terminated) else 130
+            self.stop(status)
+            pool.shutdown(wait=True, cancel_futures=True)
+            how = "terminated (SIGTERM)" if status == 143 else "interrupted"
+            self.log(f"study: {how}; `swar-bench study run {self.study.path}` continues from the records")
+            return status
+        finally:
+            interrupts.restore(previous)
+        pool.shutdown(wait=True)
         if self.refused is not None:
             self.log(f"study: stopped (exit {BAD_INPUT}: a run refused its command; fix what it names first); "
                      f"`swar-bench study run {self.study.path}` continues from the records")

@@ -211,3 +211,48 @@ def test_every_study_command_but_run_is_stopped_with_one_line(tmp_path_factory, 
     said = {None: (2, "error: stopped here"), "sigterm": (143, "terminated (SIGTERM)"), "ctrl-c": (130, "interrupted")}[stop]
     assert (status, err) == (said[0], f"swar-bench study: {said[1]}\n")
     assert (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)) == before
+
+
+MQAR_HOLDER = """import sys
+from swar_bench.study import mqar
+mqar.SWAR_BENCH = [sys.executable, "-c", sys.argv[3], sys.argv[2]]
+from swar_bench.cli import main
+sys.exit(main(["study", "run", sys.argv[1], "--jobs", "1"]))
+"""
+
+
+@pytest.mark.parametrize(("signum", "status", "said"), [(signal.SIGTERM, 143, "study: terminated (SIGTERM)"),
+                                                        (signal.SIGINT, 130, "study: interrupted")])
+def test_an_mqar_study_run_stops_its_fit_and_says_so(tmp_path, signum, status, said):
+    """An MQAR `study run` stopped while a fit runs: the fit gets the same signal (and stops as a
+    fit does), no other fit starts, no record is written, and the study ends with one line and
+    its status (it ended silently with 143, its fits stopped only by its death)."""
+    from tests.study.test_mqar_study import write_study
+
+    study = write_study(tmp_path)
+    pid_file = tmp_path / "fit.pid"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.Popen([sys.executable, "-c", MQAR_HOLDER, str(study), str(pid_file), STOPS], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # noqa: PLW1509
+    try:
+        while not pid_file.is_file() or not pid_file.read_text():  # the event: the fit wrote its pid
+            try:
+                proc.wait(timeout=0.02)
+            except subprocess.TimeoutExpired:
+                continue
+            raise AssertionError(f"the study ended (exit {proc.returncode}): {proc.stdout.read()}")
+        fit = int(pid_file.read_text())
+        proc.send_signal(signum)
+        out, _ = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == status, out
+    assert out.splitlines()[-1].startswith(f"{said}; `swar-bench study run {study}` continues from the records"), out
+    assert "Traceback" not in out and _wait_ended(fit)
+    if signum == signal.SIGTERM:  # the stand-in notes SIGTERM; SIGINT ends it by KeyboardInterrupt
+        assert (tmp_path / "fit.pid.signal").read_text() == "SIGTERM"
+    assert len(list((tmp_path / "runs").glob("*.fit.log"))) == 1  # the second rate never started
+    assert not list((tmp_path / "records").glob("*.json"))
