@@ -6,7 +6,7 @@ import os
 # the cores; must be set before torch starts its thread pool (subprocesses inherit it).
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-import pytest  # noqa: E402
+import pytest
 
 
 @pytest.fixture(autouse=True)

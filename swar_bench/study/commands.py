@@ -284,8 +284,8 @@ def grown_state_lines(rows: list[tuple[MechanismSpec, int]], n_writes: int) -> l
     them grows with the tokens seen (:func:`readout_state`), followed by a blank line; else []."""
     if all(readout_state(m, n_writes, recorded)[1] is None for m, recorded in rows):
         return []
-    return [f"State bytes: one sequence's float32 state; a state that grows with the tokens seen is taken "
-            f"after the T tokens of a mean n{n_writes} example.", ""]
+    return [(f"State bytes: one sequence's float32 state; a state that grows with the tokens seen is taken "
+             f"after the T tokens of a mean n{n_writes} example."), ""]
 
 
 def state_text(state: tuple[int, int | None]) -> str:

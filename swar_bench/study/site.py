@@ -34,6 +34,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from swar_bench.study.commands import readout_state, state_text
 from swar_bench.study.report import (
     KINDS,
     MechanismResult,
@@ -48,7 +49,6 @@ from swar_bench.study.report import (
     progress_text,
     summary,
 )
-from swar_bench.study.commands import readout_state, state_text
 from swar_bench.study.runner import Budget, mechanism_class, read_budget, run_name
 from swar_bench.study.spec import StudyError, StudySpec
 from swar_bench.utils.text import plural
