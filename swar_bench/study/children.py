@@ -74,6 +74,19 @@ def launch(command: list[str], **popen: Any) -> subprocess.Popen:
     return subprocess.Popen(guarded(command), pass_fds=fds, **popen)
 
 
+def stop_all(procs: list[subprocess.Popen], status: int) -> None:
+    """Send each of ``procs`` SIGTERM (``status`` 143) or SIGINT (130): a study stopped by that
+    signal stops its running fits and tests with it (each ends as a fit does, its checkpoint
+    resumable); one already gone is skipped."""
+    import signal
+
+    for proc in procs:
+        try:
+            proc.send_signal(signal.SIGTERM if status == 143 else signal.SIGINT)
+        except ProcessLookupError:
+            pass
+
+
 def call(command: list[str], **popen: Any) -> int:
     """:func:`launch` ``command`` and wait for it: its exit status (negative: the signal that
     ended it)."""

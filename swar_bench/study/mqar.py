@@ -411,16 +411,10 @@ class MQARRunner:
     def stop(self, status: int) -> None:
         """No fit starts from now on; the running ones get SIGINT (130) or SIGTERM (143) and stop
         as a fit does (a checkpoint the next ``run`` resumes from)."""
-        import signal
-
         with self.lock:
             self.stopped = self.stopped or status
             running = list(self.children)
-        for proc in running:
-            try:
-                proc.send_signal(signal.SIGTERM if status == 143 else signal.SIGINT)
-            except ProcessLookupError:
-                pass
+        children.stop_all(running, status)
 
     def saved(self, name: str, command: str) -> dict[str, Any] | None:
         """The reusable record of ``name`` (same command, compatible code, its config files as

@@ -195,17 +195,11 @@ class Runner:
 
     def stop(self, status: int) -> None:
         """No run starts from now on; the running ones get SIGINT (130) or SIGTERM (143)."""
-        import signal
-
         with self.lock:
             if self.stopped is None:
                 self.stopped = status
             running = list(self.children)
-        for proc in running:
-            try:
-                proc.send_signal(signal.SIGTERM if status == 143 else signal.SIGINT)
-            except ProcessLookupError:
-                pass
+        children.stop_all(running, status)
 
     def _failed(self, name: str, kind: str, command: str, rc: int, log_path: Path) -> None:
         """Record a run that failed (``<name>.failed.json``: command, exit status, log tail).

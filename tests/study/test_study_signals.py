@@ -71,6 +71,17 @@ def _start(tmp_path: Path, fit: str = WAITS) -> tuple[subprocess.Popen, int]:
     return proc, int(pid_file.read_text())
 
 
+def _await_file(proc: subprocess.Popen, path: Path) -> None:
+    """Return once ``path`` holds text written by ``proc``'s work (the event), polled while
+    ``proc`` lives; fails with its output when it ends first."""
+    while not path.is_file() or not path.read_text():
+        try:
+            proc.wait(timeout=0.02)
+        except subprocess.TimeoutExpired:
+            continue
+        raise AssertionError(f"ended first (exit {proc.returncode}): {proc.communicate()}")
+
+
 def _wait_ended(pid: int, limit_s: float = 120.0) -> bool:
     deadline = time.monotonic() + limit_s  # a bound on a hang, not a wait for an event
     while _alive(pid) and time.monotonic() < deadline:
@@ -164,12 +175,7 @@ def test_the_reported_report_stopped_by_sigterm_says_so(tmp_path):
     proc = subprocess.Popen([sys.executable, "-c", REPORTER, str(study), str(marker), str(out)], cwd=ROOT, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        while not marker.is_file() or not marker.read_text():  # the event: the report is being made
-            try:
-                proc.wait(timeout=0.02)
-            except subprocess.TimeoutExpired:
-                continue
-            raise AssertionError(f"the report ended (exit {proc.returncode}): {proc.communicate()}")
+        _await_file(proc, marker)  # the event: the report is being made
         proc.send_signal(signal.SIGTERM)
         stdout, stderr = proc.communicate(timeout=300)
     finally:
@@ -236,12 +242,7 @@ def test_an_mqar_study_run_stops_its_fit_and_says_so(tmp_path, signum, status, s
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # noqa: PLW1509
     try:
-        while not pid_file.is_file() or not pid_file.read_text():  # the event: the fit wrote its pid
-            try:
-                proc.wait(timeout=0.02)
-            except subprocess.TimeoutExpired:
-                continue
-            raise AssertionError(f"the study ended (exit {proc.returncode}): {proc.stdout.read()}")
+        _await_file(proc, pid_file)  # the event: the fit wrote its pid
         fit = int(pid_file.read_text())
         proc.send_signal(signum)
         out, _ = proc.communicate(timeout=300)
