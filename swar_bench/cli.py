@@ -103,6 +103,9 @@ def _command(argv: list[str]) -> tuple[Callable[[list[str]], int], list[str]]:
     if not argv[0].startswith("-") and argv[0] not in LIGHTNING_COMMANDS:
         return _unknown, argv
     if argv[0] in LIGHTNING_COMMANDS:
+        from swar_bench.utils.ranks import guard_rank
+
+        guard_rank()  # a rank of a DDP run ends with the process that started it (rank 0)
         # an unknown option is refused here, in well under a second, not after the 5-35 s of
         # importing Lightning that building its parser needs (swar_bench.harness.fast_options)
         from swar_bench.harness.fast_options import unknown_options_line

@@ -4,7 +4,7 @@ own layer may use, and no module is longer than ``MAX_LINES``.
 
 The layers, bottom up (a layer may import its own modules and those its rule names):
 
-- ``utils``: ``swar_bench/utils/`` (atomic files, interrupts, locks, option checks, intervals,
+- ``utils``: ``swar_bench/utils/`` (atomic files, interrupts, locks, option checks, intervals, ranks,
   quiet output, text) and the package's ``__init__``: only each other, no torch, no Lightning;
 - ``tbptt``: ``swar_bench/tbptt.py``, the TBPTT chunk loop of the module and the referee: ``utils``;
 - ``runtime``: ``swar_bench/runtime/`` (checkpoint files, DDP / FSDP, memory, SLURM): ``utils``;
