@@ -45,12 +45,13 @@ def main(argv: list[str] | None = None) -> int:
             # SIGTERM back to what it was before the command runs (the command installs its own)
             interrupts.restore({k: v for k, v in previous.items() if k == signal.SIGTERM})
         return command(args)
-    except KeyboardInterrupt:
-        print("swar-bench: interrupted", file=sys.stderr)
-        return 128 + signal.SIGINT
-    except interrupts.Terminated:
-        print("swar-bench: terminated (SIGTERM)", file=sys.stderr)
-        return 128 + signal.SIGTERM
+    except (KeyboardInterrupt, interrupts.Terminated) as stop:
+        from swar_bench.utils.ranks import launched_rank
+
+        sigterm = isinstance(stop, interrupts.Terminated)
+        if not launched_rank():  # rank 0 speaks for a DDP run's other ranks
+            print(f"swar-bench: {'terminated (SIGTERM)' if sigterm else 'interrupted'}", file=sys.stderr)
+        return 128 + (signal.SIGTERM if sigterm else signal.SIGINT)
     finally:
         interrupts.restore({k: v for k, v in previous.items() if k == signal.SIGINT})
 

@@ -20,6 +20,7 @@ from swar_bench.harness import stops
 from swar_bench.harness.run_folders import run_folder
 from swar_bench.utils import interrupts
 from swar_bench.utils.locks import FolderLockedError
+from swar_bench.utils.ranks import launched_rank
 
 
 def exit_status(err: BaseException, given: list[str], argv: list[str]) -> int | None:
@@ -62,6 +63,10 @@ def exit_status(err: BaseException, given: list[str], argv: list[str]) -> int | 
     if monitored is not None:
         print(f"swar-bench: error: {monitored}", file=sys.stderr)
         return 2
+    import torch.distributed as dist
+
+    if isinstance(err, getattr(dist, "DistError", ())) and launched_rank():  # rank 0 says why the run ended
+        return 128 + signal.SIGTERM
     if isinstance(err, RuntimeError):  # after ValueError: DataSourceError is both
         if not stops.collective_timed_out(err):
             return None

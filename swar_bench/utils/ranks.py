@@ -9,8 +9,11 @@ killed one after another pile up ranks until the machine runs out of memory.
 So a launcher records its pid in the environment its ranks inherit (:data:`LAUNCHER_PID`), and a
 rank started by it asks the kernel for SIGTERM when that process ends (Linux
 ``prctl(PR_SET_PDEATHSIG, SIGTERM)``), and ends at once (exit 143) when its parent is already
-gone. A rank stopped this way ends as one stopped by SIGTERM does. Elsewhere (no ``prctl``), or
-for ranks another launcher started (torchrun, SLURM), nothing changes.
+gone. A rank stopped this way ends as one stopped by SIGTERM does, and a rank whose
+rendezvous or collective fails (rank 0 closed its store, or stopped) ends quietly with 143
+(:func:`launched_rank`; its C++ warnings are off, ``TORCH_CPP_LOG_LEVEL=ERROR``): rank 0 speaks
+for the run. Elsewhere (no ``prctl``), or for ranks another launcher started (torchrun,
+SLURM), nothing changes.
 """
 
 from __future__ import annotations
@@ -48,4 +51,14 @@ def guard_rank() -> bool:
         return False
     if os.getppid() != int(launcher):
         raise SystemExit(128 + signal.SIGTERM)
+    # rank 0 speaks for the run: this rank's C++ warnings of a store rank 0 closed are noise
+    os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
     return True
+
+
+def launched_rank() -> bool:
+    """This process is a rank that a launcher of ours started (``LOCAL_RANK`` > 0 and
+    :data:`LAUNCHER_PID` set): when its rendezvous or a collective fails (``DistError``: rank 0
+    closed its store, or stopped), rank 0 reports the run's end and this rank ends quietly."""
+    launcher = os.environ.get(LAUNCHER_PID, "")
+    return os.environ.get("LOCAL_RANK", "") not in ("", "0") and launcher.isdigit()

@@ -51,9 +51,9 @@ def test_a_killed_rank_zero_takes_its_ranks_with_it(tmp_path, when):
     argv = [sys.executable, "-m", "swar_bench.cli", "fit", "--config", QUICKSTART, "--trainer.devices=2",
             "--trainer.max_steps=100000", "--collective_timeout=300", "--trainer.enable_progress_bar=false"]
     proc = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    rank = []
     try:
         deadline = time.monotonic() + 300  # a bound on a hang (imports are slow on a loaded machine)
-        rank = []
         while not rank and proc.poll() is None and time.monotonic() < deadline:
             rank = [p for p in _children(proc.pid) if b"LOCAL_RANK=1" in Path(f"/proc/{p}/environ").read_bytes()]
             time.sleep(0.05)  # the event: rank 1 started
@@ -69,7 +69,7 @@ def test_a_killed_rank_zero_takes_its_ranks_with_it(tmp_path, when):
             time.sleep(0.05)
         assert not _alive(rank[0]), f"rank 1 (pid {rank[0]}) outlived its rank 0"
     finally:
-        for pid in _children(proc.pid) + [proc.pid]:
+        for pid in _children(proc.pid) + rank + [proc.pid]:  # a rank that outlived rank 0 is no child now
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
@@ -114,3 +114,37 @@ def test_this_process_is_a_launcher(monkeypatch):
     monkeypatch.delenv("LOCAL_RANK", raising=False)
     monkeypatch.delenv(LAUNCHER_PID, raising=False)
     assert guard_rank() is False and os.environ[LAUNCHER_PID] == str(os.getpid())
+
+
+def test_rank_zero_stopped_in_the_rendezvous_is_one_line(tmp_path):
+    """Rank 0 of a three-process DDP fit stopped by SIGTERM while the ranks meet: its one line and
+    143; the other ranks end quietly (they printed DistNetworkError tracebacks and c10d warnings
+    when rank 0 closed its store under them)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop(LAUNCHER_PID, None)
+    argv = [sys.executable, "-m", "swar_bench.cli", "fit", "--config", QUICKSTART, "--trainer.devices=3",
+            "--trainer.max_steps=100000", "--trainer.enable_progress_bar=false"]
+    proc = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    ranks = []
+    try:
+        deadline = time.monotonic() + 300  # a bound on a hang
+        while len(ranks) < 2 and proc.poll() is None and time.monotonic() < deadline:
+            ranks = _children(proc.pid)
+            time.sleep(0.05)  # the event: both other ranks started
+        assert len(ranks) == 2, proc.communicate(timeout=60)
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=300)
+        ended = time.monotonic() + 120
+        while any(_alive(p) for p in ranks) and time.monotonic() < ended:
+            time.sleep(0.05)
+    finally:
+        for pid in ranks + [proc.pid]:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        proc.wait()
+    assert proc.returncode == 143, out
+    assert out.rstrip().splitlines()[-1].startswith("swar-bench: stopped by SIGTERM"), out
+    assert "Traceback" not in out and "TCPStore" not in out, out
+    assert not any(_alive(p) for p in ranks)
