@@ -21,3 +21,22 @@ def _no_stop_leaks_into_the_next_test():
     if left is not None:
         interrupts.clear()
         pytest.fail(f"the test left a recorded stop ({left.__name__}): it would stop the next test's run")
+
+
+DISTRIBUTED_ENV = ("MASTER_ADDR", "MASTER_PORT", "NODE_RANK", "LOCAL_RANK", "GLOBAL_RANK", "WORLD_SIZE", "GROUP_RANK",
+                   "SWAR_BENCH_LAUNCHER_PID")
+"""What Lightning's launchers and cluster environments (and ``swar_bench.utils.ranks``) set in
+``os.environ`` as they run: a value left by one test (a SLURM environment's ``MASTER_ADDR=gpu01``)
+sends a later distributed run in the same worker to a rendezvous that never comes."""
+
+
+@pytest.fixture(autouse=True)
+def _distributed_env_restored():
+    """Put the variables of ``DISTRIBUTED_ENV`` back as they were before the test."""
+    saved = {key: os.environ.get(key) for key in DISTRIBUTED_ENV}
+    yield
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
