@@ -41,6 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         try:
             command, args = _command(argv)
+            interrupts.raise_if_stopped()  # a stop held back while the command's modules were imported
         finally:
             # SIGTERM back to what it was before the command runs (the command installs its own)
             interrupts.restore({k: v for k, v in previous.items() if k == signal.SIGTERM})

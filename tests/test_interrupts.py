@@ -208,3 +208,90 @@ def test_no_stop_or_completion_outlives_the_command_that_recorded_it(events, sig
     assert interrupts.stopped() is None and not interrupts.completed()
     interrupts.raise_if_stopped()  # the next run in this process starts unstopped
     assert {signum: signal.getsignal(signum) for signum in before} == before
+
+
+# ----------------------------------------------------------------- a stop that arrives inside an import
+
+IMPORTER = """import os, pathlib, sys
+sys.path.insert(0, sys.argv[1])
+from swar_bench.utils import interrupts
+interrupts.install(sigterm=True)
+try:
+    import slowmod
+    while True:  # the stop held back during the import is delivered here
+        pass
+except (KeyboardInterrupt, interrupts.Terminated) as stop:
+    print(type(stop).__name__, slowmod.DONE)
+"""
+SLOWMOD = """import pathlib, sys
+here = pathlib.Path(__file__).parent
+(here / "importing").write_text("1")
+while not (here / "go").exists():  # the import runs until the test has sent its signal
+    pass
+DONE = True
+"""
+
+
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGINT"])
+def test_a_stop_inside_an_import_is_raised_once_the_import_has_ended(tmp_path, signame):
+    """Reported: `study status` / `check-mechanism` stopped while torch and numpy were being
+    imported ended in a traceback (a module half made: RecursionError, "cannot load module more
+    than once per process") or ran on. Now a signal that arrives inside an import is held back
+    until the import has ended, and then stops the program as anywhere else."""
+    import subprocess
+    import sys
+    import time
+
+    (tmp_path / "slowmod.py").write_text(SLOWMOD)
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    proc = subprocess.Popen([sys.executable, "-c", IMPORTER, str(tmp_path)], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # noqa: PLW1509
+    try:
+        deadline = time.monotonic() + 120  # a bound on a hang
+        while not (tmp_path / "importing").exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)  # the event: the import has started
+        proc.send_signal(getattr(signal, signame))
+        time.sleep(0.2)  # the signal is held, not acted on, while the import runs (the import goes on below)
+        (tmp_path / "go").write_text("1")
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    stop = "Terminated" if signame == "SIGTERM" else "KeyboardInterrupt"
+    assert out == f"{stop} True\n", err
+    assert "Traceback" not in err
+
+
+@settings(max_examples=30, deadline=None)
+@given(depth=st.integers(0, 6), inside=st.booleans())
+def test_in_import_is_true_exactly_inside_an_import(tmp_path_factory, depth, inside):
+    """The kind: a frame any number of calls deep, inside a module's import or outside any:
+    ``in_import`` says which."""
+    import importlib
+    import sys
+    import uuid
+
+    def deep(n: int):
+        return sys._getframe() if n == 0 else deep(n - 1)
+
+    if not inside:
+        assert interrupts.in_import(deep(depth)) is False
+        return
+    folder = tmp_path_factory.mktemp("m")
+    name = f"m_{uuid.uuid4().hex}"
+    (folder / f"{name}.py").write_text(
+        "import sys\n"
+        "def deep(n):\n"
+        "    return sys._getframe() if n == 0 else deep(n - 1)\n"
+        f"FRAME_INSIDE = deep({depth})\n"
+    )
+    sys.path.insert(0, str(folder))
+    try:
+        module = importlib.import_module(name)
+    finally:
+        sys.path.remove(str(folder))
+        sys.modules.pop(name, None)
+    assert interrupts.in_import(module.FRAME_INSIDE) is True

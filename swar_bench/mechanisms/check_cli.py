@@ -157,7 +157,23 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the command on ``argv``; returns 0 (all checks pass), 1 (a check fails) or 2 (bad input)."""
+    """Run the command on ``argv``; returns 0 (all checks pass), 1 (a check fails), 2 (bad input),
+    130 / 143 stopped by Ctrl-C / SIGTERM (one line)."""
+    from swar_bench.utils import interrupts
+
+    previous = interrupts.install(sigterm=True)
+    try:
+        return _main(argv)
+    except (KeyboardInterrupt, interrupts.Terminated) as stop:
+        sigterm = isinstance(stop, interrupts.Terminated)
+        print(f"swar-bench check-mechanism: {'terminated (SIGTERM)' if sigterm else 'interrupted'}", file=sys.stderr)
+        return 143 if sigterm else 130
+    finally:
+        interrupts.restore(previous)
+
+
+def _main(argv: list[str] | None) -> int:
+    """The checks of ``main``, its one-line refusals printed; the exit status."""
     from swar_bench.mechanisms.conformance import check_mechanism, format_report, max_seed, passed
     from swar_bench.mechanisms.registry import resolve_class, resolve_class_path
     from swar_bench.utils.argparsing import check_seed
@@ -227,5 +243,8 @@ def main(argv: list[str] | None = None) -> int:
         build, task_params=params, seq_len=args.seq_len, long_len=args.long_len, atol=args.atol, seed=args.seed
     )
     shown = ", ".join(f"{k}={v!r}" for k, v in init_args.items())
+    from swar_bench.utils import interrupts
+
+    interrupts.complete()  # a stop held in an import (or swallowed) while the checks ran ends the command here
     print(format_report(results, f"check-mechanism {full_path}({shown})"))
     return 0 if passed(results) else 1

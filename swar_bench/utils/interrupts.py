@@ -92,22 +92,65 @@ def raise_if_stopped() -> None:
         raise _stop
 
 
+IMPORT_RECHECK_S = 0.05
+"""Seconds after which a stop that arrived inside an import is delivered again (:func:`in_import`)."""
+
+
+def in_import(frame: Any) -> bool:
+    """Whether ``frame`` (where a signal interrupted the main thread) is inside an import:
+    importlib's frames on its stack. A stop raised there leaves a module half made (numpy:
+    "cannot load module more than once per process", a RecursionError, an AttributeError of
+    ``numpy._core``) and the command's one line becomes a traceback."""
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib"):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _after_import(signum: int, handler: Any) -> None:
+    """Deliver ``signum`` to the main thread again in :data:`IMPORT_RECHECK_S` seconds, if
+    ``handler`` still handles it then (the command has not ended)."""
+    import _thread
+
+    def again() -> None:
+        if signal.getsignal(signum) is handler:
+            _thread.interrupt_main(signum)
+
+    timer = threading.Timer(IMPORT_RECHECK_S, again)
+    timer.daemon = True
+    timer.start()
+
+
 def on_sigint(signum: int, frame: Any) -> None:
     """SIGINT handler: record and raise ``KeyboardInterrupt`` (Python's own behaviour,
-    remembered); after :func:`complete`, nothing."""
-    if not _complete:
-        stop(KeyboardInterrupt)
+    remembered); after :func:`complete`, nothing. Inside an import (:func:`in_import`) it is
+    recorded and delivered again once the import has ended."""
+    global _stop
+    if _complete:
+        return
+    if in_import(frame):
+        _stop = KeyboardInterrupt
+        _after_import(signum, on_sigint)
+        return
+    stop(KeyboardInterrupt)
 
 
 def on_sigterm(signum: int, frame: Any) -> None:
     """SIGTERM handler: record and raise :class:`Terminated`; a second SIGTERM while cleaning up
-    is ignored (it must not cut the cleanup short).
+    is ignored (it must not cut the cleanup short). Inside an import (:func:`in_import`) it is
+    recorded and delivered again once the import has ended.
 
     Once another handler has replaced this one and calls it in turn (Lightning's, installed when
     training starts, runs the previous handler after its own), it does nothing: that handler
     stops the run its own way (Lightning: ``SIGTERMException`` at the next batch; under SLURM,
     its requeue). After :func:`complete` it does nothing either."""
+    global _stop
     if _complete or signal.getsignal(signal.SIGTERM) is not on_sigterm:
+        return
+    if in_import(frame):  # recorded, and delivered again once the import has ended
+        _stop = Terminated
+        _after_import(signum, on_sigterm)
         return
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     stop(Terminated)

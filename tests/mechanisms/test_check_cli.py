@@ -153,3 +153,33 @@ def test_every_seed_the_range_names_runs_every_check(seed):
     assert max_seed() == MAX_SEED
     results = check_mechanism(lambda: GRU(d_model=8, n_layers=1), seq_len=4, long_len=300, seed=seed)
     assert [r.detail for r in results if "raised" in r.detail] == []
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(stop=st.sampled_from(["sigterm", "ctrl-c"]), swallowed=st.booleans())
+def test_check_mechanism_stopped_says_so_in_one_line(monkeypatch, capsys, stop, swallowed):
+    """Reported: `check-mechanism GRU` sent SIGTERM while it ran exited 143 without a word (or
+    ran on to exit 0). Stopped inside its checks, raised there or swallowed there and only
+    recorded, it now ends with one line and 143 / 130, and prints no report."""
+    import signal as signals
+
+    from swar_bench.mechanisms import check_cli
+    from swar_bench.utils import interrupts
+
+    signum = signals.SIGTERM if stop == "sigterm" else signals.SIGINT
+
+    def checks(*args, **kwargs):
+        handler = signals.getsignal(signum)
+        try:
+            handler(signum, None)  # the signal arriving in the checks
+        except (KeyboardInterrupt, interrupts.Terminated):
+            if not swallowed:
+                raise
+        return []
+
+    monkeypatch.setattr("swar_bench.mechanisms.conformance.check_mechanism", checks)
+    status = check_cli.main(["GRU", "--init_args", '{"d_model": 8, "n_layers": 1}'])
+    captured = capsys.readouterr()
+    said = "terminated (SIGTERM)" if stop == "sigterm" else "interrupted"
+    assert (status, captured.err, captured.out) == (143 if stop == "sigterm" else 130,
+                                                    f"swar-bench check-mechanism: {said}\n", "")
