@@ -57,11 +57,21 @@ def number(value: Any, integer: bool = False) -> int | float | None:
     return value if math.isfinite(value) else None
 
 
-def _count(value: Any, what: str, low: int = 1) -> int:
+def _count(value: Any, what: str, low: int = 1, high: int | None = None) -> int:
+    """An integer field of a study file in ``[low, high]`` (no upper bound when ``high`` is None).
+
+    Raises:
+        StudyError: one line naming the field, the value and the range."""
     count = number(value, integer=True)
-    if count is None or count < low:
-        raise StudyError(f"{what}={value!r} is invalid; expected an integer >= {low}")
+    if count is None or count < low or (high is not None and count > high):
+        expected = f"an integer >= {low}" if high is None else f"an integer from {low} to {high}"
+        raise StudyError(f"{what}={value!r} is invalid; expected {expected}")
     return count
+
+
+MAX_SEEDS = 1000
+"""The most seeds a mechanism of a study runs (each a whole fit and test): more is a typo, and the
+plan of runs is made before any runs (``seeds: 99999999999`` ran out of memory making it)."""
 
 
 def _rates(value: Any, what: str, allow_empty: bool = False) -> tuple[float, ...]:

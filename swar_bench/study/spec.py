@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from swar_bench.study.fields import (
+    MAX_SEEDS,
     NAME,
     StudyError,
     _count,
@@ -321,7 +322,7 @@ def _mechanism(m: Any, at: str) -> MechanismSpec:
         config=m.get("config"),
         class_path=m.get("class_path"),
         init_args=dict(init_args),
-        seeds=None if m.get("seeds") is None else _count(m["seeds"], f"{at} ({mname}): seeds"),
+        seeds=None if m.get("seeds") is None else _count(m["seeds"], f"{at} ({mname}): seeds", high=MAX_SEEDS),
         learning_rates=None
         if m.get("learning_rates") is None
         else _rates(m["learning_rates"], f"{at} ({mname}): learning_rates"),
@@ -429,8 +430,8 @@ def load_study(path: str | Path) -> StudySpec:
         extra_above=_rates(
             extra.get("above", []), f"{where}: extra_learning_rates.above", allow_empty=True
         ),
-        selection_seeds=_count(raw.get("selection_seeds", 2), f"{where}: selection_seeds"),
-        seeds=_count(raw.get("seeds", 3), f"{where}: seeds"),
+        selection_seeds=_count(raw.get("selection_seeds", 2), f"{where}: selection_seeds", high=MAX_SEEDS),
+        seeds=_count(raw.get("seeds", 3), f"{where}: seeds", high=MAX_SEEDS),
         seed_index_stride=_count(
             raw.get("seed_index_stride", 100_000), f"{where}: seed_index_stride"
         ),

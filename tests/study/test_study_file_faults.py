@@ -97,8 +97,8 @@ def test_text_that_is_no_number_is_named_with_what_was_expected(tmp_path, capsys
 
 
 @pytest.mark.parametrize(("extra", "line"), [
-    ("seeds: 1.5\n", "seeds=1.5 is invalid; expected an integer >= 1"),
-    ("seeds: '1.5'\n", "seeds='1.5' is invalid; expected an integer >= 1"),
+    ("seeds: 1.5\n", "seeds=1.5 is invalid; expected an integer from 1 to 1000"),
+    ("seeds: '1.5'\n", "seeds='1.5' is invalid; expected an integer from 1 to 1000"),
     ("seed_index_stride: 1e3\n", "seed_index_stride='1e3' is invalid; expected an integer >= 1"),
     ("gate: {ar_valid: yes}\n", "gate.ar_valid=True is invalid; expected a number in [0, 1]"),
     ("gate: {ar_valid: .nan}\n", "gate.ar_valid=nan is invalid; expected a number in [0, 1]"),
@@ -260,3 +260,39 @@ def test_every_fault_of_a_named_mechanism_names_it(tmp_path_factory, name, key):
     with pytest.raises(StudyError) as err:
         load_study(path)
     assert re.match(rf"{re.escape(str(path))}: mechanisms\[0\] \({re.escape(name)}\)[:=]", str(err.value))
+
+
+def test_the_reported_huge_seed_count_is_one_line(tmp_path, capsys):
+    """Reported: `seeds: 99999999999` made `study status` run out of memory planning the runs (a
+    MemoryError traceback). Now one line naming the field and the range, before any plan."""
+    study = _study(tmp_path, "seeds: 99999999999\n")
+    assert main(["status", str(study)]) == 2
+    assert capsys.readouterr().err == (
+        f"swar-bench study: error: {study}: seeds=99999999999 is invalid; expected an integer from 1 to 1000\n")
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(field=st.sampled_from(["seeds", "selection_seeds", "mechanism seeds"]),
+       count=st.one_of(st.integers(1001, 10**15), st.integers(1, 1000)))
+def test_every_seed_count_loads_exactly_when_it_is_within_the_bound(tmp_path_factory, field, count):
+    """The kind: any seed count of a study file (the study's, the selection's, one mechanism's):
+    above ``MAX_SEEDS`` one line naming it, never a plan of that many runs; within it, no
+    refusal about the count."""
+    from swar_bench.study.fields import MAX_SEEDS
+
+    tmp = tmp_path_factory.mktemp("seeds")
+    if field == "mechanism seeds":
+        study = _study(tmp, "", f"  - name: GRU_tiny\n    class_path: GRU\n    init_args: {{d_model: 8, n_layers: 1}}\n"
+                                f"    seeds: {count}\n")
+    else:
+        study = _study(tmp, f"{field}: {count}\n" + ("seeds: 1000\n" if field == "selection_seeds" else ""))
+    try:
+        spec = load_study(study)
+    except StudyError as err:
+        assert "\n" not in str(err)
+        if count > MAX_SEEDS:
+            assert f"seeds={count} is invalid; expected an integer from 1 to {MAX_SEEDS}" in str(err)
+        else:  # a refusal for another reason (fewer seeds than the selection uses), never the count's
+            assert "expected an integer from 1 to" not in str(err)
+        return
+    assert count <= MAX_SEEDS and all(len(spec.seeds_of(m)) <= MAX_SEEDS for m in spec.mechanisms)
