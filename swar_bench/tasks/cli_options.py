@@ -27,11 +27,17 @@ class UsageError(ValueError):
 
 
 def csv_list(value: str | None, option: str) -> list[str] | None:
-    """A comma-separated option: ``None`` when not given; an error when given but empty or
-    when a name repeats."""
+    """A comma-separated option: ``None`` when not given; an error when given but empty, when an
+    item between its commas is empty (``n32,,n64``, ``n32,``: a name left out, or a typo) or when
+    a name repeats."""
     if value is None:
         return None
-    items = [x.strip() for x in value.split(",") if x.strip()]
+    parts = [x.strip() for x in value.split(",")]
+    items = [x for x in parts if x]
+    if items and len(items) < len(parts):
+        where = ", ".join(str(i + 1) for i, x in enumerate(parts) if not x)
+        raise UsageError(f"{option}={value!r}: item {where} is empty; expected names separated by single commas, "
+                         f"e.g. {','.join(items)}")
     if not items:
         raise UsageError(
             f"{option}={value!r}: expected a comma-separated list, e.g. "

@@ -180,6 +180,11 @@ def _generate(out, *extra):
         (["--configs", "n32", "--splits", "test,test"], "--splits='test,test': test given more"),
         (["--configs", ""], "--configs='': expected a comma-separated list, e.g. n32,n64"),
         (["--configs", " , "], "--configs=' , ': expected a comma-separated list"),
+        # reported: an empty item between commas was dropped without a word
+        (["--configs", "n32,,n64"], ("--configs='n32,,n64': item 2 is empty; expected names separated by single "
+                                     "commas, e.g. n32,n64")),
+        (["--configs", "n32", "--splits", "test,,validation"], "--splits='test,,validation': item 2 is empty"),
+        (["--configs", "n32,"], "--configs='n32,': item 2 is empty"),
         (["--configs", "n32", "--splits", ""], "--splits='': expected a comma-separated list"),
     ],
 )
@@ -823,3 +828,25 @@ def test_the_reported_empty_config_of_data_show_is_quoted(capsys):
         "swar-bench data show: error: --config: '' is not a passkey_swar config (N in 32..16384, powers of 2; "
         f'docs/TASK.md, "Configs and splits"); expected some of {CARD}\n'
     )
+
+
+@settings(max_examples=60, deadline=None)
+@given(names=st.lists(st.sampled_from(["n32", "n64", "n128", "test", "validation"]), min_size=1, max_size=4, unique=True),
+       blanks=st.lists(st.sampled_from(["", " "]), min_size=0, max_size=3), data=st.data())
+def test_a_list_option_with_an_empty_item_is_refused_naming_it(names, blanks, data):
+    """The kind: any comma-separated list with empty items anywhere (between, first, last): one
+    line naming each empty item's position; the same list without them is taken as it is."""
+    from swar_bench.tasks.cli_options import UsageError, csv_list
+
+    parts = list(names)
+    for blank in blanks:
+        parts.insert(data.draw(st.integers(0, len(parts))), blank)
+    value = ",".join(parts)
+    if not blanks:
+        assert csv_list(value, "--configs") == names
+        return
+    with pytest.raises(UsageError) as err:
+        csv_list(value, "--configs")
+    empty = [str(i + 1) for i, p in enumerate(parts) if not p.strip()]
+    assert str(err.value) == (f"--configs={value!r}: item {', '.join(empty)} is empty; expected names separated by "
+                              f"single commas, e.g. {','.join(names)}")
