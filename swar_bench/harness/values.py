@@ -255,7 +255,7 @@ NO_STEP = {
 }
 """The ``--trainer.*`` options whose 0 makes Lightning's fit loop stop before its first batch
 (``max_steps`` / ``max_epochs`` reached, ``limit_train_batches`` 0: the loop is skipped), and what
-a fit expects of each instead."""
+a fit expects of each instead. ``--trainer.max_time`` of zero (``00:00:00:00``) is refused too."""
 
 
 def check_trains(cfg: Any, argv: list[str]) -> None:
@@ -270,6 +270,23 @@ def check_trains(cfg: Any, argv: list[str]) -> None:
         found, value = lookup(cfg, option)
         if found and _number(value) and value == 0:
             raise ValueError(f"{lead(argv, option, value)}: a fit that trains no step; expected {expected}")
+    found, value = lookup(cfg, "trainer.max_time")
+    if found and value is not None and _max_time(value) is None and _seconds(value) == 0:
+        raise ValueError(f"{lead(argv, 'trainer.max_time', value)}: a fit that trains no step (Lightning's Timer stops "
+                         f"it before the first batch); expected null or a time above zero, {MAX_TIME_EXPECTED}")
+
+
+def _seconds(value: Any) -> float:
+    """The seconds of a ``--trainer.max_time`` that ``_max_time`` takes (``DD:HH:MM:SS``, a mapping
+    of timedelta arguments, a timedelta)."""
+    import datetime
+
+    if isinstance(value, datetime.timedelta):
+        return value.total_seconds()
+    if isinstance(value, dict):
+        return datetime.timedelta(**value).total_seconds()
+    days, hours, minutes, seconds = (int(part) for part in value.strip().split(":"))
+    return datetime.timedelta(days=days, hours=hours, minutes=minutes, seconds=seconds).total_seconds()
 
 
 def mqar_option_line(message: str, cfg: Any, argv: list[str]) -> str | None:

@@ -87,3 +87,35 @@ def test_the_check_refuses_exactly_the_fits_lightning_trains_no_step_of(case, fa
                           enable_model_summary=False, limit_val_batches=0, **kwargs)
         trainer.fit(BoringModel())
     assert refused == (trainer.global_step == 0), (option, value, fast, trainer.global_step)
+
+
+def test_the_reported_zero_max_time_is_refused(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert swar_main(["fit", "--config", QUICKSTART, "--trainer.max_time=00:00:00:00"]) == 2
+    line = one_error_line(capsys, "swar-bench")
+    assert line.startswith("swar-bench: error: --trainer.max_time=00:00:00:00: a fit that trains no step (Lightning's "
+                           "Timer stops it before the first batch); expected null or a time above zero, DD:HH:MM:SS")
+    assert os.listdir(tmp_path) == []
+
+
+@settings(max_examples=60, deadline=None)
+@given(parts=st.lists(st.integers(0, 3), min_size=4, max_size=4), mapping=st.booleans(),
+       keys=st.lists(st.sampled_from(["days", "hours", "minutes", "seconds"]), min_size=1, max_size=4, unique=True))
+def test_a_max_time_of_zero_in_any_spelling_is_refused_for_a_fit(parts, mapping, keys):
+    """The kind: ``--trainer.max_time`` as ``DD:HH:MM:SS`` or a mapping of timedelta arguments:
+    refused (one line) exactly when it adds up to zero."""
+    from jsonargparse import Namespace
+
+    if mapping:
+        value = {k: parts[i] for i, k in enumerate(keys)}
+        total = sum(parts[i] for i in range(len(keys)))
+    else:
+        value = ":".join(f"{p:02d}" for p in parts)
+        total = sum(parts)
+    try:
+        check_trains(Namespace(trainer=Namespace(max_time=value)), [])
+        refused = False
+    except ValueError as err:
+        refused = True
+        assert str(err).startswith("--trainer.max_time=") and "a fit that trains no step" in str(err)
+    assert refused == (total == 0)
