@@ -223,15 +223,15 @@ def mqar_main(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``swar-bench study COMMAND STUDY``; the exit status. Ctrl-C and SIGTERM end ``status``,
-    ``report`` and ``site`` with one line, exit 130 or 143 (a report or site stopped mid-way
-    leaves the earlier files as they were, ``paths.write_whole``). ``run`` leaves them to its
-    runner, which stops its fits first and then says so (``runner.Runner``,
-    ``mqar.MQARRunner``)."""
+    """``swar-bench study COMMAND STUDY``; the exit status. Ctrl-C and SIGTERM end every command
+    with one line, exit 130 or 143: ``status``, ``report`` and ``site`` (a report or site stopped
+    mid-way leaves the earlier files as they were, ``paths.write_whole``), and ``run`` from its
+    first line (once its runner has started, the runner stops its fits first and then says so:
+    ``runner.Runner``, ``mqar.MQARRunner``)."""
     from swar_bench.utils import interrupts
 
     args = _parser().parse_args(argv)
-    previous = interrupts.install(sigterm=True) if args.command != "run" else {}
+    previous = interrupts.install(sigterm=True)
     try:
         return _command(args)
     except KeyboardInterrupt:
