@@ -35,7 +35,7 @@ demo: $(STAMP)
 	$(BIN)/swar-bench demo
 
 test: $(TEST_STAMP)
-	@echo "make test: the whole suite in $(TEST_WORKERS) processes (pytest-xdist), about 10 minutes on 2 cores; each line ends with the % done"
+	@echo "make test: the whole suite in $(TEST_WORKERS) processes (pytest-xdist), about 12 minutes on 2 idle cores (longer beside other work); each line ends with the % done"
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --durations=5
 
 # A real SLURM cluster on this machine (installs slurmctld, slurmd, slurm-client and munge when
