@@ -463,13 +463,14 @@ class MQARRunner:
         running = running_marker(self.out, name)  # `study status` says "running" while it is there
         with open(log_path, "a" if resumed else "w") as handle:
             # ends with this thread, which waits for it (swar_bench.study.children)
-            with self.lock:
-                if self.stopped is not None:
-                    return None
-                proc = children.launch([*SWAR_BENCH, *args, *([f"--ckpt_path={last}"] if resumed else [])],
-                                       stdout=handle, stderr=subprocess.STDOUT, env=env)
-                self.children.add(proc)
-            with proc:
+            if self.stopped is not None:
+                return None
+            with children.launch([*SWAR_BENCH, *args, *([f"--ckpt_path={last}"] if resumed else [])],
+                                 stdout=handle, stderr=subprocess.STDOUT, env=env) as proc:
+                with self.lock:
+                    self.children.add(proc)
+                    if self.stopped is not None:  # stopped while it started: it stops with the others
+                        children.stop_all([proc], self.stopped)
                 try:
                     atomic_write_text(running, f"{socket.gethostname()} {proc.pid}\n")
                     rc = proc.wait()
