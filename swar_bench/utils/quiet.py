@@ -19,6 +19,9 @@ says is hidden:
   record), and ``PredictionWriter`` writes the predictions in order without ``batch_indices``;
 - Lightning's "Detected KeyboardInterrupt, attempting graceful shutdown ..." (``rank_zero_info``):
   the command's own line says it was interrupted and how to resume;
+- Lightning's "[rank: 0] Received SIGTERM: 15" and "Bypassing SIGTERM: 15" (its
+  ``SignalConnector``, on the ``SIGNAL_LOGGER``): the command's own line says it was stopped by
+  SIGTERM (and how to resume);
 - ``messages``: further INFO lines to drop (the demo's validation-only correlation notice).
 """
 
@@ -37,6 +40,9 @@ CKPT_DIR_RE = r"Checkpoint directory .* exists and is not empty"
 DIRPATH_CHANGED_RE = r"The dirpath has changed from .*"
 BATCH_INDICES_RE = r"Couldn't infer the batch indices fetched from your dataloader"
 INTERRUPT_RE = re.compile(r"Detected KeyboardInterrupt, attempting graceful shutdown")
+SIGTERM_RE = re.compile(r"^(\[rank: \d+\] )?(Received|Bypassing) SIGTERM: \d+$")
+SIGNAL_LOGGER = "lightning.pytorch.trainer.connectors.signal_connector"
+"""The logger of Lightning's ``SignalConnector`` (its SIGTERM handler logs each signal at INFO)."""
 RANK_ZERO_LOGGERS = ("lightning.pytorch.utilities.rank_zero", "lightning.fabric.utilities.rank_zero")
 """The loggers Lightning's ``rank_zero_info`` writes through."""
 
@@ -69,6 +75,7 @@ def quiet_output(resuming: bool = False, messages: Sequence[str] = ()) -> Iterat
     ``warnings`` filters and removes the logging filter afterwards."""
     drop = DropMessages([TIP_RE, INTERRUPT_RE, *(re.compile(m) for m in messages)])
     loggers = [logging.getLogger(name) for name in RANK_ZERO_LOGGERS]
+    signals, drop_signals = logging.getLogger(SIGNAL_LOGGER), DropMessages([SIGTERM_RE])
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=LEAFSPEC_RE, category=FutureWarning)
         warnings.filterwarnings("ignore", message=SRUN_RE)
@@ -76,9 +83,11 @@ def quiet_output(resuming: bool = False, messages: Sequence[str] = ()) -> Iterat
         silence_run_notices(resuming)
         for logger in loggers:
             logger.addFilter(drop)
+        signals.addFilter(drop_signals)
         try:
             yield
         finally:
+            signals.removeFilter(drop_signals)
             for logger in loggers:
                 logger.removeFilter(drop)
 
