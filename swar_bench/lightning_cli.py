@@ -196,7 +196,7 @@ class SwarBenchCLI(LightningCLI):
         cfg = self.config[subcommand] if subcommand else self.config
         check_accelerator(cfg.get("trainer.accelerator"), list(args or []))
         check_strategy(cfg.get("trainer.strategy"), list(args or []))
-        check_values(cfg, list(args or []))  # values a library would refuse later without naming the option
+        check_values(cfg, list(args or []), subcommand)  # values a library would refuse later, unnamed
         if subcommand == "fit":
             check_trains(cfg, list(args or []))  # max_steps=0 and the like: no step, an empty run folder
         self._configure_run_folder(cfg, subcommand)

@@ -232,13 +232,16 @@ def lead(argv: list[str], option: str, value: Any) -> str:
     return f"--{option}={typed if typed is not None and not typed.lstrip().startswith(('[', '{')) else shown(value)}"
 
 
-def check_values(cfg: Any, argv: list[str]) -> None:
+def check_values(cfg: Any, argv: list[str], subcommand: str | None = None) -> None:
     """Raise ValueError (one line: the option, its value and what was expected, ``lead``) for the
     first value of ``CHECKS`` that ``cfg`` (the subcommand's parsed config) holds and its check
-    refuses; ``argv``: the command line, to name the ``--config`` file a value came from."""
+    refuses; ``argv``: the command line, to name the ``--config`` file a value came from. A ``fit``
+    states the range it takes of the options of ``NO_STEP`` (no 0: ``check_trains``)."""
     for option, check in CHECKS.items():
         found, value = lookup(cfg, option)
         expected = check(value) if found else None
+        if expected is not None and subcommand == "fit" and option in NO_STEP:
+            expected = NO_STEP[option]
         if expected is not None:
             raise ValueError(f"{lead(argv, option, value)}: expected {expected}")
     from swar_bench.harness.class_values import class_arg_problem

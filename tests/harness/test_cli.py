@@ -34,7 +34,7 @@ def _error_line(capsys, argv):
         (["test", "--model.mechanism=GRU", "--data.eval_batch_size=-3"], r"eval_batch_size=-3 is invalid; expected a positive integer$"),
         (["test", "--model.mechanism=GRU", "--ckpt_path=/nonexistent/x.ckpt"], r"^swar-bench: error: --ckpt_path=/nonexistent/x\.ckpt: no such file; expected a checkpoint file written by swar-bench fit"),
         (["fit", "--model.mechanism=GRU", "--model.grad_clip=-1"], r"grad_clip=-1\.0 is invalid; expected a max gradient norm"),
-        (["fit", "--model.mechanism=GRU", "--trainer.max_steps=-5"], r"^swar-bench: error: --trainer\.max_steps=-5: expected -1 \(no limit\) or an integer >= 0$"),
+        (["fit", "--model.mechanism=GRU", "--trainer.max_steps=-5"], r"^swar-bench: error: --trainer\.max_steps=-5: expected -1 \(no limit\) or an integer >= 1$"),
         (["fit", "--model.mechanism=GRU", "--trainer.max_time=abc"], r"^swar-bench: error: --trainer\.max_time=abc: expected DD:HH:MM:SS"),
         (["fit", "--model.mechanism=GRU", "--trainer.val_check_interval=0"],
          r"--trainer\.val_check_interval=0: expected training batches between validations"),

@@ -24,7 +24,7 @@ def test_the_reported_negative_max_steps_names_the_option(tmp_path, capsys, monk
     monkeypatch.chdir(tmp_path)
     assert swar_main(["fit", "--config", QUICKSTART, "--trainer.max_steps=-5"]) == 2
     assert one_error_line(capsys, "swar-bench") == (
-        "swar-bench: error: --trainer.max_steps=-5: expected -1 (no limit) or an integer >= 0"
+        "swar-bench: error: --trainer.max_steps=-5: expected -1 (no limit) or an integer >= 1"
     )
     assert os.listdir(tmp_path) == []  # nothing written
 
@@ -41,7 +41,7 @@ def test_a_value_from_a_config_file_names_the_file(tmp_path, capsys, monkeypatch
 
 @pytest.mark.parametrize(("option", "value", "expected"), [
     ("devices", "0", "auto, -1 (every device), a number of devices >= 1 or a list of device indices (e.g. [0, 1])"),
-    ("limit_train_batches", "-1", "null, a number of batches (an integer >= 0) or a fraction in [0.0, 1.0]"),
+    ("limit_train_batches", "-1", "null, a number of batches >= 1 or a fraction in (0.0, 1.0]"),
     ("val_check_interval", "2.5", "training batches between validations (an integer >= 1) or a fraction of an epoch in (0, 1]"),
     ("num_sanity_val_steps", "-2", "null, -1 (every validation batch) or an integer >= 0"),
 ])
@@ -109,3 +109,35 @@ def test_the_checks_agree_with_lightnings_own(option, value):
             assert refused, (option, value)
             return
     assert not refused, (option, value)
+
+
+FIT_RANGES = {"max_steps": (-1, "-1 (no limit) or an integer >= 1"),
+              "max_epochs": (-1, "null, -1 (no limit) or an integer >= 1"),
+              "limit_train_batches": (None, "null, a number of batches >= 1 or a fraction in (0.0, 1.0]")}
+
+
+@settings(max_examples=60, deadline=None)
+@given(option=st.sampled_from(sorted(FIT_RANGES)), value=st.integers(-(2**20), 2**20),
+       command=st.sampled_from(["fit", "validate", "test"]))
+def test_the_range_a_refusal_states_is_the_range_the_command_takes(option, value, command):
+    """fault: `fit --trainer.max_steps=-5` said "expected -1 (no limit) or an integer >= 0" though a
+    fit refuses 0. A fit takes exactly what its line states (-1 and >= 1; no limit of batches below
+    1), the other commands 0 as well."""
+    from swar_bench.harness.values import check_trains, check_values
+
+    cfg = {"trainer": {option: value}}
+    special, stated = FIT_RANGES[option]
+    try:
+        check_values(cfg, [], command)
+        if command == "fit":
+            check_trains(cfg, [])
+        refusal = None
+    except ValueError as err:
+        refusal = str(err)
+    fit_takes = value >= 1 or value == special
+    takes = fit_takes if command == "fit" else value >= 0 or value == special
+    assert (refusal is None) == takes, refusal
+    if refusal is not None and command == "fit":
+        assert refusal.endswith(f"expected {stated}"), refusal
+    if refusal is not None and command != "fit":
+        assert ">= 0" in refusal, refusal
