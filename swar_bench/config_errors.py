@@ -176,6 +176,11 @@ def parse_error_line(message: str, argv: list[str] | None = None) -> str:
                 else f"--{option}={value} is invalid; expected {expected}")
     if value is not None and re.fullmatch(LIST_TYPES, reason):
         return list_expected_line(option, value, source)
+    from swar_bench.utils.choices import choices_line
+
+    choices = choices_line(option, value, reason, source) if value is not None else None  # a Literal's values
+    if choices is not None:
+        return choices
     return f"{source}: {option}: {reason}" if source is not None else f"--{option}: {reason}"
 
 

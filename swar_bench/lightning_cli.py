@@ -113,6 +113,7 @@ from swar_bench.harness.defaults import (
     save_config_kwargs,
     trainer_defaults,
 )
+from swar_bench.harness.device_checks import check_devices
 from swar_bench.harness.errors import exit_status
 from swar_bench.harness.run_folders import (
     check_fresh_start,
@@ -196,6 +197,7 @@ class SwarBenchCLI(LightningCLI):
         cfg = self.config[subcommand] if subcommand else self.config
         check_accelerator(cfg.get("trainer.accelerator"), list(args or []))
         check_strategy(cfg.get("trainer.strategy"), list(args or []))
+        check_devices(cfg, list(args or []))  # a strategy or precision Lightning cannot build on this accelerator
         check_values(cfg, list(args or []), subcommand)  # values a library would refuse later, unnamed
         if subcommand == "fit":
             check_trains(cfg, list(args or []))  # max_steps=0 and the like: no step, an empty run folder
