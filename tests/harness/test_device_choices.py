@@ -25,15 +25,15 @@ PRECISION_LIST = ("32-true, 16-mixed, bf16-mixed, 16-true, bf16-true, 64-true, t
 
 @pytest.mark.skipif(not NO_CUDA, reason="CUDA is available here")
 @pytest.mark.parametrize(("option", "line"), [
-    ("--trainer.strategy=fsdp", "--trainer.strategy=fsdp: Lightning's FSDP needs a CUDA device, and "
-     "--trainer.accelerator=cpu has none here; expected on CPU ddp, ddp_spawn or FSDP2 (--config configs/fsdp.yaml: "
-     "ModelParallelStrategy)"),
+    ("--trainer.strategy=fsdp", ("--trainer.strategy=fsdp: Lightning's FSDP needs a CUDA device, and "
+                                 "--trainer.accelerator=cpu has none here; expected on CPU ddp, ddp_spawn or FSDP2 "
+                                 "(--config configs/fsdp.yaml: ModelParallelStrategy)")),
     ("--trainer.precision=bogus", f"--trainer.precision=bogus: unknown precision; expected one of {PRECISION_LIST}"),
-    ("--trainer.precision=bf16-mixd", "--trainer.precision=bf16-mixd: unknown precision (did you mean bf16-mixed?); "
-     f"expected one of {PRECISION_LIST}"),
-    ("--trainer.precision=16-mixed", "--trainer.precision=16-mixed: float16 mixed precision needs a CUDA device, and "
-     "--trainer.accelerator=cpu has none here (Lightning would run bf16-mixed instead); expected 32-true or "
-     "bf16-mixed on CPU"),
+    ("--trainer.precision=bf16-mixd", ("--trainer.precision=bf16-mixd: unknown precision (did you mean bf16-mixed?); "
+                                       f"expected one of {PRECISION_LIST}")),
+    ("--trainer.precision=16-mixed", ("--trainer.precision=16-mixed: float16 mixed precision needs a CUDA device, and "
+                                      "--trainer.accelerator=cpu has none here (Lightning would run bf16-mixed "
+                                      "instead); expected 32-true or bf16-mixed on CPU")),
 ])
 def test_the_reported_values_are_one_line(tmp_path, capsys, monkeypatch, option, line):
     monkeypatch.chdir(tmp_path)
