@@ -20,7 +20,7 @@ commands:
   check-mechanism                   check a mechanism against the protocol before training it (CLASS_PATH)
   study                             a fair comparison from a study file: study run | status | report | site STUDY.yaml
 
-`swar-bench COMMAND --help` describes each command."""
+`swar-bench COMMAND --help` describes each command; `swar-bench --version` prints the version."""
 
 
 LIGHTNING_COMMANDS = ("fit", "validate", "test", "predict")
@@ -62,6 +62,13 @@ def _usage(argv: list[str]) -> int:
     return 0 if argv else 2
 
 
+def _version(argv: list[str]) -> int:
+    from swar_bench import __version__
+
+    print(f"swar-bench {__version__}")
+    return 0
+
+
 def _unknown(argv: list[str]) -> int:
     from swar_bench.utils.text import unknown_name_line
 
@@ -82,6 +89,8 @@ def _command(argv: list[str]) -> tuple[Callable[[list[str]], int], list[str]]:
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     if not argv or argv[0] in ("-h", "--help"):
         return _usage, argv
+    if argv[0] == "--version":  # answered before any heavy import (LightningCLI's parser knows no --version)
+        return _version, argv
     if argv[0] == "data":
         from swar_bench.tasks.cli import main as data_main
 

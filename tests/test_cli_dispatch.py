@@ -90,3 +90,35 @@ def test_any_usage_error_is_one_line_without_the_usage_block(capsys, command, fl
     assert code == 2, err
     assert err.count("\n") == 1 and "usage:" not in err and " error: " in err, err
     assert err.startswith("swar-bench " + command[0]), err
+
+
+def test_version_is_answered_before_any_heavy_import():
+    """fault: `swar-bench --version` took seconds (Lightning imported) to say "unrecognized
+    arguments: --version"; it prints the package's version, with neither torch nor Lightning imported."""
+    import subprocess
+    import sys
+
+    import swar_bench
+
+    code = ("import sys; from swar_bench.cli import main; rc = main(['--version']); "
+            "heavy = [m for m in ('torch', 'lightning', 'jsonargparse') if m in sys.modules]; "
+            "print('heavy', heavy); sys.exit(rc)")
+    import os
+
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [f"swar-bench {swar_bench.__version__}", "heavy []"]
+    assert done.stderr == ""
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rest=st.lists(st.sampled_from(["fit", "--config", "x.yaml", "-h", "--version"]), max_size=3))
+def test_version_first_ignores_what_follows(capsys, rest):
+    """The kind: `--version` first, whatever follows, prints the version alone, exit 0."""
+    import swar_bench
+    from swar_bench.cli import main
+
+    assert main(["--version", *rest]) == 0
+    out = capsys.readouterr()
+    assert out.out == f"swar-bench {swar_bench.__version__}\n" and out.err == ""
