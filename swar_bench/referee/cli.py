@@ -29,6 +29,7 @@ from pathlib import Path
 import torch
 
 from swar_bench.referee.evaluate import check_init_seed, check_seed, evaluate
+from swar_bench.referee.option_lines import option_line
 from swar_bench.referee.outputs import (
     RESULT_FILES,
     prepare_out_dir,
@@ -190,6 +191,7 @@ def _run(argv: list[str]) -> int:
         rewrite_mechanism_args,
     )
 
+    given = list(argv)  # as typed: an error names the option or the --config file that set the value
     try:
         resolved = rewrite_mechanism_args(argv, "--mechanism")
     except ValueError as e:
@@ -225,25 +227,35 @@ def _run(argv: list[str]) -> int:
             prepare_out_dir(cfg.out, created)
         except ValueError as e:
             return _error(e, limit=None)
-        rc = _evaluate_and_write(parser, cfg)
+        rc = _evaluate_and_write(parser, cfg, given)
     finally:
         if rc != 0:  # rejected after the check, or stopped: leave no empty folder of ours behind
             remove_created(created)
     return rc
 
 
-def _evaluate_and_write(parser, cfg) -> int:
-    """Build the mechanism, run ``evaluate``, write into the (checked) ``--out``, print the table."""
+def _evaluate_and_write(parser, cfg, given: list[str]) -> int:
+    """Build the mechanism, run ``evaluate``, write into the (checked) ``--out``, print the table.
+
+    A refused setting is named as ``given`` (the command line as typed) set it: the option and
+    its value, or the ``--config`` file and its key (``option_lines.option_line``)."""
+    import inspect
+
+    keys = {*inspect.signature(evaluate).parameters, "init_seed", "threads", "device"}
+
+    def refused(e: object) -> int:
+        return _error(option_line(" ".join(str(e).split()), given, keys))
+
     threads = default_threads() if cfg.threads is None else cfg.threads
     if threads < 1:
-        return _error(f"--threads={threads}: expected a number of CPU threads >= 1")
+        return refused(f"threads={threads}: expected a number of CPU threads >= 1")
     torch.set_num_threads(threads)
     logging.basicConfig(level=logging.INFO, format="referee: %(message)s", stream=sys.stderr)
     try:
         seed = check_seed(cfg.seed)
         init_seed = seed if cfg.init_seed is None else check_init_seed(cfg.init_seed)
     except ValueError as e:
-        return _error(e)
+        return refused(e)
     torch.manual_seed(init_seed)
     try:
         instantiate = getattr(parser, "instantiate", None) or parser.instantiate_classes
@@ -253,7 +265,7 @@ def _evaluate_and_write(parser, cfg) -> int:
     try:
         mechanism = mechanism.to(torch.device(cfg.device))
     except (RuntimeError, AssertionError) as e:
-        return _error(f"device={cfg.device!r} is not usable here ({e}); expected e.g. cpu or cuda")
+        return refused(f"device={cfg.device!r} is not usable here ({e}); expected e.g. cpu or cuda")
     kwargs = {
         k: v
         for k, v in vars(cfg).items()
@@ -264,7 +276,7 @@ def _evaluate_and_write(parser, cfg) -> int:
     try:
         result = evaluate(mechanism, **kwargs)
     except ValueError as e:
-        return _error(e)
+        return refused(e)
     out = Path(cfg.out)
     name = cfg.name or type(mechanism).__name__
     result_name, plot_name = RESULT_FILES

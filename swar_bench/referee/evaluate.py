@@ -335,7 +335,7 @@ def evaluate(
         batch_size: rows per training step and per evaluation batch.
         tbptt_steps: tokens backpropagated at the end of each training sequence.
         chunk_size: tokens per forward call while streaming (memory, not results, depends on it).
-        lr, grad_clip: Adam learning rate and gradient-norm clip of every cell.
+        lr, grad_clip: Adam learning rate and gradient-norm clip of every cell (> 0; None: no clip).
         resample_prob: noise of the Markov stream (its entropy floor is reported).
         train_protocol: ``"fixed_steps"`` (the original protocol's: at most ``n_train_steps`` /
             ``perplexity_steps`` steps per cell) or ``"matched_flops"`` (each cell trains until its
@@ -394,6 +394,8 @@ def evaluate(
         raise ValueError(f"resample_prob={resample_prob!r}: expected a probability in [0, 1]")
     if not (math.isfinite(cfg["lr"]) and cfg["lr"] > 0):
         raise ValueError(f"lr={lr!r} is invalid; expected a positive finite learning rate")
+    if cfg["grad_clip"] is not None and not cfg["grad_clip"] > 0:  # a norm <= 0 would flip or zero each step
+        raise ValueError(f"grad_clip={grad_clip!r} is invalid; expected a max gradient norm > 0 (null: no clipping)")
     n_params = count_params(mechanism)
     runner = Runner(mechanism, vocab)  # validates vocab against the mechanism
     if compute_budget_flops is None:

@@ -201,7 +201,7 @@ def test_ranges_and_threads_errors_echo_the_value_as_given(tmp_path, capsys):
     rc = main(["--config", str(QUICK), "--out", str(tmp_path), "--ranges", "[-8,16]"])
     err = capsys.readouterr().err
     assert rc == 2
-    assert err == "swar-bench referee: error: ranges[0]=-8: expected an integer >= 6\n"
+    assert err == "swar-bench referee: error: --ranges=[-8,16]: ranges[0]=-8: expected an integer >= 6\n"
     assert not any(tmp_path.iterdir())
 
 
@@ -647,12 +647,12 @@ def test_a_figure_path_names_its_format_or_is_refused_in_one_line(stem, suffix):
 @pytest.mark.parametrize(
     "option, value, expected",
     [
-        ("--seed", "-1", "seed=-1: expected an integer in [0, 18446744073709551615]"),
-        ("--seed", str(2**64), f"seed={2**64}: expected an integer in [0, 18446744073709551615]"),
+        ("--seed", "-1", "--seed=-1: expected an integer in [0, 18446744073709551615]"),
+        ("--seed", str(2**64), f"--seed={2**64}: expected an integer in [0, 18446744073709551615]"),
         (
             "--init_seed",
             str(-(2**63) - 1),
-            f"init_seed={-(2**63) - 1}: expected an integer in [-9223372036854775808, 18446744073709551615]",
+            f"--init_seed={-(2**63) - 1}: expected an integer in [-9223372036854775808, 18446744073709551615]",
         ),
     ],
 )
