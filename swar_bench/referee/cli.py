@@ -40,11 +40,12 @@ from swar_bench.referee.outputs import (
 from swar_bench.referee.report import plot_forgetting_curve, read_json, write_json
 from swar_bench.referee.table import (
     FLOPS_TOLERANCE,
+    FLOPS_TOLERANCE_EXPECTED,
     check_flops_tolerance,
     check_result,
     comparison_table,
 )
-from swar_bench.referee.verdict import ALPHA, verdict, verdict_table
+from swar_bench.referee.verdict import ALPHA, ALPHA_EXPECTED, check_alpha, verdict, verdict_table
 from swar_bench.utils import interrupts
 from swar_bench.utils.argparsing import ArgumentParser, PathArg, check_no_dashes_value
 from swar_bench.utils.text import inline_mapping, unknown_name_line, yaml_problem
@@ -169,6 +170,12 @@ def _config_values(argv: list[str]) -> list[str]:
         elif arg.startswith("--config="):
             values.append(arg[len("--config=") :])
     return values
+
+
+def _typed(value: str) -> str:
+    """An option's value as the user typed it (``0``, ``-1``), quoted only when blank space would
+    hide it (``''``, ``' 1'``)."""
+    return value if value and value == value.strip() else repr(value)
 
 
 def _error(message: object, limit: int | None = 400) -> int:
@@ -315,8 +322,8 @@ def _compare(argv: list[str]) -> int:
         return int(e.code or 0)
     try:
         args.flops_tolerance = check_flops_tolerance(args.flops_tolerance)
-    except ValueError as e:
-        return _error(str(e).replace("flops_tolerance=", "--flops-tolerance=", 1))
+    except ValueError:
+        return _error(f"--flops-tolerance={_typed(args.flops_tolerance)}: expected {FLOPS_TOLERANCE_EXPECTED}")
     if args.names is not None and len(args.names) != len(args.results):
         return _error(
             f"--names has {len(args.names)} entries: expected one per result ({len(args.results)})"
@@ -401,13 +408,13 @@ def _verdict(argv: list[str]) -> int:
         return int(e.code or 0)
     paths = (args.baseline, args.challenger)
     try:
-        alpha = float(args.alpha)
+        alpha = check_alpha(args.alpha)
     except ValueError:
-        return _error(f"--alpha={args.alpha!r}: expected a significance level in (0, 1)")
+        return _error(f"--alpha={_typed(args.alpha)}: expected {ALPHA_EXPECTED}")
     try:
         tolerance = check_flops_tolerance(args.flops_tolerance)
-    except ValueError as e:
-        return _error(str(e).replace("flops_tolerance=", "--flops-tolerance=", 1))
+    except ValueError:
+        return _error(f"--flops-tolerance={_typed(args.flops_tolerance)}: expected {FLOPS_TOLERANCE_EXPECTED}")
     created: list[Path] = []  # filled as the folders are made: a stop at any point finds them
     rc = 1
     try:

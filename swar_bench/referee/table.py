@@ -181,6 +181,10 @@ def _named(results: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
     return named
 
 
+FLOPS_TOLERANCE_EXPECTED = "a relative difference >= 0 (e.g. 0.05; inf to compare whatever the FLOPs)"
+"""What ``flops_tolerance`` (``compare`` / ``verdict --flops-tolerance``) must be."""
+
+
 def check_flops_tolerance(flops_tolerance: float | None) -> float | None:
     """``flops_tolerance`` as a float >= 0 (``inf`` or None: FLOPs are not checked); else
     ``ValueError`` (one line)."""
@@ -191,10 +195,7 @@ def check_flops_tolerance(flops_tolerance: float | None) -> float | None:
     except (TypeError, ValueError):
         tol = math.nan
     if math.isnan(tol) or tol < 0:
-        raise ValueError(
-            f"flops_tolerance={flops_tolerance!r}: expected a relative difference >= 0 "
-            "(e.g. 0.05; inf to compare whatever the FLOPs)"
-        )
+        raise ValueError(f"flops_tolerance={flops_tolerance!r}: expected {FLOPS_TOLERANCE_EXPECTED}")
     return None if math.isinf(tol) else tol
 
 

@@ -33,6 +33,9 @@ from swar_bench.referee.table import FLOPS_TOLERANCE, _grid, check_comparable, c
 ALPHA = 0.05
 """Default significance level of a cell's verdict."""
 
+ALPHA_EXPECTED = "a significance level in (0, 1)"
+"""What ``alpha`` (``verdict --alpha``) must be."""
+
 N_RESAMPLES = 9999
 """Random swaps of the paired permutation test (exact when the instances allow fewer)."""
 
@@ -146,6 +149,17 @@ def _cell(
     return out
 
 
+def check_alpha(alpha: Any) -> float:
+    """``alpha`` as a float in (0, 1); else ``ValueError`` (one line: ``alpha=2.0: expected ...``)."""
+    try:
+        value = float(alpha)
+    except (TypeError, ValueError):
+        value = float("nan")
+    if not 0.0 < value < 1.0:
+        raise ValueError(f"alpha={value!r}: expected {ALPHA_EXPECTED}")
+    return value
+
+
 def verdict(
     baseline: Mapping[str, Any],
     challenger: Mapping[str, Any],
@@ -175,12 +189,7 @@ def verdict(
             different terms (``check_comparable``: protocol, ranges, seed, budgets, sizes, FLOPs),
             or a bad ``alpha`` (each one line).
     """
-    try:
-        alpha = float(alpha)
-    except (TypeError, ValueError):
-        alpha = float("nan")
-    if not 0.0 < alpha < 1.0:
-        raise ValueError(f"alpha={alpha!r}: expected a significance level in (0, 1)")
+    alpha = check_alpha(alpha)
     base_name, chal_name = names
     check_result(baseline, base_name)
     check_result(challenger, chal_name)

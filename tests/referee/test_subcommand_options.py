@@ -1,0 +1,83 @@
+"""`referee compare` and `verdict` name their options as typed (fault: `verdict --alpha 0` said
+"alpha=0.0: expected a significance level in (0, 1)", the parsed keyword, not the option and the
+value typed; `--flops-tolerance -1` showed the value quoted, `'-1'`)."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from swar_bench.cli import main as swar_main
+from swar_bench.referee.cli import main
+
+ALPHA = "expected a significance level in (0, 1)"
+TOLERANCE = "expected a relative difference >= 0 (e.g. 0.05; inf to compare whatever the FLOPs)"
+
+
+def _line(capsys) -> str:
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err + captured.out
+    lines = [ln for ln in captured.err.splitlines() if ln.strip()]
+    assert len(lines) == 1, captured.err
+    return lines[0]
+
+
+def _results(root, result, names=("A", "B")) -> list[str]:
+    paths = []
+    for name in names:
+        path = root / name / "result.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(result))
+        paths.append(str(path))
+    return paths
+
+
+def test_the_reported_alpha_names_the_option_and_the_value_typed(tmp_path, capsys, gru_result):
+    a, b = _results(tmp_path, gru_result)
+    assert swar_main(["referee", "verdict", "--baseline", a, "--challenger", b, "--alpha", "0"]) == 2
+    assert _line(capsys) == f"swar-bench referee: error: --alpha=0: {ALPHA}"
+    assert main(["verdict", "--baseline", a, "--challenger", b, "--flops-tolerance", "-1"]) == 2
+    assert _line(capsys) == f"swar-bench referee: error: --flops-tolerance=-1: {TOLERANCE}"
+    assert main(["compare", a, b, "--flops-tolerance=-0.5"]) == 2
+    assert _line(capsys) == f"swar-bench referee: error: --flops-tolerance=-0.5: {TOLERANCE}"
+
+
+NUMBER = st.one_of(st.integers(-10**6, 10**6).map(str), st.floats(allow_nan=True, allow_infinity=True).map(repr),
+                   st.text("0123456789.-eE+xnaif", min_size=1, max_size=6).filter(lambda t: "--" not in t), st.just(""))
+
+
+def _bad_alpha(text: str) -> bool:
+    try:
+        return not 0 < float(text) < 1
+    except ValueError:
+        return True
+
+
+def _bad_tolerance(text: str) -> bool:
+    try:
+        value = float(text)
+    except ValueError:
+        return True
+    return math.isnan(value) or value < 0
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data(), where=st.sampled_from([("verdict", "--alpha"), ("verdict", "--flops-tolerance"),
+                                              ("compare", "--flops-tolerance")]), joined=st.booleans())
+def test_every_bad_number_of_compare_and_verdict_names_its_option(tmp_path_factory, capsys, data, where, joined):
+    """Whatever refused value --alpha or --flops-tolerance is given, in either form: one line
+    naming the option and the value as typed (quoted only when blank space would hide it)."""
+    command, option = where
+    value = data.draw(NUMBER.filter(_bad_alpha if option == "--alpha" else _bad_tolerance))
+    root = tmp_path_factory.mktemp("inputs")
+    paths = [str(root / "a.json"), str(root / "b.json")]  # the options are checked before the inputs are read
+    files = ["--baseline", paths[0], "--challenger", paths[1]] if command == "verdict" else paths
+    typed_apart = not value.startswith("-") or re.fullmatch(r"-\d+|-\d*\.\d+", value)  # argparse: else an option
+    given = [f"{option}={value}"] if joined or not typed_apart else [option, value]
+    assert main([command, *files, *given]) == 2
+    shown = value if value and value == value.strip() else repr(value)
+    assert _line(capsys) == f"swar-bench referee: error: {option}={shown}: {ALPHA if option == '--alpha' else TOLERANCE}"
