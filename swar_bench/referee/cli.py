@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shlex
 import signal
 import sys
 from pathlib import Path
@@ -48,7 +49,7 @@ from swar_bench.referee.table import (
 from swar_bench.referee.verdict import ALPHA, ALPHA_EXPECTED, check_alpha, verdict, verdict_table
 from swar_bench.utils import interrupts
 from swar_bench.utils.argparsing import ArgumentParser, PathArg, check_no_dashes_value
-from swar_bench.utils.text import inline_mapping, unknown_name_line, yaml_problem
+from swar_bench.utils.text import inline_mapping, plural, unknown_name_line, yaml_problem
 
 PROG = "swar-bench referee"
 
@@ -326,7 +327,8 @@ def _compare(argv: list[str]) -> int:
         return _error(f"--flops-tolerance={_typed(args.flops_tolerance)}: expected {FLOPS_TOLERANCE_EXPECTED}")
     if args.names is not None and len(args.names) != len(args.results):
         return _error(
-            f"--names has {len(args.names)} entries: expected one per result ({len(args.results)})"
+            f"--names {shlex.join(args.names)}: {plural(len(args.names), 'name')} for "
+            f"{plural(len(args.results), 'result')}; expected one name per result"
         )
     created: list[Path] = []  # filled as the folders are made: a stop at any point finds them
     rc = 1
@@ -341,13 +343,28 @@ def _compare(argv: list[str]) -> int:
         except ValueError as e:
             return _error(e, limit=None)
         names = args.names or [Path(p).parent.name or Path(p).stem for p in args.results]
-        if len(set(names)) != len(names):
-            return _error(f"names {names}: expected distinct names (pass --names)")
+        repeated = _names_repeated(names, args.names is not None, "one distinct name per result")
+        if repeated:
+            return _error(repeated, limit=None)
         rc = _compare_checked(args, dict(zip(names, results)))
     finally:
         if rc != 0:
             remove_created(created)
     return rc
+
+
+def _names_repeated(names: list[str], given: bool, expected: str) -> str | None:
+    """The one line refusing ``names`` that repeat a name, else None: ``--names A A: A named more
+    than once; expected EXPECTED`` for names the user gave, and for names derived from the
+    results' folders the line that says to give ``--names``."""
+    repeated = [n for i, n in enumerate(names) if names.count(n) > 1 and names.index(n) == i]
+    if not repeated:
+        return None
+    twice = f"{', '.join(repeated)} named more than once"
+    if given:
+        return f"--names {shlex.join(names)}: {twice}; expected {expected}"
+    return (f"names from the results' folders ({shlex.join(names)}): {twice}; expected distinct names "
+            "(pass --names with one name per result)")
 
 
 def read_results(paths: list[str]) -> list[dict]:
@@ -432,8 +449,13 @@ def _verdict(argv: list[str]) -> int:
                 return _error(e, limit=None)
         try:
             results = read_results(list(paths))  # before the names derived from their paths
+            if args.names is not None:
+                repeated = _names_repeated(args.names, True, "distinct names of the baseline and the challenger")
+                if repeated:
+                    rc = _error(repeated, limit=None)
+                    return rc
             names = tuple(args.names or [Path(p).parent.name or Path(p).stem for p in paths])
-            if names[0] == names[1]:
+            if names[0] == names[1]:  # the same folder name: the roles name them
                 names = ("baseline", "challenger")
             v = verdict(
                 *results, alpha=alpha, flops_tolerance=tolerance, names=(names[0], names[1])

@@ -81,3 +81,51 @@ def test_every_bad_number_of_compare_and_verdict_names_its_option(tmp_path_facto
     assert main([command, *files, *given]) == 2
     shown = value if value and value == value.strip() else repr(value)
     assert _line(capsys) == f"swar-bench referee: error: {option}={shown}: {ALPHA if option == '--alpha' else TOLERANCE}"
+
+
+def test_the_reported_names_are_refused_without_advising_names(tmp_path, capsys, gru_result):
+    """(fault: `compare A.json B.json --names A A` said "names ['A', 'A']: expected distinct names
+    (pass --names)", advice to give what was given; `--names A` said "--names has 1 entries")."""
+    a, b = _results(tmp_path, gru_result)
+    assert swar_main(["referee", "compare", a, b, "--names", "A", "A"]) == 2
+    assert _line(capsys) == (
+        "swar-bench referee: error: --names A A: A named more than once; expected one distinct name per result")
+    assert main(["compare", a, b, "--names", "A"]) == 2
+    assert _line(capsys) == "swar-bench referee: error: --names A: 1 name for 2 results; expected one name per result"
+    assert main(["verdict", "--baseline", a, "--challenger", b, "--names", "A", "A"]) == 2
+    assert _line(capsys) == ("swar-bench referee: error: --names A A: A named more than once; "
+                             "expected distinct names of the baseline and the challenger")
+    (other,) = _results(tmp_path / "other", gru_result, names=("A",))  # folders named alike: --names is the way out
+    assert main(["compare", a, other]) == 2
+    assert _line(capsys) == ("swar-bench referee: error: names from the results' folders (A A): A named more than "
+                             "once; expected distinct names (pass --names with one name per result)")
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(command=st.sampled_from(["compare", "verdict"]), n_results=st.integers(1, 4),
+       names=st.lists(st.sampled_from(["A", "B", "my model", "x"]), min_size=1, max_size=5))
+def test_names_that_repeat_or_miscount_are_one_line_naming_them(tmp_path_factory, capsys, gru_result, command,
+                                                                 n_results, names):
+    """Any --names that repeats a name, or (compare) gives a name too many or too few: one line
+    quoting --names as typed, saying which name repeats or how many were given for how many results."""
+    import shlex
+
+    if command == "verdict":
+        n_results, names = 2, (names * 2)[:2]
+    paths = _results(tmp_path_factory.mktemp("inputs"), gru_result, names=[f"r{i}" for i in range(n_results)])
+    files = ["--baseline", paths[0], "--challenger", paths[1]] if command == "verdict" else paths
+    repeated = [n for i, n in enumerate(names) if names.count(n) > 1 and names.index(n) == i]
+    status = main([command, *files, "--names", *names])
+    if len(names) != n_results:
+        line = (f"--names {shlex.join(names)}: {len(names)} name{'s' * (len(names) != 1)} for {n_results} "
+                f"result{'s' * (n_results != 1)}; expected one name per result")
+    elif repeated:
+        expected = "one distinct name per result" if command == "compare" else (
+            "distinct names of the baseline and the challenger")
+        line = f"--names {shlex.join(names)}: {', '.join(repeated)} named more than once; expected {expected}"
+    else:
+        assert status == 0
+        capsys.readouterr()
+        return
+    assert status == 2
+    assert _line(capsys) == f"swar-bench referee: error: {line}"
