@@ -338,7 +338,7 @@ def cmd_check(args) -> int:
 
 def _one_example(source: str, config: str, split: str, index: int, params) -> dict:
     """Example ``index`` of a split, after checking that the split has it."""
-    n = parse_config(card_config_option(config, "--config"))
+    n = parse_config(card_config_option(config, "--config", single=True))
     if source == GENERATE:
         if split not in card_splits(n):
             raise UsageError(

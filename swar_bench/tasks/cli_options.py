@@ -52,10 +52,12 @@ def csv_list(value: str | None, option: str) -> list[str] | None:
     return items
 
 
-def card_config_option(config: str, option: str = "--configs") -> str:
+def card_config_option(config: str, option: str = "--configs", *, single: bool = False) -> str:
     """``config`` when it is a config of the task (``n32`` .. ``n16384``); else a one-line error
     naming ``option`` (``--configs``, ``--config``), the value and the configs, with ``n{N}`` as a
-    suggestion for a bare or misspelt number (``32``, ``N32``, ``n0032``)."""
+    suggestion for a bare or misspelt number (``32``, ``N32``, ``n0032``). The configs are what
+    the option expects: ``one of`` them for an option of one config (``single``, ``--config``),
+    ``some of`` them for a list (``--configs``)."""
     try:
         n = parse_config(config)
     except DataSourceError:
@@ -66,7 +68,8 @@ def card_config_option(config: str, option: str = "--configs") -> str:
     guess = config_name(int(digits)) if digits.isdigit() and int(digits) in ALLOWED_N else None
     raise UsageError(
         f"{option}: {config!r} is not a passkey_swar config (N in 32..16384, powers of 2; {CONFIGS_SECTION}); "
-        f"expected some of {card_configs_text()}" + (f"; did you mean {guess}?" if guess and guess != config else "")
+        f"expected {'one' if single else 'some'} of {card_configs_text()}"
+        + (f"; did you mean {guess}?" if guess and guess != config else "")
     )
 
 
@@ -80,7 +83,7 @@ def folder_configs(source: str) -> list[str]:
     for name in sorted(skipped):
         print(
             f"skipping {os.path.join(source, name)}: not a passkey_swar config "
-            f"(expected some of {card_configs_text()})",
+            f"(expected one of {card_configs_text()})",
             file=sys.stderr,
         )
     return sorted(card, key=parse_config)

@@ -233,7 +233,7 @@ def test_check_and_verify_name_folders_that_are_not_card_configs(tmp_path, capsy
         assert main([command, str(out)]) == 2
         err = capsys.readouterr().err.splitlines()
         assert err[0] == (
-            f"skipping {out / 'n7'}: not a passkey_swar config (expected some of n32, n64, n128, "
+            f"skipping {out / 'n7'}: not a passkey_swar config (expected one of n32, n64, n128, "
             "n256, n512, n1024, n2048, n4096, n8192, n16384)"
         )
         assert err[1] == (
@@ -733,7 +733,7 @@ def test_a_bare_number_as_config_names_the_option_and_suggests_the_name(capsys, 
     assert main(["show", "--config", "N64"]) == 2
     assert capsys.readouterr().err == (
         "swar-bench data show: error: --config: 'N64' is not a passkey_swar config (N in 32..16384, powers of 2; "
-        f'docs/TASK.md, "Configs and splits"); expected some of {CARD}; did you mean n64?\n'
+        f'docs/TASK.md, "Configs and splits"); expected one of {CARD}; did you mean n64?\n'
     )
 
 
@@ -751,7 +751,7 @@ def test_any_config_off_the_card_is_one_line_naming_the_option(capsys, tmp_path,
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert err.startswith(f"swar-bench data {command}: error: {option}: {value!r} is not a passkey_swar config (")
-    assert f"expected some of {CARD}" in err
+    assert f"expected {'one' if option == '--config' else 'some'} of {CARD}" in err  # one config, or a list
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -826,7 +826,7 @@ def test_the_reported_empty_config_of_data_show_is_quoted(capsys):
     assert main(["show", "--config", ""]) == 2
     assert capsys.readouterr().err == (
         "swar-bench data show: error: --config: '' is not a passkey_swar config (N in 32..16384, powers of 2; "
-        f'docs/TASK.md, "Configs and splits"); expected some of {CARD}\n'
+        f'docs/TASK.md, "Configs and splits"); expected one of {CARD}\n'
     )
 
 
