@@ -373,12 +373,18 @@ class PasskeySwarDataModule(pl.LightningDataModule):
             counts[n] = self.eval_examples if size is None else min(size, self.eval_examples)
             if size is not None and size < self.eval_examples and (split, n) not in self._capped:
                 self._capped.add((split, n))  # once per split and N, not at every epoch
-                rank_zero_warn(
-                    f"eval_examples={self.eval_examples}: the {split} split of n{n} in "
-                    f"{self.source} has {size} examples; evaluating those {size}"
-                )
+                rank_zero_warn(self._capped_line(split, n, size))
         keys = eval_keys(split, configs, counts, self.eval_batch_size, rank, world)
         return self._loader(EvalBatchSampler(keys))
+
+    def _capped_line(self, split: str, n: int, size: int) -> str:
+        """The warning that ``split`` holds fewer than ``eval_examples`` examples, in the task's
+        terms: a stored split of config ``n{N}``, or MQAR's test segment (validation and test)."""
+        if self.mqar is not None:
+            return (f"eval_examples={self.eval_examples}: the MQAR test segment ({split} reads it) has {size} "
+                    f"examples (mqar.num_test_examples={self.mqar.num_test_examples}); evaluating those {size}")
+        return (f"eval_examples={self.eval_examples}: the {split} split of n{n} in {self.source} has {size} "
+                f"examples; evaluating those {size}")
 
     def val_dataloader(self) -> DataLoader:
         return self._eval_loader("validation", self.val_configs)
