@@ -49,10 +49,9 @@ def main(argv: list[str] | None = None) -> int:
     except (KeyboardInterrupt, interrupts.Terminated) as stop:
         from swar_bench.utils.ranks import launched_rank
 
-        sigterm = isinstance(stop, interrupts.Terminated)
-        if not launched_rank():  # rank 0 speaks for a DDP run's other ranks
-            print(f"swar-bench: {'terminated (SIGTERM)' if sigterm else 'interrupted'}", file=sys.stderr)
-        return 128 + (signal.SIGTERM if sigterm else signal.SIGINT)
+        if launched_rank():  # rank 0 speaks for a DDP run's other ranks
+            return interrupts.stop_status(stop)
+        return interrupts.report_stop("swar-bench", stop)
     finally:
         interrupts.restore({k: v for k, v in previous.items() if k == signal.SIGINT})
 

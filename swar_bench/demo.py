@@ -22,7 +22,6 @@ import os
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import argparse
-import signal
 import sys
 import time
 from pathlib import Path
@@ -47,7 +46,7 @@ EXIT_CODES = """exit codes:
   2    bad arguments or config (one line on stderr)
   1    training stopped on a non-finite loss
   130  stopped by Ctrl-C
-  143  stopped by SIGTERM"""
+  143  terminated (SIGTERM)"""
 
 
 def default_config() -> Path:
@@ -142,9 +141,8 @@ def main(argv: list[str] | None = None) -> int:
     except MisconfigurationException as err:  # Lightning's own checks of --trainer.* values
         print(f"swar-bench demo: error: {str(err).splitlines()[0]}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("swar-bench demo: interrupted", file=sys.stderr)
-        return 128 + signal.SIGINT
+    except KeyboardInterrupt as stop:
+        return interrupts.report_stop("swar-bench demo", stop)
     except (SystemExit, interrupts.Terminated) as exc:  # Lightning's exits after SIGTERM / Ctrl-C
         stopped = stop_status(exc, "swar-bench demo", "demo")
         if stopped is None:

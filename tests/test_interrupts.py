@@ -224,11 +224,12 @@ except (KeyboardInterrupt, interrupts.Terminated) as stop:
     print(type(stop).__name__, slowmod.DONE)
 """
 SLOWMOD = """import pathlib, sys
+from swar_bench.utils import interrupts
 here = pathlib.Path(__file__).parent
 (here / "importing").write_text("1")
-while not (here / "go").exists():  # the import runs until the test has sent its signal
+while interrupts.stopped() is None:  # the import runs until the signal has reached the handler
     pass
-DONE = True
+DONE = True  # the handler held the stop back: the import ends whole
 """
 
 
@@ -252,9 +253,7 @@ def test_a_stop_inside_an_import_is_raised_once_the_import_has_ended(tmp_path, s
         deadline = time.monotonic() + 120  # a bound on a hang
         while not (tmp_path / "importing").exists() and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.01)  # the event: the import has started
-        proc.send_signal(getattr(signal, signame))
-        time.sleep(0.2)  # the signal is held, not acted on, while the import runs (the import goes on below)
-        (tmp_path / "go").write_text("1")
+        proc.send_signal(getattr(signal, signame))  # recorded by the handler inside the import, held
         out, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:

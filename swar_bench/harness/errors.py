@@ -88,8 +88,7 @@ def exit_status(err: BaseException, given: list[str], argv: list[str]) -> int | 
         print(f"swar-bench: error: {_one_line(str(err))}", file=sys.stderr)
         return 2
     if isinstance(err, KeyboardInterrupt):  # Ctrl-C before Lightning's own handling (parsing, set-up)
-        print("swar-bench: interrupted", file=sys.stderr)
-        return 128 + signal.SIGINT
+        return interrupts.report_stop("swar-bench", err)
     if isinstance(err, interrupts.Terminated):  # SIGTERM before Lightning's own handler exists
         return stops.stop_status(err, "swar-bench", argv[0] if argv else None)
     if isinstance(err, SystemExit):  # --help, --print_config; Lightning's exits after SIGTERM / Ctrl-C

@@ -8,7 +8,6 @@ from __future__ import annotations
 import glob
 import os
 import signal
-import sys
 from typing import Any
 
 import lightning.pytorch as pl
@@ -49,7 +48,7 @@ def resume_checkpoint(trainer: pl.Trainer | None) -> str | None:
 
 def stop_status(exc: BaseException, prog: str, subcommand: str | None) -> int | None:
     """The exit status of a run Lightning ended because of a signal, after one line on stderr
-    (from rank 0 only): 143 for SIGTERM (Lightning's ``SIGTERMException``, a ``SystemExit``
+    (from rank 0 only; ``interrupts.report_stop``): 143 for SIGTERM (Lightning's ``SIGTERMException``, a ``SystemExit``
     with code None that would read as success; or ``interrupts.Terminated`` before Lightning's
     handler existed), 130 for Ctrl-C. None for any other exit. For fit and demo the line names
     the checkpoint ``fit --ckpt_path last`` would resume from, when one exists
@@ -58,23 +57,23 @@ def stop_status(exc: BaseException, prog: str, subcommand: str | None) -> int | 
     from lightning.pytorch.utilities.exceptions import SIGTERMException
 
     if isinstance(exc, (SIGTERMException, interrupts.Terminated)):
-        status, what = 128 + signal.SIGTERM, "stopped by SIGTERM"
+        stop: type[BaseException] = interrupts.Terminated
     elif interrupts.stopped() is KeyboardInterrupt:
-        status, what = 128 + signal.SIGINT, "interrupted"
+        stop = KeyboardInterrupt
     else:
         return None
+    hint = None
     if subcommand in ("fit", "demo"):
         hint = resume_hint()  # in a SLURM job with requeue: what the requeued job resumes from
         checkpoint = None if hint else resume_checkpoint(_RUN_TRAINER)
         if checkpoint is not None:  # no hint when nothing was saved: a new fit would start from scratch
             hint = f"fit --ckpt_path last resumes from {checkpoint}"
-        what += f" ({hint})" if hint else ""
     from lightning.pytorch.utilities.rank_zero import rank_zero_only
 
     # the Trainer's global rank once it is set up, else RANK, LOCAL_RANK or SLURM_PROCID (srun)
     if int(getattr(rank_zero_only, "rank", 0) or 0) == 0:
-        print(f"{prog}: {what}", file=sys.stderr)
-    return status
+        return interrupts.report_stop(prog, stop, hint or "")
+    return interrupts.stop_status(stop)
 
 
 def collective_timed_out(err: BaseException) -> bool:

@@ -165,9 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return _main(argv)
     except (KeyboardInterrupt, interrupts.Terminated) as stop:
-        sigterm = isinstance(stop, interrupts.Terminated)
-        print(f"swar-bench check-mechanism: {'terminated (SIGTERM)' if sigterm else 'interrupted'}", file=sys.stderr)
-        return 143 if sigterm else 130
+        return interrupts.report_stop("swar-bench check-mechanism", stop)
     finally:
         interrupts.restore(previous)
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 import logging
 import os
 import shlex
-import signal
 import sys
 from pathlib import Path
 
@@ -501,12 +500,8 @@ def main(argv: list[str] | None = None) -> int:
             status = _run(argv)
         interrupts.complete()  # a stop recorded but swallowed is reported; a later one is ignored
         return status
-    except KeyboardInterrupt:
-        print(f"{PROG}: interrupted", file=sys.stderr)
-        return 128 + signal.SIGINT
-    except interrupts.Terminated:
-        print(f"{PROG}: terminated (SIGTERM)", file=sys.stderr)
-        return 128 + signal.SIGTERM
+    except (KeyboardInterrupt, interrupts.Terminated) as stop:
+        return interrupts.report_stop(PROG, stop)
     finally:
         interrupts.restore(previous)
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
 from pathlib import Path
 
@@ -234,12 +233,8 @@ def main(argv: list[str] | None = None) -> int:
     previous = interrupts.install(sigterm=True)
     try:
         return _command(args)
-    except KeyboardInterrupt:
-        print("swar-bench study: interrupted", file=sys.stderr)
-        return 128 + signal.SIGINT
-    except interrupts.Terminated:
-        print("swar-bench study: terminated (SIGTERM)", file=sys.stderr)
-        return 128 + signal.SIGTERM
+    except (KeyboardInterrupt, interrupts.Terminated) as stop:
+        return interrupts.report_stop("swar-bench study", stop)
     finally:
         interrupts.restore(previous)
 

@@ -530,10 +530,10 @@ class MQARRunner:
             for job in [pool.submit(self.fit, *job) for job in plan]:
                 job.result()
         except (KeyboardInterrupt, interrupts.Terminated) as signalled:
-            status = 143 if isinstance(signalled, interrupts.Terminated) else 130
+            status = interrupts.stop_status(signalled)
             self.stop(status)
             pool.shutdown(wait=True, cancel_futures=True)
-            how = "terminated (SIGTERM)" if status == 143 else "interrupted"
+            how = interrupts.stop_words(signalled)
             self.log(f"study: {how}; `swar-bench study run {self.study.path}` continues from the records")
             return status
         finally:

@@ -527,10 +527,10 @@ class Runner:
             )
             return stop.status
         except (KeyboardInterrupt, interrupts.Terminated) as signalled:
-            status = 143 if isinstance(signalled, interrupts.Terminated) else 130
+            status = interrupts.stop_status(signalled)
             self.stop(status)
             pool.shutdown(wait=True, cancel_futures=True)
-            how = "terminated (SIGTERM)" if status == 143 else "interrupted"
+            how = interrupts.stop_words(signalled)
             self.log(
                 f"study: {how}; `swar-bench study run {self.spec.path}` continues from the records"
             )

@@ -27,7 +27,6 @@ import argparse
 import errno
 import glob
 import os
-import signal
 import sys
 from collections.abc import Iterator
 
@@ -493,12 +492,8 @@ def main(argv: list[str] | None = None) -> int:
     except (DataSourceError, UsageError, OracleError, ValueError) as exc:
         print(f"swar-bench data {args.command}: error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print(f"swar-bench data {args.command}: interrupted", file=sys.stderr)
-        return 130
-    except interrupts.Terminated:
-        print(f"swar-bench data {args.command}: terminated (SIGTERM)", file=sys.stderr)
-        return 128 + signal.SIGTERM
+    except (KeyboardInterrupt, interrupts.Terminated) as stop:
+        return interrupts.report_stop(f"swar-bench data {args.command}", stop)
     finally:
         interrupts.restore(previous)
 

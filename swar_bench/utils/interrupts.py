@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import signal
+import sys
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -31,6 +32,27 @@ from typing import Any
 class Terminated(BaseException):
     """Raised in the main thread on SIGTERM (``timeout``, SLURM, ``kill``), so that cleanup
     (``finally``, ``except BaseException``) runs as for Ctrl-C."""
+
+
+def stop_words(stop: BaseException | type[BaseException]) -> str:
+    """How every command names a stop in its last line: ``"terminated (SIGTERM)"`` for
+    :class:`Terminated`, else ``"interrupted"`` (Ctrl-C)."""
+    return "terminated (SIGTERM)" if stop_status(stop) == 128 + signal.SIGTERM else "interrupted"
+
+
+def stop_status(stop: BaseException | type[BaseException]) -> int:
+    """The exit status of a command ended by ``stop``: 143 (128 + SIGTERM) for :class:`Terminated`,
+    else 130 (128 + SIGINT), as a shell reports a process the signal ended."""
+    kind = stop if isinstance(stop, type) else type(stop)
+    return 128 + (signal.SIGTERM if issubclass(kind, Terminated) else signal.SIGINT)
+
+
+def report_stop(prog: str, stop: BaseException | type[BaseException], detail: str = "") -> int:
+    """Print the one line a command ends with when ``stop`` ended it (``PROG: interrupted`` or
+    ``PROG: terminated (SIGTERM)``, then ``; detail`` when given: how to resume) on stderr; its
+    exit status (:func:`stop_status`)."""
+    print(f"{prog}: {stop_words(stop)}{f'; {detail}' if detail else ''}", file=sys.stderr)
+    return stop_status(stop)
 
 
 _stop: type[BaseException] | None = None

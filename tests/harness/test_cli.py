@@ -413,8 +413,8 @@ def test_a_stopped_run_says_so_with_its_exit_status(tmp_path, command, signame, 
         err = stop(proc, signum)
     assert proc.returncode == 128 + signum, err[-2000:]
     prog = "swar-bench demo" if command == "demo" else "swar-bench"
-    what = "stopped by SIGTERM" if signame == "SIGTERM" else "interrupted"
-    hint = f" (fit --ckpt_path last resumes from {last})" if saved else ""
+    what = "terminated (SIGTERM)" if signame == "SIGTERM" else "interrupted"
+    hint = f"; fit --ckpt_path last resumes from {last}" if saved else ""
     assert err.strip().splitlines()[-1] == f"{prog}: {what}{hint}"
     assert "Detected KeyboardInterrupt" not in err  # Lightning's line: the run says it once, above
     assert "Traceback" not in err

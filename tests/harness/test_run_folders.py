@@ -244,7 +244,7 @@ def test_a_fit_stopped_before_it_produced_anything_leaves_no_folder(tmp_path, si
     code, err = _fit_until_announced(tmp_path / "runs", signum, "--trainer.val_check_interval=100000",
                                      "--trainer.log_every_n_steps=100000")
     assert code == 128 + signum, err[-2000:]
-    assert err.strip().splitlines()[-1] == ("swar-bench: interrupted" if signame == "SIGINT" else "swar-bench: stopped by SIGTERM")
+    assert err.strip().splitlines()[-1] == ("swar-bench: interrupted" if signame == "SIGINT" else "swar-bench: terminated (SIGTERM)")
     assert list(tmp_path.iterdir()) == []  # runs/ was created by this run and goes with it
 
 

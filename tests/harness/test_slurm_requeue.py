@@ -191,5 +191,5 @@ def test_stop_message_once_from_rank_zero_naming_the_checkpoint_a_requeue_takes(
     _write_checkpoint(tmp_path / "hpc_ckpt_1.ckpt", 40, 40)
     monkeypatch.setattr(swar_bench.runtime.slurm, "_RESUME_DIRS", (str(tmp_path), str(tmp_path / "checkpoints")))
     assert stop_status(SIGTERMException(), "swar-bench", "fit") == 143
-    expected = f"swar-bench: stopped by SIGTERM (the requeued job resumes from {tmp_path / 'hpc_ckpt_1.ckpt'}, global step 40)\n"
+    expected = f"swar-bench: terminated (SIGTERM); the requeued job resumes from {tmp_path / 'hpc_ckpt_1.ckpt'}, global step 40\n"
     assert capsys.readouterr().err == (expected if rank == 0 else "")
