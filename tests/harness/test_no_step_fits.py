@@ -81,6 +81,8 @@ def test_the_check_refuses_exactly_the_fits_lightning_trains_no_step_of(case, fa
     kwargs = {key: value, "fast_dev_run": fast if fast is not None else False}
     if key != "max_steps" and not fast:
         kwargs["max_steps"] = 3  # the other options' limits, not an epoch of the demo model's 64 batches
+    if key == "max_steps" and not fast:
+        kwargs["max_epochs"] = 1  # max_steps=-1 alone means Lightning's 1000 epochs (64,000 steps)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         trainer = Trainer(accelerator="cpu", logger=False, enable_checkpointing=False, enable_progress_bar=False,

@@ -35,7 +35,7 @@ def test_a_fit_stopped_by_sigterm_prints_only_its_own_line(tmp_path):
         err = stop(proc, signal.SIGTERM)
     assert proc.returncode == 128 + signal.SIGTERM, err[-2000:]
     last = tmp_path / "quickstart" / "GRU" / "version_0" / "checkpoints" / "last.ckpt"
-    ours = f"swar-bench: stopped by SIGTERM (fit --ckpt_path last resumes from {last})"
+    ours = f"swar-bench: terminated (SIGTERM); fit --ckpt_path last resumes from {last}"
     assert [ln for ln in err.splitlines() if "SIGTERM" in ln] == [ours], err[-2000:]
 
 
