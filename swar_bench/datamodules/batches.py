@@ -19,7 +19,7 @@ from torch.utils.data import Dataset
 
 FILLER_SEED = -1
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class Batch:
     """One batch of one N, as the DataModule yields it and ``TBPTTModule`` reads it.
 
@@ -35,9 +35,14 @@ class Batch:
         seed: ``[B]`` each row's example seed (docs/TASK.md, "Columns"; MQAR: its index in the
             segment); -1 on a filler row.
 
-    A frozen dataclass with a ``to(device)`` method: Lightning's ``move_data_to_device`` moves
-    it whole (``lightning_fabric.utilities.apply_func``: an object with ``to`` is moved by that
-    method), and its ``extract_batch_size`` reads B from ``input_ids``, the first field.
+    A dataclass with a ``to(device)`` method: Lightning's ``move_data_to_device`` moves it whole
+    (``lightning_fabric.utilities.apply_func``: an object with ``to`` is moved by that method), and
+    its ``extract_batch_size`` reads B from ``input_ids``, the first field. Not frozen: the
+    precision plugins of ``--trainer.precision`` (``16-true``, ``bf16-true``, ``64-true``, ...) pass
+    every batch through ``convert_input``, whose ``apply_to_collection`` refuses a frozen dataclass;
+    it rebuilds the batch with each float tensor cast (a Batch holds none) and this class's
+    fields untouched. Nothing here changes a batch's fields after it is made (``padded`` and
+    ``to`` return a new one). ``eq=False``: batches compare and hash by identity, as tensors do.
 
     Raises:
         ValueError: a field that is not an int64 tensor, or shapes other than ``[B, T]`` / ``[B]``.

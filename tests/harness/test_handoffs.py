@@ -47,9 +47,29 @@ def test_lightning_moves_a_batch_whole_and_reads_its_size():
     assert move_data_to_device(_outputs(4), "meta").pred.device.type == "meta"
 
 
-def test_a_batch_is_frozen():
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        _batch(2, 3).labels = torch.zeros(2, 3, dtype=torch.int64)
+CPU_PRECISIONS = ("32-true", "64-true", "16-true", "bf16-true", "bf16-mixed", "16-mixed", 64, 32, 16, "bf16")
+
+
+@settings(max_examples=30, deadline=None)
+@given(precision=st.sampled_from(CPU_PRECISIONS), B=st.integers(1, 4), T=st.integers(1, 9))
+def test_every_precision_plugin_passes_a_batch_through_unchanged(precision, B, T):
+    """The kind of a reported fault (`fit --trainer.precision=64-true` ended in "A frozen dataclass
+    was passed to `apply_to_collection`"): every precision plugin Lightning builds on this CPU passes
+    each batch through ``convert_input`` before the step; it must come out a Batch with the same
+    int64 tensors (the plugins cast float tensors only)."""
+    import warnings
+
+    from lightning.pytorch import Trainer
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # 16-mixed on CPU: Lightning's note that it runs bf16-mixed
+        plugin = Trainer(accelerator="cpu", precision=precision, logger=False).precision_plugin
+    batch = _batch(B, T)
+    converted = plugin.convert_input(batch)
+    assert type(converted) is Batch
+    for name, value in vars(batch).items():
+        got = getattr(converted, name)
+        assert got.dtype == torch.int64 and torch.equal(got, value), (precision, name)
 
 
 @pytest.mark.parametrize(
