@@ -179,12 +179,14 @@ def check_pin(study: str, pinned: str | None, records: str) -> None:
 
 
 def mqar_main(args: argparse.Namespace) -> int:
-    """``run`` / ``status`` / ``report`` of a study file with ``task: mqar`` (swar_bench.study.mqar).
+    """``run`` / ``status`` / ``report`` of a study file with ``task: mqar`` (swar_bench.study.mqar);
+    ``run``'s lines as ``run_study``'s: progress on stdout, failures, refusals and the stop on stderr.
 
     Raises:
         StudyError: a bad file, an option the MQAR study has no use for (one line)."""
     from swar_bench.study.mqar import MQARRunner, load_mqar_study
     from swar_bench.study.mqar_report import status_lines, write_mqar_report
+    from swar_bench.study.runner import say, say_error
 
     study = load_mqar_study(args.study)
     if args.command == "run":
@@ -200,7 +202,7 @@ def mqar_main(args: argparse.Namespace) -> int:
         names = [e.name for e in study.entries]
         only = None if args.only is None else only_names(args.only, names, "entry")
         runner = MQARRunner(study, jobs=args.jobs, threads=args.threads, rerun_stale=args.rerun_stale,
-                            only=only, log=lambda line: print(line, flush=True))
+                            only=only, log=say, log_error=say_error)
         try:
             with holding_study([study.out, study.records], f"swar-bench study run {study.path}"):
                 return runner.run()
@@ -306,22 +308,25 @@ def _command(args: argparse.Namespace) -> int:
 
 def run_study(spec, args: argparse.Namespace, only: list[str] | None) -> int:
     """``study run`` once the study's folders are locked: add the ``--add`` layer, then run
-    with the chosen launcher; the exit status.
+    with the chosen launcher; the exit status. Progress (``study: fit X ...``) goes to stdout,
+    every line of a failed, refused or stopped run and the study's stop to stderr
+    (``runner.say`` / ``runner.say_error``).
 
     Raises:
         StudyError: a refused ``--add`` layer, a stale record, a bad SLURM option (one line)."""
+    from swar_bench.study.runner import say, say_error
+
     if args.add is not None:
         spec, only = add_layer(spec, args.add, args.init_args, args.name)
     if args.launcher == "slurm":
         from swar_bench.study.launchers import SlurmLauncher, slurm_options
 
         return SlurmLauncher(spec, slurm_options(spec, args), only=only, rerun_stale=args.rerun_stale,
-                             wait=not args.no_wait, poll_s=args.poll_s,
-                             log=lambda line: print(line, flush=True)).run()
+                             wait=not args.no_wait, poll_s=args.poll_s, log=say, log_error=say_error).run()
     from swar_bench.study.runner import Runner
 
     runner = Runner(spec, jobs=args.jobs, threads=args.threads, rerun_stale=args.rerun_stale, only=only,
-                    log=lambda line: print(line, flush=True))
+                    log=say, log_error=say_error)
     return runner.run()
 
 

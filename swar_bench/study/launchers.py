@@ -47,7 +47,7 @@ from typing import Any
 
 from swar_bench.study.attempts import Attempts
 from swar_bench.study.records import read_json, write_json
-from swar_bench.study.runner import Runner, run_name
+from swar_bench.study.runner import Runner, run_name, say, say_error
 from swar_bench.study.slurm_spec import SlurmSpec, slurm_spec
 from swar_bench.study.spec import MechanismSpec, StudyError, StudySpec
 
@@ -334,7 +334,8 @@ class SlurmLauncher:
     (default: ``poll_s`` seconds, the polling interval of ``squeue``)."""
 
     def __init__(self, spec: StudySpec, slurm: SlurmSpec, only: list[str] | None = None, rerun_stale: bool = False,
-                 wait: bool = True, poll_s: float = 30.0, log: Callable[[str], None] = print,
+                 wait: bool = True, poll_s: float = 30.0, log: Callable[[str], None] = say,
+                 log_error: Callable[[str], None] = say_error,
                  submit: Callable[[list[Task]], list[str]] | None = None,
                  states: Callable[[], dict[str, str]] | None = None,
                  wait_for_change: Callable[[], None] | None = None):
@@ -342,6 +343,7 @@ class SlurmLauncher:
 
         self.spec, self.slurm, self.only, self.rerun_stale = spec, slurm, only, rerun_stale
         self.wait, self.poll_s, self.log = wait, poll_s, log
+        self.log_error = log_error  # a run that ended without its record, a stop (stderr)
         self.out, self.records = Path(spec.out), Path(spec.records)
         self.code = provenance.code_version()
         self._submit = submit
@@ -394,10 +396,10 @@ class SlurmLauncher:
         write_json(self.records / f"{name}.failed.json", {**failure, "slurm_job": job, "slurm_state": how})
         if during_run:
             self.failed.append(f"{kind} {name}")
-            self.log(f"study: {kind} {name} ended {how} without a record (job {job}); see "
+            self.log_error(f"study: {kind} {name} ended {how} without a record (job {job}); see "
                      f"{self.out / f'{name}.{kind}.log'} and {self.out / 'slurm'}")
         else:
-            self.log(f"study: {kind} {name}: its task (job {job}) ended {how} without a record; submitting it again")
+            self.log_error(f"study: {kind} {name}: its task (job {job}) ended {how} without a record; submitting it again")
 
     def _refresh(self, during_run: bool) -> None:
         """Read the queue: runs whose task ended leave ``in_flight``."""
@@ -452,11 +454,11 @@ class SlurmLauncher:
                     self.wait_for_change()
                     self._refresh(during_run=True)
         except KeyboardInterrupt:
-            self.log(f"study: stopped waiting; {len(self.in_flight)} run(s) stay in the queue; "
+            self.log_error(f"study: stopped waiting; {len(self.in_flight)} run(s) stay in the queue; "
                      f"`{self._rerun()}` waits for them and continues")
             return 130
         if self.failed:
-            self.log(f"study: {len(self.failed)} run(s) failed: {', '.join(self.failed)}; "
+            self.log_error(f"study: {len(self.failed)} run(s) failed: {', '.join(self.failed)}; "
                      f"`{self._rerun()}` submits them again")
             return 1
         self.log("study: every run of the protocol is done")

@@ -73,7 +73,7 @@ from swar_bench.study.config_files import KEY as CONFIG_FILES
 from swar_bench.study.config_files import config_hashes, reusable
 from swar_bench.study.fields import NAME, StudyError, named, number
 from swar_bench.study.records import read_json, scalar_history, write_json
-from swar_bench.study.runner import BAD_INPUT, refusal_line, running_marker
+from swar_bench.study.runner import BAD_INPUT, refusal_line, running_marker, say, say_error
 from swar_bench.study.spec import pinned_code, study_name
 from swar_bench.utils.text import plural
 
@@ -396,9 +396,10 @@ class MQARRunner:
     """Runs an MQAR study's missing fits, ``jobs`` processes at once (``threads`` torch threads each)."""
 
     def __init__(self, study: MQARStudy, jobs: int = 1, threads: int = 1, rerun_stale: bool = False,
-                 only: list[str] | None = None, log=print):
+                 only: list[str] | None = None, log=say, log_error=say_error):
         self.study, self.jobs, self.threads = study, jobs, threads
-        self.rerun_stale, self.log = rerun_stale, log
+        self.rerun_stale, self.log = rerun_stale, log  # progress (stdout)
+        self.log_error = log_error  # a failed or refused fit, the study's stop (stderr)
         self.entries = list(study.entries) if only is None else [study.entry(n) for n in only]
         self.records, self.out = Path(study.records), Path(study.out)
         self.code, self.env = provenance.code_version(), provenance.environment()
@@ -489,10 +490,11 @@ class MQARRunner:
             if rc == BAD_INPUT:  # every other fit of the study would be refused alike
                 self.refused = name
                 tail = log_path.read_text(errors="replace").splitlines() if log_path.is_file() else []
-                self.log(refusal_line(f"fit {name}", tail, log_path))
+                self.log_error(refusal_line(f"fit {name}", tail, log_path))
                 return None
-            self.log(f"study: fit {name} failed (exit {rc}); see {log_path}")
-            if rc in (130, 143):
+            self.log_error(f"study: fit {name} failed (exit {rc}); see {log_path}")
+            if rc in (130, 143):  # a fit stopped by Ctrl-C or SIGTERM stops the study: no fit starts after it
+                self.stop(rc)
                 raise KeyboardInterrupt
             return None
         rows = curve(run_dir)
@@ -534,13 +536,13 @@ class MQARRunner:
             self.stop(status)
             pool.shutdown(wait=True, cancel_futures=True)
             how = interrupts.stop_words(signalled)
-            self.log(f"study: {how}; `swar-bench study run {self.study.path}` continues from the records")
+            self.log_error(f"study: {how}; `swar-bench study run {self.study.path}` continues from the records")
             return status
         finally:
             interrupts.restore(previous)
         pool.shutdown(wait=True)
         if self.refused is not None:
-            self.log(f"study: stopped (exit {BAD_INPUT}: a run refused its command; fix what it names first); "
+            self.log_error(f"study: stopped (exit {BAD_INPUT}: a run refused its command; fix what it names first); "
                      f"`swar-bench study run {self.study.path}` continues from the records")
             return BAD_INPUT
         return 1 if self.failed else 0

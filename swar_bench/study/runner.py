@@ -32,6 +32,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import threading
 import time
 from concurrent import futures
@@ -83,6 +84,16 @@ def refusal_line(run: str, log_lines: list[str], log_path: Path) -> str:
             "no other run starts: fix the study file or its config files and run again")
 
 
+def say(line: str) -> None:
+    """A progress line of ``study run`` (``study: fit X: ...``): on stdout."""
+    print(line, flush=True)
+
+
+def say_error(line: str) -> None:
+    """A line of ``study run`` that reports a failed, refused or stopped run, or the study's stop: on stderr."""
+    print(line, file=sys.stderr, flush=True)
+
+
 class Stopped(Exception):
     """The study was stopped (Ctrl-C, SIGTERM, or a run that exited 130 / 143)."""
 
@@ -102,7 +113,8 @@ class Runner:
         rerun_stale: bool = False,
         only: list[str] | None = None,
         dry_run: bool = False,
-        log=print,
+        log=say,
+        log_error=say_error,
     ):
         self.spec = spec
         self.budgets = {m.name: read_budget(spec, m) for m in spec.mechanisms}
@@ -113,7 +125,8 @@ class Runner:
         self.rerun_stale = rerun_stale
         self.only = only
         self.dry_run = dry_run
-        self.log = log
+        self.log = log  # progress (stdout)
+        self.log_error = log_error  # a failed, refused or stopped run, the study's stop (stderr)
         self.slots = Slots(max(1, jobs))  # runs start in the protocol's order (swar_bench.study.slots)
         self.lock = threading.Lock()
         self.failed: list[str] = []
@@ -228,9 +241,9 @@ class Runner:
         with self.lock:
             self.failed.append(f"{kind} {name}")
         if rc == BAD_INPUT:  # _execute has stopped the study: no run starts from now on, the running ones finish
-            self.log(refusal_line(f"{kind} {name}", tail, log_path))
+            self.log_error(refusal_line(f"{kind} {name}", tail, log_path))
             raise Stopped(BAD_INPUT)
-        self.log(f"study: {kind} {name} failed (exit {rc}); see {log_path}")
+        self.log_error(f"study: {kind} {name} failed (exit {rc}); see {log_path}")
 
     # ----------------------------------------------------------------- fits and tests
 
@@ -460,7 +473,7 @@ class Runner:
             if not self.dry_run and all(r is None for r in fits.values()) and (len(grid) > 1 or below or above):
                 # not one fit finished: a rate chosen (or a grid extended) from failures alone would be noise
                 # (a grid of one rate without extensions chooses nothing: its other seeds still run)
-                self.log(f"study: {m.name}: every selection fit failed; no learning rate is chosen from "
+                self.log_error(f"study: {m.name}: every selection fit failed; no learning rate is chosen from "
                          f"failures alone (their .failed.json records in {self.records} say why)")
                 with self.lock:
                     self.chosen[m.name] = None
@@ -521,7 +534,7 @@ class Runner:
         except Stopped as stop:
             pool.shutdown(wait=True, cancel_futures=True)
             refused = ": a run refused its command; fix what it names first" if stop.status == BAD_INPUT else ""
-            self.log(
+            self.log_error(
                 f"study: stopped (exit {stop.status}{refused}); `swar-bench study run {self.spec.path}` continues "
                 "from the records"
             )
@@ -531,7 +544,7 @@ class Runner:
             self.stop(status)
             pool.shutdown(wait=True, cancel_futures=True)
             how = interrupts.stop_words(signalled)
-            self.log(
+            self.log_error(
                 f"study: {how}; `swar-bench study run {self.spec.path}` continues from the records"
             )
             return status
@@ -539,7 +552,7 @@ class Runner:
             interrupts.restore(previous)
         pool.shutdown(wait=True)
         if self.failed:
-            self.log(f"study: {len(self.failed)} run(s) failed: {', '.join(self.failed)}")
+            self.log_error(f"study: {len(self.failed)} run(s) failed: {', '.join(self.failed)}")
             return 1
         if not self.started and not self.dry_run:
             self.log(f"study: nothing to run: every fit and test the protocol needs now is in {self.records}")

@@ -578,7 +578,9 @@ def test_a_bad_value_in_the_budget_config_stops_the_study_at_the_first_refusal(t
                    "selection_seeds: 1\nseeds: 2\n", base=BASE.replace("lr: 3.0e-3", "lr: fast"))
     assert main(["run", str(study), "--jobs", "1"]) == 2
     base = tmp_path / "base.yaml"
-    assert capsys.readouterr().out.splitlines() == [
+    said = capsys.readouterr()
+    assert said.out == ""  # a refusal and the study's stop are errors: on stderr
+    assert said.err.splitlines() == [
         (f"study: fit GRU_tiny_lr0.001_seed0 refused its command (exit 2): --config={base}: model.lr: Expected float. "
         "Got value: fast; no other run starts: fix the study file or its config files and run again"),
         (f"study: stopped (exit 2: a run refused its command; fix what it names first); `swar-bench study run {study}` "

@@ -147,9 +147,11 @@ class LocalReference(Runner):
 
 
 def _launcher(spec, queue: FakeQueue, **kwargs) -> SlurmLauncher:
-    logs: list[str] = []
-    launcher = SlurmLauncher(spec, SlurmSpec(), log=logs.append, **kwargs)
-    launcher.lines = logs
+    logs: list[str] = []  # every line, in order
+    errors: list[str] = []  # the lines of the error channel (stderr)
+    launcher = SlurmLauncher(spec, SlurmSpec(), log=logs.append,
+                             log_error=lambda line: (logs.append(line), errors.append(line)), **kwargs)
+    launcher.lines, launcher.errors = logs, errors
     return queue.attach(launcher)
 
 
@@ -192,8 +194,9 @@ def test_a_cancelled_run_counts_as_failed_then_the_next_run_submits_only_it(tmp_
     failure = json.loads((records / "M1_lr0.003_seed0.failed.json").read_text())
     assert failure["slurm_job"] == "1_1" and failure["slurm_state"] == "CANCELLED" and failure["kind"] == "fit"
     assert "--model.lr=0.003" in failure["command"]
-    assert "study: fit M1_lr0.003_seed0 ended CANCELLED without a record (job 1_1); see" in "\n".join(first.lines)
-    assert "study: 1 run(s) failed: fit M1_lr0.003_seed0;" in first.lines[-1]
+    assert "study: fit M1_lr0.003_seed0 ended CANCELLED without a record (job 1_1); see" in "\n".join(first.errors)
+    assert "study: 1 run(s) failed: fit M1_lr0.003_seed0;" in first.lines[-1] == first.errors[-1]
+    assert not [ln for ln in first.lines if ln not in first.errors and ("failed" in ln or "without a record" in ln)]
     assert sorted(p.name for p in records.glob("*.test.json")) == [
         "M0_lr0.003_seed0.test.json", "M0_lr0.003_seed1.test.json", "M1_lr0.003_seed1.test.json"]
 
@@ -244,7 +247,7 @@ def test_a_task_that_ended_while_no_run_watched_is_submitted_again(tmp_path):
     launcher = _launcher(spec, queue)
     assert launcher.run() == 0
     assert "study: fit M0_lr0.003_seed0: its task (job 7_0) ended TIMEOUT without a record; submitting it again" \
-        in launcher.lines
+        in launcher.errors
     assert queue.arrays == [["fit M0_lr0.003_seed0"], ["test M0_lr0.003_seed0"]]
 
 

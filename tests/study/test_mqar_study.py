@@ -350,8 +350,9 @@ def test_a_refused_fit_stops_the_mqar_study(tmp_path_factory, monkeypatch, jobs,
     said = "swar-bench: error: --config=tiny.yaml: model.lr: Expected float. Got value: fast"
     monkeypatch.setattr(mqar, "SWAR_BENCH", [sys.executable, "-c", f"import sys; print({said!r}); sys.exit(2)"])
     path = write_study(tmp, learning_rates=[1.0e-2, 3.0e-3, 1.0e-3][:rates])
-    lines = []
-    assert mqar.MQARRunner(mqar.load_mqar_study(path), jobs=jobs, log=lines.append).run() == 2
+    lines, progress = [], []  # the error channel (stderr), the progress channel (stdout)
+    assert mqar.MQARRunner(mqar.load_mqar_study(path), jobs=jobs, log=progress.append, log_error=lines.append).run() == 2
+    assert all(ln.startswith("study: fit ") and "refused" not in ln for ln in progress), progress
     started = sorted((tmp / "runs").glob("*.fit.log"))
     assert 1 <= len(started) <= jobs and not list((tmp / "records").glob("*.fit.json"))
     refused = [ln for ln in lines if "refused its command" in ln]

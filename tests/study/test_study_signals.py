@@ -240,20 +240,22 @@ def test_an_mqar_study_run_stops_its_fit_and_says_so(tmp_path, signum, status, s
     pid_file = tmp_path / "fit.pid"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.Popen([sys.executable, "-c", MQAR_HOLDER, str(study), str(pid_file), STOPS], cwd=ROOT, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # noqa: PLW1509
     try:
         _await_file(proc, pid_file)  # the event: the fit wrote its pid
         fit = int(pid_file.read_text())
         proc.send_signal(signum)
-        out, _ = proc.communicate(timeout=300)
+        out, err = proc.communicate(timeout=300)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    assert proc.returncode == status, out
-    assert out.splitlines()[-1].startswith(f"{said}; `swar-bench study run {study}` continues from the records"), out
-    assert "Traceback" not in out and _wait_ended(fit)
+    assert proc.returncode == status, out + err
+    # the stop line is the last of stderr; stdout holds only the progress ("study: fit X")
+    assert err.splitlines()[-1].startswith(f"{said}; `swar-bench study run {study}` continues from the records"), err
+    assert said not in out and out.startswith("study: fit "), out
+    assert "Traceback" not in out + err and _wait_ended(fit)
     if signum == signal.SIGTERM:  # the stand-in notes SIGTERM; SIGINT ends it by KeyboardInterrupt
         assert (tmp_path / "fit.pid.signal").read_text() == "SIGTERM"
     assert len(list((tmp_path / "runs").glob("*.fit.log"))) == 1  # the second rate never started

@@ -275,4 +275,4 @@ def test_fits_that_failed_get_no_retry(tmp_path):
     assert run.returncode == 2, run.stdout + run.stderr
     failed = sorted(p.name for p in (tmp_path / "records").glob("*.failed.json"))
     assert failed and set(failed) <= {"GRU1_lr0.001_seed0.failed.json", "GRU1_lr0.001_seed1.failed.json"}, failed
-    assert "_retry" not in run.stdout and "refused its command (exit 2)" in run.stdout
+    assert "_retry" not in run.stdout + run.stderr and "refused its command (exit 2)" in run.stderr
