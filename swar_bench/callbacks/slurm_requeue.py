@@ -135,19 +135,14 @@ class SlurmRequeue(pl.Callback):
         if job is None:
             rank_zero_warn("requeue signal outside a SLURM job (no SLURM_JOB_ID): the job is not requeued")
             return
-        try:
-            result = subprocess.run(["scontrol", "requeue", job], check=False, capture_output=True, text=True, timeout=120)
-        except (OSError, subprocess.TimeoutExpired) as err:
-            rank_zero_warn(f"scontrol requeue {job} failed ({err}); the job is not requeued")
+        from swar_bench.utils import slurm_commands
+
+        try:  # its failure in one line (not found, or its exit status and last line), never its raw output
+            slurm_commands.run(["scontrol", "requeue", job], timeout=120)
+        except slurm_commands.SlurmCommandError as err:
+            rank_zero_warn(f"scontrol requeue {job}: {err}; the job is not requeued (submitted without --requeue?)")
             return
-        if result.returncode == 0:
-            rank_zero_info(f"requeued SLURM job {job}")
-        else:
-            reason = (result.stderr or result.stdout).strip().splitlines()
-            rank_zero_warn(
-                f"scontrol requeue {job} failed with exit code {result.returncode}"
-                f"{': ' + reason[-1] if reason else ''}; the job is not requeued (submitted without --requeue?)"
-            )
+        rank_zero_info(f"requeued SLURM job {job}")
 
 
 def _link_job_log(run_folder: str) -> None:

@@ -38,7 +38,6 @@ import os
 import shlex
 import shutil
 import signal
-import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -50,6 +49,8 @@ from swar_bench.study.records import read_json, write_json
 from swar_bench.study.runner import Runner, run_name, say, say_error
 from swar_bench.study.slurm_spec import SlurmSpec, slurm_spec
 from swar_bench.study.spec import MechanismSpec, StudyError, StudySpec
+from swar_bench.utils import slurm_commands
+from swar_bench.utils.slurm_commands import SlurmCommandError
 
 LAUNCHERS = ("local", "slurm")
 
@@ -124,17 +125,12 @@ def squeue_states(user: str | None = None) -> dict[str, str]:
     (``--states=all``: until ``MinJobAge``).
 
     Raises:
-        StudyError: ``squeue`` is not on PATH or fails (one line with its message).
+        SlurmCommandError: ``squeue`` is not on PATH or fails (one line: ``SLURM's squeue failed
+            (exit 1: squeue: fatal: ...)``, ``swar_bench.utils.slurm_commands``).
     """
     command = ["squeue", "--noheader", "--array", "--states=all", "--user", user or getpass.getuser(),
                "--format=%i|%T"]
-    try:
-        result = subprocess.run(command, check=False, capture_output=True, text=True, timeout=120)
-    except (OSError, subprocess.TimeoutExpired) as err:
-        raise StudyError(f"{shlex.join(command)} failed ({err}); expected SLURM's squeue on PATH") from None
-    if result.returncode != 0:
-        reason = (result.stderr or result.stdout).strip().splitlines()
-        raise StudyError(f"{shlex.join(command)} exited {result.returncode}: {reason[-1] if reason else ''}")
+    result = slurm_commands.run(command, timeout=120)
     states = {}
     for line in result.stdout.splitlines():
         job, _, state = line.strip().partition("|")
@@ -315,12 +311,22 @@ def submitit_submit(spec: StudySpec, slurm: SlurmSpec, threads: int, code: dict[
     go to ``<out>/slurm/<job>/``."""
     import submitit
 
-    executor = submitit.SlurmExecutor(folder=Path(spec.out).resolve() / "slurm" / "%j")
+    root = Path(spec.out).resolve() / "slurm"
+    executor = submitit.SlurmExecutor(folder=root / "%j")
     executor.update_parameters(**sbatch_parameters(spec, slurm))
 
     def submit(tasks: list[Task]) -> list[str]:
         n = len(tasks)
-        jobs = executor.map_array(run_task, [spec] * n, tasks, [threads] * n, [code] * n, [rerun_stale] * n)
+        before = set(root.iterdir()) if root.is_dir() else None
+        try:  # sbatch's failure in one line (SlurmCommandError), not the raw stderr submitit prints
+            jobs = slurm_commands.quietly("sbatch", lambda: executor.map_array(
+                run_task, [spec] * n, tasks, [threads] * n, [code] * n, [rerun_stale] * n))
+        except SlurmCommandError:  # nothing was submitted: submitit's pickles and script go
+            for path in (set(root.iterdir()) if root.is_dir() else set()) - (before or set()):
+                shutil.rmtree(path) if path.is_dir() else path.unlink(missing_ok=True)
+            if before is None and root.is_dir() and not any(root.iterdir()):
+                root.rmdir()
+            raise
         return [str(job.job_id) for job in jobs]
 
     return submit
@@ -421,7 +427,14 @@ class SlurmLauncher:
 
         Raises:
             StudyError: a record of other code without ``rerun_stale``, ``squeue`` / ``sbatch``
-                failing (one line; nothing more is submitted)."""
+                not found or failing (one line naming ``--launcher slurm``, :func:`slurm_refusal`;
+                nothing more is submitted)."""
+        try:
+            return self._run()
+        except SlurmCommandError as err:
+            raise StudyError(slurm_refusal(err)) from None
+
+    def _run(self) -> int:
         try:
             self._refresh(during_run=False)
             while True:
@@ -434,8 +447,10 @@ class SlurmLauncher:
                     self.out.mkdir(parents=True, exist_ok=True)
                     try:
                         jobs = self.submit(new)
-                    except Exception as err:  # noqa: BLE001 - sbatch's refusal, in one line
-                        raise StudyError(f"submitting {len(new)} task(s) failed: "
+                    except SlurmCommandError as err:
+                        raise StudyError(slurm_refusal(err, f"submitting {len(new)} task(s): ")) from None
+                    except Exception as err:  # noqa: BLE001 - submitit's other refusals, in one line
+                        raise StudyError(f"--launcher slurm: submitting {len(new)} task(s) failed: "
                                          f"{' '.join(str(err).split())[:400]}") from None
                     for task, job in zip(new, jobs):
                         write_marker(self.out, task, job)
@@ -506,6 +521,14 @@ def slurm_options(spec: StudySpec, args: argparse.Namespace) -> SlurmSpec:
     return slurm_spec(overrides, "command line", base=spec.slurm)
 
 
+def slurm_refusal(err: SlurmCommandError, doing: str = "") -> str:
+    """The one line of a SLURM command ``study run --launcher slurm`` could not use: ``--launcher
+    slurm: SLURM's squeue failed (exit 1: squeue: fatal: ...); expected a SLURM login node where
+    sbatch and squeue answer (or --launcher local)`` (``doing``: what it was doing, before)."""
+    return (f"--launcher slurm: {doing}{err}; expected a SLURM login node where sbatch and squeue answer "
+            "(or --launcher local)")
+
+
 def check_launcher(args: argparse.Namespace) -> None:
     """Refuse, in one line and before anything is written or submitted, a SLURM launcher this
     machine cannot use (no ``sbatch`` or ``squeue`` on PATH, no submitit), a bad ``--poll-s``, or
@@ -522,10 +545,9 @@ def check_launcher(args: argparse.Namespace) -> None:
         if given:
             raise StudyError(f"{given[0]} is a SLURM option; expected --launcher slurm with it")
         return
-    for tool in ("sbatch", "squeue"):
+    for tool in slurm_commands.TOOLS:
         if shutil.which(tool) is None:
-            raise StudyError(f"--launcher slurm: {tool} is not on PATH; expected a SLURM login node "
-                             "(or --launcher local)")
+            raise StudyError(slurm_refusal(SlurmCommandError(slurm_commands.missing(tool))))
     try:
         import submitit  # noqa: F401
     except ImportError:

@@ -48,9 +48,11 @@ def _queue(out: Path) -> dict[str, str] | None:
     None otherwise (a submitted run then counts as running)."""
     if not (out.is_dir() and any(out.glob("*.slurm"))):
         return {}
+    from swar_bench.utils.slurm_commands import SlurmCommandError
+
     try:
         return squeue_states()
-    except StudyError:
+    except (StudyError, SlurmCommandError):  # no SLURM here (the records copied off the cluster)
         return None
 
 

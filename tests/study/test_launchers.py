@@ -28,6 +28,7 @@ from swar_bench.study.records import read_json, write_json
 from swar_bench.study.runner import Runner, run_name
 from swar_bench.study.slurm_spec import SLURM_KEYS, SlurmSpec, slurm_spec
 from swar_bench.study.spec import StudyError, load_study
+from swar_bench.utils import slurm_commands
 
 BASE = """trainer:
   accelerator: cpu
@@ -298,8 +299,8 @@ def test_slurm_launcher_without_sbatch_is_refused_in_one_line_before_anything(tm
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     assert main(["run", str(study), "--launcher", "slurm"]) == 2
     err = capsys.readouterr().err
-    assert err == ("swar-bench study: error: --launcher slurm: sbatch is not on PATH; expected a SLURM login node "
-                   "(or --launcher local)\n")
+    assert err == ("swar-bench study: error: --launcher slurm: SLURM's sbatch was not found on PATH; expected a SLURM "
+                   "login node where sbatch and squeue answer (or --launcher local)\n")
     assert not (tmp_path / "runs").exists() and not (tmp_path / "records").exists()
 
 
@@ -402,7 +403,7 @@ def test_squeue_states_parses_array_tasks(monkeypatch):
         assert command[:4] == ["squeue", "--noheader", "--array", "--states=all"]
         return subprocess.CompletedProcess(command, 0, "12_0|RUNNING\n12_1|PENDING\n13|CANCELLED by 0\n", "")
 
-    monkeypatch.setattr(launchers.subprocess, "run", fake_run)
+    monkeypatch.setattr(slurm_commands.subprocess, "run", fake_run)
     assert launchers.squeue_states("me") == {"12_0": "RUNNING", "12_1": "PENDING", "13": "CANCELLED"}
 
 
