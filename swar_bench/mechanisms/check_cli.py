@@ -22,6 +22,11 @@ import sys
 from typing import Any
 
 from swar_bench.utils.argparsing import ArgumentParser, PathArg, SpelledAs, spelling
+
+INIT_ARGS = ("--init_args", "--init-args")
+"""The spellings of the constructor arguments' option, of ``check-mechanism`` and ``study run --add``
+alike: ``--init_args`` first (the ``init_args`` of a config and of ``--model.mechanism.init_args.*``;
+suggested for a misspelling, ``ArgumentParser.canonical``), ``--init-args`` taken too."""
 from swar_bench.utils.text import yaml_problem
 
 
@@ -145,7 +150,8 @@ def build_parser() -> argparse.ArgumentParser:
         "one row per check with its numbers; exit 0 only when every check passes.",
     )
     parser.add_argument("class_path", nargs="?", help="a zoo name (GRU) or module.Class (my_layer.MyModel, with PYTHONPATH)")
-    parser.add_argument("--init_args", "--init-args", dest="init_args", action=SpelledAs, help='constructor arguments as JSON, e.g. \'{"d_model": 32}\'')
+    parser.add_argument(*INIT_ARGS, dest="init_args", action=SpelledAs, metavar="JSON",
+                        help='constructor arguments as JSON, e.g. \'{"d_model": 32}\'')
     parser.add_argument("--config", action="append", default=[], type=PathArg("the path of a YAML file"), help="a run config (model.mechanism) or class_path/init_args YAML; repeatable")
     parser.add_argument("--seq-len", type=int, default=64, help="tokens of the streaming and state checks (default 64)")
     parser.add_argument("--long-len", type=int, default=2048, help="tokens of the long input (default 2048)")

@@ -25,7 +25,9 @@ from swar_bench.utils.locks import FolderLockedError
 
 
 def _parser() -> argparse.ArgumentParser:
-    from swar_bench.utils.argparsing import SpelledAs  # --init-args and --init_args, named as typed
+    # --init_args (also --init-args, as check-mechanism), named as typed in its refusals
+    from swar_bench.mechanisms.check_cli import INIT_ARGS
+    from swar_bench.utils.argparsing import SpelledAs
 
     p = ArgumentParser(prog="swar-bench study", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -46,7 +48,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--add", default=None, metavar="CLASS_PATH",
                      help="put an outside layer (module.Class, importable) on the study: check it, then train and "
                           "test only it, beside the baselines' committed records")
-    run.add_argument("--init-args", "--init_args", dest="init_args", action=SpelledAs, default=None, metavar="JSON",
+    run.add_argument(*INIT_ARGS, dest="init_args", action=SpelledAs, default=None, metavar="JSON",
                      help='constructor arguments of the --add layer, e.g. \'{"vocab_size": 40, "d_model": 64}\'')
     run.add_argument("--name", default=None, help="the --add layer's name in tables (default: its class name)")
     from swar_bench.study.launchers import add_arguments
@@ -118,7 +120,7 @@ def add_layer(spec, class_path: str, init_args_text: str | None, name: str | Non
         full_path = resolve_class_path(class_path, "--add")
     except ValueError as err:
         raise StudyError(str(err)) from None
-    option = spelling(init_args_text, "--init-args")
+    option = spelling(init_args_text, "--init_args")
     unknown = unknown_init_args(cls, full_path, init_args, init_args, option, None)
     if unknown is not None:  # checked before the layer is built, as fit and check-mechanism check it
         raise StudyError(unknown)
@@ -190,7 +192,10 @@ def mqar_main(args: argparse.Namespace) -> int:
 
     study = load_mqar_study(args.study)
     if args.command == "run":
-        for flag, value in (("--add", args.add), ("--init-args", args.init_args), ("--name", args.name)):
+        from swar_bench.utils.argparsing import spelling
+
+        for flag, value in (("--add", args.add), (spelling(args.init_args, "--init_args"), args.init_args),
+                            ("--name", args.name)):
             if value is not None:
                 raise StudyError(f"{flag}: an MQAR study runs its own entries; expected --only ENTRY[,ENTRY]")
         if args.launcher != "local":
@@ -264,7 +269,12 @@ def _command(args: argparse.Namespace) -> int:
             if args.only is not None and args.add is not None:
                 raise StudyError("--only and --add both choose what runs; expected one of them")
             if args.add is None and (args.init_args is not None or args.name is not None):
-                raise StudyError("--init-args and --name describe an --add layer; expected --add CLASS_PATH with them")
+                from swar_bench.utils.argparsing import spelling
+
+                given = [f for f, v in ((spelling(args.init_args, "--init_args"), args.init_args), ("--name", args.name))
+                         if v is not None]
+                raise StudyError(f"{' and '.join(given)} describe{'s' if len(given) == 1 else ''} an --add layer; "
+                                 f"expected --add CLASS_PATH with {'it' if len(given) == 1 else 'them'}")
             if args.only is not None:
                 only = only_names(args.only, [m.name for m in spec.mechanisms])
             # one `study run` of a study at a time: a second is refused (exit 1) before it reads or removes anything

@@ -172,6 +172,20 @@ class ArgumentParser(argparse.ArgumentParser):
         """Every ``--option`` spelling this parser takes (aliases included)."""
         return [s for a in self._actions for s in a.option_strings if s.startswith("--")]
 
+    def canonical(self, option: str | None) -> str | None:
+        """The first long spelling of the option ``option`` is a spelling of (``--init-args`` ->
+        ``--init_args``, ``swar_bench.mechanisms.check_cli.INIT_ARGS``): what a "did you mean"
+        suggests, whichever spelling the typo is closest to."""
+        for action in self._actions:
+            if option in action.option_strings:
+                return next(s for s in action.option_strings if s.startswith("--"))
+        return option
+
+    def suggestion(self, typed: str) -> str | None:
+        """The option meant by the unknown ``typed`` (:func:`closest_option`), in its first spelling
+        (:meth:`canonical`); None when none is close."""
+        return self.canonical(closest_option(typed, self.long_options()))
+
     def chosen_parser(self, namespace: argparse.Namespace) -> ArgumentParser:
         """The (sub-)parser that parsed the last words of the command line: the sub-command
         recorded in ``namespace`` (its ``dest``), recursively, else this parser."""
@@ -189,7 +203,7 @@ class ArgumentParser(argparse.ArgumentParser):
         if not flags:
             return f"unexpected argument{'s' if len(extras) > 1 else ''} {' '.join(map(repr, extras))} ({self.prog} --help)"
         known = self.long_options()
-        suggestions = {f: closest_option(f, known) for f in flags}
+        suggestions = {f: self.suggestion(f) for f in flags}
         line = unknown_options_message(flags, suggestions)
         if all(suggestions.values()):
             return line
@@ -252,7 +266,7 @@ class ArgumentParser(argparse.ArgumentParser):
         flags = self.unknown_flags() if missing else []
         if not flags:
             return None
-        suggested = {closest_option(f, self.long_options()) for f in flags}
+        suggested = {self.suggestion(f) for f in flags}
         unnamed = [n.strip() for n in missing.group(1).split(",") if n.strip() not in suggested]
         line = self.unknown_message(flags)
         return f"{line}; the following arguments are required: {', '.join(unnamed)}" if unnamed else line

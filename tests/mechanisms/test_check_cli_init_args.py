@@ -79,3 +79,105 @@ def test_any_misspelt_key_is_refused_before_building(capsys, key, cut, option):
     assert code == 2 and "failed:" not in err
     assert err.startswith(f"swar-bench check-mechanism: error: {option}: {typo} is not an argument of my_layer.EMAModel")
     assert err.endswith(ARGS) and "\n" not in err
+
+
+# ----------------------------------------------------------------- one spelling: --init_args (--init-args taken too)
+
+SPELLINGS = ("--init_args", "--init-args")
+
+
+def _study_error(capsys, argv) -> tuple[int, str]:
+    from swar_bench.study.cli import main as study_main
+
+    try:
+        code = study_main(argv)
+    except SystemExit as stop:
+        code = stop.code
+    return code, capsys.readouterr().err.strip()
+
+
+def _parse_error(capsys, parse) -> str:
+    with pytest.raises(SystemExit) as stop:
+        parse()
+    assert stop.value.code == 2
+    return capsys.readouterr().err.strip()
+
+
+@pytest.mark.parametrize("typo", ["--init-arg", "--initargs", "--init_arg"])
+def test_reported_misspelt_option_suggests_init_args_in_both_commands(capsys, typo):
+    """The reported fault: the option was --init_args in check-mechanism and --init-args in
+    `study run --add` (their help, docs and "did you mean" said each its own). Both now suggest
+    the one spelling, --init_args, whichever spelling the typo is closest to."""
+    from swar_bench.study.cli import _parser
+
+    err = _parse_error(capsys, lambda: main(["GRU", typo, "{}"]))
+    assert err == f"swar-bench check-mechanism: error: unknown option {typo} (did you mean --init_args?)"
+    err = _parse_error(capsys, lambda: _parser().parse_args(["run", "S.yaml", "--add", "GRU", typo, "{}"]))
+    assert err == f"swar-bench study run: error: unknown option {typo} (did you mean --init_args?)"
+
+
+def test_both_commands_list_init_args_first(capsys):
+    from swar_bench.mechanisms.check_cli import build_parser
+    from swar_bench.study.cli import _parser
+
+    run = next(a for a in _parser()._subparsers._group_actions[0].choices["run"]._actions if a.dest == "init_args")
+    check = next(a for a in build_parser()._actions if a.dest == "init_args")
+    assert run.option_strings == check.option_strings == list(SPELLINGS) and run.metavar == check.metavar == "JSON"
+
+
+@pytest.mark.parametrize("option", SPELLINGS)
+@pytest.mark.parametrize("name", [False, True])
+def test_init_args_without_add_is_refused_naming_the_spelling_typed(tmp_path, capsys, option, name):
+    from tests.study.test_study_cli import _study
+
+    study = _study(tmp_path)
+    code, err = _study_error(capsys, ["run", str(study), option, "{}", *(["--name", "X"] if name else [])])
+    said = f"{option} and --name describe an --add layer; expected --add CLASS_PATH with them" if name else (
+        f"{option} describes an --add layer; expected --add CLASS_PATH with it")
+    assert (code, err) == (2, f"swar-bench study: error: {said}")
+
+
+@pytest.mark.parametrize("option", SPELLINGS)
+def test_init_args_of_an_mqar_study_is_refused_naming_the_spelling_typed(tmp_path, capsys, option):
+    from tests.study.test_mqar_study import write_study
+
+    code, err = _study_error(capsys, ["run", str(write_study(tmp_path)), option, "{}"])
+    said = f"swar-bench study: error: {option}: an MQAR study runs its own entries; expected --only ENTRY[,ENTRY]"
+    assert (code, err) == (2, said)
+
+
+NAME_CHARS = "abcdefghijklmnopqrstuvwxyz_-"
+
+
+@st.composite
+def _one_edit(draw):
+    """A spelling of the option with one letter of its name dropped, added or changed."""
+    name = draw(st.sampled_from(SPELLINGS))[2:]
+    i = draw(st.integers(0, len(name)))
+    edit = draw(st.sampled_from(["drop", "add", "change"]))
+    c = draw(st.sampled_from(NAME_CHARS))
+    if edit == "drop":
+        i = min(i, len(name) - 1)
+        typed = name[:i] + name[i + 1:]
+    elif edit == "add":
+        typed = name[:i] + c + name[i:]
+    else:
+        i = min(i, len(name) - 1)
+        typed = name[:i] + c + name[i + 1:]
+    return "--" + typed
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(typo=_one_edit())
+def test_any_misspelt_init_args_option_suggests_init_args_in_both_commands(capsys, typo):
+    """The kind: any one-letter typo of either spelling, in either command, is one line naming it
+    as typed and the option meant in its one spelling."""
+    from hypothesis import assume
+
+    from swar_bench.study.cli import _parser
+
+    assume(typo not in SPELLINGS and not typo.startswith("---") and not typo.endswith("-"))
+    err = _parse_error(capsys, lambda: main(["GRU", typo, "{}"]))
+    assert err == f"swar-bench check-mechanism: error: unknown option {typo} (did you mean --init_args?)"
+    err = _parse_error(capsys, lambda: _parser().parse_args(["run", "S.yaml", "--add", "GRU", typo, "{}"]))
+    assert err == f"swar-bench study run: error: unknown option {typo} (did you mean --init_args?)"
