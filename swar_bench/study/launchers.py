@@ -177,7 +177,7 @@ class _Planner(Runner):
     reusable record) count as failed, as a failed local run does."""
 
     def __init__(self, spec: StudySpec, settled: set[tuple[str, str]], **kwargs: Any):
-        super().__init__(spec, jobs=1, log=lambda line: None, **kwargs)
+        super().__init__(spec, jobs=1, log=lambda line: None, log_error=lambda line: None, **kwargs)
         self.settled = settled
         self.needed: list[Task] = []
         self.commands: dict[tuple[str, str], str] = {}
@@ -235,7 +235,7 @@ class _TaskRunner(Runner):
     requeue among them), and the stopped attempt's log is kept as ``<run>.fit.log.<k>``."""
 
     def __init__(self, spec: StudySpec, restart: int, **kwargs: Any):
-        super().__init__(spec, jobs=1, log=lambda line: print(line, flush=True), **kwargs)
+        super().__init__(spec, jobs=1, **kwargs)  # progress on stdout, a failure on stderr (runner.say)
         self.restart = restart
 
     def _resume_args(self, attempt: Attempts) -> list[str]:

@@ -83,7 +83,7 @@ def command_change(recorded: object, planned: str) -> str:
 def run_rows(spec: StudySpec) -> list[tuple[str, str, str, str]]:
     """``(mechanism, "fit NAME" / "test NAME", state, why)`` for every planned run, in plan order;
     ``why`` is "" or what makes a record not count (``run``'s rule, ``Runner._record``)."""
-    runner = Runner(spec, jobs=1, rerun_stale=True, dry_run=True, log=lambda line: None)
+    runner = Runner(spec, jobs=1, rerun_stale=True, dry_run=True, log=lambda line: None, log_error=lambda line: None)
     queue = _queue(runner.out)
     rows = []
     for m in spec.mechanisms:

@@ -189,3 +189,19 @@ def test_every_mqar_failure_refusal_and_stop_is_on_stderr(tmp_path_factory, monk
     if status in (2, 130):
         assert err_lines[-1].startswith("study: stopped (exit 2" if status == 2 else "study: interrupted"), err
     assert (status == 0) == (err == "")
+
+
+def test_the_slurm_planner_says_nothing_of_its_own_when_every_selection_fit_failed(tmp_path, capsys):
+    """``--launcher slurm`` plans with the local protocol (its planner logs nothing): when every
+    selection fit of a mechanism ended without a record, the launcher's own lines say so on its
+    error channel, and nothing reaches the terminal besides them."""
+    from swar_bench.study.spec import load_study
+    from tests.study.test_launchers import FakeQueue, _launcher, _outcome
+
+    spec = load_study(_study(tmp_path, "learning_rates: [1.0e-3, 3.0e-3]\nextra_learning_rates: {below: [], above: []}\n"
+                                      "selection_seeds: 1\nseeds: 1\n"))
+    launcher = _launcher(spec, FakeQueue(_outcome(0, 1.0), cancel={RUN, "GRU_tiny_lr0.003_seed0"}))
+    assert launcher.run() == 1
+    assert capsys.readouterr() == ("", "")
+    assert launcher.errors[-1].startswith("study: 2 run(s) failed: ") and all(_is_error(ln) for ln in launcher.errors)
+    assert not [ln for ln in launcher.lines if ln not in launcher.errors and _is_error(ln)]
