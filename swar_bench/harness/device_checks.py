@@ -61,7 +61,9 @@ def check_precision_device(precision: Any, accelerator: Any, strategy: Any, argv
     name = OLDER_PRECISIONS.get(str(precision), str(precision))
     where = _where(argv, "trainer.precision", precision)
     cuda = runs_on_cuda(accelerator)
-    here = "32-true, 16-mixed or bf16-mixed" if cuda else "32-true or bf16-mixed on CPU"
+    # what a fit runs here (the true precisions too: tests/harness/test_precision_fits.py)
+    here = ("32-true, 16-mixed, bf16-mixed, 16-true, bf16-true or 64-true" if cuda
+            else "32-true, bf16-mixed, 16-true, bf16-true or 64-true on CPU")
     if name == "16-mixed" and not cuda:
         raise ValueError(f"{where}: float16 mixed precision needs a CUDA device, and --trainer.accelerator={accelerator} "
                          f"has none here (Lightning would run bf16-mixed instead); expected {here}")

@@ -33,7 +33,7 @@ PRECISION_LIST = ("32-true, 16-mixed, bf16-mixed, 16-true, bf16-true, 64-true, t
                                        f"expected one of {PRECISION_LIST}")),
     ("--trainer.precision=16-mixed", ("--trainer.precision=16-mixed: float16 mixed precision needs a CUDA device, and "
                                       "--trainer.accelerator=cpu has none here (Lightning would run bf16-mixed "
-                                      "instead); expected 32-true or bf16-mixed on CPU")),
+                                      "instead); expected 32-true, bf16-mixed, 16-true, bf16-true or 64-true on CPU")),
 ])
 def test_the_reported_values_are_one_line(tmp_path, capsys, monkeypatch, option, line):
     monkeypatch.chdir(tmp_path)
