@@ -8,7 +8,8 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 # pytest-xdist processes of `make test` (most tests wait on a child process: 2 on 2 cores);
-# `make test TEST_WORKERS=0` runs the suite in one process
+# `make test TEST_WORKERS=0` runs the suite in one process. `--dist worksteal`: a worker that
+# runs out of tests takes the other's, so one long test late in the run does not leave a core idle.
 TEST_WORKERS ?= 2
 
 .PHONY: demo test test-slurm browser install clean
@@ -36,7 +37,7 @@ demo: $(STAMP)
 
 test: $(TEST_STAMP)
 	@echo "make test: the whole suite in $(TEST_WORKERS) processes (pytest-xdist), about 12 minutes on 2 idle cores (longer beside other work); each line ends with the % done"
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --durations=5
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist worksteal --durations=5
 
 # A real SLURM cluster on this machine (installs slurmctld, slurmd, slurm-client and munge when
 # missing; needs root) runs scripts/slurm/fit.sbatch (DDP, a USR1 requeue and a plain requeue)
