@@ -294,3 +294,64 @@ def test_in_import_is_true_exactly_inside_an_import(tmp_path_factory, depth, ins
         sys.path.remove(str(folder))
         sys.modules.pop(name, None)
     assert interrupts.in_import(module.FRAME_INSIDE) is True
+
+
+def _frame_inside_an_import(folder: Path):
+    """A frame of a module's top level while it is being imported (``in_import`` is true of it)."""
+    import importlib
+    import sys
+    import uuid
+
+    name = f"m_{uuid.uuid4().hex}"
+    (folder / f"{name}.py").write_text("import sys\nFRAME_INSIDE = sys._getframe()\n")
+    sys.path.insert(0, str(folder))
+    try:
+        return importlib.import_module(name).FRAME_INSIDE
+    finally:
+        sys.path.remove(str(folder))
+        sys.modules.pop(name, None)
+
+
+def _join_redeliveries() -> None:
+    """Wait until every pending re-delivery (``_after_import``'s timer) has run: any stop it
+    delivers is then raised at the next bytecode of the main thread."""
+    import threading
+
+    for timer in [t for t in threading.enumerate() if isinstance(t, threading.Timer)]:
+        timer.join(timeout=60)
+
+
+@settings(max_examples=12, deadline=None)
+@given(signame=st.sampled_from(["SIGINT", "SIGTERM"]), checked_first=st.booleans())
+def test_a_stop_held_in_an_import_is_raised_exactly_once(tmp_path_factory, signame, checked_first):
+    """Reported (make test under load: the referee stopped by Ctrl-C exited 130 with its one line,
+    but left the folder it had created): a stop that arrived inside an import is held and
+    delivered again 50 ms later; when a check (``raise_if_stopped``) raised it first, the
+    re-delivery raised it a second time, in the middle of the cleanup the first had started. The
+    kind: a held stop, raised first by a check or by its re-delivery, for either signal, is raised
+    once; the cleanup after it runs to the end."""
+    signum = getattr(signal, signame)
+    stop_type = interrupts.Terminated if signame == "SIGTERM" else KeyboardInterrupt
+    handler = interrupts.on_sigterm if signame == "SIGTERM" else interrupts.on_sigint
+    frame = _frame_inside_an_import(tmp_path_factory.mktemp("m"))
+    previous = interrupts.install(sigterm=True)
+    raised = []
+    cleaned = False
+    try:
+        handler(signum, frame)  # the signal, as it arrives inside an import: held, not raised
+        try:
+            if checked_first:
+                interrupts.raise_if_stopped()  # the run's next check raises it
+            _join_redeliveries()  # or its re-delivery does
+            _ = [n for n in range(100)]  # bytecodes for a delivered stop to be raised at
+        except stop_type:
+            raised.append("run")
+        try:  # the cleanup the stop started
+            _join_redeliveries()
+            _ = [n for n in range(100)]
+            cleaned = True
+        except stop_type:
+            raised.append("cleanup")
+    finally:
+        interrupts.restore(previous)
+    assert raised == ["run"] and cleaned

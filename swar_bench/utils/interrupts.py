@@ -56,6 +56,8 @@ def report_stop(prog: str, stop: BaseException | type[BaseException], detail: st
 
 
 _stop: type[BaseException] | None = None
+_import_hold: type[BaseException] | None = None  # a stop that arrived inside an import, not raised yet
+_redelivered = False  # the handler runs next for the re-delivery of an import's stop (_after_import)
 _deferring = 0  # the depth of deferred() sections the main thread is in
 _held: type[BaseException] | None = None  # a stop that arrived inside them, raised as they end
 _complete = False
@@ -64,8 +66,8 @@ _complete = False
 def stop(exc_type: type[BaseException]) -> None:
     """Record a stop (``KeyboardInterrupt`` or :class:`Terminated`) and raise it, unless inside a
     :func:`deferred` section, which raises it as it ends."""
-    global _stop, _held
-    _stop = exc_type
+    global _stop, _held, _import_hold
+    _stop, _import_hold = exc_type, None
     if _deferring:
         _held = exc_type
         return
@@ -79,8 +81,8 @@ def stopped() -> type[BaseException] | None:
 
 def clear() -> None:
     """Forget any recorded stop and any :func:`complete` (a new command starts)."""
-    global _stop, _complete
-    _stop, _complete = None, False
+    global _stop, _complete, _import_hold, _redelivered
+    _stop, _complete, _import_hold, _redelivered = None, False, None, False
 
 
 def complete() -> None:
@@ -110,7 +112,12 @@ def raise_if_stopped() -> None:
         Terminated: SIGTERM arrived since the last :func:`clear` (only with
             :func:`on_sigterm` installed).
     """
+    global _import_hold
     if _stop is not None:
+        _import_hold = None  # raised now: a re-delivery of it (_after_import) must not raise it twice
+        if _stop is Terminated and threading.current_thread() is threading.main_thread() \
+                and signal.getsignal(signal.SIGTERM) is on_sigterm:
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)  # as on_sigterm: a second one must not cut the cleanup short
         raise _stop
 
 
@@ -132,11 +139,15 @@ def in_import(frame: Any) -> bool:
 
 def _after_import(signum: int, handler: Any) -> None:
     """Deliver ``signum`` to the main thread again in :data:`IMPORT_RECHECK_S` seconds, if
-    ``handler`` still handles it then (the command has not ended)."""
+    ``handler`` still handles it then (the command has not ended) and the stop is still held: a
+    check (:func:`raise_if_stopped`) may have raised it meanwhile, and a second raise would cut
+    short the cleanup that the first one started (a run's folders left behind)."""
     import _thread
 
     def again() -> None:
-        if signal.getsignal(signum) is handler:
+        global _redelivered
+        if _import_hold is not None and signal.getsignal(signum) is handler:
+            _redelivered = True
             _thread.interrupt_main(signum)
 
     timer = threading.Timer(IMPORT_RECHECK_S, again)
@@ -144,15 +155,23 @@ def _after_import(signum: int, handler: Any) -> None:
     timer.start()
 
 
+def _already_raised() -> bool:
+    """Whether the handler now running is the re-delivery of an import's stop that a check has
+    raised since (nothing more to do); clears the re-delivery mark."""
+    global _redelivered
+    again, _redelivered = _redelivered, False
+    return again and _import_hold is None
+
+
 def on_sigint(signum: int, frame: Any) -> None:
     """SIGINT handler: record and raise ``KeyboardInterrupt`` (Python's own behaviour,
     remembered); after :func:`complete`, nothing. Inside an import (:func:`in_import`) it is
-    recorded and delivered again once the import has ended."""
-    global _stop
-    if _complete:
+    recorded and delivered again once the import has ended, unless a check raised it first."""
+    global _stop, _import_hold
+    if _complete or _already_raised():
         return
     if in_import(frame):
-        _stop = KeyboardInterrupt
+        _stop = _import_hold = KeyboardInterrupt
         _after_import(signum, on_sigint)
         return
     stop(KeyboardInterrupt)
@@ -167,11 +186,11 @@ def on_sigterm(signum: int, frame: Any) -> None:
     training starts, runs the previous handler after its own), it does nothing: that handler
     stops the run its own way (Lightning: ``SIGTERMException`` at the next batch; under SLURM,
     its requeue). After :func:`complete` it does nothing either."""
-    global _stop
-    if _complete or signal.getsignal(signal.SIGTERM) is not on_sigterm:
+    global _stop, _import_hold
+    if _complete or _already_raised() or signal.getsignal(signal.SIGTERM) is not on_sigterm:
         return
     if in_import(frame):  # recorded, and delivered again once the import has ended
-        _stop = Terminated
+        _stop = _import_hold = Terminated
         _after_import(signum, on_sigterm)
         return
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
