@@ -326,7 +326,7 @@ def _compare(argv: list[str]) -> int:
         return _error(f"--flops-tolerance={_typed(args.flops_tolerance)}: expected {FLOPS_TOLERANCE_EXPECTED}")
     if args.names is not None and len(args.names) != len(args.results):
         return _error(
-            f"--names {shlex.join(args.names)}: {plural(len(args.names), 'name')} for "
+            f"--names {_shown(args.names)}: {plural(len(args.names), 'name')} for "
             f"{plural(len(args.results), 'result')}; expected one name per result"
         )
     created: list[Path] = []  # filled as the folders are made: a stop at any point finds them
@@ -342,7 +342,7 @@ def _compare(argv: list[str]) -> int:
         except ValueError as e:
             return _error(e, limit=None)
         names = args.names or [Path(p).parent.name or Path(p).stem for p in args.results]
-        repeated = _names_repeated(names, args.names is not None, "one distinct name per result")
+        repeated = _names_problem(names, args.names is not None, "one distinct name per result")
         if repeated:
             return _error(repeated, limit=None)
         rc = _compare_checked(args, dict(zip(names, results)))
@@ -352,17 +352,31 @@ def _compare(argv: list[str]) -> int:
     return rc
 
 
-def _names_repeated(names: list[str], given: bool, expected: str) -> str | None:
-    """The one line refusing ``names`` that repeat a name, else None: ``--names A A: A named more
-    than once; expected EXPECTED`` for names the user gave, and for names derived from the
-    results' folders the line that says to give ``--names``."""
+def _shown(names: list[str]) -> str:
+    """``names`` as a shell would take them back, on one line: a name with a line break or another
+    control character is shown as Python writes it (``'a\\nb'``)."""
+    return " ".join(shlex.quote(n) if n.isprintable() else repr(n) for n in names)
+
+
+def _names_problem(names: list[str], given: bool, expected: str) -> str | None:
+    """The one line refusing ``names``, else None. Names the user gave (``--names``) must each be
+    visible text on one line, as they label the table's rows and the figure's curves: ``--names ''
+    GDN: '' is blank; expected ...``, ``... 'a\\nb' holds a line break or control character;
+    expected ...``. Repeated names: ``--names A A: A named more than once; expected EXPECTED``,
+    and for names derived from the results' folders the line that says to give ``--names``."""
+    if given:
+        for name in names:
+            if not name.strip() or not name.isprintable():
+                what = "is blank" if name.isprintable() else "holds a line break or control character"
+                return (f"--names {_shown(names)}: {name!r} {what}; expected {expected}, each visible text "
+                        "on one line")
     repeated = [n for i, n in enumerate(names) if names.count(n) > 1 and names.index(n) == i]
     if not repeated:
         return None
     twice = f"{', '.join(repeated)} named more than once"
     if given:
-        return f"--names {shlex.join(names)}: {twice}; expected {expected}"
-    return (f"names from the results' folders ({shlex.join(names)}): {twice}; expected distinct names "
+        return f"--names {_shown(names)}: {twice}; expected {expected}"
+    return (f"names from the results' folders ({_shown(names)}): {twice}; expected distinct names "
             "(pass --names with one name per result)")
 
 
@@ -449,7 +463,7 @@ def _verdict(argv: list[str]) -> int:
         try:
             results = read_results(list(paths))  # before the names derived from their paths
             if args.names is not None:
-                repeated = _names_repeated(args.names, True, "distinct names of the baseline and the challenger")
+                repeated = _names_problem(args.names, True, "distinct names of the baseline and the challenger")
                 if repeated:
                     rc = _error(repeated, limit=None)
                     return rc

@@ -329,10 +329,11 @@ def run_study(spec, args: argparse.Namespace, only: list[str] | None) -> int:
     if args.add is not None:
         spec, only = add_layer(spec, args.add, args.init_args, args.name)
     if args.launcher == "slurm":
-        from swar_bench.study.launchers import SlurmLauncher, slurm_options
+        from swar_bench.study.launchers import POLL_S, SlurmLauncher, slurm_options
 
         return SlurmLauncher(spec, slurm_options(spec, args), only=only, rerun_stale=args.rerun_stale,
-                             wait=not args.no_wait, poll_s=args.poll_s, log=say, log_error=say_error).run()
+                             wait=not args.no_wait, poll_s=POLL_S if args.poll_s is None else args.poll_s,
+                             log=say, log_error=say_error).run()
     from swar_bench.study.runner import Runner
 
     runner = Runner(spec, jobs=args.jobs, threads=args.threads, rerun_stale=args.rerun_stale, only=only,

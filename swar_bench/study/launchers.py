@@ -483,6 +483,10 @@ class SlurmLauncher:
 # ---------------------------------------------------------------------------------------- the command line
 
 
+POLL_S = 30.0
+"""Seconds between two reads of SLURM's queue when ``--poll-s`` is not given."""
+
+
 def add_arguments(run: argparse.ArgumentParser) -> None:
     """The launcher options of ``swar-bench study run``."""
     run.add_argument("--launcher", choices=LAUNCHERS, default="local",
@@ -499,7 +503,8 @@ def add_arguments(run: argparse.ArgumentParser) -> None:
                           "or a flag, e.g. exclusive")
     run.add_argument("--no-wait", action="store_true",
                      help="slurm: submit what the protocol can start now and exit (run again to go on)")
-    run.add_argument("--poll-s", type=float, default=30.0, help="slurm: seconds between two reads of the queue")
+    run.add_argument("--poll-s", type=float, default=None,
+                     help=f"slurm: seconds between two reads of the queue (default {POLL_S:g})")
 
 
 def slurm_options(spec: StudySpec, args: argparse.Namespace) -> SlurmSpec:
@@ -540,8 +545,9 @@ def check_launcher(args: argparse.Namespace) -> None:
         given = [flag for flag, value in (("--partition", args.partition), ("--time-min", args.time_min),
                                           ("--cpus-per-task", args.cpus_per_task),
                                           ("--gpus-per-task", args.gpus_per_task), ("--mem-gb", args.mem_gb),
-                                          ("--slurm-param", args.slurm_param), ("--no-wait", args.no_wait))
-                 if value not in (None, [], False)]
+                                          ("--slurm-param", args.slurm_param), ("--no-wait", args.no_wait),
+                                          ("--poll-s", args.poll_s))
+                 if not (value is None or value is False or value == [])]  # 0 is given too (0 == False)
         if given:
             raise StudyError(f"{given[0]} is a SLURM option; expected --launcher slurm with it")
         return
@@ -553,5 +559,5 @@ def check_launcher(args: argparse.Namespace) -> None:
     except ImportError:
         raise StudyError("--launcher slurm needs submitit, which is not installed; expected "
                          "pip install 'swar_bench[slurm]'") from None
-    if not args.poll_s > 0:
-        raise StudyError(f"--poll-s={args.poll_s} is invalid; expected a positive number of seconds")
+    if args.poll_s is not None and not args.poll_s > 0:
+        raise StudyError(f"--poll-s={args.poll_s:g} is invalid; expected a positive number of seconds")

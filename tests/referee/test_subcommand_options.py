@@ -101,28 +101,51 @@ def test_the_reported_names_are_refused_without_advising_names(tmp_path, capsys,
                              "once; expected distinct names (pass --names with one name per result)")
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(command=st.sampled_from(["compare", "verdict"]), n_results=st.integers(1, 4),
-       names=st.lists(st.sampled_from(["A", "B", "my model", "x"]), min_size=1, max_size=5))
-def test_names_that_repeat_or_miscount_are_one_line_naming_them(tmp_path_factory, capsys, gru_result, command,
-                                                                 n_results, names):
-    """Any --names that repeats a name, or (compare) gives a name too many or too few: one line
-    quoting --names as typed, saying which name repeats or how many were given for how many results."""
+def test_the_reported_blank_and_broken_names_are_refused(tmp_path, capsys, gru_result):
+    """(fault: `compare A B --names "" GDN` and `--names " " "  "` ran and printed rows without a
+    label; `--names $'a\\nb' GDN` broke the table's layout)."""
+    a, b = _results(tmp_path, gru_result)
+    expected = "expected one distinct name per result, each visible text on one line"
+    assert main(["compare", a, b, "--names", "", "GDN"]) == 2
+    assert _line(capsys) == f"swar-bench referee: error: --names '' GDN: '' is blank; {expected}"
+    assert main(["compare", a, b, "--names", " ", "GDN"]) == 2
+    assert _line(capsys) == f"swar-bench referee: error: --names ' ' GDN: ' ' is blank; {expected}"
+    assert main(["compare", a, b, "--names", "a\nb", "GDN"]) == 2
+    assert _line(capsys) == (f"swar-bench referee: error: --names 'a\\nb' GDN: 'a\\nb' holds a line break or control "
+                             f"character; {expected}")
+
+
+def _shown(names) -> str:
     import shlex
 
+    return " ".join(shlex.quote(n) if n.isprintable() else repr(n) for n in names)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(command=st.sampled_from(["compare", "verdict"]), n_results=st.integers(1, 4),
+       names=st.lists(st.sampled_from(["A", "B", "my model", "x", "", " ", "a\nb", "t\tab"]), min_size=1, max_size=5))
+def test_names_that_repeat_or_miscount_are_one_line_naming_them(tmp_path_factory, capsys, gru_result, command,
+                                                                 n_results, names):
+    """Any --names that repeats a name, holds a blank name or one with a line break or control
+    character, or (compare) gives a name too many or too few: one line quoting --names as typed,
+    saying which name is wrong or how many were given for how many results."""
     if command == "verdict":
         n_results, names = 2, (names * 2)[:2]
     paths = _results(tmp_path_factory.mktemp("inputs"), gru_result, names=[f"r{i}" for i in range(n_results)])
     files = ["--baseline", paths[0], "--challenger", paths[1]] if command == "verdict" else paths
     repeated = [n for i, n in enumerate(names) if names.count(n) > 1 and names.index(n) == i]
+    broken = [n for n in names if not n.strip() or not n.isprintable()]
+    expected = "one distinct name per result" if command == "compare" else (
+        "distinct names of the baseline and the challenger")
     status = main([command, *files, "--names", *names])
     if len(names) != n_results:
-        line = (f"--names {shlex.join(names)}: {len(names)} name{'s' * (len(names) != 1)} for {n_results} "
+        line = (f"--names {_shown(names)}: {len(names)} name{'s' * (len(names) != 1)} for {n_results} "
                 f"result{'s' * (n_results != 1)}; expected one name per result")
+    elif broken:
+        what = "is blank" if broken[0].isprintable() else "holds a line break or control character"
+        line = f"--names {_shown(names)}: {broken[0]!r} {what}; expected {expected}, each visible text on one line"
     elif repeated:
-        expected = "one distinct name per result" if command == "compare" else (
-            "distinct names of the baseline and the challenger")
-        line = f"--names {shlex.join(names)}: {', '.join(repeated)} named more than once; expected {expected}"
+        line = f"--names {_shown(names)}: {', '.join(repeated)} named more than once; expected {expected}"
     else:
         assert status == 0
         capsys.readouterr()

@@ -6,6 +6,7 @@ The real cluster test is `make test-slurm` (scripts/slurm/study_test.sh)."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import random
 from pathlib import Path
@@ -307,10 +308,40 @@ def test_slurm_launcher_without_sbatch_is_refused_in_one_line_before_anything(tm
 @pytest.mark.parametrize(("args", "message"), [
     (["--partition", "gpu"], "--partition is a SLURM option; expected --launcher slurm with it"),
     (["--no-wait"], "--no-wait is a SLURM option; expected --launcher slurm with it"),
+    # reported: `study run s.yaml --poll-s 0` started training (its default hid that it was given)
+    (["--poll-s", "0"], "--poll-s is a SLURM option; expected --launcher slurm with it"),
 ])
 def test_slurm_options_need_the_slurm_launcher(tmp_path, capsys, args, message):
     assert main(["run", str(_study(tmp_path)), *args]) == 2
     assert capsys.readouterr().err == f"swar-bench study: error: {message}\n"
+
+
+def _slurm_only_options() -> list[argparse.Action]:
+    """The options of `study run` that only the SLURM launcher reads (their help says "slurm:")."""
+    from swar_bench.study.launchers import add_arguments
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    return [a for a in parser._actions if (a.help or "").startswith("slurm:")]
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_any_slurm_option_without_the_slurm_launcher_is_refused_naming_it(tmp_path, capsys, data):
+    """The kind: each option only the SLURM launcher reads, with any value its type takes (0 and
+    its default included), given to the local launcher: refused in one line naming it, nothing run."""
+    action = data.draw(st.sampled_from(_slurm_only_options()), label="option")
+    flag = action.option_strings[0]
+    if action.nargs == 0:
+        value = []
+    elif action.type in (int, float):
+        value = [str(data.draw(st.integers(-5, 100), label="value"))]
+    else:
+        value = [data.draw(st.sampled_from(["gpu", "account=x", "exclusive", "30"]), label="value")]
+    study = _study(tmp_path)
+    assert main(["run", str(study), flag, *value]) == 2
+    assert capsys.readouterr().err == f"swar-bench study: error: {flag} is a SLURM option; expected --launcher slurm with it\n"
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "records").exists()
 
 
 def test_slurm_section_unknown_key_is_named_with_a_suggestion(tmp_path):
