@@ -270,9 +270,16 @@ class TBPTTModule(pl.LightningModule):
                 groups[-1]["params"].append(p)
             else:
                 groups.append({"params": [p], "weight_decay": wd})
-        optimizer = torch.optim.AdamW(
-            groups, lr=self.lr, betas=self.betas, fused=self._fused_adamw_supported([p for _, p in named])
-        )
+        fused = self._fused_adamw_supported([p for _, p in named])
+        half = sorted({str(p.dtype).removeprefix("torch.") for _, p in named if p.dtype == torch.float16})
+        if half and not fused:
+            raise ValueError(
+                f"parameters in {half[0]} (precision 16-true) need AdamW's fused update, which computes in float32: "
+                "the for-each update rounds eps=1e-8 to 0 in float16 and divides 0 by 0 wherever a gradient is 0 "
+                "(NaN weights after the first step), and the fused kernels do not serve them here; expected "
+                "--trainer.precision=bf16-true, bf16-mixed or 32-true"
+            )
+        optimizer = torch.optim.AdamW(groups, lr=self.lr, betas=self.betas, fused=fused)
         horizon = self.max_steps
         if horizon is None and self._trainer is not None and self.trainer.max_steps > 0:
             horizon = self.trainer.max_steps
@@ -286,17 +293,25 @@ class TBPTTModule(pl.LightningModule):
 
     def _fused_adamw_supported(self, params: list[torch.Tensor]) -> bool:
         """True when ``AdamW(fused=True)`` (one kernel for the whole update; the same arithmetic as
-        the for-each form, torch.optim.adamw) serves these parameters: plain floating-point tensors
-        (not a sharded DTensor) on a device with fused optimizer kernels
-        (``torch.utils._foreach_utils._get_fused_kernels_supported_devices``: cpu and cuda in torch
-        2.13), and a precision plugin that can still clip their gradients. Lightning's mixed
+        the for-each form in float32 and bfloat16, torch.optim.adamw) serves these parameters:
+        floating-point tensors, plain or FSDP2's sharded DTensors, on a device with fused optimizer
+        kernels (``torch.utils._foreach_utils._get_fused_kernels_supported_devices``: cpu and cuda in
+        torch 2.13), and a precision plugin that can still clip their gradients. Lightning's mixed
         precision plugin refuses to clip for an optimizer that unscales in its own step, which a
-        fused one declares (lightning.pytorch.plugins.precision.amp); there the for-each form stays."""
+        fused one declares (lightning.pytorch.plugins.precision.amp); there the for-each form stays
+        (its parameters are float32). In float16 only the fused update is sound: it computes in
+        float32, where the for-each one rounds eps=1e-8 to 0 and turns every zero gradient into
+        NaN weights (:meth:`configure_optimizers` refuses float16 parameters without it)."""
         from torch.utils._foreach_utils import _get_fused_kernels_supported_devices
+
+        try:
+            from torch.distributed.tensor import DTensor
+        except ImportError:  # torch < 2.5, or a build without torch.distributed
+            DTensor = torch.nn.Parameter
 
         devices = _get_fused_kernels_supported_devices()
         if not all(
-            type(p) in (torch.Tensor, torch.nn.Parameter) and p.is_floating_point() and p.device.type in devices
+            type(p) in (torch.Tensor, torch.nn.Parameter, DTensor) and p.is_floating_point() and p.device.type in devices
             for p in params
         ):
             return False
@@ -327,6 +342,17 @@ class TBPTTModule(pl.LightningModule):
         t = torch.tensor([T], dtype=torch.int64, device=self.device)
         torch.distributed.all_reduce(t, op=torch.distributed.ReduceOp.MAX)
         return batch.padded(int(t.item()))
+
+    def _nonfinite_loss(self, loss: torch.Tensor) -> str:
+        """The non-finite loss that stops the run, as its error line names it: ``nan`` on one
+        process; ``nan on rank 1`` in a distributed run (the first rank that saw one: the others'
+        losses may be finite, and every rank raises the same line, which rank 0 alone prints)."""
+        if not self._distributed():
+            return str(loss.item())
+        losses = [torch.zeros(1, dtype=torch.float64, device=self.device) for _ in range(self.trainer.world_size)]
+        torch.distributed.all_gather(losses, loss.detach().to(torch.float64).reshape(1))
+        rank, value = next((r, v.item()) for r, v in enumerate(losses) if not torch.isfinite(v))
+        return f"{value} on rank {rank}"
 
     def _any_rank(self, flag: bool) -> bool:
         if not self._distributed():
@@ -386,7 +412,7 @@ class TBPTTModule(pl.LightningModule):
                 ce_sum, count = chunk.result
                 if self._any_rank(not bool(torch.isfinite(ce_sum))):
                     raise FloatingPointError(
-                        f"non-finite training loss ({ce_sum.item()}) at global step {self.global_step}, "
+                        f"non-finite training loss ({self._nonfinite_loss(ce_sum)}) at global step {self.global_step}, "
                         f"batch {batch_idx}, n_writes={batch.n}, tokens {chunk.start}..{chunk.stop}; "
                         "stopping before the update, no checkpoint is written"
                     )

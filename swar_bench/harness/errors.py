@@ -32,6 +32,8 @@ def exit_status(err: BaseException, given: list[str], argv: list[str]) -> int | 
         print(f"swar-bench: error: {parse_error_line(str(err), given)}", file=sys.stderr)
         return 2
     if isinstance(err, FloatingPointError):
+        if launched_rank():  # every rank stops with the same line (TBPTTModule.training_step): rank 0 prints it
+            return 1
         print(f"swar-bench: training stopped: {_one_line(str(err))}", file=sys.stderr)
         return 1
     if isinstance(err, ValueError):
