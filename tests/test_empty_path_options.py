@@ -53,7 +53,7 @@ CASES = [
     (["referee", "verdict", "--baseline", "{result}", "--challenger", "{result}"], "--json",
      "swar-bench referee verdict: error: --json='': expected a JSON file path"),
     (["referee", "compare", "{result}"], "--plot",
-     ("swar-bench referee: error: --plot='' is empty; expected a .png, .pdf or .svg file path (new or existing file) "
+     ("swar-bench referee compare: error: --plot='' is empty; expected a .png, .pdf or .svg file path (new or existing file) "
       "in a folder this user can write to")),
 ]
 

@@ -20,6 +20,7 @@ still empty, and exits with 130 or 143.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import shlex
@@ -178,8 +179,10 @@ def _typed(value: str) -> str:
     return value if value and value == value.strip() else repr(value)
 
 
-def _error(message: object, limit: int | None = 400) -> int:
-    """Print ``message`` as one line (whitespace collapsed, cut at ``limit`` characters); return 2.
+def _error(message: object, limit: int | None = 400, prog: str = PROG) -> int:
+    """Print ``message`` as one line, ``PROG: error: MESSAGE`` (whitespace collapsed, cut at
+    ``limit`` characters); return 2. ``prog``: the sub-command's (``swar-bench referee compare``),
+    as its parser's own refusals say it.
 
     The limit is for library messages that can run long; messages naming a path the user gave
     pass ``limit=None`` so the path and what was expected are shown whole.
@@ -187,7 +190,7 @@ def _error(message: object, limit: int | None = 400) -> int:
     line = " ".join(str(message).split()) or "invalid arguments"
     if limit is not None and len(line) > limit:
         line = line[: limit - 3] + "..."
-    print(f"{PROG}: error: {line}", file=sys.stderr)
+    print(f"{prog}: error: {line}", file=sys.stderr)
     return 2
 
 
@@ -301,6 +304,7 @@ def _compare(argv: list[str]) -> int:
     parser = ArgumentParser(
         prog=f"{PROG} compare", description="Compare saved referee results."
     )
+    error = functools.partial(_error, prog=parser.prog)
     parser.add_argument(
         "results", nargs="+", type=RESULT_FILE, help="result.json files written by `swar-bench referee`."
     )
@@ -323,9 +327,9 @@ def _compare(argv: list[str]) -> int:
     try:
         args.flops_tolerance = check_flops_tolerance(args.flops_tolerance)
     except ValueError:
-        return _error(f"--flops-tolerance={_typed(args.flops_tolerance)}: expected {FLOPS_TOLERANCE_EXPECTED}")
+        return error(f"--flops-tolerance={_typed(args.flops_tolerance)}: expected {FLOPS_TOLERANCE_EXPECTED}")
     if args.names is not None and len(args.names) != len(args.results):
-        return _error(
+        return error(
             f"--names {_shown(args.names)}: {plural(len(args.names), 'name')} for "
             f"{plural(len(args.results), 'result')}; expected one name per result"
         )
@@ -336,15 +340,18 @@ def _compare(argv: list[str]) -> int:
             try:
                 prepare_plot_path(args.plot, created)
             except ValueError as e:
-                return _error(e, limit=None)
+                return error(e, limit=None)
         try:  # the inputs before the names derived from their paths: a missing file is the error
             results = read_results(args.results)
         except ValueError as e:
-            return _error(e, limit=None)
+            return error(e, limit=None)
+        twice = same_file_problem(args.results, ["results"] * len(args.results))
+        if twice:
+            return error(twice, limit=None)
         names = args.names or [Path(p).parent.name or Path(p).stem for p in args.results]
         repeated = _names_problem(names, args.names is not None, "one distinct name per result")
         if repeated:
-            return _error(repeated, limit=None)
+            return error(repeated, limit=None)
         rc = _compare_checked(args, dict(zip(names, results)))
     finally:
         if rc != 0:
@@ -395,18 +402,37 @@ def read_results(paths: list[str]) -> list[dict]:
     return results
 
 
+def same_file_problem(paths: list[str], options: list[str]) -> str | None:
+    """The refusal of a result given twice among ``paths`` (read already: each exists), the same
+    file under one spelling or two (``a/result.json``, ``./a/../a/result.json``, a link), else
+    None. ``options`` name where each came from (``--baseline``, ``--challenger``; or ``result`` for
+    compare's arguments): a result set against itself is no comparison (verdict: every cell
+    tied). ``results/GRU/result.json given 2 times (as --baseline and --challenger); expected
+    distinct result files``."""
+    for i, path in enumerate(paths):
+        twins = [j for j in range(len(paths)) if os.path.samefile(paths[j], path)]
+        if len(twins) > 1 and twins[0] == i:
+            where = sorted({options[j] for j in twins})
+            spelled = sorted({paths[j] for j in twins})
+            names = f" (as {' and '.join(where)})" if len(where) > 1 else ""
+            also = f", spelled {' and '.join(spelled)}" if len(spelled) > 1 else ""
+            return f"{path} given {len(twins)} times{names}{also}; expected distinct result files"
+    return None
+
+
 def _compare_checked(args, named: dict[str, dict]) -> int:
     """Print the table of the ``named`` results and draw ``--plot`` (already checked) if given."""
+    error = functools.partial(_error, prog=f"{PROG} compare")
     try:
         table = comparison_table(named, flops_tolerance=args.flops_tolerance)
     except ValueError as e:  # our own one-line messages, naming the path: shown whole
-        return _error(e, limit=None)
+        return error(e, limit=None)
     print(table)
     if args.plot is not None:
         try:
             plot_path = plot_forgetting_curve(named, args.plot)
         except OSError as e:  # the folder changed meanwhile
-            return _error(f"could not write --plot={args.plot!r}: {e}", limit=None)
+            return error(f"could not write --plot={args.plot!r}: {e}", limit=None)
         print(f"\nwrote {plot_path}")
     return 0
 
@@ -416,6 +442,7 @@ def _verdict(argv: list[str]) -> int:
         prog=f"{PROG} verdict",
         description="Does the challenger beat the baseline? A paired test per suite and range.",
     )
+    error = functools.partial(_error, prog=parser.prog)
     parser.add_argument("--baseline", required=True, type=RESULT_FILE, help="result.json of the baseline.")
     parser.add_argument("--challenger", required=True, type=RESULT_FILE, help="result.json of the challenger.")
     parser.add_argument(
@@ -440,11 +467,11 @@ def _verdict(argv: list[str]) -> int:
     try:
         alpha = check_alpha(args.alpha)
     except ValueError:
-        return _error(f"--alpha={_typed(args.alpha)}: expected {ALPHA_EXPECTED}")
+        return error(f"--alpha={_typed(args.alpha)}: expected {ALPHA_EXPECTED}")
     try:
         tolerance = check_flops_tolerance(args.flops_tolerance)
     except ValueError:
-        return _error(f"--flops-tolerance={_typed(args.flops_tolerance)}: expected {FLOPS_TOLERANCE_EXPECTED}")
+        return error(f"--flops-tolerance={_typed(args.flops_tolerance)}: expected {FLOPS_TOLERANCE_EXPECTED}")
     created: list[Path] = []  # filled as the folders are made: a stop at any point finds them
     rc = 1
     try:
@@ -459,13 +486,17 @@ def _verdict(argv: list[str]) -> int:
                     created,
                 )
             except ValueError as e:
-                return _error(e, limit=None)
+                return error(e, limit=None)
         try:
             results = read_results(list(paths))  # before the names derived from their paths
+            twice = same_file_problem(list(paths), ["--baseline", "--challenger"])
+            if twice:
+                rc = error(twice, limit=None)
+                return rc
             if args.names is not None:
                 repeated = _names_problem(args.names, True, "distinct names of the baseline and the challenger")
                 if repeated:
-                    rc = _error(repeated, limit=None)
+                    rc = error(repeated, limit=None)
                     return rc
             names = tuple(args.names or [Path(p).parent.name or Path(p).stem for p in paths])
             if names[0] == names[1]:  # the same folder name: the roles name them
@@ -474,14 +505,14 @@ def _verdict(argv: list[str]) -> int:
                 *results, alpha=alpha, flops_tolerance=tolerance, names=(names[0], names[1])
             )
         except ValueError as e:
-            rc = _error(e, limit=None)
+            rc = error(e, limit=None)
             return rc
         print(verdict_table(v))
         if args.json is not None:
             try:
                 print(f"\nwrote {write_json(v, args.json)}")
             except OSError as e:
-                rc = _error(f"could not write --json={args.json!r}: {e}", limit=None)
+                rc = error(f"could not write --json={args.json!r}: {e}", limit=None)
                 return rc
         rc = 0
         return rc

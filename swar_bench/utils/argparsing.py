@@ -140,6 +140,13 @@ class SpelledAs(argparse.Action):
         setattr(namespace, self.dest, value)
 
 
+def _quoted(value: str) -> str:
+    """``value`` as a shell takes it back (``A``, ``'a b'``), a control character as Python writes it."""
+    import shlex
+
+    return shlex.quote(value) if value.isprintable() else repr(value)
+
+
 def spelling(value: Any, default: str) -> str:
     """The option spelling that gave ``value`` (:class:`SpelledAs`), else ``default``."""
     return getattr(value, "option", default)
@@ -235,7 +242,44 @@ class ArgumentParser(argparse.ArgumentParser):
         import sys
 
         self._given = list(sys.argv[1:] if args is None else args)
+        repeated = self.repeated_message(self._given)
+        if repeated:
+            self.error(repeated)
         return super().parse_known_args(args, namespace)
+
+    def repeated_message(self, words: list[str]) -> str | None:
+        """The refusal of an option of this parser given more than once in ``words``, else None:
+        argparse keeps the last value and drops the others without a word, so ``verdict --baseline A
+        --challenger B --baseline B`` compared B with itself. ``--baseline given 2 times (A, B);
+        expected it once``. Options meant to repeat (``action="append"``, ``count``) pass; words
+        after ``--`` or after a sub-command's name (its own parser checks them) are not options
+        of this parser."""
+        commands = {name for a in self._actions if isinstance(a, argparse._SubParsersAction) for name in a.choices}
+        repeatable = (argparse._AppendAction, argparse._AppendConstAction, argparse._CountAction,
+                      argparse._ExtendAction, argparse._HelpAction, argparse._VersionAction)
+        given: dict[argparse.Action, list[tuple[str, str | None]]] = {}
+        for i, word in enumerate(words):
+            if word == "--" or word in commands:
+                break
+            if not word.startswith("-") or _is_number(word):
+                continue
+            flag, eq, value = word.partition("=")
+            action = self._option_string_actions.get(flag)
+            if action is None or isinstance(action, repeatable):
+                continue
+            if not eq:
+                value = words[i + 1] if action.nargs != 0 and i + 1 < len(words) else None
+            given.setdefault(action, []).append((flag, value))
+        for action, uses in given.items():
+            if len(uses) > 1:
+                name = self.canonical(uses[0][0])
+                spellings = sorted({flag for flag, _ in uses})
+                values = [v for _, v in uses if v is not None]
+                one_word = action.nargs in (None, "?") and len(values) == len(uses)  # a list option: its first word only
+                shown = f" ({', '.join(_quoted(v) for v in values)})" if one_word else ""
+                also = f" as {', '.join(spellings)}" if len(spellings) > 1 else ""
+                return f"{name} given {len(uses)} times{also}{shown}; expected it once"
+        return None
 
     def unknown_flags(self) -> list[str]:
         """The ``--flags`` (as typed, without ``=value``) of the words last given this parser that no

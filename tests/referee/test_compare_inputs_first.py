@@ -25,7 +25,7 @@ def _one_line(capsys) -> str:
 def test_the_reported_two_missing_files_in_one_folder(tmp_path, capsys):
     a, b = tmp_path / "a.json", tmp_path / "b.json"  # one folder: the derived names would be equal
     assert swar_main(["referee", "compare", str(a), str(b)]) == 2
-    assert _one_line(capsys) == f"swar-bench referee: error: {a}: no such file; expected a referee result JSON"
+    assert _one_line(capsys) == f"swar-bench referee compare: error: {a}: no such file; expected a referee result JSON"
 
 
 def test_a_missing_challenger_is_named_before_the_names(tmp_path, capsys):
@@ -34,7 +34,7 @@ def test_a_missing_challenger_is_named_before_the_names(tmp_path, capsys):
     good.write_text("{}")
     missing = tmp_path / "y" / "result.json"
     assert main(["verdict", "--baseline", str(missing), "--challenger", str(good), "--json", str(tmp_path / "n" / "v.json")]) == 2
-    assert _one_line(capsys) == f"swar-bench referee: error: {missing}: no such file; expected a referee result JSON"
+    assert _one_line(capsys) == f"swar-bench referee verdict: error: {missing}: no such file; expected a referee result JSON"
     assert not (tmp_path / "n").exists()  # the folder made for --json is taken back
 
 
@@ -75,6 +75,6 @@ def test_an_unreadable_input_is_named_first(tmp_path_factory, capsys, gru_result
     assert main(argv) == 2
     line = _one_line(capsys)
     first_bad = next(p for p, k in zip(paths, kinds) if k != "good")
-    assert line.startswith(f"swar-bench referee: error: {first_bad}: "), line
+    assert line.startswith(f"swar-bench referee {command}: error: {first_bad}: "), line
     assert "expected" in line and "distinct names" not in line, line
     assert sorted(os.walk(root)) == before  # nothing written

@@ -341,13 +341,13 @@ def test_compare_bad_plot_is_one_line_error_before_any_work(tmp_path, capsys):
         rc = main(["compare", missing, "--plot", str(plot)])
         err = capsys.readouterr().err
         assert rc == 2, err
-        assert err.startswith(f"swar-bench referee: error: --plot={str(plot)!r} {why}"), err
+        assert err.startswith(f"swar-bench referee compare: error: --plot={str(plot)!r} {why}"), err
         assert err.rstrip().endswith(expected) and len(err.strip().splitlines()) == 1
     # the reported `--plot x.txt`, which wrote a PNG under that name: the suffix names the format
     for plot, why in [(tmp_path / "x2.txt", "its suffix '.txt' is not a figure format"),
                       (tmp_path / "curve", "it has no suffix")]:
         assert main(["compare", missing, "--plot", str(plot)]) == 2
-        assert capsys.readouterr().err == (f"swar-bench referee: error: --plot={str(plot)!r}: {why}; "
+        assert capsys.readouterr().err == (f"swar-bench referee compare: error: --plot={str(plot)!r}: {why}; "
                                            "expected a file ending .png, .pdf or .svg\n")
         assert not plot.exists()
     # a folder made for the plot of a compare that then fails is taken back
@@ -410,7 +410,7 @@ def test_compare_names_a_result_file_missing_a_field(tmp_path, capsys, gru_resul
         captured = capsys.readouterr()
         assert captured.out == ""
         assert captured.err == (
-            f"swar-bench referee: error: {path}: {problem}; "
+            f"swar-bench referee compare: error: {path}: {problem}; "
             "expected an evaluate() result (schema 'swar_bench.referee/2')\n"
         )
 

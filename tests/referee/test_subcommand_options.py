@@ -39,11 +39,11 @@ def _results(root, result, names=("A", "B")) -> list[str]:
 def test_the_reported_alpha_names_the_option_and_the_value_typed(tmp_path, capsys, gru_result):
     a, b = _results(tmp_path, gru_result)
     assert swar_main(["referee", "verdict", "--baseline", a, "--challenger", b, "--alpha", "0"]) == 2
-    assert _line(capsys) == f"swar-bench referee: error: --alpha=0: {ALPHA}"
+    assert _line(capsys) == f"swar-bench referee verdict: error: --alpha=0: {ALPHA}"
     assert main(["verdict", "--baseline", a, "--challenger", b, "--flops-tolerance", "-1"]) == 2
-    assert _line(capsys) == f"swar-bench referee: error: --flops-tolerance=-1: {TOLERANCE}"
+    assert _line(capsys) == f"swar-bench referee verdict: error: --flops-tolerance=-1: {TOLERANCE}"
     assert main(["compare", a, b, "--flops-tolerance=-0.5"]) == 2
-    assert _line(capsys) == f"swar-bench referee: error: --flops-tolerance=-0.5: {TOLERANCE}"
+    assert _line(capsys) == f"swar-bench referee compare: error: --flops-tolerance=-0.5: {TOLERANCE}"
 
 
 NUMBER = st.one_of(st.integers(-10**6, 10**6).map(str), st.floats(allow_nan=True, allow_infinity=True).map(repr),
@@ -80,7 +80,7 @@ def test_every_bad_number_of_compare_and_verdict_names_its_option(tmp_path_facto
     given = [f"{option}={value}"] if joined or not typed_apart else [option, value]
     assert main([command, *files, *given]) == 2
     shown = value if value and value == value.strip() else repr(value)
-    assert _line(capsys) == f"swar-bench referee: error: {option}={shown}: {ALPHA if option == '--alpha' else TOLERANCE}"
+    assert _line(capsys) == f"swar-bench referee {command}: error: {option}={shown}: {ALPHA if option == '--alpha' else TOLERANCE}"
 
 
 def test_the_reported_names_are_refused_without_advising_names(tmp_path, capsys, gru_result):
@@ -89,15 +89,15 @@ def test_the_reported_names_are_refused_without_advising_names(tmp_path, capsys,
     a, b = _results(tmp_path, gru_result)
     assert swar_main(["referee", "compare", a, b, "--names", "A", "A"]) == 2
     assert _line(capsys) == (
-        "swar-bench referee: error: --names A A: A named more than once; expected one distinct name per result")
+        "swar-bench referee compare: error: --names A A: A named more than once; expected one distinct name per result")
     assert main(["compare", a, b, "--names", "A"]) == 2
-    assert _line(capsys) == "swar-bench referee: error: --names A: 1 name for 2 results; expected one name per result"
+    assert _line(capsys) == "swar-bench referee compare: error: --names A: 1 name for 2 results; expected one name per result"
     assert main(["verdict", "--baseline", a, "--challenger", b, "--names", "A", "A"]) == 2
-    assert _line(capsys) == ("swar-bench referee: error: --names A A: A named more than once; "
+    assert _line(capsys) == ("swar-bench referee verdict: error: --names A A: A named more than once; "
                              "expected distinct names of the baseline and the challenger")
     (other,) = _results(tmp_path / "other", gru_result, names=("A",))  # folders named alike: --names is the way out
     assert main(["compare", a, other]) == 2
-    assert _line(capsys) == ("swar-bench referee: error: names from the results' folders (A A): A named more than "
+    assert _line(capsys) == ("swar-bench referee compare: error: names from the results' folders (A A): A named more than "
                              "once; expected distinct names (pass --names with one name per result)")
 
 
@@ -107,11 +107,11 @@ def test_the_reported_blank_and_broken_names_are_refused(tmp_path, capsys, gru_r
     a, b = _results(tmp_path, gru_result)
     expected = "expected one distinct name per result, each visible text on one line"
     assert main(["compare", a, b, "--names", "", "GDN"]) == 2
-    assert _line(capsys) == f"swar-bench referee: error: --names '' GDN: '' is blank; {expected}"
+    assert _line(capsys) == f"swar-bench referee compare: error: --names '' GDN: '' is blank; {expected}"
     assert main(["compare", a, b, "--names", " ", "GDN"]) == 2
-    assert _line(capsys) == f"swar-bench referee: error: --names ' ' GDN: ' ' is blank; {expected}"
+    assert _line(capsys) == f"swar-bench referee compare: error: --names ' ' GDN: ' ' is blank; {expected}"
     assert main(["compare", a, b, "--names", "a\nb", "GDN"]) == 2
-    assert _line(capsys) == (f"swar-bench referee: error: --names 'a\\nb' GDN: 'a\\nb' holds a line break or control "
+    assert _line(capsys) == (f"swar-bench referee compare: error: --names 'a\\nb' GDN: 'a\\nb' holds a line break or control "
                              f"character; {expected}")
 
 
@@ -151,4 +151,4 @@ def test_names_that_repeat_or_miscount_are_one_line_naming_them(tmp_path_factory
         capsys.readouterr()
         return
     assert status == 2
-    assert _line(capsys) == f"swar-bench referee: error: {line}"
+    assert _line(capsys) == f"swar-bench referee {command}: error: {line}"

@@ -178,4 +178,4 @@ def test_cli_on_real_results_matched_flops(tmp_path, capsys, small_kwargs):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "at matched FLOPs" in err[0]
     assert main([*argv, "--alpha", "2"]) == 2
-    assert capsys.readouterr().err == "swar-bench referee: error: --alpha=2: expected a significance level in (0, 1)\n"
+    assert capsys.readouterr().err == "swar-bench referee verdict: error: --alpha=2: expected a significance level in (0, 1)\n"
