@@ -525,6 +525,36 @@ def value_keys(key: str, value: Any, takes: dict[str, str], fields: Callable[[st
     return found
 
 
+def config_files_line(args: list[str], options: set[str], command: str, groups: frozenset[str] | set[str] = frozenset(),
+                      fields: Callable[[str], Any] | None = None, named: Callable[[str], str] = os.path.abspath) -> str | None:
+    """One line naming every key of the ``--config`` files of ``args`` (``--config F`` or
+    ``--config=F``) that names no option of ``options`` (:func:`unknown_config_keys`), by file
+    (``named(F)``: the absolute path, or the path as typed), each with a "did you mean"
+    (:func:`unknown_keys_line`, ``swar-bench COMMAND``; an inline mapping ``--config='{seed: 1}'`` as
+    typed); None when every key is an option (the parser's own message then stands). A file that
+    cannot be read is left to the parser."""
+    import yaml
+
+    lines = []
+    for i, arg in enumerate(args):
+        path = args[i + 1] if arg == "--config" and i + 1 < len(args) else arg.split("=", 1)[1] if arg.startswith("--config=") else None
+        if path is None:
+            continue
+        takes: dict[str, str] = {}  # what a class's init_args / a mapping option with a typo takes
+        try:
+            if os.path.isfile(path):
+                with open(path, encoding="utf-8") as handle:
+                    config, shown = yaml.safe_load(handle), named(path)
+            else:  # inline YAML (--config='{seed: 1}'), named as typed
+                config, shown = (yaml.safe_load(path) if path.lstrip().startswith("{") else None), path
+            unknown = unknown_config_keys(config, options, groups=groups, takes=takes, fields=fields)
+        except (OSError, UnicodeDecodeError, yaml.YAMLError):
+            continue
+        if unknown:
+            lines.append(unknown_keys_line(f"--config={shown}", unknown, command, takes))
+    return "; ".join(lines) if lines else None
+
+
 def unknown_keys_line(source: str, unknown: list[tuple[str, str | None]], command: str,
                       takes: dict[str, str] | None = None) -> str:
     """One line naming every unknown key of ``source`` (``--config=/abs/run.yaml`` or the command

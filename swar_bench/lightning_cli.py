@@ -276,9 +276,7 @@ class SwarBenchCLI(LightningCLI):
         """One line naming every key of the ``--config`` files of ``args`` that names no option of
         the subcommand, by file, each with a "did you mean" (``config_errors.unknown_config_keys``);
         None when every key is an option (the parser's own message then stands)."""
-        import yaml
-
-        from swar_bench.config_errors import unknown_config_keys, unknown_keys_line
+        from swar_bench.config_errors import config_files_line
         from swar_bench.harness.fast_options import nested_fields
 
         command = args[0] if args else None
@@ -287,20 +285,7 @@ class SwarBenchCLI(LightningCLI):
             return None
         options = {a.dest for a in subparser._actions if isinstance(getattr(a, "dest", None), str)}
         groups = {a.dest for a in subparser._actions if type(a).__name__ == "_ActionConfigLoad"}  # --trainer FILE
-        lines = []
-        for i, arg in enumerate(args):
-            path = args[i + 1] if arg == "--config" and i + 1 < len(args) else arg.split("=", 1)[1] if arg.startswith("--config=") else None
-            if path is None or not os.path.isfile(path):
-                continue
-            takes: dict[str, str] = {}  # what a class's init_args / a mapping option with a typo takes
-            try:
-                with open(path, encoding="utf-8") as handle:
-                    unknown = unknown_config_keys(yaml.safe_load(handle), options, groups=groups, takes=takes, fields=nested_fields)
-            except (OSError, UnicodeDecodeError, yaml.YAMLError):
-                continue
-            if unknown:
-                lines.append(unknown_keys_line(f"--config={os.path.abspath(path)}", unknown, command, takes))
-        return "; ".join(lines) if lines else None
+        return config_files_line(args, options, command, groups, nested_fields)
 
     _ckpt_run_folder: str | None = None
     """The run folder ``--ckpt_path`` lies in, when the run logs into it (``_configure_run_folder``)."""

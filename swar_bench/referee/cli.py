@@ -30,7 +30,7 @@ from pathlib import Path
 import torch
 
 from swar_bench.referee.evaluate import check_init_seed, check_seed, evaluate
-from swar_bench.referee.option_lines import option_line
+from swar_bench.referee.option_lines import last_setting, option_line
 from swar_bench.referee.outputs import (
     RESULT_FILES,
     prepare_out_dir,
@@ -225,9 +225,13 @@ def _run(argv: list[str]) -> int:
     except MechanismNameError as e:  # a name in a --config file: the resolver's line, whole
         return _error(e, limit=None)
     except Exception as e:  # noqa: BLE001 - any bad config is reported as one line
-        from swar_bench.config_errors import parse_error_line
+        from swar_bench.config_errors import config_files_line, parse_error_line
         from swar_bench.utils.argparsing import unrecognized_line
 
+        dests = {a.dest for a in parser._actions if isinstance(getattr(a, "dest", None), str)}
+        misspelt = config_files_line(argv, dests, "referee", named=str)  # every unknown key, by file as typed
+        if misspelt is not None:
+            return _error(misspelt, limit=None)
         options = [s for action in parser._actions for s in action.option_strings]
         return _error(unrecognized_line(str(e), options, PROG) or parse_error_line(str(e), argv))
     created: list[Path] = []  # filled as the folders are made: a stop at any point finds them
@@ -235,8 +239,9 @@ def _run(argv: list[str]) -> int:
     try:
         try:
             prepare_out_dir(cfg.out, created)
-        except ValueError as e:
-            return _error(e, limit=None)
+        except ValueError as e:  # "--out=...: ...", or the --config file and key that set it
+            where = last_setting(given, "out")
+            return _error(f"--config={where[1]}: {str(e)[2:]}" if where and where[0] == "--config" else e, limit=None)
         rc = _evaluate_and_write(parser, cfg, given)
     finally:
         if rc != 0:  # rejected after the check, or stopped: leave no empty folder of ours behind
