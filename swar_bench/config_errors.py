@@ -8,7 +8,6 @@ resolver (``swar_bench.mechanisms.registry``) and the zoo's names.
 
 from __future__ import annotations
 
-import math
 import os
 import re
 from collections.abc import Callable
@@ -81,14 +80,16 @@ def option_source(argv: list[str], key: str, got: str | None = None) -> str | No
 _MISSING = object()
 
 
-def parse_error_line(message: str, argv: list[str] | None = None) -> str:
+def parse_error_line(message: str, argv: list[str] | None = None, expected: Callable[[str], str | None] | None = None) -> str:
     """Turn a jsonargparse error into one sentence naming the option, the value and what was
     expected. jsonargparse nests its messages, one heading line per level (``Parser key
     "model.mechanism":`` / ``Problem with given class_path 'C':`` / ``Parser key "d_model":`` /
     ``Expected a <class 'int'>. Got value: abc``): the headings become the dotted option
     (``--model.mechanism.init_args.d_model``), the innermost lines the reason. A value read from
     a ``--config`` file in ``argv`` is named with the file (``--config=/abs/run.yaml:
-    model.mechanism.init_args.d_model: ...``)."""
+    model.mechanism.init_args.d_model: ...``). A value of the wrong type for a numeric option is
+    said as its range check says it (``type_lines.type_refusal_line``; ``expected``: the command's
+    wording of what each option takes, ``type_lines.Expected``)."""
 
     key = re.match(r'Parser key "([^"]+)"', message)
     from swar_bench.class_item_errors import class_item_line
@@ -148,6 +149,7 @@ def parse_error_line(message: str, argv: list[str] | None = None) -> str:
         reason = f"Expected one of {types}. Got value: {value}"
     # "Expected a <class 'int'>" reads "Expected int"; other type reprs lose their "<class ...>" too
     reason = re.sub(r"<class '([^']+)'>", r"\1", re.sub(r"Expected an? <class '([^']+)'>", r"Expected \1", reason))
+    plain, note = reason, ""  # the reason before what it is an argument of
     rejected = re.fullmatch(r"Option '([^']+)' is not accepted", reason)
     if rejected and class_path == "torch.nn.Module":  # init args given while no mechanism was chosen yet
         keys.append(rejected.group(1))
@@ -164,16 +166,20 @@ def parse_error_line(message: str, argv: list[str] | None = None) -> str:
     elif class_path is not None and keys[-1] == "init_args":
         reason += f" (expected a mapping of {class_path}'s arguments)"
     elif class_path is not None:
-        reason += f" (an argument of {class_path})"
+        note = f" (an argument of {class_path})"
+        reason += note
     option = ".".join(keys)
     source = option_source(argv or [], option, value)
+    got = value
     if value is not None and source is None:  # as typed: jsonargparse shows null as None, NaN as nan
         value = typed_value(argv or [], option, "") or value
-    if reason.startswith("Expected float.") and value is not None and non_finite(value):
-        # "nan" / "inf" are floats to the user, not to jsonargparse: say what is wrong with them
-        expected = FINITE_FLOAT_EXPECTED.get(option, "a finite number")
-        return (f"{source}: {option}={value} is invalid; expected {expected}" if source is not None
-                else f"--{option}={value} is invalid; expected {expected}")
+    if got is not None:
+        from swar_bench.type_lines import type_refusal_line
+
+        typed = type_refusal_line(option, plain, got, value if source is None else None, source, expected, note,
+                                  FINITE_FLOAT_EXPECTED.get)
+        if typed is not None:
+            return typed
     if value is not None and re.fullmatch(LIST_TYPES, reason):
         return list_expected_line(option, value, source)
     from swar_bench.utils.choices import choices_line
@@ -222,8 +228,10 @@ def list_expected_line(option: str, value: str, source: str | None) -> str:
     the ``--config`` file that set the value, else None for the command line): the one line for
     a value that is no list given to an option that takes one."""
     inner = value.strip().strip("[]").strip()
-    if option.removeprefix("data.") in ("train_configs", "val_configs", "test_configs") and not allowed_n(inner):
-        inner = "n32"  # an example the option takes, never the refused value (null, a word) in brackets
+    if option.removeprefix("data.") in ("train_configs", "val_configs", "test_configs"):
+        inner = inner if allowed_n(inner) else "n32"  # an example the option takes, never the refused value in brackets
+    elif not re.fullmatch(r"[-+]?(\d+\.?\d*|\.\d+)(e[-+]?\d+)?", inner, re.IGNORECASE):
+        inner = ""  # a word, null or nan in brackets is no example: the default one
     example = LIST_EXAMPLES.get(option) or "[" + (inner or "32, 64") + "]"
     if source is not None:
         return f"{source}: {option}={value}: expected a list, e.g. {option}: {example}"
@@ -414,14 +422,6 @@ def required_args_line(message: str, argv: list[str]) -> str | None:
 FINITE_FLOAT_EXPECTED = {"model.lr": "a positive finite learning rate", "lr": "a positive finite learning rate",
                          "collective_timeout": "a positive number of seconds"}
 """What a float option given ``nan`` or ``inf`` expects, by option (default: a finite number)."""
-
-
-def non_finite(text: str) -> bool:
-    """True when ``text`` reads as a float that is not finite (``nan``, ``-inf``, ``Infinity``)."""
-    try:
-        return not math.isfinite(float(text))
-    except ValueError:
-        return False
 
 
 def unknown_config_keys(config: Any, options: set[str], prefix: str = "", groups: frozenset[str] | set[str] = frozenset(),

@@ -123,6 +123,17 @@ def mechanism_class_path(mechanism: torch.nn.Module) -> str:
     return type(mechanism).__qualname__
 
 
+EXPECTED = {
+    "tbptt_steps": " is invalid; expected an integer >= 1 (tokens per chunk)",
+    "lr": " is invalid; expected a positive finite learning rate",
+    "warmup_steps": " is invalid; expected an integer >= 0",
+    "grad_clip": " is invalid; expected a max gradient norm > 0 (0 or null: no clipping)",
+    "min_lr_ratio": " is invalid; expected a value in [0, 1]",
+}
+"""What follows ``name=value`` in :class:`TBPTTModule`'s refusal of each of its number arguments
+(``--model.NAME``; ``harness.values.expected_tail`` says the same of a value of the wrong type)."""
+
+
 class TBPTTModule(pl.LightningModule):
     """Trains / evaluates a ContextMechanism on passkey_swar batches with truncated BPTT.
 
@@ -179,15 +190,15 @@ class TBPTTModule(pl.LightningModule):
     ) -> None:
         super().__init__()
         if int(tbptt_steps) < 1:
-            raise ValueError(f"tbptt_steps={tbptt_steps} is invalid; expected an integer >= 1 (tokens per chunk)")
+            raise ValueError(f"tbptt_steps={tbptt_steps}{EXPECTED['tbptt_steps']}")
         if not (math.isfinite(lr) and lr > 0):
-            raise ValueError(f"lr={lr} is invalid; expected a positive finite learning rate")
+            raise ValueError(f"lr={lr}{EXPECTED['lr']}")
         if warmup_steps < 0:
-            raise ValueError(f"warmup_steps={warmup_steps} is invalid; expected >= 0")
-        if grad_clip is not None and not grad_clip >= 0:
-            raise ValueError(f"grad_clip={grad_clip} is invalid; expected a max gradient norm > 0 (0 or null: no clipping)")
+            raise ValueError(f"warmup_steps={warmup_steps}{EXPECTED['warmup_steps']}")
+        if grad_clip is not None and not (math.isfinite(grad_clip) and grad_clip >= 0):  # inf or nan: no clip at all
+            raise ValueError(f"grad_clip={grad_clip}{EXPECTED['grad_clip']}")
         if not 0.0 <= min_lr_ratio <= 1.0:
-            raise ValueError(f"min_lr_ratio={min_lr_ratio} is invalid; expected a value in [0, 1]")
+            raise ValueError(f"min_lr_ratio={min_lr_ratio}{EXPECTED['min_lr_ratio']}")
         missing = [a for a in ("init_state", "detach_state", "vocab_size") if not hasattr(mechanism, a)]
         if not isinstance(mechanism, torch.nn.Module) or missing:
             raise ValueError(

@@ -29,7 +29,12 @@ def exit_status(err: BaseException, given: list[str], argv: list[str]) -> int | 
     None for an error it does not know, which ``main`` raises again. The order of the checks is that of the rules: a
     ``DataSourceError`` is a ValueError before it is a RuntimeError."""
     if isinstance(err, ArgumentError):
-        print(f"swar-bench: error: {parse_error_line(str(err), given)}", file=sys.stderr)
+        import functools
+
+        from swar_bench.harness.values import expected_tail
+
+        expected = functools.partial(expected_tail, subcommand=given[0] if given else None)
+        print(f"swar-bench: error: {parse_error_line(str(err), given, expected)}", file=sys.stderr)
         return 2
     if isinstance(err, FloatingPointError):
         if launched_rank():  # every rank stops with the same line (TBPTTModule.training_step): rank 0 prints it

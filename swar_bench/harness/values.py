@@ -197,6 +197,25 @@ CHECKS: dict[str, Callable[[Any], str | None]] = {
 """Dotted option -> its check: None for a good value, else what was expected."""
 
 
+def expected_tail(option: str, subcommand: str | None = None) -> str | None:
+    """What follows ``--option=value`` in the refusal of ``option`` (``type_lines.Expected``): the
+    check of ``CHECKS`` (``NO_STEP`` for a ``fit``), or ``TBPTTModule``'s of a ``model.*``
+    argument; None for another option. For a value of the wrong type, said as its range is."""
+    if subcommand == "fit" and option in NO_STEP:
+        return f": expected {NO_STEP[option]}"
+    if option in CHECKS:
+        try:
+            expected = CHECKS[option](object())  # a value no check takes: its expectation
+        except TypeError:
+            expected = None
+        return f": expected {expected}" if expected else None
+    if option.startswith("model."):
+        from swar_bench.module import EXPECTED
+
+        return EXPECTED.get(option.removeprefix("model."))
+    return None
+
+
 def shown(value: Any) -> str:
     """``value`` as the command line spells it: ``[0.9, 1.5]`` for a tuple, ``null`` for None."""
     if value is None:

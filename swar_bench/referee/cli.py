@@ -30,7 +30,7 @@ from pathlib import Path
 import torch
 
 from swar_bench.referee.evaluate import check_init_seed, check_seed, evaluate
-from swar_bench.referee.option_lines import last_setting, option_line
+from swar_bench.referee.option_lines import config_mapping, last_setting, option_line
 from swar_bench.referee.outputs import (
     RESULT_FILES,
     prepare_out_dir,
@@ -39,6 +39,7 @@ from swar_bench.referee.outputs import (
     remove_created,
 )
 from swar_bench.referee.report import plot_forgetting_curve, read_json, write_json
+from swar_bench.referee.settings import EXPECTED, expected_tail
 from swar_bench.referee.table import (
     FLOPS_TOLERANCE,
     FLOPS_TOLERANCE_EXPECTED,
@@ -194,6 +195,23 @@ def _error(message: object, limit: int | None = 400, prog: str = PROG) -> int:
     return 2
 
 
+def _expected(given: list[str]):
+    """The referee's ``type_lines.Expected`` for the command line ``given``: the least distance of
+    ``ranges`` follows the ``hops`` it sets (an option, or a ``--config`` file), else 3."""
+    where = last_setting(given, "hops")
+    hops = None
+    if where is not None and where[0] == "--hops":
+        hops = where[1]
+    elif where is not None:
+        mapping = config_mapping(where[1])
+        hops = mapping.get("hops") if isinstance(mapping, dict) else None
+    try:
+        hops = int(hops) if hops is not None else 3
+    except (TypeError, ValueError):
+        hops = 3
+    return functools.partial(expected_tail, hops=hops)
+
+
 def _run(argv: list[str]) -> int:
     from swar_bench.mechanisms.registry import (
         MechanismNameError,
@@ -233,7 +251,7 @@ def _run(argv: list[str]) -> int:
         if misspelt is not None:
             return _error(misspelt, limit=None)
         options = [s for action in parser._actions for s in action.option_strings]
-        return _error(unrecognized_line(str(e), options, PROG) or parse_error_line(str(e), argv))
+        return _error(unrecognized_line(str(e), options, PROG) or parse_error_line(str(e), argv, _expected(given)))
     created: list[Path] = []  # filled as the folders are made: a stop at any point finds them
     rc = 1
     try:
@@ -263,7 +281,7 @@ def _evaluate_and_write(parser, cfg, given: list[str]) -> int:
 
     threads = default_threads() if cfg.threads is None else cfg.threads
     if threads < 1:
-        return refused(f"threads={threads}: expected a number of CPU threads >= 1")
+        return refused(f"threads={threads}{EXPECTED['threads']}")
     torch.set_num_threads(threads)
     logging.basicConfig(level=logging.INFO, format="referee: %(message)s", stream=sys.stderr)
     try:

@@ -28,6 +28,8 @@ from swar_bench.referee.bandit import FlopLedger
 from swar_bench.referee.correlation import self_knowledge_correlation
 from swar_bench.referee.curriculum import length_curriculum
 from swar_bench.referee.settings import (
+    COUNTS,
+    EXPECTED,
     MAX_SEED,
     MIN_INIT_SEED,
     TRAIN_PROTOCOLS,
@@ -362,7 +364,7 @@ def evaluate(
         ValueError: any argument outside its documented range (one line naming it).
     """
     mechanism = as_mechanism(mechanism)
-    hops = as_int("hops", hops, 1)
+    hops = as_int("hops", hops, COUNTS["hops"])
     lengths = check_ranges(ranges, hops)
     seed = check_seed(seed)
     vocab = resolve_vocab(mechanism, vocab)
@@ -372,30 +374,31 @@ def evaluate(
         budget_bytes = float("nan")
     if not math.isfinite(budget_bytes) or budget_bytes <= 0:
         raise ValueError(
-            f"state_budget_bytes={state_budget_bytes!r}: expected a number of bytes > 0"
+            f"state_budget_bytes={state_budget_bytes!r}{EXPECTED['state_budget_bytes']}"
         )
     cfg = {
         "train_protocol": check_train_protocol(train_protocol),
         "seed": seed,
         "vocab": vocab,
         "hops": hops,
-        "n_train_steps": as_int("n_train_steps", n_train_steps, 0),
-        "n_eval_trials": as_int("n_eval_trials", n_eval_trials, 1),
-        "perplexity_steps": as_int("perplexity_steps", perplexity_steps, 0),
-        "curriculum_rounds": as_int("curriculum_rounds", curriculum_rounds, 0),
-        "batch_size": as_int("batch_size", batch_size, 1),
-        "tbptt_steps": as_int("tbptt_steps", tbptt_steps, 1),
-        "chunk_size": as_int("chunk_size", chunk_size, 1),
+        "n_train_steps": as_int("n_train_steps", n_train_steps, COUNTS["n_train_steps"]),
+        "n_eval_trials": as_int("n_eval_trials", n_eval_trials, COUNTS["n_eval_trials"]),
+        "perplexity_steps": as_int("perplexity_steps", perplexity_steps, COUNTS["perplexity_steps"]),
+        "curriculum_rounds": as_int("curriculum_rounds", curriculum_rounds, COUNTS["curriculum_rounds"]),
+        "batch_size": as_int("batch_size", batch_size, COUNTS["batch_size"]),
+        "tbptt_steps": as_int("tbptt_steps", tbptt_steps, COUNTS["tbptt_steps"]),
+        "chunk_size": as_int("chunk_size", chunk_size, COUNTS["chunk_size"]),
         "lr": float(lr),
         "grad_clip": None if grad_clip is None else float(grad_clip),
         "resample_prob": float(resample_prob),
     }
     if not 0.0 <= cfg["resample_prob"] <= 1.0:
-        raise ValueError(f"resample_prob={resample_prob!r}: expected a probability in [0, 1]")
+        raise ValueError(f"resample_prob={resample_prob!r}{EXPECTED['resample_prob']}")
     if not (math.isfinite(cfg["lr"]) and cfg["lr"] > 0):
-        raise ValueError(f"lr={lr!r} is invalid; expected a positive finite learning rate")
-    if cfg["grad_clip"] is not None and not cfg["grad_clip"] > 0:  # a norm <= 0 would flip or zero each step
-        raise ValueError(f"grad_clip={grad_clip!r} is invalid; expected a max gradient norm > 0 (null: no clipping)")
+        raise ValueError(f"lr={lr!r}{EXPECTED['lr']}")
+    clip = cfg["grad_clip"]  # a norm <= 0 would flip or zero each step; a non-finite one does not clip
+    if clip is not None and not (math.isfinite(clip) and clip > 0):
+        raise ValueError(f"grad_clip={grad_clip!r}{EXPECTED['grad_clip']}")
     n_params = count_params(mechanism)
     runner = Runner(mechanism, vocab)  # validates vocab against the mechanism
     if compute_budget_flops is None:
@@ -408,7 +411,7 @@ def evaluate(
             budget = float("nan")
         if not math.isfinite(budget) or budget <= 0:
             raise ValueError(
-                f"compute_budget_flops={compute_budget_flops!r}: expected a number of FLOPs > 0"
+                f"compute_budget_flops={compute_budget_flops!r}{EXPECTED['compute_budget_flops']}"
             )
 
     perm = random_permutation(np.random.default_rng([seed, 7]), vocab)

@@ -59,6 +59,35 @@ MIN_INIT_SEED = -(2**63)
 """The smallest ``init_seed``: ``torch.manual_seed`` maps a negative seed to ``2**64 - 1 + seed``."""
 
 
+COUNTS = {"hops": 1, "n_train_steps": 0, "n_eval_trials": 1, "perplexity_steps": 0, "curriculum_rounds": 0,
+          "batch_size": 1, "tbptt_steps": 1, "chunk_size": 1}
+"""``evaluate``'s integer counts and the least each takes (``as_int``)."""
+
+EXPECTED = {
+    "lr": " is invalid; expected a positive finite learning rate",
+    "grad_clip": " is invalid; expected a max gradient norm > 0 (null: no clipping)",
+    "state_budget_bytes": ": expected a number of bytes > 0",
+    "compute_budget_flops": ": expected a number of FLOPs > 0",
+    "resample_prob": ": expected a probability in [0, 1]",
+    "threads": ": expected a number of CPU threads >= 1",
+}
+"""What follows ``name=value`` in the refusal of each of the referee's number settings."""
+
+
+def expected_tail(option: str, hops: Any = 3) -> str | None:
+    """What follows ``option=value`` in the referee's refusal of ``option`` (``type_lines.Expected``:
+    ``ranges[]`` for one distance, whose least is ``max(2, 2 * hops)``), else None; the same words
+    as the checks of ``evaluate`` and of ``swar-bench referee``, for a value of the wrong type."""
+    if option in ("seed", "init_seed"):
+        return f": expected an integer in [{0 if option == 'seed' else MIN_INIT_SEED}, {MAX_SEED}]"
+    if option in COUNTS or option == "vocab":
+        return f": expected an integer >= {COUNTS.get(option, MIN_VOCAB)}"
+    if option == "ranges[]":
+        least = int(hops) if isinstance(hops, int) and not isinstance(hops, bool) and hops >= 1 else 3
+        return f": expected an integer >= {max(2, 2 * least)}"
+    return EXPECTED.get(option)
+
+
 def check_init_seed(init_seed: Any) -> int:
     """``init_seed`` as an int in ``[MIN_INIT_SEED, MAX_SEED]`` (what ``torch.manual_seed`` takes;
     the seed check of ``swar_bench.utils.argparsing.check_seed``).

@@ -42,7 +42,7 @@ def _mechanism_yaml(name: str, arg: str, value) -> str:
 
 def test_wrong_typed_init_arg_on_the_command_line_is_one_whole_line(capsys):
     _one_error(capsys, ["fit", "--config", QUICKSTART, "--model.mechanism=GRU", "--model.mechanism.init_args.d_model=abc"],
-               "swar-bench: error: --model.mechanism.init_args.d_model: Expected int. Got value: abc "
+               "swar-bench: error: --model.mechanism.init_args.d_model=abc: expected an integer "
                "(an argument of swar_bench.mechanisms.GRU)")
 
 
@@ -54,8 +54,8 @@ def test_unknown_init_arg_lists_the_accepted_ones(capsys):
 
 def test_bad_init_args_in_a_config_file_name_the_file(tmp_path, capsys):
     typed = _config(tmp_path / "typed.yaml", _mechanism_yaml("GRU", "d_model", "abc"))
-    typed_line = (f"swar-bench: error: --config={typed}: model.mechanism.init_args.d_model: Expected int. "
-                  "Got value: abc (an argument of swar_bench.mechanisms.GRU)")
+    typed_line = (f"swar-bench: error: --config={typed}: model.mechanism.init_args.d_model=abc: expected an integer "
+                  "(an argument of swar_bench.mechanisms.GRU)")
     _one_error(capsys, ["fit", "--config", QUICKSTART, "--config", typed], typed_line)
     misspelt = _config(tmp_path / "misspelt.yaml", _mechanism_yaml("GRU", "n_layerz", 2))
     _one_error(capsys, ["fit", "--config", QUICKSTART, "--config", misspelt],
@@ -68,7 +68,7 @@ def test_bad_init_args_in_a_config_file_name_the_file(tmp_path, capsys):
     # a bad value on the command line after a good file names the option
     good = _config(tmp_path / "good.yaml", _mechanism_yaml("GRU", "d_model", 16))
     _one_error(capsys, ["fit", "--config", QUICKSTART, "--config", good, "--model.mechanism.init_args.d_model=x"],
-               "swar-bench: error: --model.mechanism.init_args.d_model: Expected int. Got value: x "
+               "swar-bench: error: --model.mechanism.init_args.d_model=x: expected an integer "
                "(an argument of swar_bench.mechanisms.GRU)")
 
 
@@ -90,11 +90,11 @@ def test_any_wrong_typed_int_init_arg_is_one_line_naming_option_value_and_type(c
     name, arg = mechanism_arg
     if in_file:
         path = _config(tmp_path / "run.yaml", _mechanism_yaml(name, arg, value))
-        argv, where = ["fit", "--config", path], f"--config={path}: model.mechanism.init_args.{arg}"
+        argv, where = ["fit", "--config", path], f"--config={path}: model.mechanism.init_args.{arg}={value}"
     else:
-        argv, where = ["fit", f"--model.mechanism={name}", f"--model.mechanism.init_args.{arg}={value}"], f"--model.mechanism.init_args.{arg}"
+        argv, where = ["fit", f"--model.mechanism={name}", f"--model.mechanism.init_args.{arg}={value}"], f"--model.mechanism.init_args.{arg}={value}"
     _one_error(capsys, argv,
-               f"swar-bench: error: {where}: Expected int. Got value: {value} (an argument of swar_bench.mechanisms.{name})")
+               f"swar-bench: error: {where}: expected an integer (an argument of swar_bench.mechanisms.{name})")
 
 
 def test_a_later_mechanism_warns_about_the_init_args_it_drops(capsys):
@@ -171,27 +171,29 @@ def test_any_gpu_accelerator_without_a_gpu_is_one_line(monkeypatch, capsys, tmp_
 def test_an_inline_mapping_and_a_union_typed_arg_are_whole_lines(capsys):
     inline = '{"class_path": "GRU", "init_args": {"d_model": "abc"}}'
     _one_error(capsys, ["fit", "--config", QUICKSTART, f"--model.mechanism={inline}"],
-               "swar-bench: error: --model.mechanism.init_args.d_model: Expected int. Got value: abc "
+               "swar-bench: error: --model.mechanism.init_args.d_model=abc: expected an integer "
                "(an argument of swar_bench.mechanisms.GRU)")
     _one_error(capsys, ["fit", "--model.mechanism=MultiScaleRetention", "--model.mechanism.init_args.decays=abc"],
                "swar-bench: error: --model.mechanism.init_args.decays: Expected one of list[float], None. Got value: abc "
                "(an argument of swar_bench.mechanisms.MultiScaleRetention)")
 
 
-TYPED_OPTIONS = [("model.lr", "float"), ("data.batch_size", "int"), ("model.tbptt_steps", "int")]
+TYPED_OPTIONS = [("model.lr", " is invalid; expected a positive finite learning rate"), ("data.batch_size", ": expected an integer"),
+                 ("model.tbptt_steps", " is invalid; expected an integer >= 1 (tokens per chunk)")]
+"""Options and what follows ``option=value`` in their refusal of a word (the words of their range checks)."""
 
 
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.sampled_from(TYPED_OPTIONS), st.text(alphabet="abcdxz", min_size=1, max_size=6), st.booleans())
 def test_any_wrong_typed_option_is_one_line_naming_the_option_or_file(capsys, tmp_path, option_type, value, in_file):
-    option, kind = option_type
+    option, expected = option_type
     if in_file:
         section, name = option.split(".")
         path = _config(tmp_path / "run.yaml", f"{section}:\n  {name}: {value}\n")
-        argv, where = ["fit", "--config", QUICKSTART, "--config", path], f"--config={path}: {option}"
+        argv, where = ["fit", "--config", QUICKSTART, "--config", path], f"--config={path}: {option}={value}"
     else:
-        argv, where = ["fit", "--config", QUICKSTART, f"--{option}={value}"], f"--{option}"
-    _one_error(capsys, argv, f"swar-bench: error: {where}: Expected {kind}. Got value: {value}")
+        argv, where = ["fit", "--config", QUICKSTART, f"--{option}={value}"], f"--{option}={value}"
+    _one_error(capsys, argv, f"swar-bench: error: {where}{expected}")
 
 
 def test_init_args_before_any_mechanism_are_one_line_saying_so(capsys):

@@ -564,7 +564,7 @@ def test_every_class_argument_of_a_budget_config_is_checked_as_fit_checks_it(tmp
 
 # ----------------------------------------------------------------- 7. a bad value only the fit finds
 
-REFUSED = "swar-bench: error: --config=base.yaml: model.lr: Expected float. Got value: fast"
+REFUSED = "swar-bench: error: --config=base.yaml: model.lr=fast is invalid; expected a positive finite learning rate"
 
 
 def test_a_bad_value_in_the_budget_config_stops_the_study_at_the_first_refusal(tmp_path, capsys):
@@ -581,8 +581,8 @@ def test_a_bad_value_in_the_budget_config_stops_the_study_at_the_first_refusal(t
     said = capsys.readouterr()
     assert said.out == ""  # a refusal and the study's stop are errors: on stderr
     assert said.err.splitlines() == [
-        (f"study: fit GRU_tiny_lr0.001_seed0 refused its command (exit 2): --config={base}: model.lr: Expected float. "
-        "Got value: fast; no other run starts: fix the study file or its config files and run again"),
+        (f"study: fit GRU_tiny_lr0.001_seed0 refused its command (exit 2): --config={base}: model.lr=fast is invalid; expected a positive finite learning rate; "
+        "no other run starts: fix the study file or its config files and run again"),
         (f"study: stopped (exit 2: a run refused its command; fix what it names first); `swar-bench study run {study}` "
         "continues from the records"),
     ]

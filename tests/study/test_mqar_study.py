@@ -347,7 +347,7 @@ def test_a_refused_fit_stops_the_mqar_study(tmp_path_factory, monkeypatch, jobs,
     import sys
 
     tmp = tmp_path_factory.mktemp("r")
-    said = "swar-bench: error: --config=tiny.yaml: model.lr: Expected float. Got value: fast"
+    said = "swar-bench: error: --config=tiny.yaml: model.lr=fast is invalid; expected a positive finite learning rate"
     monkeypatch.setattr(mqar, "SWAR_BENCH", [sys.executable, "-c", f"import sys; print({said!r}); sys.exit(2)"])
     path = write_study(tmp, learning_rates=[1.0e-2, 3.0e-3, 1.0e-3][:rates])
     lines, progress = [], []  # the error channel (stderr), the progress channel (stdout)
@@ -357,6 +357,6 @@ def test_a_refused_fit_stops_the_mqar_study(tmp_path_factory, monkeypatch, jobs,
     assert 1 <= len(started) <= jobs and not list((tmp / "records").glob("*.fit.json"))
     refused = [ln for ln in lines if "refused its command" in ln]
     assert refused and refused[0].endswith(
-        "(exit 2): --config=tiny.yaml: model.lr: Expected float. Got value: fast; no other run starts: fix the study "
-        "file or its config files and run again")
+        "(exit 2): --config=tiny.yaml: model.lr=fast is invalid; expected a positive finite learning rate; no other run starts: "
+        "fix the study file or its config files and run again")
     assert lines[-1].startswith("study: stopped (exit 2: a run refused its command")
