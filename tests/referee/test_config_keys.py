@@ -16,7 +16,7 @@ from swar_bench.utils.text import closest_name, one_edit_apart
 
 QUICK = Path(__file__).resolve().parents[2] / "configs" / "referee" / "quick.yaml"
 EXPECTED = "expected options of swar-bench referee (swar-bench referee --help)"
-OPTIONS = sorted({a.dest for a in build_parser()._actions} - {"help", "config"})
+OPTIONS = sorted(d for d in {a.dest for a in build_parser()._actions} - {"help", "config"} if not d.endswith(".help"))
 GRU_ARGS = ("vocab_size", "d_model", "n_layers", "mlp_ratio")
 OUT = "expected a folder (new or existing) this user can write to"
 
