@@ -142,6 +142,23 @@ def unknown_init_args(cls: Any, full_path: str, init_args: dict, given: dict, op
     return None
 
 
+def init_arg_lead(reason: str, init_args: dict, given: dict, typed: str | None, where: str | None) -> str:
+    """Where the init arg that the constructor's refusal ``reason`` starts with (``d_model must be
+    ...``) was set, as the lead of the line: ``--init_args='{"d_model": -8}': d_model=-8: `` (the
+    option and its JSON as typed), ``--config=/abs/run.yaml: model.mechanism.init_args.d_model=-8:
+    `` (the file's key); ``""`` when ``reason`` names none of ``init_args``."""
+    import re
+    import shlex
+
+    first = re.match(r"(\w+)\b", reason)
+    key = first.group(1) if first is not None else None
+    if key not in init_args:
+        return ""
+    if key in given or where is None:
+        return f"{spelling(typed, '--init_args')}={shlex.quote(typed or '')}: {key}={init_args[key]}: "
+    return f"{where.removesuffix('class_path')}init_args.{key}={init_args[key]}: "
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``swar-bench check-mechanism`` argument parser (CLASS_PATH, --init_args, --config)."""
     parser = ArgumentParser(
@@ -236,7 +253,9 @@ def _main(argv: list[str] | None) -> int:
     try:
         model = build()
     except (TypeError, ValueError) as err:
-        print(f"swar-bench check-mechanism: error: {full_path}(**{init_args}) failed: {err}", file=sys.stderr)
+        line = f"{full_path}(**{init_args}) failed: {err}"
+        print(f"swar-bench check-mechanism: error: {init_arg_lead(str(err), init_args, given, args.init_args, where)}{line}",
+              file=sys.stderr)
         return 2
     problem = device_problem(model)
     if problem is not None:  # a precondition, not a conformance failure: no check runs

@@ -212,6 +212,25 @@ def _expected(given: list[str]):
     return functools.partial(expected_tail, hops=hops)
 
 
+def _init_arg_line(line: str, reason: str, cfg, given: list[str]) -> str:
+    """``line`` led by the init arg of the mechanism its ``reason`` starts with (``d_model must be
+    ...``), where ``given`` set it: ``--mechanism.init_args.d_model=-8: ...`` (as typed) or
+    ``--config=/abs/run.yaml: mechanism.init_args.d_model=-8: ...``; unchanged for another reason."""
+    import re
+
+    from swar_bench.config_errors import option_source, typed_value
+
+    first = re.match(r"(\w+)\b", reason)
+    init_args = getattr(cfg.mechanism, "init_args", None) or {}
+    if first is None or first.group(1) not in init_args:
+        return line
+    option, value = f"mechanism.init_args.{first.group(1)}", init_args[first.group(1)]
+    source = option_source(given, option, str(value))
+    if source is not None:
+        return f"{source}: {option}={value}: {line}"
+    return f"--{option}={typed_value(given, option, '') or value}: {line}"
+
+
 def _run(argv: list[str]) -> int:
     from swar_bench.mechanisms.registry import (
         MechanismNameError,
@@ -294,7 +313,7 @@ def _evaluate_and_write(parser, cfg, given: list[str]) -> int:
         instantiate = getattr(parser, "instantiate", None) or parser.instantiate_classes
         mechanism = instantiate(cfg).mechanism
     except Exception as e:  # noqa: BLE001 - whatever the mechanism's constructor raises
-        return _error(f"could not build the mechanism {cfg.mechanism.class_path}: {e}")
+        return _error(_init_arg_line(f"could not build the mechanism {cfg.mechanism.class_path}: {e}", str(e), cfg, given))
     try:
         mechanism = mechanism.to(torch.device(cfg.device))
     except (RuntimeError, AssertionError) as e:
