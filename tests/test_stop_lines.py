@@ -115,3 +115,49 @@ def test_report_stop_is_one_line_with_the_status_of_its_signal(signame, prog, de
         status = interrupts.report_stop(prog, STOPS[signame], detail)
     assert status == 128 + getattr(signal, signame)
     assert buffer.getvalue() == f"{prog}: {WORDS[signame]}{f'; {detail}' if detail else ''}\n"
+
+
+def _swallower(signame):
+    """Work that gets the signal and swallows the exception its handler raised (as a library's
+    ``except BaseException`` can), then returns 0 as if it had finished."""
+    import os
+
+    def work(*args, **kwargs):
+        try:
+            os.kill(os.getpid(), getattr(signal, signame))
+            raise AssertionError("no handler ran")
+        except (KeyboardInterrupt, interrupts.Terminated):
+            pass
+        return 0
+
+    return work
+
+
+SWALLOWED = {  # the work each command's main runs: module, function, then the command line and prog
+    "data": ("swar_bench.tasks.cli", "cmd_vocab", ["vocab", "--out", "unused.json"], "swar-bench data vocab"),
+    "referee": ("swar_bench.referee.cli", "_run", ["--config", "configs/referee/quick.yaml"], "swar-bench referee"),
+    "study": ("swar_bench.study.cli", "_command", ["status", "configs/studies/frontier.yaml"], "swar-bench study"),
+    "check-mechanism": ("swar_bench.mechanisms.check_cli", "_main", ["GRU"], "swar-bench check-mechanism"),
+}
+
+
+@settings(max_examples=16, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(command=st.sampled_from(sorted(SWALLOWED)), signame=st.sampled_from(sorted(STOPS)))
+def test_a_stop_swallowed_during_the_work_is_reported_by_every_command(command, signame, monkeypatch, capsys):
+    # study and check-mechanism returned 0 after a swallowed stop (data and referee reported it)
+    import importlib
+
+    module_name, work, argv, prog = SWALLOWED[command]
+    module = importlib.import_module(module_name)
+    with monkeypatch.context() as patch:
+        patch.setattr(module, work, _swallower(signame))
+        previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            status = module.main(argv)
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+            interrupts.clear()
+    err = capsys.readouterr().err
+    assert status == 128 + getattr(signal, signame), err
+    assert err.splitlines()[-1] == f"{prog}: {WORDS[signame]}", err

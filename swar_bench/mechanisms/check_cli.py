@@ -184,13 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     130 / 143 stopped by Ctrl-C / SIGTERM (one line)."""
     from swar_bench.utils import interrupts
 
-    previous = interrupts.install(sigterm=True)
-    try:
-        return _main(argv)
-    except (KeyboardInterrupt, interrupts.Terminated) as stop:
-        return interrupts.report_stop("swar-bench check-mechanism", stop)
-    finally:
-        interrupts.restore(previous)
+    return interrupts.command("swar-bench check-mechanism", lambda: _main(argv))
 
 
 def _main(argv: list[str] | None) -> int:

@@ -575,22 +575,18 @@ def main(argv: list[str] | None = None) -> int:
     previous handlers are restored on return.
     """
     argv = list(sys.argv[1:] if argv is None else argv)
-    previous = interrupts.install(sigterm=True)
-    try:
-        if argv and argv[0] == "compare":
-            status = _compare(argv[1:])
-        elif argv and argv[0] == "verdict":
-            status = _verdict(argv[1:])
-        elif argv and not argv[0].startswith("-"):  # a run takes no positional: a mistyped subcommand
-            status = _error(unknown_name_line("subcommand", argv[0], ("compare", "verdict"), f" or a run's options ({PROG} --help)"))
-        else:
-            status = _run(argv)
-        interrupts.complete()  # a stop recorded but swallowed is reported; a later one is ignored
-        return status
-    except (KeyboardInterrupt, interrupts.Terminated) as stop:
-        return interrupts.report_stop(PROG, stop)
-    finally:
-        interrupts.restore(previous)
+    return interrupts.command(PROG, lambda: _subcommand(argv))
+
+
+def _subcommand(argv: list[str]) -> int:
+    """The sub-command ``argv`` names (compare, verdict, else a run), run; its exit status."""
+    if argv and argv[0] == "compare":
+        return _compare(argv[1:])
+    if argv and argv[0] == "verdict":
+        return _verdict(argv[1:])
+    if argv and not argv[0].startswith("-"):  # a run takes no positional: a mistyped subcommand
+        return _error(unknown_name_line("subcommand", argv[0], ("compare", "verdict"), f" or a run's options ({PROG} --help)"))
+    return _run(argv)
 
 
 if __name__ == "__main__":

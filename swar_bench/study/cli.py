@@ -237,13 +237,7 @@ def main(argv: list[str] | None = None) -> int:
     from swar_bench.utils import interrupts
 
     args = _parser().parse_args(argv)
-    previous = interrupts.install(sigterm=True)
-    try:
-        return _command(args)
-    except (KeyboardInterrupt, interrupts.Terminated) as stop:
-        return interrupts.report_stop("swar-bench study", stop)
-    finally:
-        interrupts.restore(previous)
+    return interrupts.command("swar-bench study", lambda: _command(args))
 
 
 def _command(args: argparse.Namespace) -> int:

@@ -464,12 +464,14 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of ``swar-bench data``; returns the exit status (0; 1 a check failed; 2 a
     usage or data error; 130 SIGINT; 143 SIGTERM, each after removing temporary files)."""
     args = build_parser().parse_args(argv)
-    previous = interrupts.install(sigterm=True)  # nothing from another thread: signals are the caller's
+    return interrupts.command(f"swar-bench data {args.command}", lambda: _run(args))
+
+
+def _run(args: argparse.Namespace) -> int:
+    """The sub-command of ``args``, run; its one-line refusals printed; the exit status."""
     try:
         with progress_bars_only_on_a_terminal():  # a pipe or a log gets no bars (datasets', the hub's, ours)
-            status = args.func(args)
-        interrupts.complete()  # a stop recorded but swallowed is reported; a later one is ignored
-        return status
+            return args.func(args)
     except BrokenPipeError:
         # the reader went away (`swar-bench data show ... | head -1`): stop quietly; point stdout
         # at devnull so that the interpreter's final flush does not fail again
@@ -492,10 +494,6 @@ def main(argv: list[str] | None = None) -> int:
     except (DataSourceError, UsageError, OracleError, ValueError) as exc:
         print(f"swar-bench data {args.command}: error: {exc}", file=sys.stderr)
         return 2
-    except (KeyboardInterrupt, interrupts.Terminated) as stop:
-        return interrupts.report_stop(f"swar-bench data {args.command}", stop)
-    finally:
-        interrupts.restore(previous)
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ import contextlib
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 
@@ -53,6 +53,25 @@ def report_stop(prog: str, stop: BaseException | type[BaseException], detail: st
     exit status (:func:`stop_status`)."""
     print(f"{prog}: {stop_words(stop)}{f'; {detail}' if detail else ''}", file=sys.stderr)
     return stop_status(stop)
+
+
+def command(prog: str, body: Callable[[], int]) -> int:
+    """Run a command's ``body`` (its work; returns its exit status) under this module's handlers:
+    :func:`install` (SIGINT and SIGTERM), then :func:`complete` once the work is done, and
+    :func:`restore` whatever happens. A stop ends the command with its one line
+    (:func:`report_stop`: ``PROG: interrupted``, exit 130; ``PROG: terminated (SIGTERM)``, 143);
+    a stop that arrived during the work and was swallowed there is reported at :func:`complete`,
+    one after it is ignored. The one frame of ``swar-bench data``, ``referee``, ``study`` and
+    ``check-mechanism``."""
+    previous = install(sigterm=True)  # nothing from another thread: signals are the caller's
+    try:
+        status = body()
+        complete()
+        return status
+    except (KeyboardInterrupt, Terminated) as stop:
+        return report_stop(prog, stop)
+    finally:
+        restore(previous)
 
 
 _stop: type[BaseException] | None = None

@@ -154,8 +154,9 @@ def test_user_errors_are_one_line(argv, message, capsys, tmp_path, monkeypatch):
 
 
 def _generate(out, *extra):
-    argv = ["generate", "--out", str(out), "--no-progress", "--num-examples", "20"]
-    return main(argv + list(extra))
+    """``data generate`` into ``out``, 20 examples per split unless ``extra`` says how many."""
+    count = [] if "--num-examples" in extra else ["--num-examples", "20"]
+    return main(["generate", "--out", str(out), "--no-progress", *count, *extra])
 
 
 @pytest.mark.parametrize(
