@@ -76,6 +76,20 @@ def _unknown(argv: list[str]) -> int:
     return 2
 
 
+def _leading_option_line(word: str) -> str:
+    """The refusal of an option given before any command: ``unknown option --versio (did you mean
+    --version?); expected a command first: swar-bench COMMAND [options] (swar-bench --help)``,
+    said at once, before Lightning is imported for a command that is not there."""
+    from swar_bench.utils.argparsing import closest_option, unknown_options_message
+
+    flag = word.partition("=")[0]
+    if flag in ("-h", "--help", "--version"):
+        return f"{word}: {flag} takes no value; expected {flag} alone (swar-bench --help)"
+    line = unknown_options_message([flag], {flag: closest_option(flag, ["--help", "--version"])})
+    commands = ", ".join((*LIGHTNING_COMMANDS, "data", "referee", "demo", "check-mechanism", "study"))
+    return f"{line}; expected a command first ({commands}) or --help, --version (swar-bench --help)"
+
+
 def _refuse(line: str, argv: list[str]) -> int:
     print(f"swar-bench: error: {line}", file=sys.stderr)
     return 2
@@ -112,6 +126,8 @@ def _command(argv: list[str]) -> tuple[Callable[[list[str]], int], list[str]]:
         return check_main, argv[1:]
     if not argv[0].startswith("-") and argv[0] not in LIGHTNING_COMMANDS:
         return _unknown, argv
+    if argv[0].startswith("-"):  # before a command only --help and --version mean something
+        return functools.partial(_refuse, _leading_option_line(argv[0])), argv
     if argv[0] in LIGHTNING_COMMANDS:
         from swar_bench.utils.ranks import guard_rank
 

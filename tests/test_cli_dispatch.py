@@ -122,3 +122,48 @@ def test_version_first_ignores_what_follows(capsys, rest):
     assert main(["--version", *rest]) == 0
     out = capsys.readouterr()
     assert out.out == f"swar-bench {swar_bench.__version__}\n" and out.err == ""
+
+
+def _heavy_free_run(argv: list[str]):
+    """``main(argv)`` in a fresh interpreter: its exit status, stderr and the heavy modules it imported."""
+    import os
+    import subprocess
+    import sys
+
+    code = (f"import sys; from swar_bench.cli import main; rc = main({argv!r}); "
+            "heavy = [m for m in ('torch', 'lightning', 'jsonargparse') if m in sys.modules]; "
+            "print('heavy', heavy); sys.exit(rc)")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False, env=env)
+    return done.returncode, done.stderr, done.stdout.splitlines()[-1]
+
+
+COMMAND_LIST = "fit, validate, test, predict, data, referee, demo, check-mechanism, study"
+
+
+def test_the_reported_misspelt_version_is_refused_at_once_with_a_suggestion():
+    """fault: `swar-bench --versio` imported Lightning (40 s on a loaded machine) to say
+    "unrecognized arguments: --versio", without naming --version."""
+    code, err, heavy = _heavy_free_run(["--versio"])
+    assert (code, heavy) == (2, "heavy []"), err
+    assert err == (f"swar-bench: error: unknown option --versio (did you mean --version?); expected a command first "
+                   f"({COMMAND_LIST}) or --help, --version (swar-bench --help)\n")
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(word=st.from_regex(r"\A--?[a-z][a-z_-]{0,10}(=[a-z0-9]{0,4})?\Z"),
+       rest=st.lists(st.sampled_from(["fit", "data", "--config", "x.yaml"]), max_size=2))
+def test_any_option_before_the_command_is_one_line(capsys, word, rest):
+    """The kind: any option word first, except --help/-h and --version alone, is refused in one
+    line naming it (a suggestion when one is close), whatever follows, exit 2."""
+    flag = word.partition("=")[0]
+    if word in ("-h", "--help", "--version"):
+        return
+    assert main([word, *rest]) == 2
+    out = capsys.readouterr()
+    assert out.out == "" and out.err.count("\n") == 1, out.err
+    if flag in ("-h", "--help", "--version"):
+        assert out.err == f"swar-bench: error: {word}: {flag} takes no value; expected {flag} alone (swar-bench --help)\n"
+    else:
+        assert out.err.startswith(f"swar-bench: error: unknown option {flag}")
+        assert out.err.endswith(f"; expected a command first ({COMMAND_LIST}) or --help, --version (swar-bench --help)\n")
