@@ -39,7 +39,7 @@ from swar_bench.referee.outputs import (
     remove_created,
 )
 from swar_bench.referee.report import plot_forgetting_curve, read_json, write_json
-from swar_bench.referee.settings import EXPECTED, expected_tail
+from swar_bench.referee.settings import EXPECTED, device_problem, expected_tail
 from swar_bench.referee.table import (
     FLOPS_TOLERANCE,
     FLOPS_TOLERANCE_EXPECTED,
@@ -317,7 +317,7 @@ def _evaluate_and_write(parser, cfg, given: list[str]) -> int:
     try:
         mechanism = mechanism.to(torch.device(cfg.device))
     except (RuntimeError, AssertionError) as e:
-        return refused(f"device={cfg.device!r} is not usable here ({e}); expected e.g. cpu or cuda")
+        return refused(device_problem(str(cfg.device), e))
     kwargs = {
         k: v
         for k, v in vars(cfg).items()

@@ -133,3 +133,35 @@ def check_train_protocol(train_protocol: str) -> str:
             f"train_protocol={train_protocol!r}: expected one of {', '.join(TRAIN_PROTOCOLS)}"
         )
     return train_protocol
+
+
+DEVICE_TYPES = ("cpu", "cuda")
+"""The devices the referee runs on: the CPU, and a CUDA device (``cuda``, ``cuda:N``)."""
+
+
+def device_problem(device: str, error: BaseException) -> str:
+    """The refusal of ``--device`` (``device``) that torch could not use (``error``, raised by
+    ``torch.device`` or by moving the mechanism there), one line: ``device='bogus': unknown device
+    type (did you mean ...?); expected cpu, or cuda / cuda:N where a CUDA device is available``
+    for a name torch does not know (torch lists its 20 device types), ``device='cuda': no CUDA
+    device is available on this machine; expected cpu`` where there is none, else torch's reason
+    with what runs here."""
+    import torch
+
+    from swar_bench.utils.text import did_you_mean
+
+    kind, colon, index = device.partition(":")
+    cuda = torch.cuda.is_available()
+    runs_here = f"cpu, cuda or cuda:N (N < {torch.cuda.device_count()})" if cuda else "cpu"
+    if not device.strip():
+        return f"device={device!r}: no device named; expected {runs_here}"
+    if "device type at start of device string" in str(error) or "Invalid device string" in str(error):
+        if colon and kind in DEVICE_TYPES:
+            return f"device={device!r}: the index {index!r} after {kind}: is not an integer >= 0; expected {runs_here}"
+        close = f" (did you mean {kind.lower()}?)" if kind.lower() in DEVICE_TYPES else did_you_mean(kind, DEVICE_TYPES)
+        return (f"device={device!r}: unknown device type{close}; expected cpu, or cuda / cuda:N where a CUDA device "
+                f"is available (here: {runs_here})")
+    if kind == "cuda" and not cuda:
+        return f"device={device!r}: no CUDA device is available on this machine; expected cpu"
+    reason = " ".join(str(error).split())[:200]
+    return f"device={device!r} is not usable here ({reason}); expected {runs_here}"
