@@ -413,7 +413,8 @@ class SwarBenchCLI(LightningCLI):
             )
             check_trainable(self.model, self.subcommand, cfg.get("ckpt_path"))
         self._check_checkpoint_fits()
-        silence_run_notices(resuming=cfg.get("ckpt_path") not in (None, ""), checkpoint_dir=self._ckpt_checkpoint_dir())
+        silence_run_notices(resuming=cfg.get("ckpt_path") not in (None, ""), checkpoint_dir=self._ckpt_checkpoint_dir(),
+                            locked_folder=self._checkpoint_folder(cfg) if self.subcommand == "fit" else None)
         trainer = super().instantiate_trainer(**kwargs)
         from swar_bench.runtime.checkpoint_io import SafeCheckpointIO
 

@@ -110,3 +110,59 @@ def test_the_batch_indices_notice_of_any_dataloader_is_silenced_and_nothing_else
             warnings.warn(other, UserWarning, stacklevel=1)
         warnings.warn(notice, UserWarning, stacklevel=1)
     assert [str(w.message) for w in seen] == [other, notice]
+
+
+def _fit_notices(tmp_path: Path, dirpath: Path, caplog) -> list[str]:
+    from swar_bench.lightning_cli import main
+
+    config = Path(__file__).resolve().parents[1] / "configs" / "quickstart.yaml"
+    argv = ["fit", "--config", str(config), "--model.mechanism=GRU", "--model.mechanism.init_args.d_model=8",
+            "--model.mechanism.init_args.n_layers=1", "--data.eval_examples=2", "--trainer.max_steps=1",
+            f"--trainer.logger.init_args.save_dir={tmp_path}", f"--checkpoint.dirpath={dirpath}",
+            "--trainer.enable_progress_bar=false", "--trainer.enable_model_summary=false"]
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        assert main(argv) == 0
+    return [str(w.message) for w in seen if "exists and is not empty" in str(w.message)]
+
+
+def test_a_new_checkpoint_folder_is_not_said_to_be_non_empty_for_our_lock(tmp_path, caplog):
+    """fault: `fit --checkpoint.dirpath=NEW` warned "Checkpoint directory NEW exists and is not
+    empty": the run's own lock file (.swar-bench.lock) was all it held. A folder holding a file of
+    the user's keeps Lightning's warning."""
+    assert _fit_notices(tmp_path / "a", tmp_path / "new", caplog) == []
+    (tmp_path / "kept").mkdir()
+    (tmp_path / "kept" / "notes.txt").write_text("mine")
+    assert _fit_notices(tmp_path / "b", tmp_path / "kept", caplog) == [
+        f"Checkpoint directory {tmp_path / 'kept'} exists and is not empty."]
+
+
+@settings(max_examples=40, deadline=None)
+@given(files=st.lists(st.sampled_from([".swar-bench.lock", "notes.txt", "x.ckpt", ".hidden"]), unique=True),
+       spelling=st.sampled_from(["absolute", "relative", "slash", "dot"]), resuming=st.booleans())
+def test_the_not_empty_notice_is_dropped_only_for_a_folder_holding_nothing_but_our_lock(files, spelling, resuming):
+    import os
+    import tempfile
+
+    from swar_bench.utils.quiet import silence_run_notices
+
+    with tempfile.TemporaryDirectory() as root:
+        folder = Path(root) / "ck"
+        folder.mkdir()
+        for name in files:
+            (folder / name).write_text("")
+        given_as = {"absolute": str(folder), "relative": os.path.relpath(folder), "slash": f"{folder}/",
+                    "dot": f"{folder}/./"}[spelling]
+        notice = f"Checkpoint directory {os.path.realpath(folder)} exists and is not empty."  # as Lightning says it
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            with quiet_output():
+                silence_run_notices(resuming=resuming, locked_folder=given_as)
+                warnings.warn(notice, UserWarning, stacklevel=1)
+                warnings.warn(other := notice.replace(" exists", "-other exists"), UserWarning, stacklevel=1)
+        shown = [str(w.message) for w in seen]
+    ours_only = set(files) <= {".swar-bench.lock"}
+    if resuming:  # writing into the run's own folder is the point of resuming: every such notice goes
+        assert shown == []
+    else:  # only the notice about this folder, and only when our lock is all it holds
+        assert shown == ([] if ours_only else [notice]) + [other]

@@ -10,7 +10,8 @@ says is hidden:
   (``SLURMEnvironment`` at every Trainer built on a machine with ``srun``), for every run our
   commands start, one process or DDP: docs/CLUSTER.md says how to launch with srun;
 - "Checkpoint directory ... exists and is not empty" when a run resumes into its own run folder
-  (``resuming=True``): writing there is the point of resuming;
+  (``resuming=True``): writing there is the point of resuming; and when a new run's folder holds
+  nothing but the run's own lock file (``silence_run_notices``);
 - "The dirpath has changed from ... to '<run folder>/checkpoints'" when a run goes into the run
   folder of its ``--ckpt_path`` (``checkpoint_dir``) that the fit wrote under another spelling
   (relative, moved or copied): the checkpoints are where the run writes;
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import re
 import warnings
 from collections.abc import Iterator, Sequence
@@ -59,12 +61,23 @@ class DropMessages(logging.Filter):
         return not any(p.search(message) for p in self.patterns)
 
 
-def silence_run_notices(resuming: bool, checkpoint_dir: str | None = None) -> None:
+def silence_run_notices(resuming: bool, checkpoint_dir: str | None = None, locked_folder: str | None = None) -> None:
     """Add the run-dependent warning filters (non-empty checkpoint folder on resume; the changed
     ``dirpath`` of a checkpoint whose run folder the run writes into, ``checkpoint_dir``) to the
-    current ``warnings`` filters; call inside :func:`quiet_output` so it is undone."""
+    current ``warnings`` filters; call inside :func:`quiet_output` so it is undone.
+
+    ``locked_folder``: the checkpoint folder a new run writes into (``--checkpoint.dirpath``),
+    which the run's lock file (``swar_bench.utils.locks.LOCK_NAME``) is in by now: when the lock is
+    all it holds, Lightning's "Checkpoint directory ... exists and is not empty" would be about
+    our own file, and is dropped; a folder holding anything else keeps the warning."""
+    from swar_bench.utils.locks import LOCK_NAME
+
     if resuming:
         warnings.filterwarnings("ignore", message=CKPT_DIR_RE)
+    elif locked_folder is not None and "://" not in locked_folder and os.path.isdir(locked_folder) \
+            and set(os.listdir(locked_folder)) <= {LOCK_NAME}:
+        for spelled in dict.fromkeys((locked_folder, os.path.realpath(os.path.expanduser(locked_folder)))):
+            warnings.filterwarnings("ignore", message=re.escape(f"Checkpoint directory {spelled} exists and is not empty"))
     if checkpoint_dir is not None:
         warnings.filterwarnings("ignore", message=DIRPATH_CHANGED_RE + re.escape(f" to {checkpoint_dir!r},"))
 
