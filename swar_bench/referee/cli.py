@@ -29,6 +29,7 @@ from pathlib import Path
 
 import torch
 
+from swar_bench.config_errors import joined
 from swar_bench.referee.evaluate import check_init_seed, check_seed, evaluate
 from swar_bench.referee.option_lines import config_mapping, last_setting, option_line
 from swar_bench.referee.outputs import (
@@ -181,14 +182,14 @@ def _typed(value: str) -> str:
 
 
 def _error(message: object, limit: int | None = 400, prog: str = PROG) -> int:
-    """Print ``message`` as one line, ``PROG: error: MESSAGE`` (whitespace collapsed, cut at
+    """Print ``message`` as one line, ``PROG: error: MESSAGE`` (its lines joined, cut at
     ``limit`` characters); return 2. ``prog``: the sub-command's (``swar-bench referee compare``),
     as its parser's own refusals say it.
 
     The limit is for library messages that can run long; messages naming a path the user gave
     pass ``limit=None`` so the path and what was expected are shown whole.
     """
-    line = " ".join(str(message).split()) or "invalid arguments"
+    line = joined(str(message))  # its lines joined; a value's own spaces kept as typed
     if limit is not None and len(line) > limit:
         line = line[: limit - 3] + "..."
     print(f"{prog}: error: {line}", file=sys.stderr)

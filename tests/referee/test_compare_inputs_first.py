@@ -78,3 +78,24 @@ def test_an_unreadable_input_is_named_first(tmp_path_factory, capsys, gru_result
     assert line.startswith(f"swar-bench referee {command}: error: {first_bad}: "), line
     assert "expected" in line and "distinct names" not in line, line
     assert sorted(os.walk(root)) == before  # nothing written
+
+
+def test_the_reported_path_with_two_spaces_is_echoed_as_typed(tmp_path, capsys):
+    """fault: `compare 'a  b.json' c.json` said `a b.json: no such file`: the error line collapsed
+    every run of spaces, so the name shown was not the file's."""
+    missing = tmp_path / "a  b.json"
+    assert main(["compare", str(missing), str(tmp_path / "c.json")]) == 2
+    assert _one_line(capsys) == f"swar-bench referee compare: error: {missing}: no such file; expected a referee result JSON"
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(name=st.text(st.sampled_from("ab \t"), min_size=1, max_size=8).filter(lambda n: n.strip() == n and n.strip()),
+       command=st.sampled_from(["compare", "verdict"]))
+def test_any_path_is_echoed_as_typed_spaces_and_tabs_included(tmp_path_factory, capsys, name, command):
+    missing = tmp_path_factory.mktemp("p") / f"{name}.json"
+    other = missing.with_name("other.json")
+    argv = ["compare", str(missing), str(other)] if command == "compare" else [
+        "verdict", "--baseline", str(missing), "--challenger", str(other)]
+    assert main(argv) == 2
+    assert _one_line(capsys) == (f"swar-bench referee {command}: error: {missing}: no such file; "
+                                 "expected a referee result JSON")
