@@ -32,8 +32,10 @@ import torch
 from swar_bench.harness.fast_options import unknown_options
 from swar_bench.utils.argparsing import (
     ArgumentParser,
+    NumberArg,
     PathArg,
     closest_option,
+    count_arg,
     unknown_options_message,
 )
 
@@ -95,9 +97,12 @@ def _parse(argv: list[str]) -> argparse.Namespace:
         usage="%(prog)s [-h] [--config CONFIG] [--max-minutes M] [--threads T] [--target A] [LightningCLI options, e.g. --trainer.max_steps=200]",
     )
     p.add_argument("--config", type=PathArg("the path of a LightningCLI config file", Path), default=None, help="LightningCLI config (default: configs/quickstart.yaml)")
-    p.add_argument("--max-minutes", type=float, default=10.0, help="training wall-clock budget (minutes)")
-    p.add_argument("--threads", type=int, default=2, help="torch CPU threads")
-    p.add_argument("--target", type=float, default=0.9, help="n32 validation accuracy that ends training early")
+    p.add_argument("--max-minutes", type=NumberArg(float, "a positive number of minutes (at most 1e6)",
+                                                   lambda value: 0 < value <= 1e6),  # also refuses nan and inf
+                   default=10.0, help="training wall-clock budget (minutes)")
+    p.add_argument("--threads", type=count_arg(1), default=2, help="torch CPU threads")
+    p.add_argument("--target", type=NumberArg(float, "a value in (0, 1]", lambda value: 0 < value <= 1), default=0.9,
+                   help="n32 validation accuracy that ends training early")
     args, extra = p.parse_known_args(argv)  # the rest, in order, are LightningCLI's: --trainer.max_steps=200
     args.overrides = extra
     close = dict(unknown_options(["fit", *extra]))
@@ -105,12 +110,6 @@ def _parse(argv: list[str]) -> argparse.Namespace:
         suggestions = {f: closest_option(f, [*p.long_options(), close[f] or ""]) for f in close}
         hint = "" if all(suggestions.values()) else "; expected options of swar-bench demo or of swar-bench fit (swar-bench demo --help)"
         p.error(unknown_options_message(list(close), suggestions) + hint)
-    if not 0 < args.max_minutes <= 1e6:  # also refuses nan and inf
-        p.error(f"--max-minutes={args.max_minutes} is invalid; expected a positive number of minutes (at most 1e6)")
-    if args.threads < 1:
-        p.error(f"--threads={args.threads} is invalid; expected >= 1")
-    if not 0 < args.target <= 1:
-        p.error(f"--target={args.target} is invalid; expected a value in (0, 1]")
     return args
 
 

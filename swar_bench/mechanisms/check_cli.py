@@ -21,7 +21,14 @@ import json
 import sys
 from typing import Any
 
-from swar_bench.utils.argparsing import ArgumentParser, PathArg, SpelledAs, spelling
+from swar_bench.utils.argparsing import (
+    ArgumentParser,
+    NumberArg,
+    PathArg,
+    SpelledAs,
+    count_arg,
+    spelling,
+)
 
 INIT_ARGS = ("--init_args", "--init-args")
 """The spellings of the constructor arguments' option, of ``check-mechanism`` and ``study run --add``
@@ -170,13 +177,26 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(*INIT_ARGS, dest="init_args", action=SpelledAs, metavar="JSON",
                         help='constructor arguments as JSON, e.g. \'{"d_model": 32}\'')
     parser.add_argument("--config", action="append", default=[], type=PathArg("the path of a YAML file"), help="a run config (model.mechanism) or class_path/init_args YAML; repeatable")
-    parser.add_argument("--seq-len", type=int, default=64, help="tokens of the streaming and state checks (default 64)")
-    parser.add_argument("--long-len", type=int, default=2048, help="tokens of the long input (default 2048)")
-    parser.add_argument("--atol", type=float, default=1e-4, help="max |difference| one forward vs chunked stream (default 1e-4)")
-    parser.add_argument(
-        "--seed", type=int, default=0, help="seed of the builds, splits and data: an integer >= 0, up to 2**63 - 3 (default 0)"
-    )
+    parser.add_argument("--seq-len", type=count_arg(2), default=64, help="tokens of the streaming and state checks (default 64)")
+    parser.add_argument("--long-len", type=NumberArg(int, "an integer >= --seq-len"), default=2048,
+                        help="tokens of the long input (default 2048)")
+    parser.add_argument("--atol", type=NumberArg(float, "a number >= 0", lambda value: value >= 0), default=1e-4,
+                        help="max |difference| one forward vs chunked stream (default 1e-4)")
+    parser.add_argument("--seed", type=NumberArg(int, _seed_range, lambda value: 0 <= value <= _max_seed()), default=0,
+                        help="seed of the builds, splits and data: an integer >= 0, up to 2**63 - 3 (default 0)")
     return parser
+
+
+def _max_seed() -> int:
+    from swar_bench.mechanisms.conformance import max_seed
+
+    return max_seed()
+
+
+def _seed_range() -> str:
+    """What ``--seed`` takes (``swar_bench.mechanisms.conformance.max_seed``: every seed the checks
+    derive stays an example seed)."""
+    return f"an integer in [0, {_max_seed()}]"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -189,9 +209,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(argv: list[str] | None) -> int:
     """The checks of ``main``, its one-line refusals printed; the exit status."""
-    from swar_bench.mechanisms.conformance import check_mechanism, format_report, max_seed, passed
+    from swar_bench.mechanisms.conformance import check_mechanism, format_report, passed
     from swar_bench.mechanisms.registry import resolve_class, resolve_class_path
-    from swar_bench.utils.argparsing import check_seed
 
     args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
     try:
@@ -209,13 +228,8 @@ def _main(argv: list[str] | None) -> int:
             raise ValueError("no mechanism given; expected CLASS_PATH (e.g. GRU or my_layer.MyModel) or a --config with model.mechanism")
         given = parse_init_args(args.init_args)
         init_args = {**init_args, **given}
-        if args.seq_len < 2:
-            raise ValueError(f"--seq-len={args.seq_len}: expected an integer >= 2")
         if args.long_len < args.seq_len:
-            raise ValueError(f"--long-len={args.long_len}: expected >= --seq-len ({args.seq_len})")
-        if not args.atol >= 0:
-            raise ValueError(f"--atol={args.atol}: expected a number >= 0")
-        check_seed(args.seed, name="--seed", maximum=max_seed())
+            raise ValueError(f"--long-len={args.long_len}: expected an integer >= --seq-len ({args.seq_len})")
         what = "CLASS_PATH" if args.class_path else where
         cls = resolve_class(class_path, what)
         full_path = resolve_class_path(class_path, what)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from swar_bench.study.paths import holding_study, out_problem, shown, study_file_problem
 from swar_bench.study.spec import StudyError, load_study
-from swar_bench.utils.argparsing import ArgumentParser
+from swar_bench.utils.argparsing import ArgumentParser, count_arg
 from swar_bench.utils.locks import FolderLockedError
 
 
@@ -35,8 +35,8 @@ def _parser() -> argparse.ArgumentParser:
         "run", help="train and test every missing run of the study (resumable from its records)"
     )
     run.add_argument("study", help="the study file (YAML), e.g. configs/studies/frontier.yaml")
-    run.add_argument("--jobs", type=int, default=2, help="processes at once")
-    run.add_argument("--threads", type=int, default=1, help="torch threads per process")
+    run.add_argument("--jobs", type=count_arg(1), default=2, help="processes at once")
+    run.add_argument("--threads", type=count_arg(1), default=1, help="torch threads per process")
     run.add_argument(
         "--only", default=None, help="comma-separated mechanism names of the study to run"
     )
@@ -200,9 +200,6 @@ def mqar_main(args: argparse.Namespace) -> int:
                 raise StudyError(f"{flag}: an MQAR study runs its own entries; expected --only ENTRY[,ENTRY]")
         if args.launcher != "local":
             raise StudyError(f"--launcher {args.launcher}: an MQAR study runs locally; expected --launcher local")
-        for flag, value in (("--jobs", args.jobs), ("--threads", args.threads)):
-            if value < 1:
-                raise StudyError(f"{flag}={value} is invalid; expected an integer >= 1")
         check_pin(study.name, study.code_fingerprint, study.records)
         names = [e.name for e in study.entries]
         only = None if args.only is None else only_names(args.only, names, "entry")
@@ -256,9 +253,6 @@ def _command(args: argparse.Namespace) -> int:
 
             check_pin(spec.name, spec.code_fingerprint, spec.records)  # new runs only by the pinned code
             check_launcher(args)  # a SLURM launcher this machine cannot use: one line, nothing submitted
-            for flag, value in (("--jobs", args.jobs), ("--threads", args.threads)):
-                if value < 1:
-                    raise StudyError(f"{flag}={value} is invalid; expected an integer >= 1")
             only = None
             if args.only is not None and args.add is not None:
                 raise StudyError("--only and --add both choose what runs; expected one of them")

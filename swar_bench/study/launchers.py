@@ -50,6 +50,7 @@ from swar_bench.study.runner import Runner, run_name, say, say_error
 from swar_bench.study.slurm_spec import SlurmSpec, slurm_spec
 from swar_bench.study.spec import MechanismSpec, StudyError, StudySpec
 from swar_bench.utils import slurm_commands
+from swar_bench.utils.argparsing import count_arg, positive_arg
 from swar_bench.utils.slurm_commands import SlurmCommandError
 
 LAUNCHERS = ("local", "slurm")
@@ -494,16 +495,17 @@ def add_arguments(run: argparse.ArgumentParser) -> None:
                           "and test (submitit), with the study's slurm: resources")
     run.add_argument("--partition", default=None, help="slurm: the partition (default: the study's, else the "
                                                        "cluster's default)")
-    run.add_argument("--time-min", type=int, default=None, help="slurm: the time limit of each task, minutes")
-    run.add_argument("--cpus-per-task", type=int, default=None, help="slurm: CPUs of each task (its torch threads)")
-    run.add_argument("--gpus-per-task", type=int, default=None, help="slurm: GPUs of each task")
-    run.add_argument("--mem-gb", type=float, default=None, help="slurm: memory of each task, GB")
+    run.add_argument("--time-min", type=count_arg(1, "(minutes)"), default=None, help="slurm: the time limit of each task, minutes")
+    run.add_argument("--cpus-per-task", type=count_arg(1), default=None, help="slurm: CPUs of each task (its torch threads)")
+    run.add_argument("--gpus-per-task", type=count_arg(0), default=None, help="slurm: GPUs of each task")
+    run.add_argument("--mem-gb", type=positive_arg("a positive number of GB"), default=None,
+                     help="slurm: memory of each task, GB")
     run.add_argument("--slurm-param", action="append", default=[], metavar="OPTION=VALUE",
                      help="slurm: another sbatch option for every task (repeatable), e.g. account=myproject, "
                           "or a flag, e.g. exclusive")
     run.add_argument("--no-wait", action="store_true",
                      help="slurm: submit what the protocol can start now and exit (run again to go on)")
-    run.add_argument("--poll-s", type=float, default=None,
+    run.add_argument("--poll-s", type=positive_arg("a positive number of seconds"), default=None,
                      help=f"slurm: seconds between two reads of the queue (default {POLL_S:g})")
 
 
@@ -559,5 +561,4 @@ def check_launcher(args: argparse.Namespace) -> None:
     except ImportError:
         raise StudyError("--launcher slurm needs submitit, which is not installed; expected "
                          "pip install 'swar_bench[slurm]'") from None
-    if args.poll_s is not None and not args.poll_s > 0:
-        raise StudyError(f"--poll-s={args.poll_s:g} is invalid; expected a positive number of seconds")
+

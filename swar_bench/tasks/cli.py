@@ -74,7 +74,7 @@ from swar_bench.tasks.passkey_swar import (
 )
 from swar_bench.tasks.stats import compute_stats, format_report, format_table
 from swar_bench.utils import interrupts
-from swar_bench.utils.argparsing import ArgumentParser
+from swar_bench.utils.argparsing import ArgumentParser, count_arg
 from swar_bench.utils.files import (
     atomic_write_text,
 )
@@ -361,8 +361,6 @@ def cmd_show(args) -> int:
     bad source, config or index."""
     args.source = source_option("--source", args.source)
     params = source_params(args.params, args.source)
-    if args.index < 0:
-        raise UsageError(f"--index={args.index}: expected an integer >= 0")
     ex = _one_example(args.source, args.config, args.split, args.index, params)
     voc = vocab(params)
     kind, age = annotate(ex["input_ids"], params)
@@ -444,7 +442,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("show", help="print one example, decoded")
     p.add_argument("--config", required=True)
     p.add_argument("--split", default="validation", choices=list(SPLIT_SEEDS))
-    p.add_argument("--index", type=int, default=0)
+    p.add_argument("--index", type=count_arg(0), default=0)
     p.add_argument(
         "--source",
         default=GENERATE,

@@ -78,6 +78,44 @@ class PathArg:
         return self.convert(value)
 
 
+class NumberArg:
+    """The ``type=`` of a numeric option: the word as typed becomes ``kind`` (``int`` or ``float``)
+    when it is one and ``accepts`` it; else :class:`ArgumentParser` refuses it in one line, the word
+    as typed and ``expected``: ``--jobs=abc: expected an integer >= 1``, ``--target=0: expected a
+    value in (0, 1]``. One wording for a word that is no number and for a number out of range.
+
+    ``expected`` reads after "expected" (``an integer >= 1``); ``accepts`` is the range (``nan``
+    fails every comparison, so ``lambda v: v > 0`` refuses it)."""
+
+    def __init__(self, kind: type, expected: str | Callable[[], str], accepts: Callable[[Any], bool] = lambda value: True) -> None:
+        self.kind, self._expected, self.accepts = kind, expected, accepts
+        self.__name__ = kind.__name__  # argparse names the type in its own messages
+
+    @property
+    def expected(self) -> str:
+        """What the option takes, after "expected" (a callable ``expected`` is asked only now:
+        a bound that needs a heavy import)."""
+        return self._expected() if callable(self._expected) else self._expected
+
+    def __call__(self, text: str) -> Any:
+        value = self.kind(text)  # ValueError for a word that is none: ArgumentParser._get_value
+        if not self.accepts(value):
+            raise ValueError(f"{text!r} is out of range")
+        return value
+
+
+def count_arg(minimum: int, what: str = "") -> NumberArg:
+    """:class:`NumberArg` of an integer >= ``minimum`` (``what`` follows: ``of minutes``)."""
+    return NumberArg(int, f"an integer >= {minimum}{f' {what}' if what else ''}", lambda value: value >= minimum)
+
+
+def positive_arg(what: str) -> NumberArg:
+    """:class:`NumberArg` of a finite number > 0 (``what``: ``a positive number of seconds``)."""
+    import math
+
+    return NumberArg(float, what, lambda value: math.isfinite(value) and value > 0)
+
+
 def closest_option(typed: str, options: Iterable[str]) -> str | None:
     """The option of ``options`` (``--jobs``) closest to the ``typed`` one (``--jsob``), compared
     without their leading dashes (``swar_bench.utils.text.closest_name``), or None when none is
@@ -330,6 +368,12 @@ class ArgumentParser(argparse.ArgumentParser):
         return super()._get_values(action, arg_strings)
 
     def _get_value(self, action: argparse.Action, arg_string: str):
+        if isinstance(action.type, NumberArg):
+            try:
+                return action.type(arg_string)
+            except (ValueError, OverflowError):
+                name = self.canonical(next(iter(action.option_strings), None)) or (action.metavar or action.dest).upper()
+                self.error(f"{name}={arg_string}: expected {action.type.expected}")
         if isinstance(action.type, PathArg) and arg_string == "":
             name = "/".join(action.option_strings) or (action.metavar or action.dest).upper()
             self.error(empty_path_message(name, action.type.expected))

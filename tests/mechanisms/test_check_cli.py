@@ -21,7 +21,10 @@ ZOO = list(mechanisms.MECHANISMS)
 
 
 def _err(capsys, argv):
-    code = check_main(argv)
+    try:
+        code = check_main(argv)
+    except SystemExit as exit:  # a value the parser refuses ends as argparse's errors do
+        code = exit.code
     captured = capsys.readouterr()
     return code, captured.err.splitlines(), captured.out
 

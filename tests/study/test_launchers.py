@@ -30,6 +30,7 @@ from swar_bench.study.runner import Runner, run_name
 from swar_bench.study.slurm_spec import SLURM_KEYS, SlurmSpec, slurm_spec
 from swar_bench.study.spec import StudyError, load_study
 from swar_bench.utils import slurm_commands
+from swar_bench.utils.argparsing import NumberArg
 
 BASE = """trainer:
   accelerator: cpu
@@ -308,8 +309,10 @@ def test_slurm_launcher_without_sbatch_is_refused_in_one_line_before_anything(tm
 @pytest.mark.parametrize(("args", "message"), [
     (["--partition", "gpu"], "--partition is a SLURM option; expected --launcher slurm with it"),
     (["--no-wait"], "--no-wait is a SLURM option; expected --launcher slurm with it"),
-    # reported: `study run s.yaml --poll-s 0` started training (its default hid that it was given)
-    (["--poll-s", "0"], "--poll-s is a SLURM option; expected --launcher slurm with it"),
+    # reported: `study run s.yaml --poll-s 0` started training (its default hid that it was given);
+    # 0 is now refused as a value (test_a_slurm_option_value_out_of_range_is_refused_as_typed)
+    (["--poll-s", "30"], "--poll-s is a SLURM option; expected --launcher slurm with it"),
+    (["--gpus-per-task", "0"], "--gpus-per-task is a SLURM option; expected --launcher slurm with it"),
 ])
 def test_slurm_options_need_the_slurm_launcher(tmp_path, capsys, args, message):
     assert main(["run", str(_study(tmp_path)), *args]) == 2
@@ -334,14 +337,47 @@ def test_any_slurm_option_without_the_slurm_launcher_is_refused_naming_it(tmp_pa
     flag = action.option_strings[0]
     if action.nargs == 0:
         value = []
-    elif action.type in (int, float):
-        value = [str(data.draw(st.integers(-5, 100), label="value"))]
+    elif isinstance(action.type, NumberArg):  # a value it takes (0 included where it does): not refused as a value
+        value = [str(data.draw(st.integers(-5, 100).filter(lambda v: action.type.accepts(action.type.kind(v))),
+                               label="value"))]
     else:
         value = [data.draw(st.sampled_from(["gpu", "account=x", "exclusive", "30"]), label="value")]
     study = _study(tmp_path)
     assert main(["run", str(study), flag, *value]) == 2
     assert capsys.readouterr().err == f"swar-bench study: error: {flag} is a SLURM option; expected --launcher slurm with it\n"
     assert not (tmp_path / "runs").exists() and not (tmp_path / "records").exists()
+
+
+def test_the_reported_poll_s_0_is_refused_as_typed(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit:  # the parser's refusal, as argparse ends
+        main(["run", str(_study(tmp_path)), "--poll-s", "0"])
+    assert exit.value.code == 2
+    assert capsys.readouterr().err == "swar-bench study run: error: --poll-s=0: expected a positive number of seconds\n"
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data(), slurm=st.booleans())
+def test_a_slurm_option_value_out_of_range_is_refused_as_typed(tmp_path, capsys, data, slurm):
+    """The kind: a numeric SLURM option given a word or a number it does not take is refused in
+    one line, the value as typed, with either launcher, before anything runs."""
+    action = data.draw(st.sampled_from([a for a in _slurm_only_options() if isinstance(a.type, NumberArg)]), label="option")
+    word = data.draw(st.one_of(st.sampled_from(["abc", "nan", "inf", "-0", "1e3x", "1.5", ""]),
+                               st.integers(-5, 5).map(str)).filter(lambda w: not _takes(action.type, w)), label="value")
+    argv = ["run", str(_study(tmp_path)), *(["--launcher", "slurm"] if slurm else []), f"{action.option_strings[0]}={word}"]
+    with pytest.raises(SystemExit) as exit:
+        main(argv)
+    assert exit.value.code == 2
+    assert capsys.readouterr().err == (f"swar-bench study run: error: {action.option_strings[0]}={word}: "
+                                       f"expected {action.type.expected}\n")
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "records").exists()
+
+
+def _takes(number: NumberArg, word: str) -> bool:
+    try:
+        number(word)
+    except ValueError:
+        return False
+    return True
 
 
 def test_slurm_section_unknown_key_is_named_with_a_suggestion(tmp_path):
