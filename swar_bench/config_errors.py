@@ -88,8 +88,8 @@ def parse_error_line(message: str, argv: list[str] | None = None, expected: Call
     (``--model.mechanism.init_args.d_model``), the innermost lines the reason. A value read from
     a ``--config`` file in ``argv`` is named with the file (``--config=/abs/run.yaml:
     model.mechanism.init_args.d_model: ...``). A value of the wrong type for a numeric option is
-    said as its range check says it (``type_lines.type_refusal_line``; ``expected``: the command's
-    wording of what each option takes, ``type_lines.Expected``)."""
+    said as its range check says it (``utils.type_lines.type_refusal_line``; ``expected``: the command's
+    wording of what each option takes, ``utils.type_lines.Expected``)."""
 
     key = re.match(r'Parser key "([^"]+)"', message)
     from swar_bench.class_item_errors import class_item_line
@@ -174,7 +174,7 @@ def parse_error_line(message: str, argv: list[str] | None = None, expected: Call
     if value is not None and source is None:  # as typed: jsonargparse shows null as None, NaN as nan
         value = typed_value(argv or [], option, "") or value
     if got is not None:
-        from swar_bench.type_lines import type_refusal_line
+        from swar_bench.utils.type_lines import type_refusal_line
 
         typed = type_refusal_line(option, plain, got, value if source is None else None, source, expected, note,
                                   FINITE_FLOAT_EXPECTED.get)

@@ -198,7 +198,7 @@ CHECKS: dict[str, Callable[[Any], str | None]] = {
 
 
 def expected_tail(option: str, subcommand: str | None = None) -> str | None:
-    """What follows ``--option=value`` in the refusal of ``option`` (``type_lines.Expected``): the
+    """What follows ``--option=value`` in the refusal of ``option`` (``utils.type_lines.Expected``): the
     check of ``CHECKS`` (``NO_STEP`` for a ``fit``), or ``TBPTTModule``'s of a ``model.*``
     argument; None for another option. For a value of the wrong type, said as its range is."""
     if subcommand == "fit" and option in NO_STEP:

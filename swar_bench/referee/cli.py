@@ -197,7 +197,7 @@ def _error(message: object, limit: int | None = 400, prog: str = PROG) -> int:
 
 
 def _expected(given: list[str]):
-    """The referee's ``type_lines.Expected`` for the command line ``given``: the least distance of
+    """The referee's ``utils.type_lines.Expected`` for the command line ``given``: the least distance of
     ``ranges`` follows the ``hops`` it sets (an option, or a ``--config`` file), else 3."""
     where = last_setting(given, "hops")
     hops = None

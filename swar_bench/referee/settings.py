@@ -75,7 +75,7 @@ EXPECTED = {
 
 
 def expected_tail(option: str, hops: Any = 3) -> str | None:
-    """What follows ``option=value`` in the referee's refusal of ``option`` (``type_lines.Expected``:
+    """What follows ``option=value`` in the referee's refusal of ``option`` (``utils.type_lines.Expected``:
     ``ranges[]`` for one distance, whose least is ``max(2, 2 * hops)``), else None; the same words
     as the checks of ``evaluate`` and of ``swar-bench referee``, for a value of the wrong type."""
     if option in ("seed", "init_seed"):
