@@ -132,7 +132,7 @@ def test_a_result_given_twice_is_refused(two_results, tmp_path_factory, capsys, 
         argv = ["referee", "compare", *paths, "--names", "a", "b", "c"]
         where = ""
     code, err = _error_lines(capsys, argv)
-    spelled = "" if spelling == "same" else f", spelled {' and '.join(sorted({str(first), again}))}"
+    spelled = "" if spelling == "same" else f", spelled {first} and {again}"  # in the order typed
     assert (code, err) == (2, [(f"swar-bench referee {command}: error: {first} given 2 times{where}{spelled}; "
                                "expected distinct result files")])
     # two distinct results still compare

@@ -455,8 +455,8 @@ def same_file_problem(paths: list[str], options: list[str]) -> str | None:
     for i, path in enumerate(paths):
         twins = [j for j in range(len(paths)) if os.path.samefile(paths[j], path)]
         if len(twins) > 1 and twins[0] == i:
-            where = sorted({options[j] for j in twins})
-            spelled = sorted({paths[j] for j in twins})
+            where = list(dict.fromkeys(options[j] for j in twins))  # in the order typed
+            spelled = list(dict.fromkeys(paths[j] for j in twins))
             names = f" (as {' and '.join(where)})" if len(where) > 1 else ""
             also = f", spelled {' and '.join(spelled)}" if len(spelled) > 1 else ""
             return f"{path} given {len(twins)} times{names}{also}; expected distinct result files"
