@@ -383,8 +383,39 @@ class ArgumentParser(argparse.ArgumentParser):
         """Exit 2 with ``PROG: error: MESSAGE``: one line, no usage block. A mistyped choice
         gets a "did you mean" (:func:`choice_message`), and so does a mistyped required option
         (:meth:`required_message`: ``--configs`` for ``--config`` is refused as unknown, not as a
-        missing ``--config``)."""
-        self.exit(2, f"{self.prog}: error: {self.required_message(message) or self.choice_message(message)}\n")
+        missing ``--config``); an option without its value says what it takes
+        (:meth:`missing_value_message`)."""
+        line = self.required_message(message) or self.missing_value_message(message) or self.choice_message(message)
+        self.exit(2, f"{self.prog}: error: {line}\n")
+
+    def missing_value_message(self, message: str) -> str | None:
+        """argparse's ``argument --jobs: expected one argument`` (an option given last, or before
+        another option, without its value) as ``--jobs: no value given; expected an integer >= 1``:
+        the option in its first spelling and what it takes (a :class:`NumberArg`'s or
+        :class:`PathArg`'s words, its choices, else ``a value``; ``2 values``, ``one value or
+        more`` for a list). None for another message."""
+        import re
+
+        found = re.fullmatch(r"argument (\S+): expected (one|at least one|\d+) arguments?", message.strip())
+        if found is None:
+            return None
+        names, count = found.groups()
+        action = self._option_string_actions.get(names.split("/")[0])
+        if action is None:
+            return None
+        kind = action.type
+        if isinstance(kind, (NumberArg, PathArg)):
+            what = kind.expected
+        elif action.choices is not None:
+            what = f"one of {', '.join(map(str, action.choices))}"
+        else:
+            what = "a value" if count == "one" else ("one value or more" if count == "at least one" else f"{count} values")
+            if isinstance(action.metavar, str):
+                what += f" ({action.metavar})"
+        if count != "one" and isinstance(kind, (NumberArg, PathArg)):
+            what = f"{'one or more' if count == 'at least one' else count} of {what}"
+        given = "no value given" if count in ("one", "at least one") else "too few values"
+        return f"{self.canonical(names.split('/')[0])}: {given}; expected {what}"
 
     def choice_message(self, message: str) -> str:
         """argparse's ``argument command: invalid choice: 'generat' (choose from 'generate', ...)``
