@@ -200,9 +200,9 @@ def mqar_main(args: argparse.Namespace) -> int:
                 raise StudyError(f"{flag}: an MQAR study runs its own entries; expected --only ENTRY[,ENTRY]")
         if args.launcher != "local":
             raise StudyError(f"--launcher {args.launcher}: an MQAR study runs locally; expected --launcher local")
-        check_pin(study.name, study.code_fingerprint, study.records)
         names = [e.name for e in study.entries]
-        only = None if args.only is None else only_names(args.only, names, "entry")
+        only = None if args.only is None else only_names(args.only, names, "entry")  # a typo first: any checkout has it
+        check_pin(study.name, study.code_fingerprint, study.records)
         runner = MQARRunner(study, jobs=args.jobs, threads=args.threads, rerun_stale=args.rerun_stale,
                             only=only, log=say, log_error=say_error)
         try:
@@ -251,8 +251,6 @@ def _command(args: argparse.Namespace) -> int:
         if args.command == "run":
             from swar_bench.study.launchers import check_launcher
 
-            check_pin(spec.name, spec.code_fingerprint, spec.records)  # new runs only by the pinned code
-            check_launcher(args)  # a SLURM launcher this machine cannot use: one line, nothing submitted
             only = None
             if args.only is not None and args.add is not None:
                 raise StudyError("--only and --add both choose what runs; expected one of them")
@@ -265,6 +263,9 @@ def _command(args: argparse.Namespace) -> int:
                                  f"expected --add CLASS_PATH with {'it' if len(given) == 1 else 'them'}")
             if args.only is not None:
                 only = only_names(args.only, [m.name for m in spec.mechanisms])
+            # the command line's own faults first (any checkout has them), then where it runs
+            check_pin(spec.name, spec.code_fingerprint, spec.records)  # new runs only by the pinned code
+            check_launcher(args)  # a SLURM launcher this machine cannot use: one line, nothing submitted
             # one `study run` of a study at a time: a second is refused (exit 1) before it reads or removes anything
             with holding_study([spec.out, spec.records], f"swar-bench study run {spec.path}"):
                 return run_study(spec, args, only)

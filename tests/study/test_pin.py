@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from swar_bench.study import provenance
@@ -177,3 +177,36 @@ def test_a_record_names_the_cpu_model_it_ran_on(tmp_path, monkeypatch):
         provenance.platform.machine(),
         "cpu",
     )
+
+
+def _pinned_mqar(tmp_path: Path) -> Path:
+    config = tmp_path / "mqar.yaml"
+    config.write_text("trainer: {}\n")
+    study = tmp_path / "mqar_study.yaml"
+    study.write_text(
+        f"task: mqar\nname: m\nrecords: {tmp_path / 'r'}\nout: {tmp_path / 'o'}\ncode_fingerprint: {OTHER}\n"
+        f"entries:\n  - {{name: A, config: {config}, d_model: 8}}\n"
+    )
+    return study
+
+
+def test_the_reported_misspelt_entry_is_named_before_the_pin(tmp_path, capsys):
+    """fault: `study run mqar_zoology.yaml --only Nope` from another checkout said the study was
+    pinned; after switching checkouts the typo was refused then. The typo is any checkout's."""
+    assert main(["run", str(_pinned_mqar(tmp_path)), "--only", "Nope"]) == 2
+    assert capsys.readouterr().err == ("swar-bench study: error: --only: no entry 'Nope' in the study; "
+                                       "expected some of A\n")
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(kind=st.sampled_from(["frontier", "mqar"]), fault=st.sampled_from(["only", "only_and_add", "name_alone"]),
+       name=st.from_regex(r"[A-Za-z][A-Za-z0-9_]{0,8}", fullmatch=True).filter(lambda n: n not in ("A", "GRU")))
+def test_a_fault_of_the_command_line_is_named_before_the_pin(tmp_path_factory, capsys, kind, fault, name):
+    tmp_path = tmp_path_factory.mktemp("s")
+    study = _pinned_mqar(tmp_path) if kind == "mqar" else _study(tmp_path, f"code_fingerprint: {OTHER}\n")
+    extra = {"only": ["--only", name], "only_and_add": ["--only", name, "--add", "GRU"],
+             "name_alone": ["--name", name]}[fault]
+    assert main(["run", str(study), *extra]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is pinned to training code" not in err, err
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "o").exists()
