@@ -99,13 +99,7 @@ def test_every_bad_pin_is_refused(tmp_path_factory, value):
 def test_a_pin_is_read_for_both_kinds_of_study(tmp_path):
     assert load_study(_study(tmp_path, f"code_fingerprint: {OTHER}\n")).code_fingerprint == OTHER
     assert load_study(_study(tmp_path)).code_fingerprint is None
-    config = tmp_path / "mqar.yaml"
-    config.write_text("trainer: {}\n")
-    mqar = tmp_path / "mqar_study.yaml"
-    mqar.write_text(
-        f"task: mqar\nname: m\nrecords: {tmp_path / 'r'}\nout: {tmp_path / 'o'}\ncode_fingerprint: {OTHER}\n"
-        f"entries:\n  - {{name: A, config: {config}, d_model: 8}}\n"
-    )
+    mqar = _pinned_mqar(tmp_path)
     assert load_mqar_study(mqar).code_fingerprint == OTHER
     mqar.write_text(mqar.read_text().replace(OTHER, "nope"))
     with pytest.raises(StudyError, match="code_fingerprint='nope' is invalid"):
