@@ -13,20 +13,12 @@ from hypothesis import strategies as st
 from swar_bench.cli import main as swar_main
 from swar_bench.referee.cli import build_parser, main
 from swar_bench.utils.text import closest_name, one_edit_apart
+from tests.referee.test_option_lines import QUICK, _line  # the referee's one error line
 
-QUICK = Path(__file__).resolve().parents[2] / "configs" / "referee" / "quick.yaml"
 EXPECTED = "expected options of swar-bench referee (swar-bench referee --help)"
 OPTIONS = sorted(d for d in {a.dest for a in build_parser()._actions} - {"help", "config"} if not d.endswith(".help"))
 GRU_ARGS = ("vocab_size", "d_model", "n_layers", "mlp_ratio")
 OUT = "expected a folder (new or existing) this user can write to"
-
-
-def _line(capsys) -> str:
-    captured = capsys.readouterr()
-    assert "Traceback" not in captured.err + captured.out
-    lines = [ln for ln in captured.err.splitlines() if ln.strip() and not ln.startswith("referee: ")]
-    assert len(lines) == 1, captured.err
-    return lines[0]
 
 
 def test_the_reported_misspelt_key_names_the_file_and_the_key(tmp_path, capsys, monkeypatch):
