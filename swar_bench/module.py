@@ -282,10 +282,9 @@ class TBPTTModule(pl.LightningModule):
             else:
                 groups.append({"params": [p], "weight_decay": wd})
         fused = self._fused_adamw_supported([p for _, p in named])
-        half = sorted({str(p.dtype).removeprefix("torch.") for _, p in named if p.dtype == torch.float16})
-        if half and not fused:
+        if not fused and any(p.dtype == torch.float16 for _, p in named):
             raise ValueError(
-                f"parameters in {half[0]} (precision 16-true) need AdamW's fused update, which computes in float32: "
+                "parameters in float16 (precision 16-true) need AdamW's fused update, which computes in float32: "
                 "the for-each update rounds eps=1e-8 to 0 in float16 and divides 0 by 0 wherever a gradient is 0 "
                 "(NaN weights after the first step), and the fused kernels do not serve them here; expected "
                 "--trainer.precision=bf16-true, bf16-mixed or 32-true"

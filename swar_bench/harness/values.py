@@ -22,6 +22,7 @@ from typing import Any
 from swar_bench.config_errors import option_source
 from swar_bench.utils.argparsing import TORCH_MAX_SEED
 from swar_bench.utils.files import nearest_existing
+from swar_bench.utils.type_lines import spelled as shown  # as the command line spells a value
 
 NUMPY_MAX_SEED = 2**32 - 1
 """The largest seed ``lightning.seed_everything`` takes (numpy's legacy ``np.random.seed``)."""
@@ -214,17 +215,6 @@ def expected_tail(option: str, subcommand: str | None = None) -> str | None:
 
         return EXPECTED.get(option.removeprefix("model."))
     return None
-
-
-def shown(value: Any) -> str:
-    """``value`` as the command line spells it: ``[0.9, 1.5]`` for a tuple, ``null`` for None."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(shown(v) for v in value) + "]"
-    return str(value)
 
 
 def lookup(cfg: Any, option: str) -> tuple[bool, Any]:

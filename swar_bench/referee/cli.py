@@ -23,7 +23,6 @@ from __future__ import annotations
 import functools
 import logging
 import os
-import shlex
 import sys
 from pathlib import Path
 
@@ -405,7 +404,9 @@ def _compare(argv: list[str]) -> int:
 def _shown(names: list[str]) -> str:
     """``names`` as a shell would take them back, on one line: a name with a line break or another
     control character is shown as Python writes it (``'a\\nb'``)."""
-    return " ".join(shlex.quote(n) if n.isprintable() else repr(n) for n in names)
+    from swar_bench.utils.argparsing import quoted
+
+    return " ".join(quoted(n) for n in names)
 
 
 def _names_problem(names: list[str], given: bool, expected: str) -> str | None:

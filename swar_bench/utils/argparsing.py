@@ -98,6 +98,11 @@ class NumberArg:
         return self._expected() if callable(self._expected) else self._expected
 
     def __call__(self, text: str) -> Any:
+        """``text`` as ``kind``.
+
+        Raises:
+            ValueError: ``text`` is no ``kind`` or ``accepts`` refuses it (``ArgumentParser`` then
+                says the one line)."""
         value = self.kind(text)  # ValueError for a word that is none: ArgumentParser._get_value
         if not self.accepts(value):
             raise ValueError(f"{text!r} is out of range")
@@ -178,7 +183,7 @@ class SpelledAs(argparse.Action):
         setattr(namespace, self.dest, value)
 
 
-def _quoted(value: str) -> str:
+def quoted(value: str) -> str:
     """``value`` as a shell takes it back (``A``, ``'a b'``), a control character as Python writes it."""
     import shlex
 
@@ -314,7 +319,7 @@ class ArgumentParser(argparse.ArgumentParser):
                 spellings = sorted({flag for flag, _ in uses})
                 values = [v for _, v in uses if v is not None]
                 one_word = action.nargs in (None, "?") and len(values) == len(uses)  # a list option: its first word only
-                shown = f" ({', '.join(_quoted(v) for v in values)})" if one_word else ""
+                shown = f" ({', '.join(quoted(v) for v in values)})" if one_word else ""
                 also = f" as {', '.join(spellings)}" if len(spellings) > 1 else ""
                 return f"{name} given {len(uses)} times{also}{shown}; expected it once"
         return None
