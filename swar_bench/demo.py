@@ -99,10 +99,10 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--config", type=PathArg("the path of a LightningCLI config file", Path), default=None, help="LightningCLI config (default: configs/quickstart.yaml)")
     p.add_argument("--max-minutes", type=NumberArg(float, "a positive number of minutes (at most 1e6)",
                                                    lambda value: 0 < value <= 1e6),  # also refuses nan and inf
-                   default=10.0, help="training wall-clock budget (minutes)")
-    p.add_argument("--threads", type=count_arg(1), default=2, help="torch CPU threads")
+                   default=10.0, metavar="M", help="training wall-clock budget in minutes (default: 10)")
+    p.add_argument("--threads", type=count_arg(1), default=2, metavar="T", help="torch CPU threads (default: 2)")
     p.add_argument("--target", type=NumberArg(float, "a value in (0, 1]", lambda value: 0 < value <= 1), default=0.9,
-                   help="n32 validation accuracy that ends training early")
+                   metavar="A", help="n32 validation accuracy that ends training early (default: 0.9)")
     args, extra = p.parse_known_args(argv)  # the rest, in order, are LightningCLI's: --trainer.max_steps=200
     args.overrides = extra
     close = dict(unknown_options(["fit", *extra]))

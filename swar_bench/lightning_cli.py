@@ -170,8 +170,10 @@ class SwarBenchCLI(LightningCLI):
     def init_parser(self, **kwargs: Any):
         # config files read mechanism names as the command line does (swar_bench.mechanisms.registry)
         from swar_bench.mechanisms.registry import config_parser_mode
+        from swar_bench.utils.help_format import PlainHelpFormatter
 
         kwargs.setdefault("parser_mode", config_parser_mode(("model", "mechanism")))
+        kwargs.setdefault("formatter_class", PlainHelpFormatter)  # docstrings' RST shown plain in --help
         return super().init_parser(**kwargs)
 
     _argv: list[str] = []  # noqa: RUF012 - replaced per instance by parse_arguments

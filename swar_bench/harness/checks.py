@@ -71,19 +71,21 @@ def check_output_folder(path: str | os.PathLike, flag: str) -> None:
     target = Path(os.path.abspath(text))
     probe = nearest_existing(target)
     if not probe.is_dir():
-        raise ValueError(f"{flag}={text}: the folder cannot be created ({probe} is not a folder)")
+        raise ValueError(f"{flag}={text}: the folder cannot be created ({probe} is not a folder); expected a folder "
+                         "path that is not under a file")
     name_max = name_limits(probe)[0]
     too_long = [part for part in target.relative_to(probe).parts if len(os.fsencode(part)) > name_max]
     if too_long:
         raise ValueError(
             f"{flag}={text[:80]}... ({len(text)} characters): the folder cannot be created (a name of "
-            f"{len(os.fsencode(too_long[0]))} bytes; the file system allows {name_max})"
+            f"{len(os.fsencode(too_long[0]))} bytes; the file system allows {name_max}); expected shorter names"
         )
     try:
         probe_write(probe, prefix=PROBE_PREFIX)
     except OSError as err:
         verb = "written" if probe == target else "created"
-        raise ValueError(f"{flag}={text}: the folder cannot be {verb} ({err.strerror or err})") from None
+        raise ValueError(f"{flag}={text}: the folder cannot be {verb} ({err.strerror or err}); expected a "
+                         "writable folder") from None
 
 
 DEVICE_NAMES = {"gpu": "CUDA or MPS", "cuda": "CUDA", "mps": "MPS", "tpu": "TPU (torch_xla)"}

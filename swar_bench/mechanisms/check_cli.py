@@ -176,7 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("class_path", nargs="?", help="a zoo name (GRU) or module.Class (my_layer.MyModel, with PYTHONPATH)")
     parser.add_argument(*INIT_ARGS, dest="init_args", action=SpelledAs, metavar="JSON",
                         help='constructor arguments as JSON, e.g. \'{"d_model": 32}\'')
-    parser.add_argument("--config", action="append", default=[], type=PathArg("the path of a YAML file"), help="a run config (model.mechanism) or class_path/init_args YAML; repeatable")
+    parser.add_argument("--config", action="append", default=[], type=PathArg("the path of a YAML file"), help="a run config (model.mechanism) or class_path/init_args YAML; repeatable (default: none, the class's defaults)")
     parser.add_argument("--seq-len", type=count_arg(2), default=64, help="tokens of the streaming and state checks (default 64)")
     parser.add_argument("--long-len", type=NumberArg(int, "an integer >= --seq-len"), default=2048,
                         help="tokens of the long input (default 2048)")

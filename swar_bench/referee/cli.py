@@ -61,6 +61,7 @@ def build_parser():
     from jsonargparse import ArgumentParser as JsonArgumentParser
 
     from swar_bench.mechanisms.registry import config_parser_mode
+    from swar_bench.utils.help_format import PlainHelpFormatter
 
     parser = JsonArgumentParser(
         prog=PROG,
@@ -73,6 +74,7 @@ def build_parser():
             "Each has its own --help (docs/REFEREE.md)."
         ),
         exit_on_error=False,
+        formatter_class=PlainHelpFormatter,  # the docstrings' reStructuredText shown plain
         parser_mode=config_parser_mode(("mechanism",)),  # config files read names as the command line does
     )
     parser.add_argument(

@@ -35,8 +35,8 @@ def _parser() -> argparse.ArgumentParser:
         "run", help="train and test every missing run of the study (resumable from its records)"
     )
     run.add_argument("study", help="the study file (YAML), e.g. configs/studies/frontier.yaml")
-    run.add_argument("--jobs", type=count_arg(1), default=2, help="processes at once")
-    run.add_argument("--threads", type=count_arg(1), default=1, help="torch threads per process")
+    run.add_argument("--jobs", type=count_arg(1), default=2, help="processes at once (default: 2)")
+    run.add_argument("--threads", type=count_arg(1), default=1, help="torch threads per process (default: 1)")
     run.add_argument(
         "--only", default=None, help="comma-separated mechanism names of the study to run"
     )

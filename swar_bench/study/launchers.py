@@ -492,7 +492,7 @@ def add_arguments(run: argparse.ArgumentParser) -> None:
     """The launcher options of ``swar-bench study run``."""
     run.add_argument("--launcher", choices=LAUNCHERS, default="local",
                      help="local: --jobs processes on this machine; slurm: one SLURM job-array task per fit "
-                          "and test (submitit), with the study's slurm: resources")
+                          "and test (submitit), with the study's slurm: resources (default: local)")
     run.add_argument("--partition", default=None, help="slurm: the partition (default: the study's, else the "
                                                        "cluster's default)")
     run.add_argument("--time-min", type=count_arg(1, "(minutes)"), default=None, help="slurm: the time limit of each task, minutes")

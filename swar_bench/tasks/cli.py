@@ -440,9 +440,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("show", help="print one example, decoded")
-    p.add_argument("--config", required=True)
-    p.add_argument("--split", default="validation", choices=list(SPLIT_SEEDS))
-    p.add_argument("--index", type=count_arg(0), default=0)
+    p.add_argument("--config", required=True, help="the config of the example, e.g. n32")
+    p.add_argument("--split", default="validation", choices=list(SPLIT_SEEDS), help="its split (default: validation)")
+    p.add_argument("--index", type=count_arg(0), default=0, help="its row in the split, from 0 (default: 0)")
     p.add_argument(
         "--source",
         default=GENERATE,
@@ -452,7 +452,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_show)
 
     p = sub.add_parser("vocab", help="write vocab.json")
-    p.add_argument("--out", default="vocab.json")
+    p.add_argument("--out", default="vocab.json", help="the file to write (default: vocab.json)")
     p.add_argument("--params", help='generator parameters as JSON (default: the release\'s, docs/TASK.md "Generation")')
     p.set_defaults(func=cmd_vocab)
     return parser

@@ -202,10 +202,10 @@ def test_output_folder_that_cannot_be_created_is_one_line(tmp_path, capsys):
             f"--checkpoint.dirpath={tmp_path / 'ckpt'}"]
     code, err = _error_line(capsys, argv)
     assert code == 2
-    assert err == [f"swar-bench: error: --trainer.logger.init_args.save_dir={blocker}/logs: the folder cannot be created ({blocker} is not a folder)"]
+    assert err == [f"swar-bench: error: --trainer.logger.init_args.save_dir={blocker}/logs: the folder cannot be created ({blocker} is not a folder); expected a folder path that is not under a file"]
     argv = ["fit", "--model.mechanism=GRU", f"--trainer.logger.init_args.save_dir={tmp_path}", f"--checkpoint.dirpath={blocker}/ck"]
     code, err = _error_line(capsys, argv)
-    assert code == 2 and err == [f"swar-bench: error: --checkpoint.dirpath={blocker}/ck: the folder cannot be created ({blocker} is not a folder)"]
+    assert code == 2 and err == [f"swar-bench: error: --checkpoint.dirpath={blocker}/ck: the folder cannot be created ({blocker} is not a folder); expected a folder path that is not under a file"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a_file"]  # nothing written, no probe left
 
 

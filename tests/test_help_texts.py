@@ -1,0 +1,79 @@
+"""``--help`` reads as plain text and says what an option does and what it is when not given
+(faults: `referee --help` and `fit --help` showed the docstrings' reStructuredText, ````mechanism````
+and ``:class:`datetime.timedelta```; `demo --help` named no defaults and its usage line said
+``--max-minutes M`` where the options said MAX_MINUTES; `data show --config/--split/--index`,
+`data vocab --out` had no help, `study run --jobs/--threads/--launcher` named no default)."""
+
+from __future__ import annotations
+
+import argparse
+import re
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from test_repeated_options import PARSERS
+
+from swar_bench.cli import main
+from swar_bench.utils.help_format import plain_rst
+
+MARKUP = re.compile(r"``|:(?:py:)?[a-z]+:`")
+
+
+def _help(capsys, argv: list[str]) -> str:
+    try:
+        code = main([*argv, "--help"])
+    except SystemExit as stop:
+        code = stop.code
+    assert code in (0, None)
+    return capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv", [["fit"], ["test"], ["predict"], ["referee"], ["demo"],
+                                  ["fit", "--model.mechanism.help", "GatedDeltaNet"]],
+                         ids=lambda argv: " ".join(argv))
+def test_help_shows_no_restructuredtext(capsys, argv):
+    text = _help(capsys, argv)
+    assert "--" in text and not MARKUP.search(text), MARKUP.search(text) and text[MARKUP.search(text).start() - 80:][:200]
+
+
+def test_the_referee_help_names_the_mechanism_plainly(capsys):
+    assert "Run the full long-context referee on `mechanism` and return" in _help(capsys, ["referee"])
+
+
+def _options():
+    for prog, parser in PARSERS.items():
+        for action in parser._actions:
+            if action.help != argparse.SUPPRESS and not isinstance(action, (argparse._HelpAction, argparse._VersionAction, argparse._SubParsersAction)):
+                yield pytest.param(parser, action, id=f"{prog} {'/'.join(action.option_strings) or action.dest}")
+
+
+@pytest.mark.parametrize(("parser", "action"), list(_options()))
+def test_every_option_says_what_it_is_and_its_default(parser, action):
+    assert action.help, "no help text"
+    default = action.default
+    if action.option_strings and default not in (None, False, [], argparse.SUPPRESS) and not action.required:
+        shown = parser._get_formatter()._expand_help(action)
+        assert "default" in shown, f"{shown!r} names no default ({default!r})"
+
+
+def test_the_demo_usage_and_options_name_the_same_metavars(capsys):
+    text = _help(capsys, ["demo"])
+    usage, options = text.split("options:")
+    for option, metavar in (("--max-minutes", "M"), ("--threads", "T"), ("--target", "A")):
+        assert f"[{option} {metavar}]" in usage and re.search(rf"^  {option} {metavar} ", options, re.MULTILINE), option
+    options = " ".join(options.split())
+    assert "(default: 10)" in options and "(default: 2)" in options and "(default: 0.9)" in options
+
+
+WORD = st.text(st.characters(categories=("L", "N"), include_characters="_."), min_size=1, max_size=12)
+
+
+@given(before=st.text(st.characters(exclude_characters="`:~<>"), max_size=20), name=WORD,
+       role=st.sampled_from(["class", "func", "meth", "attr", "mod", "py:class"]), tilde=st.booleans())
+def test_plain_rst_keeps_the_name_and_drops_the_markup(before, name, role, tilde):
+    assert plain_rst(before) == before  # text without markup unchanged
+    assert plain_rst(f"{before}``{name}``") == f"{before}`{name}`"
+    shown = name.rsplit(".", 1)[-1] if tilde else name
+    assert plain_rst(f"{before}:{role}:`{'~' if tilde else ''}{name}` x") == f"{before}`{shown}` x"
+    assert not MARKUP.search(plain_rst(f"{before}:{role}:`{name}` and ``{name}``"))
