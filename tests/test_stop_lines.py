@@ -44,7 +44,7 @@ def _study(monkeypatch, stop):
     from swar_bench.study import cli
 
     monkeypatch.setattr(cli, "_command", _raiser(stop))
-    return cli.main, ["status", "configs/studies/frontier.yaml"], "swar-bench study"
+    return cli.main, ["status", "configs/studies/frontier.yaml"], "swar-bench study status"
 
 
 def _check(monkeypatch, stop):
@@ -136,7 +136,7 @@ def _swallower(signame):
 SWALLOWED = {  # the work each command's main runs: module, function, then the command line and prog
     "data": ("swar_bench.tasks.cli", "cmd_vocab", ["vocab", "--out", "unused.json"], "swar-bench data vocab"),
     "referee": ("swar_bench.referee.cli", "_run", ["--config", "configs/referee/quick.yaml"], "swar-bench referee"),
-    "study": ("swar_bench.study.cli", "_command", ["status", "configs/studies/frontier.yaml"], "swar-bench study"),
+    "study": ("swar_bench.study.cli", "_command", ["status", "configs/studies/frontier.yaml"], "swar-bench study status"),
     "check-mechanism": ("swar_bench.mechanisms.check_cli", "_main", ["GRU"], "swar-bench check-mechanism"),
 }
 

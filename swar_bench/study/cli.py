@@ -234,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
     from swar_bench.utils import interrupts
 
     args = _parser().parse_args(argv)
-    return interrupts.command("swar-bench study", lambda: _command(args))
+    return interrupts.command(f"swar-bench study {args.command}", lambda: _command(args))
 
 
 def _command(args: argparse.Namespace) -> int:
@@ -297,11 +297,11 @@ def _command(args: argparse.Namespace) -> int:
         from swar_bench.study.status import print_status
 
         return print_status(spec)
-    except StudyError as err:
-        print(f"swar-bench study: error: {err}", file=sys.stderr)
+    except StudyError as err:  # named by its command, as the parser's own errors are
+        print(f"swar-bench study {args.command}: error: {err}", file=sys.stderr)
         return 2
     except FolderLockedError as err:  # another `study run` of the study: not a wrong argument
-        print(f"swar-bench study: error: {err}", file=sys.stderr)
+        print(f"swar-bench study {args.command}: error: {err}", file=sys.stderr)
         return 1
 
 

@@ -134,7 +134,7 @@ def test_init_args_without_add_is_refused_naming_the_spelling_typed(tmp_path, ca
     code, err = _study_error(capsys, ["run", str(study), option, "{}", *(["--name", "X"] if name else [])])
     said = f"{option} and --name describe an --add layer; expected --add CLASS_PATH with them" if name else (
         f"{option} describes an --add layer; expected --add CLASS_PATH with it")
-    assert (code, err) == (2, f"swar-bench study: error: {said}")
+    assert (code, err) == (2, f"swar-bench study run: error: {said}")
 
 
 @pytest.mark.parametrize("option", SPELLINGS)
@@ -142,7 +142,7 @@ def test_init_args_of_an_mqar_study_is_refused_naming_the_spelling_typed(tmp_pat
     from tests.study.test_mqar_study import write_study
 
     code, err = _study_error(capsys, ["run", str(write_study(tmp_path)), option, "{}"])
-    said = f"swar-bench study: error: {option}: an MQAR study runs its own entries; expected --only ENTRY[,ENTRY]"
+    said = f"swar-bench study run: error: {option}: an MQAR study runs its own entries; expected --only ENTRY[,ENTRY]"
     assert (code, err) == (2, said)
 
 

@@ -76,7 +76,7 @@ def test_a_changed_config_file_makes_its_records_stale(tmp_path, capsys):
     ]
     assert main(["run", str(path)]) == 2
     assert capsys.readouterr().err == (
-        f"swar-bench study: error: record {tmp_path / 'records' / RUN}.fit.json is stale: config file {base} "
+        f"swar-bench study run: error: record {tmp_path / 'records' / RUN}.fit.json is stale: config file {base} "
         "changed since its run read it; expected --rerun-stale to run it again with the file as it is now\n"
     )
     assert collect(spec)[0].scores == {}  # the report has no fit of it

@@ -20,7 +20,7 @@ def test_curve_points_above_the_steps_of_a_fit_is_refused_in_one_line(tmp_path, 
     for command in ("status", "run", "report"):
         assert main([command, str(path)]) == 2
         assert capsys.readouterr().err == (
-            f"swar-bench study: error: {path}: curve_points=20 is more than the 8 steps of a fit of "
+            f"swar-bench study {command}: error: {path}: curve_points=20 is more than the 8 steps of a fit of "
             f"{tmp_path / 'base.yaml'}; expected at most 8 (a fit validates at most once per step)\n"
         )
     assert not list(tmp_path.glob("r*/GRU_tiny*")), "nothing ran"

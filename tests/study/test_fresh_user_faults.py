@@ -37,7 +37,7 @@ def test_an_empty_only_is_refused_not_read_as_the_whole_study(tmp_path, capsys, 
     status, err = _error(capsys, "run", str(_study(tmp_path)), "--only", only)
     assert status == 2 and no_runs == []
     assert err == (
-        f"swar-bench study: error: --only={only!r}: expected a comma-separated list of mechanism names "
+        f"swar-bench study run: error: --only={only!r}: expected a comma-separated list of mechanism names "
         "(e.g. GRU_tiny)\n"
     )
 
@@ -46,7 +46,7 @@ def test_an_unknown_only_name_is_refused_with_the_closest_name(tmp_path, capsys,
     status, err = _error(capsys, "run", str(_study(tmp_path)), "--only", "GRU_tiyn")
     assert status == 2 and no_runs == []
     assert err == (
-        "swar-bench study: error: --only: no mechanism 'GRU_tiyn' in the study (did you mean GRU_tiny?); "
+        "swar-bench study run: error: --only: no mechanism 'GRU_tiyn' in the study (did you mean GRU_tiny?); "
         "expected some of GRU_tiny\n"
     )
 
@@ -79,7 +79,7 @@ def test_the_default_site_out_of_another_study_is_refused_and_kept(tmp_path, cap
     status, err = _error(capsys, "site", str(study))
     assert status == 2
     assert err == (
-        "swar-bench study: error: --out site holds the site of study 'frontier' (its .swar-bench-site), "
+        "swar-bench study site: error: --out site holds the site of study 'frontier' (its .swar-bench-site), "
         "not of 'tiny'; expected another folder for the site of 'tiny', e.g. --out site_tiny\n"
     )
     assert (site / "index.html").read_text() == "frontier"
@@ -125,7 +125,7 @@ def test_a_study_name_that_is_a_record_name_is_refused_and_the_record_kept(tmp_p
     status, err = _error(capsys, "report", str(study))
     assert status == 2
     assert err == (
-        f"swar-bench study: error: {study}: name='GRU_tiny_lr0.003_seed0.fit' is invalid; expected letters, "
+        f"swar-bench study report: error: {study}: name='GRU_tiny_lr0.003_seed0.fit' is invalid; expected letters, "
         "digits, '_' and '-' (no '.': the report's <name>.json goes beside the records <run>.fit.json, "
         "<run>.test.json)\n"
     )
@@ -166,7 +166,7 @@ def test_no_study_name_can_name_a_record(tmp_path_factory, run, kind, tail):
 # ----------------------------------------------------------------- 4. a typo in the budget config
 
 TYPO_LINE = (
-    "swar-bench study: error: {study}: config {base}: unknown key data.eval_exampels (did you mean "
+    "swar-bench study {command}: error: {study}: config {base}: unknown key data.eval_exampels (did you mean "
     "data.eval_examples?); expected a key of swar-bench fit (swar-bench fit --help)\n"
 )
 
@@ -180,7 +180,7 @@ def test_a_typo_in_the_budget_config_is_refused_before_anything_runs(tmp_path, c
     study = _study(tmp_path, base=BASE.replace("eval_examples: 8", "eval_exampels: 16"))
     status, err = _error(capsys, command[0], str(study), *command[1:])
     assert status == 2 and no_runs == []
-    assert err == TYPO_LINE.format(study=study, base=tmp_path / "base.yaml")
+    assert err == TYPO_LINE.format(command=command[0], study=study, base=tmp_path / "base.yaml")
 
 
 def test_a_failed_rerun_stale_fit_keeps_the_old_records(tmp_path, capsys, monkeypatch):
@@ -277,7 +277,7 @@ def test_curve_points_with_a_batch_of_several_optimizer_steps_is_refused(tmp_pat
         status, err = _error(capsys, command, str(study))
         assert status == 2 and no_runs == []
         assert err == (
-            f"swar-bench study: error: {study}: curve_points=4 needs one optimizer step per training batch, but "
+            f"swar-bench study {command}: error: {study}: curve_points=4 needs one optimizer step per training batch, but "
             f"model.tbptt_steps=16 of {tmp_path / 'base.yaml'} cuts every n32 training sequence (at least 108 "
             "tokens) into chunks of one optimizer step each (model.step_per_chunk), and a fit validates every so "
             "many batches; expected model.tbptt_steps above the longest training sequence, model.step_per_chunk: "
@@ -341,7 +341,7 @@ def test_a_misspelt_task_is_named_not_its_entries(tmp_path, capsys, monkeypatch)
     status, err = _error(capsys, "status", str(study))
     assert status == 2
     assert err == (
-        f"swar-bench study: error: {study}: task='mqra' is unknown (did you mean mqar?); expected task: mqar "
+        f"swar-bench study status: error: {study}: task='mqra' is unknown (did you mean mqar?); expected task: mqar "
         "(an MQAR study), or no task (a study of the passkey task)\n"
     )
 
@@ -407,7 +407,7 @@ def test_a_key_given_twice_in_a_study_file_is_refused(tmp_path, capsys, no_runs)
         status, err = _error(capsys, command, str(study))
         assert status == 2 and no_runs == []
         assert err == (
-            f"swar-bench study: error: study file {str(study)!r}: key 'seeds' appears twice (lines 6 and 8); "
+            f"swar-bench study {command}: error: study file {str(study)!r}: key 'seeds' appears twice (lines 6 and 8); "
             "expected each key once (YAML would keep the last without a word)\n"
         )
 
@@ -439,7 +439,7 @@ def test_an_add_name_that_is_taken_says_so(tmp_path, capsys):
     status, err = _error(capsys, "run", str(_study(tmp_path)), "--add", "GRU", "--name", "GRU_tiny")
     assert status == 2
     assert err == (
-        "swar-bench study: error: --name='GRU_tiny' is taken by another mechanism of the study; expected another "
+        "swar-bench study run: error: --name='GRU_tiny' is taken by another mechanism of the study; expected another "
         "name (e.g. --name GRU_tiny_2)\n"
     )
 
@@ -521,7 +521,7 @@ def test_a_typo_in_the_budget_configs_logger_is_refused_before_anything_runs(tmp
     status, err = _error(capsys, "status", str(study))
     assert status == 2 and no_runs == []
     assert err == (
-        f"swar-bench study: error: {study}: config {tmp_path / 'base.yaml'}: unknown key "
+        f"swar-bench study status: error: {study}: config {tmp_path / 'base.yaml'}: unknown key "
         "trainer.logger.init_args.save_dirr (did you mean trainer.logger.init_args.save_dir?); expected the "
         f"arguments of lightning.pytorch.loggers.TensorBoardLogger ({TENSORBOARD_ARGS})\n"
     )

@@ -301,7 +301,7 @@ def test_slurm_launcher_without_sbatch_is_refused_in_one_line_before_anything(tm
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     assert main(["run", str(study), "--launcher", "slurm"]) == 2
     err = capsys.readouterr().err
-    assert err == ("swar-bench study: error: --launcher slurm: SLURM's sbatch was not found on PATH; expected a SLURM "
+    assert err == ("swar-bench study run: error: --launcher slurm: SLURM's sbatch was not found on PATH; expected a SLURM "
                    "login node where sbatch and squeue answer (or --launcher local)\n")
     assert not (tmp_path / "runs").exists() and not (tmp_path / "records").exists()
 
@@ -316,7 +316,7 @@ def test_slurm_launcher_without_sbatch_is_refused_in_one_line_before_anything(tm
 ])
 def test_slurm_options_need_the_slurm_launcher(tmp_path, capsys, args, message):
     assert main(["run", str(_study(tmp_path)), *args]) == 2
-    assert capsys.readouterr().err == f"swar-bench study: error: {message}\n"
+    assert capsys.readouterr().err == f"swar-bench study run: error: {message}\n"
 
 
 def _slurm_only_options() -> list[argparse.Action]:
@@ -344,7 +344,7 @@ def test_any_slurm_option_without_the_slurm_launcher_is_refused_naming_it(tmp_pa
         value = [data.draw(st.sampled_from(["gpu", "account=x", "exclusive", "30"]), label="value")]
     study = _study(tmp_path)
     assert main(["run", str(study), flag, *value]) == 2
-    assert capsys.readouterr().err == f"swar-bench study: error: {flag} is a SLURM option; expected --launcher slurm with it\n"
+    assert capsys.readouterr().err == f"swar-bench study run: error: {flag} is a SLURM option; expected --launcher slurm with it\n"
     assert not (tmp_path / "runs").exists() and not (tmp_path / "records").exists()
 
 

@@ -119,7 +119,7 @@ def test_run_from_other_code_is_refused_in_one_line_naming_the_commit(tmp_path, 
     assert main(["run", str(study)]) == 2
     err = capsys.readouterr().err.strip()
     assert err == (
-        f"swar-bench study: error: study tiny is pinned to training code {OTHER}; this checkout has {HERE}; "
+        f"swar-bench study run: error: study tiny is pinned to training code {OTHER}; this checkout has {HERE}; "
         f"run it from a checkout of commit {'b' * 12} (git worktree add ../tiny-code {'b' * 12})"
     )
     assert not (tmp_path / "runs").exists()
@@ -188,7 +188,7 @@ def test_the_reported_misspelt_entry_is_named_before_the_pin(tmp_path, capsys):
     """fault: `study run mqar_zoology.yaml --only Nope` from another checkout said the study was
     pinned; after switching checkouts the typo was refused then. The typo is any checkout's."""
     assert main(["run", str(_pinned_mqar(tmp_path)), "--only", "Nope"]) == 2
-    assert capsys.readouterr().err == ("swar-bench study: error: --only: no entry 'Nope' in the study; "
+    assert capsys.readouterr().err == ("swar-bench study run: error: --only: no entry 'Nope' in the study; "
                                        "expected some of A\n")
 
 

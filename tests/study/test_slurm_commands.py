@@ -57,7 +57,7 @@ def test_a_failing_squeue_is_one_line_naming_the_launcher(tmp_path, monkeypatch,
     monkeypatch.setenv("PATH", str(bin_))
     study = _study(tmp_path)
     assert _run_slurm(capsys, study) == (2, "", (
-        f"swar-bench study: error: --launcher slurm: SLURM's squeue failed (exit 1: squeue: fatal: {FATAL}); "
+        f"swar-bench study run: error: --launcher slurm: SLURM's squeue failed (exit 1: squeue: fatal: {FATAL}); "
         f"{EXPECTED}\n"))
     assert _nothing_made(tmp_path)
 
@@ -74,7 +74,7 @@ def test_a_failing_sbatch_is_one_line_and_leaves_nothing(tmp_path, monkeypatch, 
     study = _study(tmp_path)
     status, out, err = _run_slurm(capsys, study)
     assert (status, out) == (2, "")
-    assert err == (f"swar-bench study: error: --launcher slurm: submitting {TASKS} task(s): SLURM's sbatch failed "
+    assert err == (f"swar-bench study run: error: --launcher slurm: submitting {TASKS} task(s): SLURM's sbatch failed "
                    f"(exit 1: sbatch: fatal: {FATAL}); {EXPECTED}\n")
     assert _nothing_made(tmp_path)
 
@@ -88,7 +88,7 @@ def test_slurm_commands_not_on_path_are_one_line(tmp_path, monkeypatch, capsys, 
     monkeypatch.setenv("PATH", str(bin_))
     absent = next(t for t in ("sbatch", "squeue", "srun") if t not in present)
     assert _run_slurm(capsys, _study(tmp_path)) == (
-        2, "", f"swar-bench study: error: --launcher slurm: SLURM's {absent} was not found on PATH; {EXPECTED}\n")
+        2, "", f"swar-bench study run: error: --launcher slurm: SLURM's {absent} was not found on PATH; {EXPECTED}\n")
     assert _nothing_made(tmp_path)
 
 
@@ -118,7 +118,7 @@ def test_any_failing_slurm_command_is_one_line_quoting_its_last_line(tmp_path_fa
     assert (code, out) == (2, "") and err.count("\n") == 1, err
     doing = f"submitting {TASKS} task(s): " if tool == "sbatch" else ""
     quoted = f": {said[-1]}" if said else ""
-    assert err == f"swar-bench study: error: --launcher slurm: {doing}SLURM's {tool} failed (exit {status}{quoted}); {EXPECTED}\n"
+    assert err == f"swar-bench study run: error: --launcher slurm: {doing}SLURM's {tool} failed (exit {status}{quoted}); {EXPECTED}\n"
     assert _nothing_made(tmp)
 
 

@@ -65,7 +65,7 @@ def test_a_second_run_of_a_study_is_refused_while_the_first_runs(tmp_path):
                                 env=env, capture_output=True, text=True, timeout=300)
         assert second.returncode == 1, second.stderr
         assert second.stderr == (
-            f"swar-bench study: error: {tmp_path / 'runs'} is in use by pid {first.pid} on {socket.gethostname()}, "
+            f"swar-bench study run: error: {tmp_path / 'runs'} is in use by pid {first.pid} on {socket.gethostname()}, "
             f"swar-bench study run {study} since {second.stderr.split(' since ')[1].split(';')[0]}; expected one "
             "writer at a time: wait for it to end, or write into another folder\n"
         )
@@ -113,17 +113,17 @@ def test_a_report_that_cannot_be_written_is_one_line_and_writes_nothing(tmp_path
     (tmp_path / "afile").write_text("x")
     (tmp_path / "D" / "tiny.md").mkdir(parents=True)
     status, err = _error(capsys, "report", study, "--out", str(tmp_path / "afile" / "sub"))
-    assert (status, err) == (2, (f"swar-bench study: error: --out {tmp_path}/afile/sub: {tmp_path}/afile is a file; "
+    assert (status, err) == (2, (f"swar-bench study report: error: --out {tmp_path}/afile/sub: {tmp_path}/afile is a file; "
                                 "expected a folder (or a path to create one) for the report's tables and figures\n"))
     status, err = _error(capsys, "report", study, "--out", str(tmp_path / "D"))
-    assert (status, err) == (2, (f"swar-bench study: error: --out {tmp_path}/D: {tmp_path}/D/tiny.md is a folder; "
+    assert (status, err) == (2, (f"swar-bench study report: error: --out {tmp_path}/D: {tmp_path}/D/tiny.md is a folder; "
                                 "expected a file to replace, or nothing, at that name for the report's tables and "
                                 "figures\n"))
     assert sorted(p.name for p in (tmp_path / "D").rglob("*")) == ["tiny.md"]  # no figures, no temporary folder
     if sys.platform == "linux":
         status, err = _error(capsys, "report", study, "--out", "/proc/xx")
         assert status == 2 and err.count("\n") == 1 and not os.path.exists("/proc/xx")
-        assert err.startswith("swar-bench study: error: --out /proc/xx: /proc cannot be written (")
+        assert err.startswith("swar-bench study report: error: --out /proc/xx: /proc cannot be written (")
         assert err.endswith("); expected a writable folder for the report's tables and figures\n")
 
 
@@ -165,12 +165,12 @@ def test_study_file_and_out_errors_say_what_was_expected(tmp_path, capsys):
     (tmp_path / "bad.yaml").write_text("name: x\n  bad: [\nfoo: 1\n")
     expected = "expected a study file in YAML, such as configs/studies/frontier.yaml"
     assert _error(capsys, "site", study, "--out", str(tmp_path / "afile" / "sub")) == (
-        2, (f"swar-bench study: error: --out {tmp_path}/afile/sub: {tmp_path}/afile is a file; expected a folder "
+        2, (f"swar-bench study site: error: --out {tmp_path}/afile/sub: {tmp_path}/afile is a file; expected a folder "
            "(or a path to create one) for the site\n"))
     assert _error(capsys, "status", str(tmp_path)) == (
-        2, f"swar-bench study: error: study file '{tmp_path}' is a folder; {expected}\n")
+        2, f"swar-bench study status: error: study file '{tmp_path}' is a folder; {expected}\n")
     assert _error(capsys, "status", str(tmp_path / "bad.yaml")) == (
-        2, (f"swar-bench study: error: study file '{tmp_path}/bad.yaml' is not valid YAML at line 2 (mapping values "
+        2, (f"swar-bench study status: error: study file '{tmp_path}/bad.yaml' is not valid YAML at line 2 (mapping values "
            f"are not allowed here); {expected}\n"))
 
 

@@ -86,13 +86,13 @@ def test_text_that_is_no_number_is_named_with_what_was_expected(tmp_path, capsys
     study = _study(tmp_path, "learning_rates: [1e-3, abc]\n")
     status, err = _error(capsys, "run", str(study))
     assert status == 2 and err == (
-        f"swar-bench study: error: {study}: learning_rates[1]='abc' is invalid; expected a positive learning "
+        f"swar-bench study run: error: {study}: learning_rates[1]='abc' is invalid; expected a positive learning "
         "rate, a number such as 1e-3\n"
     )
     mqar = write(tmp_path, put(mqar_study(tmp_path), ("learning_rates",), ["1e-3", "abc"]))
     status, err = _error(capsys, "status", str(mqar))
     assert status == 2 and err == (
-        f"swar-bench study: error: {mqar}: learning_rates[1]='abc'; expected a positive number such as 1e-3\n"
+        f"swar-bench study status: error: {mqar}: learning_rates[1]='abc'; expected a positive number such as 1e-3\n"
     )
 
 
@@ -106,7 +106,7 @@ def test_text_that_is_no_number_is_named_with_what_was_expected(tmp_path, capsys
 def test_an_integer_field_takes_no_fraction_and_no_field_takes_a_bool(tmp_path, capsys, extra, line):
     study = _study(tmp_path, extra)
     status, err = _error(capsys, "status", str(study))
-    assert status == 2 and err == f"swar-bench study: error: {study}: {line}\n"
+    assert status == 2 and err == f"swar-bench study status: error: {study}: {line}\n"
 
 
 def test_integer_text_is_an_integer_as_fit_reads_it(tmp_path):
@@ -223,7 +223,7 @@ def test_the_reported_mqar_entry_is_named(tmp_path, capsys):
     path = write(tmp_path, study)
     status, err = _error(capsys, "status", str(path))
     assert status == 2 and err == (
-        f"swar-bench study: error: {path}: entries[4] (Mamba_T64_d64): d_model=0; expected an integer >= 1\n"
+        f"swar-bench study status: error: {path}: entries[4] (Mamba_T64_d64): d_model=0; expected an integer >= 1\n"
     )
 
 
@@ -268,7 +268,7 @@ def test_the_reported_huge_seed_count_is_one_line(tmp_path, capsys):
     study = _study(tmp_path, "seeds: 99999999999\n")
     assert main(["status", str(study)]) == 2
     assert capsys.readouterr().err == (
-        f"swar-bench study: error: {study}: seeds=99999999999 is invalid; expected an integer from 1 to 1000\n")
+        f"swar-bench study status: error: {study}: seeds=99999999999 is invalid; expected an integer from 1 to 1000\n")
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -183,7 +183,7 @@ def test_the_reported_report_stopped_by_sigterm_says_so(tmp_path):
             proc.kill()
             proc.wait()
     assert proc.returncode == 143, stderr
-    assert stderr == "swar-bench study: terminated (SIGTERM)\n" and stdout == ""
+    assert stderr == "swar-bench study report: terminated (SIGTERM)\n" and stdout == ""
     assert not out.exists()
 
 
@@ -216,7 +216,7 @@ def test_every_study_command_is_stopped_with_one_line(tmp_path_factory, monkeypa
     err = capsys.readouterr().err
     assert seen == [interrupts.on_sigterm]
     said = {None: (2, "error: stopped here"), "sigterm": (143, "terminated (SIGTERM)"), "ctrl-c": (130, "interrupted")}[stop]
-    assert (status, err) == (said[0], f"swar-bench study: {said[1]}\n")
+    assert (status, err) == (said[0], f"swar-bench study {command}: {said[1]}\n")
     assert (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)) == before
 
 

@@ -160,7 +160,7 @@ def test_a_misspelt_init_arg_is_refused_by_every_command_before_anything_runs(tm
     out = ["--out", str(tmp_path / "out")] if command in ("report", "site") else []
     assert main([command, str(study), *out]) == 2
     err = capsys.readouterr().err
-    assert err == f"swar-bench study: error: {study}: {REPORTED_LINE}\n"
+    assert err == f"swar-bench study {command}: error: {study}: {REPORTED_LINE}\n"
     assert not any((tmp_path / d).exists() for d in ("runs", "records", "out"))
 
 
@@ -205,7 +205,7 @@ def test_a_retry_steps_factor_of_1_is_refused_in_one_line(tmp_path, capsys):
     study = _study(tmp_path, "retry_steps_factor: 1\n", GRU1)
     assert main(["status", str(study)]) == 2
     assert capsys.readouterr().err == (
-        f"swar-bench study: error: {study}: retry_steps_factor=1 is invalid; expected an integer > 1 (the retry "
+        f"swar-bench study status: error: {study}: retry_steps_factor=1 is invalid; expected an integer > 1 (the retry "
         "of a non-learner trains retry_steps_factor times the steps of its seed-0 fit; 1 would repeat that fit)\n")
 
 
