@@ -11,8 +11,39 @@ from __future__ import annotations
 
 import re
 
-from swar_bench.config_errors import class_arguments, option_source
+from swar_bench.config_errors import class_arguments, option_source, typed_value
 from swar_bench.utils.text import did_you_mean
+
+
+def typed_flag(argv: list[str], option: str, name: str) -> str:
+    """The dotted option of the init arg ``name`` of the class-typed ``option`` as ``argv`` typed it
+    (``trainer.logger.max_queue`` or ``trainer.logger.init_args.max_queue``, the last one given),
+    else ``OPTION.init_args.NAME``."""
+    flags = [a.partition("=")[0].removeprefix("--").rstrip("+") for a in argv if a.startswith(f"--{option}.")]
+    return next((f for f in reversed(flags) if f.rsplit(".", 1)[-1] == name), f"{option}.init_args.{name}")
+
+
+def class_value_line(option: str, reason: str, class_path: str, argv: list[str], source: str | None = None) -> str:
+    """The one line for a value refused for an init arg of ``class_path`` given to a class-typed
+    option, said as every other option's refused value is: the dotted ``option`` and the value as
+    typed, then what it expects, ``--trainer.logger.max_queue=abc: expected an integer (an argument
+    of lightning.pytorch.loggers.TensorBoardLogger)``, or the ``--config`` file and key that set it
+    (``source``: ``--config=/abs/run.yaml: trainer.logger.init_args.max_queue=abc: ...``).
+    ``reason``: jsonargparse's ``Expected int. Got value: abc`` (``utils.type_lines``) or
+    ``Got value: 0; expected a positive integer``; another reason is kept as it is."""
+    from swar_bench.utils.type_lines import type_refusal_line
+
+    note = f" (an argument of {class_path})"
+    got = re.search(r"Got value: (.*?)(?:; expected (.*))?$", reason)
+    if got is not None:
+        typed = None if source is not None else typed_value(argv, option, "") or None  # None: not on the command line
+        if got.group(2) is not None:  # our own range check of the value
+            lead = f"{source}: {option}={got.group(1)}" if source is not None else f"--{option}={typed or got.group(1)}"
+            return f"{lead}: expected {got.group(2)}{note}"
+        line = type_refusal_line(option, reason, got.group(1), typed, source, note=note)
+        if line is not None:
+            return line
+    return f"{source}: {option}: {reason}{note}" if source is not None else f"--{option}: {reason}{note}"
 
 
 def _type_names(text: str) -> str:
@@ -82,8 +113,5 @@ def class_item_line(message: str, argv: list[str]) -> str | None:
         return None
     name = arg.group(1)
     if nested is not None and nested.group(1) == name:
-        flags = [a.partition("=")[0] for a in argv if a.startswith(f"--{option}.")]
-        where = next((f for f in reversed(flags) if f.rsplit(".", 1)[-1] == name), f"--{option}.init_args.{name}")
-    else:
-        where = f"{source}: {option}.init_args.{name}" if source is not None else f"--{option}.init_args.{name}"
-    return f"{where}: {reason} (an argument of {class_path})"
+        return class_value_line(typed_flag(argv, option, name), reason, class_path, argv)
+    return class_value_line(f"{option}.init_args.{name}", reason, class_path, argv, source)

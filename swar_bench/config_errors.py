@@ -276,7 +276,9 @@ def nested_class_arg_line(message: str, argv: list[str]) -> str | None:
         if refused is None or refused.group(1) != name:
             return None
         reason = re.sub(r"<class '([^']+)'>", r"\1", re.sub(r"Expected an? <class '([^']+)'>", r"Expected \1", refused.group(2)))
-        return f"{typed}: {reason} (an argument of {class_path})"
+        from swar_bench.class_item_errors import class_value_line
+
+        return class_value_line(typed.removeprefix("--").rstrip("+"), reason, class_path, argv)
     accepted = class_arguments(class_path, follow_kwargs=True) or []
     close = closest_name(name, accepted)
     suggestion = f" (did you mean {typed.rstrip('+')[: -len(name)]}{close}?)" if close else ""

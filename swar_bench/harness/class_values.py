@@ -68,7 +68,7 @@ def arg_problem(class_path: str, name: str, value: Any, logger: bool) -> str | N
     if not _fits(value, kind):
         return f"Expected {kind.__name__}. Got value: {value}"
     if logger and kind is int and isinstance(default, int) and not isinstance(default, bool) and default > 0 and value < 1:
-        return f"Got value: {value}; expected a positive int"
+        return f"Got value: {value}; expected a positive integer"
     return None
 
 
@@ -99,6 +99,8 @@ def class_arg_problem(cfg: Any, argv: list[str]) -> str | None:
                     continue
                 key = f"{option}.init_args.{name}"
                 source = option_source(argv, key, str(value))
-                where = f"{source}: {key}" if source is not None else f"--{key}"
-                return f"{where}: {problem} (an argument of {class_path})"
+                from swar_bench.class_item_errors import class_value_line, typed_flag
+
+                return class_value_line(key if source is not None else typed_flag(argv, option, name), problem,
+                                        class_path, argv, source)
     return None

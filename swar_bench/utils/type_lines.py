@@ -37,7 +37,7 @@ def numeric_types(reason: str) -> set[str] | None:
     if found is None:
         return None
     types = {t.strip() for t in found.group(1).split(",")}
-    return types if types <= NUMERIC and types & {"int", "float"} else None
+    return types if types <= NUMERIC and types & {"int", "float", "bool"} else None
 
 
 def generic_expected(types: set[str]) -> str:
@@ -45,7 +45,8 @@ def generic_expected(types: set[str]) -> str:
     false or an integer``."""
     words = ["null"] if "None" in types else []
     words += ["true", "false"] if "bool" in types else []
-    words.append("a finite number" if "float" in types else "an integer")
+    if types & {"int", "float"}:
+        words.append("a finite number" if "float" in types else "an integer")
     return ", ".join(words[:-1]) + " or " + words[-1] if len(words) > 1 else words[0]
 
 

@@ -43,12 +43,12 @@ def test_the_reported_logger_typo_names_the_option_and_the_argument_meant(
     [
         (
             ["--trainer.logger.init_args.log_graph=abc"],
-            f"--trainer.logger.init_args.log_graph: Expected bool. Got value: abc (an argument of {TENSORBOARD})",
+            f"--trainer.logger.init_args.log_graph=abc: expected true or false (an argument of {TENSORBOARD})",
         ),
         (
             ["--trainer.callbacks+=EarlyStopping", "--trainer.callbacks.init_args.patience=abc"],
             (
-                "--trainer.callbacks.init_args.patience: Expected int. Got value: abc (an argument of "
+                "--trainer.callbacks.init_args.patience=abc: expected an integer (an argument of "
                 "lightning.pytorch.callbacks.EarlyStopping)"
             ),
         ),
@@ -112,3 +112,35 @@ def test_any_misspelt_class_argument_is_one_line_with_the_argument_meant(
     assert line.endswith(listed) and "--config" not in line
     meant = line.split("(did you mean ")[1].split("?)")[0]
     assert meant.rsplit(".", 1)[-1] in accepted
+
+
+TYPED_ARGS = [  # (option, its class given, argument, what its type expects)
+    ("trainer.logger", [], "max_queue", "an integer"),  # unannotated: checked by harness.class_values
+    ("trainer.logger", [], "log_graph", "true or false"),
+    ("trainer.logger", ["--trainer.logger=CSVLogger"], "flush_logs_every_n_steps", "an integer"),
+    ("trainer.callbacks", ["--trainer.callbacks+=EarlyStopping"], "patience", "an integer"),
+    ("trainer.callbacks", ["--trainer.callbacks+=EarlyStopping"], "min_delta", "a finite number"),
+    ("trainer.callbacks", ["--trainer.callbacks+=EarlyStopping"], "strict", "true or false"),
+    ("trainer.callbacks", ["--trainer.callbacks+=ModelCheckpoint"], "every_n_epochs", "null or an integer"),
+]
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(arg=st.sampled_from(TYPED_ARGS), word=st.text(alphabet="abcxyz", min_size=1, max_size=6),
+       long_form=st.booleans(), spaced=st.booleans())
+def test_any_word_for_a_typed_class_argument_is_said_as_other_options_say_it(capsys, tmp_path, monkeypatch, arg,
+                                                                            word, long_form, spaced):
+    """The kind: a word for an int, float or bool argument of a class given to a class-typed option,
+    in either spelling of the option: one line naming the option and the value as typed and what
+    the type expects (the lines said jsonargparse's "Expected bool. Got value: abc")."""
+    monkeypatch.chdir(tmp_path)
+    option, chosen, name, expected = arg
+    if word in ("yes", "no", "on", "off", "y", "n", "true", "false", "null"):
+        return  # YAML reads these as booleans or null
+    flag = f"--{option}.{'init_args.' if long_form else ''}{name}"
+    given = [flag, word] if spaced else [f"{flag}={word}"]
+    assert main(["fit", "--config", QUICKSTART, "--trainer.fast_dev_run=true", *chosen, *given]) == 2
+    class_path = "lightning.pytorch." + {"trainer.logger": "loggers.", "trainer.callbacks": "callbacks."}[option]
+    assert one_error_line(capsys) == (
+        f"swar-bench: error: {flag}={word}: expected {expected} (an argument of {class_path}"
+        f"{(chosen[0].split('=')[-1] if chosen else 'TensorBoardLogger')})")

@@ -1,6 +1,6 @@
 """An init arg of a logger (or callback) that jsonargparse passes unchecked, an argument with no
 annotation typed ``Union[int, Untyped]`` from its default (``TensorBoardLogger``'s ``max_queue``,
-``flush_secs``), is refused as a typed one is (``Expected int. Got value: ten``), and a logger's
+``flush_secs``), is refused as a typed one is (``--trainer.logger.max_queue=ten: expected an integer``), and a logger's
 count or period that is not positive too, in one line before anything runs."""
 
 from __future__ import annotations
@@ -31,8 +31,10 @@ def test_the_reported_max_queue_word_is_one_line(capsys):
     code, err = _lines(capsys, ["fit", "--config", QUICKSTART, "--trainer.fast_dev_run=true",
                                 "--trainer.logger.init_args.max_queue=ten"])
     assert code == 2
-    assert err == [(f"swar-bench: error: --trainer.logger.init_args.max_queue: Expected int. Got value: ten (an argument "
-                   f"of {TENSORBOARD})")]
+    assert err == [f"swar-bench: error: --trainer.logger.init_args.max_queue=ten: expected an integer (an argument of {TENSORBOARD})"]
+    # the option as typed, its short form included (the line named the long form and said "Expected int")
+    code, err = _lines(capsys, ["fit", "--config", QUICKSTART, "--trainer.fast_dev_run=true", "--trainer.logger.max_queue=abc"])
+    assert (code, err) == (2, [f"swar-bench: error: --trainer.logger.max_queue=abc: expected an integer (an argument of {TENSORBOARD})"])
 
 
 def test_the_reported_negative_flush_secs_in_a_config_file_names_the_file(capsys, tmp_path):
@@ -41,8 +43,8 @@ def test_the_reported_negative_flush_secs_in_a_config_file_names_the_file(capsys
                       "      flush_secs: -5\n")
     code, err = _lines(capsys, ["fit", "--config", QUICKSTART, "--config", str(config)])
     assert code == 2
-    assert err == [(f"swar-bench: error: --config={config}: trainer.logger.init_args.flush_secs: Got value: -5; expected "
-                   f"a positive int (an argument of {TENSORBOARD})")]
+    assert err == [(f"swar-bench: error: --config={config}: trainer.logger.init_args.flush_secs=-5: expected "
+                   f"a positive integer (an argument of {TENSORBOARD})")]
 
 
 def _int_args(path):
@@ -70,8 +72,9 @@ def test_any_bad_int_logger_arg_is_one_line_naming_it(arg, value):
     path, name = arg
     line = class_arg_problem(_cfg(path, name, value), [])
     assert line is not None and "\n" not in line
-    assert line.startswith(f"--trainer.logger.init_args.{name}: ") and f"Got value: {value}" in line
-    assert line.endswith(f"(an argument of {path})")
+    shown = {True: "true", False: "false"}.get(value, value) if isinstance(value, bool) else value
+    assert line.startswith(f"--trainer.logger.init_args.{name}={shown}: expected ")
+    assert line.endswith((f": expected an integer (an argument of {path})", f": expected a positive integer (an argument of {path})"))
 
 
 @settings(max_examples=30, deadline=None)
