@@ -182,6 +182,11 @@ def parse_error_line(message: str, argv: list[str] | None = None, expected: Call
             return typed
     if value is not None and re.fullmatch(LIST_TYPES, reason):
         return list_expected_line(option, value, source)
+    size = re.match(r"Expected a tuple with (\d+) elements\. Got value:", reason)
+    if value is not None and size is not None:  # --model.betas=[0.9]: the option's own words, else the count
+        known = expected(option) if expected is not None else None
+        lead = f"{source}: {option}={value}" if source is not None else f"--{option}={value}"
+        return f"{lead}{known or f': expected {size.group(1)} values'}{note}"
     from swar_bench.utils.choices import choices_line
 
     choices = choices_line(option, value, reason, source) if value is not None else None  # a Literal's values

@@ -43,6 +43,11 @@ def test_a_beta_outside_0_1_is_named_before_training(tmp_path, capsys):
     assert one_error_line(capsys, "swar-bench") == ("swar-bench: error: --model.betas=[0.9, 1.5]: expected two numbers in [0, 1) "
                               "(Adam's beta1 and beta2, e.g. [0.9, 0.95])")
     assert not any(tmp_path.iterdir())  # refused before anything was written
+    # reported: one beta, or three, got jsonargparse's "Expected a tuple with 2 elements. Got value: [0.9]"
+    for typed in ("[0.9]", "[0.9, 0.9, 0.9]", "[]"):
+        assert main(["fit", "--config", QUICKSTART, f"--model.betas={typed}", f"--trainer.default_root_dir={tmp_path}"]) == 2
+        assert one_error_line(capsys, "swar-bench") == (f"swar-bench: error: --model.betas={typed}: expected two numbers "
+                                                       "in [0, 1) (Adam's beta1 and beta2, e.g. [0.9, 0.95])")
 
 
 def test_an_mqar_cache_dir_that_is_a_file_is_named(tmp_path, capsys, a_file):
@@ -170,9 +175,28 @@ def test_any_invalid_value_on_the_command_line_is_refused_naming_it(a_file, tmp_
     """The kind, end to end: the command line's value reaches the check and the one line names it."""
     option = data.draw(st.sampled_from(["seed_everything", "data.seed", "model.betas", "model.max_steps"]))
     bad = data.draw(_invalid(option, a_file).filter(lambda v: not isinstance(v, float) or math.isfinite(v)))
-    if option == "model.betas" and (len(bad) != 2 or not all(math.isfinite(b) for b in bad)):
-        return  # a pair of finite floats is what the parser itself lets through
+    if option == "model.betas" and not all(math.isfinite(b) for b in bad):
+        return  # finite floats (a pair, or too few or many: said in the same words, not "Expected a tuple")
     typed = shown(bad)
     capsys.readouterr()
     assert main(["fit", "--config", QUICKSTART, f"--{option}={typed}", f"--trainer.default_root_dir={tmp_path}"]) == 2
     assert one_error_line(capsys, "swar-bench").startswith(f"swar-bench: error: --{option}={typed}: expected ")
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(betas=st.lists(st.floats(0.0, 0.99).map(lambda b: round(b, 2)), max_size=4).filter(lambda v: len(v) != 2),
+       in_file=st.booleans())
+def test_any_number_of_betas_but_two_is_said_in_the_options_words(tmp_path_factory, capsys, betas, in_file):
+    """The kind: a tuple option given too few or too many items, on the command line or in a
+    --config file, is said in the option's own words (not "Expected a tuple with 2 elements")."""
+    folder = tmp_path_factory.mktemp("b")
+    typed = shown(betas)
+    if in_file:
+        config = folder / "b.yaml"
+        config.write_text(f"model:\n  betas: {typed}\n")
+        given, lead = ["--config", str(config)], f"--config={config}: model.betas={typed}"
+    else:
+        given, lead = [f"--model.betas={typed}"], f"--model.betas={typed}"
+    assert main(["fit", "--config", QUICKSTART, *given, f"--trainer.default_root_dir={folder}"]) == 2
+    assert one_error_line(capsys, "swar-bench") == (f"swar-bench: error: {lead}: expected two numbers in [0, 1) "
+                                                   "(Adam's beta1 and beta2, e.g. [0.9, 0.95])")
