@@ -12,10 +12,10 @@ import re
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from test_repeated_options import PARSERS
 
 from swar_bench.cli import main
 from swar_bench.utils.help_format import plain_rst
+from tests.test_repeated_options import PARSERS
 
 MARKUP = re.compile(r"``|:(?:py:)?[a-z]+:`")
 
