@@ -17,7 +17,7 @@ from swar_bench.cli import main
 from swar_bench.utils.help_format import plain_rst
 from tests.test_repeated_options import PARSERS
 
-MARKUP = re.compile(r"``|:(?:py:)?[a-z]+:`")
+MARKUP = re.compile(r"``|:(?:py:)?[a-z]+:`|>`_|\.\. [a-z]+::")
 
 
 def _help(capsys, argv: list[str]) -> str:
@@ -77,3 +77,5 @@ def test_plain_rst_keeps_the_name_and_drops_the_markup(before, name, role, tilde
     shown = name.rsplit(".", 1)[-1] if tilde else name
     assert plain_rst(f"{before}:{role}:`{'~' if tilde else ''}{name}` x") == f"{before}`{shown}` x"
     assert not MARKUP.search(plain_rst(f"{before}:{role}:`{name}` and ``{name}``"))
+    assert plain_rst(f"{before}`{name} notes <https://x.org/{name}>`_.") == f"{before}{name} notes (https://x.org/{name})."
+    assert plain_rst(f"{before}.. warning:: {name}") == f"{before}Warning: {name}"
