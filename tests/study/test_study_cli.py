@@ -133,7 +133,20 @@ def _swar_bench(*args: str) -> subprocess.CompletedProcess:
     )
 
 
-def test_a_tiny_study_runs_records_and_resumes(tmp_path):
+def _in_process(capsys, monkeypatch, *args: str) -> subprocess.CompletedProcess:
+    """``swar-bench ARGS`` run by this process (the same ``main``; no interpreter to start), for the
+    commands of an end-to-end test that start no fit: status, report, a run with nothing to do or
+    refused."""
+    from swar_bench.cli import main
+
+    monkeypatch.chdir(ROOT)
+    capsys.readouterr()
+    code = main(list(args))
+    out = capsys.readouterr()
+    return subprocess.CompletedProcess(list(args), code, out.out, out.err)
+
+
+def test_a_tiny_study_runs_records_and_resumes(tmp_path, capsys, monkeypatch):
     """Two learning rates on one selection seed, two seeds, gate 0 (everything is tested): every fit and
     test leaves a record with provenance and a curve; a second run trains nothing; a record of other
     code stops the run in one line."""
@@ -174,16 +187,16 @@ def test_a_tiny_study_runs_records_and_resumes(tmp_path):
     assert {row[0] for row in test["accuracy"]} == {32, 64}
     assert any(row[1] == ">16384" or row[0] == 64 for row in test["accuracy_by_key_age"])
 
-    again = _swar_bench("study", "run", str(study))
+    again = _in_process(capsys, monkeypatch, "study", "run", str(study))
     assert (
         again.returncode == 0
         and "study: fit" not in again.stdout
         and "study: test" not in again.stdout
     )
-    status = _swar_bench("study", "status", str(study))
+    status = _in_process(capsys, monkeypatch, "study", "status", str(study))
     assert status.returncode == 0 and "study: 5 done (5 runs planned now)" in status.stdout
 
-    report = _swar_bench("study", "report", str(study), "--out", str(tmp_path / "report"))
+    report = _in_process(capsys, monkeypatch, "study", "report", str(study), "--out", str(tmp_path / "report"))
     assert report.returncode == 0, report.stderr
     page = (tmp_path / "report" / "tiny.md").read_text()
     assert "| GRU_tiny | 2 |" in page and (tmp_path / "report" / "figures" / "tiny_curves.png").stat().st_size > 0
@@ -192,7 +205,7 @@ def test_a_tiny_study_runs_records_and_resumes(tmp_path):
     record = json.loads(path.read_text())
     record["code"] = {"commit": "0" * 40, "dirty": False, "fingerprint": "other"}
     path.write_text(json.dumps(record))
-    stale = _swar_bench("study", "run", str(study))
+    stale = _in_process(capsys, monkeypatch, "study", "run", str(study))
     assert stale.returncode == 2 and stale.stderr.count("\n") == 1
     assert "was made by other code" in stale.stderr and "--rerun-stale" in stale.stderr
 
@@ -241,7 +254,7 @@ def _swar_bench_with(path: Path, *args: str) -> subprocess.CompletedProcess:
                           text=True, timeout=900, env=env)
 
 
-def test_add_puts_an_outside_layer_beside_the_committed_baselines(tmp_path):
+def test_add_puts_an_outside_layer_beside_the_committed_baselines(tmp_path, capsys, monkeypatch, request):
     """`run --add` refuses a layer that fails check-mechanism (naming the check, nothing trained or
     written), trains and tests only a conforming layer, and `report` places it beside the baseline;
     a baseline record of other code stops `--add` in one line naming it."""
@@ -253,7 +266,10 @@ def test_add_puts_an_outside_layer_beside_the_committed_baselines(tmp_path):
     baseline = {p.name: p.stat().st_mtime_ns for p in records.glob("*.json")}
     assert set(baseline) == {"GRU_tiny_lr0.003_seed0.fit.json", "GRU_tiny_lr0.003_seed0.test.json"}
 
-    bad = _swar_bench_with(tmp_path, "study", "run", str(study), "--add", "mylayers.Forgetful",
+    monkeypatch.syspath_prepend(str(tmp_path))  # mylayers, for the commands run in this process
+    sys.modules.pop("mylayers", None)
+    request.addfinalizer(lambda: sys.modules.pop("mylayers", None))  # no other test sees this module
+    bad = _in_process(capsys, monkeypatch, "study", "run", str(study), "--add", "mylayers.Forgetful",
                            "--init-args", '{"vocab_size": 40, "d_model": 8, "n_layers": 1}')
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1, bad.stderr
     assert "fails check-mechanism (streaming, random splits:" in bad.stderr
@@ -266,24 +282,24 @@ def test_add_puts_an_outside_layer_beside_the_committed_baselines(tmp_path):
                                                               "MyGRU_lr0.003_seed0.test.json"}
     assert {p.name: p.stat().st_mtime_ns for p in records.glob("GRU_tiny*.json")} == baseline  # not retrained
     assert json.loads((records / "added" / "MyGRU.json").read_text())["class_path"] == "mylayers.MyGRU"
-    assert _swar_bench_with(tmp_path, "study", "report", str(study)).returncode == 0
+    assert _in_process(capsys, monkeypatch, "study", "report", str(study)).returncode == 0
     frontier = (records / "tiny.md").read_text().split("## The frontier at n64")[1].split("##")[0]
     assert "| GRU_tiny | 1 |" in frontier and "| MyGRU | 1 |" in frontier
-    status = _swar_bench_with(tmp_path, "study", "status", str(study))
+    status = _in_process(capsys, monkeypatch, "study", "status", str(study))
     assert "study: 4 done (4 runs planned now)" in status.stdout
 
     path = records / "GRU_tiny_lr0.003_seed0.fit.json"
     record = json.loads(path.read_text())
     record["code"] = {"commit": "0" * 40, "dirty": False, "fingerprint": "other"}
     path.write_text(json.dumps(record))
-    stale = _swar_bench_with(tmp_path, "study", "run", str(study), "--add", "mylayers.MyGRU",
+    stale = _in_process(capsys, monkeypatch, "study", "run", str(study), "--add", "mylayers.MyGRU",
                              "--init-args", '{"vocab_size": 40, "d_model": 8, "n_layers": 1}')
     assert stale.returncode == 2 and stale.stderr.count("\n") == 1
     assert "stale baseline records (of other code, or of a config file changed since): GRU_tiny (" in stale.stderr
     assert "--rerun-stale" in stale.stderr
 
 
-def test_arms_with_their_own_budget_run_at_the_rate_of_their_source(tmp_path):
+def test_arms_with_their_own_budget_run_at_the_rate_of_their_source(tmp_path, capsys, monkeypatch):
     """A length-curriculum comparison: arm `Long` trains on its own budget config (`base`: other N,
     a FLOP-style cap far above its schedule horizon) at the rate arm `Short` chose
     (`learning_rate_from`), with no grid of its own; validation follows the schedule horizon."""
@@ -296,7 +312,7 @@ def test_arms_with_their_own_budget_run_at_the_rate_of_their_source(tmp_path):
             "    learning_rate_from: Short\n")
     study = _study(tmp_path, "learning_rates: [1.0e-3, 3.0e-3]\nextra_learning_rates: {below: [], above: []}\n"
                              "selection_seeds: 1\nseeds: 1\ncurve_points: 2\ngate: {ar_valid: 0.0}\n", arms)
-    waiting = _swar_bench("study", "status", str(study))
+    waiting = _in_process(capsys, monkeypatch, "study", "status", str(study))
     assert waiting.returncode == 0 and "Long" not in waiting.stdout  # nothing planned before Short chose
     run = _swar_bench("study", "run", str(study))
     assert run.returncode == 0, run.stdout + run.stderr
