@@ -67,6 +67,8 @@ import torch
 from lightning.pytorch.callbacks import ModelCheckpoint, ModelSummary
 from lightning.pytorch.cli import LightningCLI
 
+from swar_bench.callbacks.distributed_stop import DistributedStop
+
 # The names below keep importing from here (``from swar_bench.lightning_cli import ...``), where
 # they were defined before the command line was split into swar_bench/harness/.
 from swar_bench.callbacks.flops_summary import FlopsPerTokenSummary
@@ -429,6 +431,7 @@ class SwarBenchCLI(LightningCLI):
 
             trainer.strategy._timeout = timedelta(seconds=float(timeout))
         trainer.callbacks.append(StopCheck())
+        trainer.callbacks.append(DistributedStop())  # SIGTERM in a DDP / FSDP run: every rank stops at one batch
         if trainer.fast_dev_run:  # Lightning skips every save then, except save_last at train end
             for cb in trainer.checkpoint_callbacks:
                 cb.save_last = False
