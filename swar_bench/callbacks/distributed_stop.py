@@ -3,7 +3,7 @@
 Lightning's SIGTERM handler (2.6) runs a ``torch.distributed.broadcast`` inside the signal
 handler, wherever the signal lands. In a DDP or FSDP fit the other ranks are then in the
 backward pass's all-reduce (or another collective) and never join that broadcast: the ranks wait
-for each other until the collective timeout (``--collective_timeout``, 30 minutes by default), so
+for each other until the collective timeout (``--collective_timeout``, 600 s by default), so
 ``timeout 600 swar-bench fit ...``, ``kill PID`` or a scheduler's SIGTERM hung the run.
 
 This callback (the ``swar-bench`` CLI always adds it; it does nothing in a one-process run)
