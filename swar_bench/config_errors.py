@@ -571,5 +571,8 @@ def unknown_keys_line(source: str, unknown: list[tuple[str, str | None]], comman
     for model.mechanism.init_args the arguments of GRU (vocab_size, ...)``)."""
     shown = ", ".join(f"{key} (did you mean {close}?)" if close else key for key, close in unknown)
     noun = "key" if len(unknown) == 1 else "keys"
-    line = f"{source}: unknown {noun} {shown}; expected options of swar-bench {command} (swar-bench {command} --help)"
+    from swar_bench.utils.option_table import own_optimizer_note
+
+    note = own_optimizer_note([key for key, _ in unknown])
+    line = f"{source}: unknown {noun} {shown}; expected options of swar-bench {command}{note} (swar-bench {command} --help)"
     return line + "".join(f", and for {where} {what}" for where, what in (takes or {}).items())

@@ -247,6 +247,11 @@ class SwarBenchCLI(LightningCLI):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self._held = contextlib.ExitStack()  # the folder locks of a fit (fit_lock_folders), for the whole run
         self._held_folders: set[str] = set()
+        # TBPTTModule builds its own AdamW and warmup-cosine schedule (model.lr, model.weight_decay,
+        # model.betas, model.warmup_steps, ...) and steps them itself (manual optimization, one step
+        # per TBPTT chunk): LightningCLI's --optimizer / --lr_scheduler would be ignored or crash
+        # that loop, so they are not options (refused as unknown, naming the model.* options)
+        kwargs.setdefault("auto_configure_optimizers", False)
         with self._held:
             super().__init__(*args, **kwargs)
 

@@ -28,6 +28,7 @@ from swar_bench.utils.option_table import (  # noqa: F401 - the table lives belo
     _parameters,
     known_options,
     nested_fields,
+    own_optimizer_note,
 )
 from swar_bench.utils.text import closest_name
 
@@ -137,4 +138,5 @@ def unknown_options_line(argv: list[str], nested_only: bool = False) -> str | No
     if keys and all(any(flag.startswith(f"--{o}.") for o in mappings) for flag, _ in unknown):
         return f"unknown {noun} {shown}; expected {keys}"
     keys = f" ({keys})" if keys else ""
-    return f"unknown {noun} {shown}; expected options of swar-bench {argv[0]}{keys} (swar-bench {argv[0]} --help)"
+    note = own_optimizer_note([flag for flag, _ in unknown])
+    return f"unknown {noun} {shown}; expected options of swar-bench {argv[0]}{keys}{note} (swar-bench {argv[0]} --help)"

@@ -34,9 +34,25 @@ NESTED = {
 """Mapping option -> (top-level package, file in it, dataclass) whose fields are its keys
 (``--data.mqar.num_kv_pairs 8``; ``PasskeySwarDataModule(mqar=...)`` is a ``dict``)."""
 
-TOP_LEVEL = ("help", "config", "print_config", "seed_everything", "optimizer", "lr_scheduler", "collective_timeout")
+TOP_LEVEL = ("help", "config", "print_config", "seed_everything", "collective_timeout")
 """Options of every subcommand that are no constructor parameter (LightningCLI's, and
-``--collective_timeout`` of ``SwarBenchCLI``)."""
+``--collective_timeout`` of ``SwarBenchCLI``). LightningCLI's ``--optimizer`` and ``--lr_scheduler``
+are not options: ``TBPTTModule`` builds and steps its own optimizer and schedule."""
+
+OWN_OPTIMIZER = ("optimizer", "lr_scheduler")
+"""LightningCLI's options that ``swar-bench`` does not take: the model builds its own optimizer."""
+
+OWN_OPTIMIZER_NOTE = ("the model builds its own AdamW and warmup-cosine schedule: --model.lr, --model.weight_decay, "
+                      "--model.betas, --model.warmup_steps, --model.min_lr_ratio")
+"""What a refusal of ``OWN_OPTIMIZER`` says to use instead."""
+
+
+def own_optimizer_note(names: list[str]) -> str:
+    """`` (the model builds its own AdamW ...)`` when one of the dotted ``names`` (``optimizer``,
+    ``--lr_scheduler.step_size``) is an ``OWN_OPTIMIZER`` option, else ``""``."""
+    firsts = {name.lstrip("-").split("=")[0].split(".")[0].rstrip("+") for name in names}
+    return f" ({OWN_OPTIMIZER_NOTE})" if firsts & set(OWN_OPTIMIZER) else ""
+
 
 SKIPPED_METHOD_ARGS = ("model", "train_dataloaders", "val_dataloaders", "dataloaders", "datamodule")
 """Parameters of ``Trainer.fit`` / ``validate`` / ``test`` / ``predict`` that are no option
