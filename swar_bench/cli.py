@@ -45,7 +45,16 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             # SIGTERM back to what it was before the command runs (the command installs its own)
             interrupts.restore({k: v for k, v in previous.items() if k == signal.SIGTERM})
-        return command(args)
+        try:
+            status = command(args)
+        except BrokenPipeError:  # stdout's reader has gone (`swar-bench ... | head -1`)
+            _finish_stdout()
+            return READER_GONE
+        except SystemExit:  # --help and argparse's exits: their output is flushed here, not at exit
+            if not _finish_stdout():
+                return READER_GONE
+            raise
+        return status if _finish_stdout() else READER_GONE
     except (KeyboardInterrupt, interrupts.Terminated) as stop:
         from swar_bench.utils.ranks import launched_rank
 
@@ -54,6 +63,23 @@ def main(argv: list[str] | None = None) -> int:
         return interrupts.report_stop("swar-bench", stop)
     finally:
         interrupts.restore({k: v for k, v in previous.items() if k == signal.SIGINT})
+
+
+READER_GONE = 128 + 13
+"""The exit status when stdout's reader closed the pipe early (128 + SIGPIPE, as a shell tool
+killed by SIGPIPE reports it); nothing is printed: the reader took what it wanted."""
+
+
+def _finish_stdout() -> bool:
+    """Flush stdout; False when its reader has gone (a closed pipe), after pointing stdout at
+    ``os.devnull`` so that the interpreter's own flush at exit does not fail with a traceback."""
+    try:
+        sys.stdout.flush()
+        return True
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return False
 
 
 def _usage(argv: list[str]) -> int:
