@@ -183,6 +183,11 @@ def _run(args: argparse.Namespace) -> int:
             save_config_kwargs={"overwrite": True}, parser_kwargs={"exit_on_error": False},
         )
         check_trainable(cli.model, "fit", None)  # the demo trains: a parameter-free mechanism has nothing to train
+        if cli.datamodule.task != "passkey_swar":  # its tables and target are the passkey task's answer kinds
+            raise ValueError(f"--config={config}: data.task={cli.datamodule.task}; the demo trains and tests the "
+                             "passkey_swar task (its answer-kind tables, its n32 target); expected a passkey_swar "
+                             f"config such as configs/quickstart.yaml, or swar-bench fit --config {config} for "
+                             f"{cli.datamodule.task}")
     except ArgumentError as err:
         print(f"swar-bench demo: error: {parse_error_line(str(err))}", file=sys.stderr)
         return 2
