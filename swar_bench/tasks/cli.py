@@ -317,6 +317,15 @@ def cmd_check(args) -> int:
                 f"none of the requested configs under {args.source!r} holds a split file: expected the Hub layout "
                 f"({args.source}/n{{N}}/{{split}}-00000-of-00001.parquet)"
             ))
+        if args.splits is not None:  # a requested split no config holds would be "disjoint" unread
+            held = [s for s in SPLIT_SEEDS if any(glob.glob(os.path.join(glob.escape(args.source), c, f"{s}-*.parquet"))
+                                                  for c in configs)]
+            absent = [s for s in splits_option(args.splits) if s not in held]
+            if absent:
+                return _release_first(args.source, DataSourceError(
+                    f"--splits={args.splits}: no config under {args.source!r} holds {' or '.join(absent)} "
+                    f"({', '.join(configs)} hold {', '.join(held)}); expected splits the folder holds"
+                ))
     try:
         report = check_disjoint(args.source, configs, splits_option(args.splits))
     except DataSourceError as exc:
