@@ -179,7 +179,36 @@ def _devices(value: Any) -> str | None:
     return None if value is None or value == -1 or _integer_in(value, 1, 2**63 - 1) else DEVICES_EXPECTED
 
 
+def _gap_bins(value: Any) -> str | None:
+    """``--mqar_accuracy.gap_bin_upper``: strictly increasing integer gaps >= 1 (``MQARAccuracy``)."""
+    expected = "strictly increasing integer gaps >= 1, e.g. [4, 16, 64]"
+    if not isinstance(value, (list, tuple)) or not value or not all(_integer_in(v, 1, 2**63 - 1) for v in value):
+        return expected
+    import itertools
+
+    return None if all(a < b for a, b in itertools.pairwise(value)) else expected
+
+
+def _writes_values(value: Any) -> str | None:
+    """``--accuracy.n_writes_values`` / ``--calibration.n_writes_values``: positive integer N."""
+    ok = isinstance(value, (list, tuple)) and value and all(_integer_in(v, 1, 2**63 - 1) for v in value)
+    return None if ok else "a non-empty list of positive integers N, e.g. [32, 64]"
+
+
+CALLBACK_CHECKS: dict[str, Callable[[Any], str | None]] = {
+    "calibration.n_bins": _at_least(1, "an integer >= 1"),
+    "calibration.n_permutations": _at_least(1, "an integer >= 1"),
+    "calibration.permutation_seed": _at_least(0, "an integer >= 0 (numpy's seeds)"),
+    "calibration.n_writes_values": _writes_values,
+    "accuracy.n_writes_values": _writes_values,
+    "mqar_accuracy.gap_bin_upper": _gap_bins,
+}
+"""The evaluation callbacks' options (``--calibration.*``, ``--accuracy.*``, ``--mqar_accuracy.*``):
+their constructors refuse a bad value naming the argument only, or (a seed) not until the reports
+are written at the end of a test, after the run folder's older reports were replaced."""
+
 CHECKS: dict[str, Callable[[Any], str | None]] = {
+    **CALLBACK_CHECKS,
     **{f"trainer.{option}": check for option, check in TRAINER_INTEGERS.items()},
     **{f"trainer.{option}": _batch_limit for option in (
         "limit_train_batches", "limit_val_batches", "limit_test_batches", "limit_predict_batches", "overfit_batches")},
@@ -253,11 +282,42 @@ def check_values(cfg: Any, argv: list[str], subcommand: str | None = None) -> No
             expected = NO_STEP[option]
         if expected is not None:
             raise ValueError(f"{lead(argv, option, value)}: expected {expected}")
+    line = _uncovered_n(cfg, argv)
+    if line is not None:
+        raise ValueError(line)
     from swar_bench.harness.class_values import class_arg_problem
 
     line = class_arg_problem(cfg, argv)  # init args of loggers and callbacks the parser passes unchecked
     if line is not None:
         raise ValueError(line)
+
+
+def _uncovered_n(cfg: Any, argv: list[str]) -> str | None:
+    """One line when ``--accuracy.n_writes_values`` / ``--calibration.n_writes_values`` (the rows
+    of their tables) leave out an N the run evaluates (``data.val_configs`` / ``data.test_configs``
+    of a passkey run): the callback would stop the run at that N's first batch. None otherwise."""
+    from swar_bench.tasks.store.layout import parse_config
+
+    found, task = lookup(cfg, "data.task")
+    if found and task not in (None, "passkey_swar"):
+        return None
+    evaluated: list[int] = []
+    for key in ("data.val_configs", "data.test_configs"):
+        present, configs = lookup(cfg, key)
+        for config in configs if present and isinstance(configs, (list, tuple)) else ():
+            try:
+                evaluated.append(int(config) if isinstance(config, int) else parse_config(str(config)))
+            except (TypeError, ValueError):
+                return None  # the data module names a bad N itself
+    for option in ("accuracy.n_writes_values", "calibration.n_writes_values"):
+        present, values = lookup(cfg, option)
+        if not present or values is None or _writes_values(values) is not None:
+            continue
+        missing = sorted(set(evaluated) - {int(v) for v in values})
+        if missing:
+            return (f"{lead(argv, option, values)}: leaves out N={', '.join(map(str, missing))} of "
+                    f"data.val_configs / data.test_configs; expected every N the run evaluates")
+    return None
 
 
 NO_STEP = {
