@@ -282,7 +282,7 @@ def check_values(cfg: Any, argv: list[str], subcommand: str | None = None) -> No
             expected = NO_STEP[option]
         if expected is not None:
             raise ValueError(f"{lead(argv, option, value)}: expected {expected}")
-    line = _uncovered_n(cfg, argv)
+    line = _uncovered_n(cfg, argv, subcommand)
     if line is not None:
         raise ValueError(line)
     from swar_bench.harness.class_values import class_arg_problem
@@ -292,17 +292,23 @@ def check_values(cfg: Any, argv: list[str], subcommand: str | None = None) -> No
         raise ValueError(line)
 
 
-def _uncovered_n(cfg: Any, argv: list[str]) -> str | None:
+EVALUATED = {"fit": ("data.val_configs",), "validate": ("data.val_configs",), "test": ("data.test_configs",),
+             "predict": ("data.test_configs",)}
+"""The N a subcommand evaluates, by its data option (predict reads the test configs)."""
+
+
+def _uncovered_n(cfg: Any, argv: list[str], subcommand: str | None) -> str | None:
     """One line when ``--accuracy.n_writes_values`` / ``--calibration.n_writes_values`` (the rows
-    of their tables) leave out an N the run evaluates (``data.val_configs`` / ``data.test_configs``
-    of a passkey run): the callback would stop the run at that N's first batch. None otherwise."""
+    of their tables) leave out an N the subcommand evaluates (``EVALUATED``, a passkey run): the
+    callback would stop the run at that N's first batch. None otherwise."""
     from swar_bench.tasks.store.layout import parse_config
 
     found, task = lookup(cfg, "data.task")
     if found and task not in (None, "passkey_swar"):
         return None
     evaluated: list[int] = []
-    for key in ("data.val_configs", "data.test_configs"):
+    keys = EVALUATED.get(subcommand or "", ())
+    for key in keys:
         present, configs = lookup(cfg, key)
         for config in configs if present and isinstance(configs, (list, tuple)) else ():
             try:
@@ -316,7 +322,7 @@ def _uncovered_n(cfg: Any, argv: list[str]) -> str | None:
         missing = sorted(set(evaluated) - {int(v) for v in values})
         if missing:
             return (f"{lead(argv, option, values)}: leaves out N={', '.join(map(str, missing))} of "
-                    f"data.val_configs / data.test_configs; expected every N the run evaluates")
+                    f"{' / '.join(keys)}; expected every N the run evaluates")
     return None
 
 

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from swar_bench.harness.values import CHECKS, TRAINER_INTEGERS, check_values, shown
 from swar_bench.lightning_cli import main
 from tests.harness.cli_lines import one_error_line
+from tests.harness.test_callback_values import BAD
 
 ROOT = Path(__file__).resolve().parents[2]
 QUICKSTART = str(ROOT / "configs" / "quickstart.yaml")
@@ -96,6 +97,7 @@ def _invalid(option: str, a_file: str) -> st.SearchStrategy:
             lambda t: t not in ("simple", "advanced", "pytorch", "xla")),
         "trainer.fast_dev_run": st.integers(max_value=-1),
         **_trainer_ranges(invalid=True),
+        **_callback_values(invalid=True),
     }[option]
 
 
@@ -113,7 +115,18 @@ def _valid(option: str, folder: str) -> st.SearchStrategy:
         "trainer.profiler": st.sampled_from([None, "simple", "advanced", "pytorch", "xla"]),
         "trainer.fast_dev_run": st.one_of(st.booleans(), st.integers(0, 10**6)),
         **_trainer_ranges(invalid=False),
+        **_callback_values(invalid=False),
     }[option]
+
+
+def _callback_values(invalid: bool) -> dict[str, st.SearchStrategy]:
+    """The evaluation callbacks' options (``CALLBACK_CHECKS``): values they refuse, or take."""
+    if invalid:
+        return BAD
+    increasing = st.lists(st.integers(1, 10**4), min_size=1, max_size=4, unique=True).map(sorted)
+    return {"calibration.n_bins": st.integers(1, 100), "calibration.n_permutations": st.integers(1, 10**4),
+            "calibration.permutation_seed": st.integers(0, 2**64), "calibration.n_writes_values": increasing,
+            "accuracy.n_writes_values": increasing, "mqar_accuracy.gap_bin_upper": increasing}
 
 
 LOWEST = {"max_steps": -1, "max_epochs": -1, "num_sanity_val_steps": -1, "accumulate_grad_batches": 1,
