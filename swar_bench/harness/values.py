@@ -301,6 +301,7 @@ def _uncovered_n(cfg: Any, argv: list[str], subcommand: str | None) -> str | Non
     """One line when ``--accuracy.n_writes_values`` / ``--calibration.n_writes_values`` (the rows
     of their tables) leave out an N the subcommand evaluates (``EVALUATED``, a passkey run): the
     callback would stop the run at that N's first batch. None otherwise."""
+    from swar_bench.tasks.passkey_swar import ALLOWED_N
     from swar_bench.tasks.store.layout import parse_config
 
     found, task = lookup(cfg, "data.task")
@@ -315,6 +316,8 @@ def _uncovered_n(cfg: Any, argv: list[str], subcommand: str | None) -> str | Non
                 evaluated.append(int(config) if isinstance(config, int) else parse_config(str(config)))
             except (TypeError, ValueError):
                 return None  # the data module names a bad N itself
+            if evaluated[-1] not in ALLOWED_N:
+                return None  # n65: the data module's own line ('not an allowed N') names it first
     for option in ("accuracy.n_writes_values", "calibration.n_writes_values"):
         present, values = lookup(cfg, option)
         if not present or values is None or _writes_values(values) is not None:

@@ -480,11 +480,9 @@ def _run(args: argparse.Namespace) -> int:
         with progress_bars_only_on_a_terminal():  # a pipe or a log gets no bars (datasets', the hub's, ours)
             return args.func(args)
     except BrokenPipeError:
-        # the reader went away (`swar-bench data show ... | head -1`): stop quietly; point stdout
-        # at devnull so that the interpreter's final flush does not fail again
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return 1
+        # the reader went away (`swar-bench data show ... | head -1`): the entry point ends quietly
+        # with 141 (128 + SIGPIPE), as every command does (swar_bench.cli.READER_GONE)
+        raise
     except CorruptDataError as exc:  # a fault of the data (a check failed), in every command: exit 1
         print(f"swar-bench data {args.command}: FAILED: {exc}", file=sys.stderr)
         return 1

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from swar_bench.cli import main
 from swar_bench.harness.values import CALLBACK_CHECKS
+from swar_bench.tasks.passkey_swar import ALLOWED_N
 from tests.harness.cli_lines import QUICKSTART, one_error_line
 
 REPORTED = [
@@ -77,3 +78,23 @@ def test_any_bad_callback_value_is_one_line_naming_it_before_anything_runs(tmp_p
     line = one_error_line(capsys)
     assert line.startswith(f"swar-bench: error: {lead}") and ": expected " in line, line
     assert sorted(p.name for p in folder.iterdir()) == (["cb.yaml"] if in_file else [])
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data(), subcommand=st.sampled_from(["fit", "validate", "test"]),
+       bad=st.integers(1, 20000).filter(lambda n: n not in ALLOWED_N), as_name=st.booleans())
+def test_an_evaluated_n_that_is_not_allowed_is_named_by_its_data_option(tmp_path_factory, capsys, monkeypatch, data,
+                                                                        subcommand, bad, as_name):
+    """The kind of `fit --data.val_configs=[n32,n65]` (the callbacks' N-coverage check spoke first:
+    `--accuracy.n_writes_values=[32, ..., 16384]: leaves out N=65`): an N no release holds, anywhere
+    in the configs the subcommand evaluates, is named by that data option as not allowed."""
+    good = data.draw(st.lists(st.sampled_from(sorted(ALLOWED_N)), max_size=3, unique=True), label="allowed")
+    where = data.draw(st.integers(0, len(good)), label="position")
+    configs = [*good[:where], bad, *good[where:]]
+    typed = "[" + ",".join(f"n{n}" if as_name else str(n) for n in configs) + "]"
+    option = "data.val_configs" if subcommand in ("fit", "validate") else "data.test_configs"
+    monkeypatch.chdir(tmp_path_factory.mktemp("n"))
+    assert main([subcommand, "--config", QUICKSTART, f"--{option}={typed}"]) == 2
+    line = one_error_line(capsys)
+    assert line.startswith(f"swar-bench: error: --{option}=") and "is not an allowed N" in line, line
+    assert "leaves out" not in line, line
