@@ -12,9 +12,12 @@ forwarded once to the ranks this process launched (as Lightning's handler does).
 trains, the ranks agree at the end of every training batch whether one of them received it (one
 all-reduce of one boolean per batch, the same point on every rank); then every rank marks the
 Trainer as terminated (``received_sigterm``) and Lightning stops each of them after that same batch
-(``SIGTERMException``, exit 143, one line from rank 0 naming the checkpoint to resume from). Before
-training starts (sanity check) and in ``validate``, ``test`` and ``predict``, where no collective
-runs each batch, the flag marks the Trainer at once, as Lightning's handler did before 2.6.
+(``SIGTERMException``, exit 143, one line from rank 0 naming the checkpoint to resume from).
+A signal that lands in a fit's sanity check or validation waits for the next training batch's end
+too: marked at once, each rank would stop in its own validation batch (the ranks do not leave
+validation together), and a rank already training would wait in its next collective for one that
+had stopped. In ``validate``, ``test`` and ``predict``, where no training batch comes, the flag
+marks the Trainer at once, as Lightning's handler did before 2.6.
 Lightning puts the handler found before the run back when it ends.
 """
 
@@ -71,7 +74,7 @@ class DistributedStop(pl.Callback):
         if launcher is not None and not self._forwarded:  # the ranks this process started
             self._forwarded = True
             launcher.kill(signum)
-        if not trainer.training or trainer.sanity_checking:  # no batch-boundary agreement to wait for
+        if not _fitting(trainer):  # validate / test / predict: no training-batch agreement to wait for
             trainer._signal_connector.received_sigterm = True
 
     def on_train_batch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule, outputs: Any, batch: Any,
@@ -82,3 +85,11 @@ class DistributedStop(pl.Callback):
         if trainer.strategy.reduce_boolean_decision(self.requested, all=False):
             self.stopped_at = trainer.global_step
             trainer._signal_connector.received_sigterm = True  # Lightning stops after this batch
+
+
+def _fitting(trainer: Any) -> bool:
+    """``trainer`` runs a fit (its sanity check, training or validation), where every rank reaches
+    ``on_train_batch_end`` again unless the fit ends."""
+    from lightning.pytorch.trainer.states import TrainerFn
+
+    return getattr(getattr(trainer, "state", None), "fn", None) == TrainerFn.FITTING

@@ -74,6 +74,8 @@ def exit_status(err: BaseException, given: list[str], argv: list[str]) -> int | 
 
     if isinstance(err, getattr(dist, "DistError", ())) and launched_rank():  # rank 0 says why the run ended
         return 128 + signal.SIGTERM
+    if isinstance(err, RuntimeError) and launched_rank() and stops.peer_gone(err):
+        return 128 + signal.SIGTERM  # gloo: rank 0 ended (and says why) while this rank waited in a collective
     if isinstance(err, RuntimeError):  # after ValueError: DataSourceError is both
         if not stops.collective_timed_out(err):
             return None

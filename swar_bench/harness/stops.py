@@ -86,6 +86,17 @@ def collective_timed_out(err: BaseException) -> bool:
         "timed out" in text or "timeout" in text)
 
 
+PEER_GONE = ("connection closed by peer", "connection reset by peer", "broken pipe")
+"""How gloo's collectives fail when another rank's process has ended (``RuntimeError``:
+``[.../gloo/transport/tcp/pair.cc:553] Connection closed by peer [127.0.0.1]:46313``)."""
+
+
+def peer_gone(err: BaseException) -> bool:
+    """``err`` is a collective that failed because another rank's process ended (``PEER_GONE``)."""
+    text = str(err).lower()
+    return any(words in text for words in PEER_GONE)
+
+
 def stop_other_ranks() -> None:
     """Kill the ranks this process launched (Lightning's subprocess launcher, rank 0) after a
     collective timed out: a stopped rank would otherwise outlive the run."""
