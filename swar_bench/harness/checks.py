@@ -227,7 +227,7 @@ def config_file_problem(path: str, expected: str, not_mapping: str) -> str | Non
     A value that names no file is inline YAML to jsonargparse: fine when it is a mapping.
     ``not_mapping`` ends the line for a file holding another YAML value. A folder, a file that is
     not a regular file (read, a FIFO would block), one that cannot be read or is not UTF-8, empty
-    or malformed YAML: each named with what was expected."""
+    or malformed YAML, a key given twice in one mapping: each named with what was expected."""
     import yaml
 
     if os.path.isdir(path):
@@ -238,9 +238,13 @@ def config_file_problem(path: str, expected: str, not_mapping: str) -> str | Non
         if os.path.lexists(path):
             return f"not a regular file; expected {expected} in a file"
         return None if inline_mapping(path) else f"no such file; expected {expected} in a file"
+    from swar_bench.utils.yaml_keys import DuplicateKey, load_unique
+
     try:
         with open(path, encoding="utf-8") as handle:
-            content = yaml.safe_load(handle)
+            content = load_unique(handle)
+    except DuplicateKey as err:  # YAML would keep the last value without a word
+        return str(err)
     except UnicodeDecodeError as err:
         return f"not UTF-8 text (byte 0x{err.object[err.start]:02x} at position {err.start}); expected {expected}"
     except OSError as err:

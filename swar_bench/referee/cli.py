@@ -51,6 +51,7 @@ from swar_bench.referee.verdict import ALPHA, ALPHA_EXPECTED, check_alpha, verdi
 from swar_bench.utils import interrupts
 from swar_bench.utils.argparsing import ArgumentParser, PathArg, check_no_dashes_value
 from swar_bench.utils.text import inline_mapping, plural, unknown_name_line, yaml_problem
+from swar_bench.utils.yaml_keys import DuplicateKey, load_unique
 
 PROG = "swar-bench referee"
 
@@ -152,7 +153,9 @@ def config_problem(value: str) -> str | None:
         return None if inline_mapping(value) else f"{shown}: no such file; {expected} in a file"
     try:
         with open(value, encoding="utf-8") as f:
-            loaded = yaml.safe_load(f)
+            loaded = load_unique(f)
+    except DuplicateKey as e:  # YAML would keep the last value without a word
+        return f"{shown}: {e}"
     except (OSError, UnicodeDecodeError) as e:
         return f"{shown} cannot be read ({getattr(e, 'strerror', None) or e}); {expected}"
     except yaml.YAMLError as e:

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from swar_bench.study.spec import StudyError
+from swar_bench.utils.yaml_keys import DuplicateKey, unique_key_loader
 
 STUDY_FILE_EXPECTED = "expected a study file in YAML, such as configs/studies/frontier.yaml"
 
@@ -58,34 +59,6 @@ def study_file_problem(path: str | os.PathLike) -> str | None:
         problem = " ".join(str(getattr(err, "problem", None) or "").split())
         return f"study file {name} is not valid YAML{where}{f' ({problem})' if problem else ''}; {STUDY_FILE_EXPECTED}"
     return None
-
-
-class DuplicateKey(ValueError):
-    """A key given twice in one mapping of a study file (YAML keeps the last without a word)."""
-
-
-def unique_key_loader() -> type:
-    """A ``yaml.SafeLoader`` that raises :class:`DuplicateKey` (one line naming the key and both
-    lines) for a key given twice in one mapping."""
-    import yaml
-
-    class Loader(yaml.SafeLoader):
-        def construct_mapping(self, node, deep=False):
-            seen: dict = {}
-            for key_node, _ in node.value:
-                key = self.construct_object(key_node, deep=True)
-                line = key_node.start_mark.line + 1
-                try:
-                    first = seen.get(key)
-                except TypeError:  # an unhashable key: the constructor refuses it itself
-                    continue
-                if first is not None:
-                    raise DuplicateKey(f"key {key!r} appears twice (lines {first} and {line}); expected each "
-                                       "key once (YAML would keep the last without a word)")
-                seen[key] = line
-            return super().construct_mapping(node, deep=deep)
-
-    return Loader
 
 
 def out_problem(out: str | os.PathLike, what: str) -> str | None:
