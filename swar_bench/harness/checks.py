@@ -18,6 +18,7 @@ from swar_bench.harness.run_folders import rank_zero
 from swar_bench.module import TBPTTModule, mechanism_class_path
 from swar_bench.utils.argparsing import check_path_given
 from swar_bench.utils.files import PROBE_PREFIX, name_limits, nearest_existing, probe_write
+from swar_bench.utils.option_table import GROUPS
 from swar_bench.utils.text import inline_mapping, yaml_problem
 
 
@@ -221,13 +222,15 @@ def config_file_options(argv: list[str]) -> list[tuple[str, str]]:
     return found
 
 
-def config_file_problem(path: str, expected: str, not_mapping: str) -> str | None:
+def config_file_problem(path: str, expected: str, not_mapping: str, groups: tuple[str, ...] = ()) -> str | None:
     """Why the YAML file ``path`` holds no mapping of options, in words that follow ``--flag=path:``
     (``not UTF-8 text (byte 0xff at position 0); expected <expected>``), or None when it holds one.
     A value that names no file is inline YAML to jsonargparse: fine when it is a mapping.
     ``not_mapping`` ends the line for a file holding another YAML value. A folder, a file that is
     not a regular file (read, a FIFO would block), one that cannot be read or is not UTF-8, empty
-    or malformed YAML, a key given twice in one mapping: each named with what was expected."""
+    or malformed YAML, a key given twice in one mapping, a key of ``groups`` (option groups such as
+    ``trainer``) left empty (YAML null: jsonargparse said only ``Unexpected config: trainer:``):
+    each named with what was expected."""
     import yaml
 
     if os.path.isdir(path):
@@ -255,6 +258,9 @@ def config_file_problem(path: str, expected: str, not_mapping: str) -> str | Non
         return f"the file is empty; expected {expected}"
     if not isinstance(content, dict):
         return f"holds a YAML {type(content).__name__}, not a mapping of options; {not_mapping}"
+    empty = next((key for key in content if key in groups and content[key] is None), None)
+    if empty is not None:
+        return f"{empty}: is empty (YAML null); expected {empty} options indented under it, or no {empty}: line"
     return None
 
 
@@ -266,7 +272,7 @@ def check_config_files(argv: list[str]) -> None:
     for flag, path in config_file_options(argv):
         if flag == "--config":
             check_path_given(flag, path, "the path of a YAML file of options such as configs/quickstart.yaml")
-            problem = config_file_problem(path, CONFIG_EXPECTED, "expected e.g. configs/quickstart.yaml")
+            problem = config_file_problem(path, CONFIG_EXPECTED, "expected e.g. configs/quickstart.yaml", tuple(GROUPS))
         else:
             expected = f"a YAML mapping of {flag[2:]} options"
             problem = config_file_problem(path, expected, f"expected {expected}")
