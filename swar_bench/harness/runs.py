@@ -172,17 +172,24 @@ def logger_location(run: str | Path, name: str) -> tuple[str, str, int | str]:
     return str(holder), "", parse_version(run.name)
 
 
-def check_path_component(value: str | int | None, flag: str, nested: bool = False) -> None:
+def check_path_component(value: str | int | None, flag: str, nested: bool = False, name_max: int = 255) -> None:
     """Raise ValueError (one line naming ``flag``) unless ``value`` is one path component (a
     logger ``version``: no separator, not ``.`` or ``..``, not empty), or with ``nested`` a
     relative path of such components (a logger ``name`` such as ``quickstart/GRU``), so that
-    the run folder ``<save_dir>/<name>/<version>`` stays inside ``save_dir``. None and ints pass."""
+    the run folder ``<save_dir>/<name>/<version>`` stays inside ``save_dir``, each part a name the
+    file system takes (at most ``name_max`` bytes: 255 on Linux, macOS and Windows; a longer one
+    failed with `File name too long` once the model was built, leaving save_dir behind). None and
+    ints pass."""
     if value is None or isinstance(value, int):
         return
     text = str(value)
     parts = text.replace("\\", "/").rstrip("/").split("/") if nested else [text]
     if nested and text == "":
         return
+    long = next((p for p in parts if len(os.fsencode(p)) > name_max), None)
+    if long is not None:
+        raise ValueError(f"{flag}={text[:60]}... ({len(text)} characters): a folder name of {len(os.fsencode(long))} "
+                         f"bytes; expected names of at most {name_max} bytes (the file system's limit)")
     bad = [p for p in parts if p in ("", ".", "..") or "/" in p or "\\" in p or "\0" in p]
     if bad or (nested and text.startswith(("/", "\\"))):
         kind = "a relative folder name whose parts are plain names (e.g. quickstart or quickstart/GRU)" if nested else (

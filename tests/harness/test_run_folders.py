@@ -376,3 +376,39 @@ def test_only_values_that_stay_inside_save_dir_pass(parts, nested):
         assert not keeps and not (nested and value == "")
     else:
         assert keeps or (nested and value == "")
+
+
+@pytest.mark.parametrize("option", ["name", "version"])
+def test_the_reported_too_long_logger_name_is_refused_before_anything_runs(tmp_path, capsys, option):
+    """Fault: a logger name of 300 characters failed with `File name too long` after the model was
+    built, leaving save_dir behind."""
+    save_dir = tmp_path / "save"
+    value = "a" * 300
+    argv = ["fit", "--config", str(CONFIGS / "quickstart.yaml"), "--model.mechanism=GRU",
+            f"--trainer.logger.init_args.save_dir={save_dir}", f"--trainer.logger.init_args.{option}={value}",
+            "--trainer.max_steps=1", *SMALL]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [(f"swar-bench: error: --trainer.logger.init_args.{option}={'a' * 60}... (300 characters): a folder "
+                    "name of 300 bytes; expected names of at most 255 bytes (the file system's limit)")]
+    assert list(tmp_path.iterdir()) == []
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["a", "é", "字"]), st.integers(1, 300)), min_size=1, max_size=3),
+       st.booleans())
+def test_a_part_longer_than_the_file_systems_limit_is_refused_by_its_bytes(parts, nested):
+    """The kind: any name (nested parts) or version whose some part is longer than 255 bytes as
+    the file system counts them (UTF-8: `é` is 2 bytes, `字` 3), and only those, is refused in one
+    line giving that part's bytes."""
+    names = [char * count for char, count in parts]
+    value = "/".join(names) if nested else names[0]
+    sizes = [len(n.encode()) for n in (names if nested else names[:1])]
+    try:
+        runs.check_path_component(value, "--x", nested=nested)
+    except ValueError as err:
+        first = next(s for s in sizes if s > 255)
+        assert str(err) == (f"--x={value[:60]}... ({len(value)} characters): a folder name of {first} bytes; "
+                            "expected names of at most 255 bytes (the file system's limit)")
+    else:
+        assert max(sizes) <= 255
