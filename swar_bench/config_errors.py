@@ -420,10 +420,27 @@ def required_args_line(message: str, argv: list[str]) -> str | None:
     short = class_path.rsplit(".", 1)[-1]
     typed_here = any(a.partition("=")[0].rstrip("+") == f"--{option}" for a in argv)
     source = None if typed_here else option_source(argv, option)
+    if option == "model.mechanism":  # torch.nn.GRU: its arguments are not what is wrong with it
+        line = _not_a_mechanism(class_path)
+        if line is not None:
+            return f"{source}: model.mechanism={class_path}: {line}" if source else f"--{option}={class_path}: {line}"
     flags = [f"{option}.init_args.{n}" if source is not None else f"--{option}.{n}" for n in names]
     shown = " and ".join(f"{flag} (e.g. {ARG_EXAMPLES[n]})" if n in ARG_EXAMPLES else flag for flag, n in zip(flags, names))
     line = f"{short} needs {shown}; expected the required {'argument' if len(names) == 1 else 'arguments'} of {class_path}"
     return f"{source}: {line}" if source is not None else line
+
+
+def _not_a_mechanism(class_path: str) -> str | None:
+    """``GRU is not a ContextMechanism (...); expected ...`` for an importable class that is no
+    mechanism, else None."""
+    from swar_bench.mechanisms.protocol import PROTOCOL_EXPECTED, class_not_a_mechanism
+    from swar_bench.mechanisms.registry import resolve_class
+
+    try:
+        problem = class_not_a_mechanism(resolve_class(class_path))
+    except ValueError:
+        return None
+    return None if problem is None else f"{problem}; {PROTOCOL_EXPECTED}"
 
 
 FINITE_FLOAT_EXPECTED = {"model.lr": "a positive finite learning rate", "lr": "a positive finite learning rate",

@@ -25,6 +25,7 @@ import torch
 from torchmetrics import MeanMetric
 
 from swar_bench.datamodules.batches import Batch
+from swar_bench.mechanisms.protocol import CLASS_MEMBERS, PROTOCOL_EXPECTED
 from swar_bench.mechanisms.registry import register_config_modes
 from swar_bench.mechanisms.task_fit import check_task_fits
 from swar_bench.tbptt import IGNORE_INDEX, supervised_cross_entropy, tbptt_chunks
@@ -199,11 +200,11 @@ class TBPTTModule(pl.LightningModule):
             raise ValueError(f"grad_clip={grad_clip}{EXPECTED['grad_clip']}")
         if not 0.0 <= min_lr_ratio <= 1.0:
             raise ValueError(f"min_lr_ratio={min_lr_ratio}{EXPECTED['min_lr_ratio']}")
-        missing = [a for a in ("init_state", "detach_state", "vocab_size") if not hasattr(mechanism, a)]
+        missing = [a for a in (*CLASS_MEMBERS, "vocab_size") if not hasattr(mechanism, a)]
         if not isinstance(mechanism, torch.nn.Module) or missing:
             raise ValueError(
                 f"mechanism {type(mechanism).__name__} is not a ContextMechanism (missing {', '.join(missing) or 'nn.Module'}); "
-                "expected a class following swar_bench/mechanisms/protocol.py"
+                f"{PROTOCOL_EXPECTED}"
             )
         if supervised_logits and not all(hasattr(mechanism, a) for a in ("forward_features", "project")):
             raise ValueError(

@@ -302,9 +302,10 @@ def check_trainable(model: TBPTTModule, subcommand: str | None, ckpt_path: Any) 
 
 
 def check_model_fits(cfg: Any, subcommand: str | None) -> None:
-    """Before the mechanism is built: its parameters fit in memory (``swar_bench.runtime.memory``,
-    counted on the meta device; ``fit`` holds weights, gradients and Adam's moments), else
-    ValueError naming ``--model.mechanism.init_args``. ``cfg``: the subcommand's config."""
+    """Before the mechanism is built: its class is a ``ContextMechanism`` (``class_not_a_mechanism``)
+    and its parameters fit in memory (``swar_bench.runtime.memory``, counted on the meta device;
+    ``fit`` holds weights, gradients and Adam's moments), else ValueError naming
+    ``--model.mechanism``. ``cfg``: the subcommand's config."""
     from swar_bench.mechanisms.registry import resolve_class
     from swar_bench.runtime.memory import check_fits
 
@@ -317,6 +318,11 @@ def check_model_fits(cfg: Any, subcommand: str | None) -> None:
         cls = resolve_class(str(class_path), "--model.mechanism")
     except ValueError:
         return  # named by the parser
+    from swar_bench.mechanisms.protocol import PROTOCOL_EXPECTED, class_not_a_mechanism
+
+    problem = class_not_a_mechanism(cls)  # before it is built: torch.nn.Identity would build, then fail
+    if problem is not None:
+        raise ValueError(f"--model.mechanism={class_path}: {problem}; {PROTOCOL_EXPECTED}")
     args = init_args.as_dict() if hasattr(init_args, "as_dict") else dict(init_args or {})
     accelerator = str(cfg.get("trainer.accelerator") or "cpu").lower()
     cuda = accelerator in ("gpu", "cuda", "auto") and torch.cuda.is_available()

@@ -111,3 +111,25 @@ def state_bytes_at(mechanism: Any, batch_size: int, seq_len: int) -> int:
     if is_fixed_size(mechanism):
         return int(mechanism.state_bytes(batch_size))
     return int(mechanism.state_bytes(batch_size, seq_len=seq_len))
+
+
+CLASS_MEMBERS = ("init_state", "detach_state")
+"""What a ``ContextMechanism`` class must define for the harness to train and evaluate it, beside
+``torch.nn.Module``'s ``forward`` (``vocab_size`` is an instance attribute, set by ``__init__``,
+so a class cannot be checked for it before it is built; the referee also reads ``state_bytes``)."""
+
+PROTOCOL_EXPECTED = ("expected a class following swar_bench/mechanisms/protocol.py "
+                     "(swar-bench check-mechanism CLASS_PATH checks one)")
+"""How a refusal of a class that is no ``ContextMechanism`` ends."""
+
+
+def class_not_a_mechanism(cls: type) -> str | None:
+    """Why the class ``cls`` cannot be a ``ContextMechanism`` before it is built, e.g. ``GRU is not
+    a ContextMechanism (missing init_state, detach_state)``; None when it may be one
+    (a ``torch.nn.Module`` subclass defining every member of ``CLASS_MEMBERS``)."""
+    missing = [name for name in CLASS_MEMBERS if not callable(getattr(cls, name, None))]
+    if isinstance(cls, type) and issubclass(cls, torch.nn.Module) and not missing:
+        return None
+    if isinstance(cls, type) and not issubclass(cls, torch.nn.Module):
+        missing = ["torch.nn.Module as a base class", *missing]
+    return f"{getattr(cls, '__name__', cls)} is not a ContextMechanism (missing {', '.join(missing)})"
