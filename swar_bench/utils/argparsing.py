@@ -195,6 +195,10 @@ def spelling(value: Any, default: str) -> str:
     return getattr(value, "option", default)
 
 
+TYPE_WORDS = {"int": "an integer", "float": "a number"}
+"""What an option of ``type=int`` / ``type=float`` takes, as its refusal says it."""
+
+
 class ArgumentParser(argparse.ArgumentParser):
     """:class:`argparse.ArgumentParser` whose usage errors are one line, and that refuses
     ``--option=--`` and an empty value of a path argument (``type=PathArg(...)``) in one line.
@@ -390,8 +394,46 @@ class ArgumentParser(argparse.ArgumentParser):
         (:meth:`required_message`: ``--configs`` for ``--config`` is refused as unknown, not as a
         missing ``--config``); an option without its value says what it takes
         (:meth:`missing_value_message`)."""
-        line = self.required_message(message) or self.missing_value_message(message) or self.choice_message(message)
+        line = (self.required_message(message) or self.missing_value_message(message)
+                or self.invalid_value_message(message) or self.missing_arguments_message(message)
+                or self.choice_message(message))
         self.exit(2, f"{self.prog}: error: {line}\n")
+
+    def invalid_value_message(self, message: str) -> str | None:
+        """argparse's ``argument --num-examples: invalid int value: 'abc'`` as ``--num-examples=abc:
+        expected an integer`` (the value as typed, the option in its first spelling). None for
+        another message."""
+        import re
+
+        found = re.fullmatch(r"argument (\S+): invalid (\w+) value: '(.*)'", message.strip(), re.DOTALL)
+        if found is None:
+            return None
+        names, kind, value = found.groups()
+        name = self.canonical(names.split("/")[0]) if names.startswith("-") else names.upper()
+        return f"{name}={value}: expected {TYPE_WORDS.get(kind, f'a {kind} value')}"
+
+    def missing_arguments_message(self, message: str) -> str | None:
+        """argparse's ``the following arguments are required: --out`` as ``--out is required;
+        expected --out OUT (the output folder) (PROG --help)``: each missing argument with its
+        metavar and help. None for another message (or a missing sub-command: ``choice_message``)."""
+        import re
+
+        missing = re.fullmatch(r"the following arguments are required: (.*)", message.strip())
+        if missing is None or any(isinstance(a, argparse._SubParsersAction) for a in self._actions):
+            return None
+        names = [n.strip() for n in missing.group(1).split(",") if n.strip()]
+        shown = []
+        for name in names:
+            action = next((a for a in self._actions if name in a.option_strings or name in (a.dest, a.metavar)), None)
+            if action is None:
+                return None
+            metavar = action.metavar if isinstance(action.metavar, str) else action.dest.upper()
+            words = f"{self.canonical(name)} {metavar}" if action.option_strings else metavar
+            helped = action.help not in (None, argparse.SUPPRESS)
+            shown.append(f"{words} ({str(action.help).rstrip('.')})" if helped else words)
+        first = [self.canonical(n) if n.startswith("-") else n.upper() for n in names]
+        verb = "is" if len(names) == 1 else "are"
+        return f"{' and '.join(first)} {verb} required; expected {'; '.join(shown)} ({self.prog} --help)"
 
     def missing_value_message(self, message: str) -> str | None:
         """argparse's ``argument --jobs: expected one argument`` (an option given last, or before
