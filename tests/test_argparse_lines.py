@@ -7,16 +7,18 @@ none of them saying what to give)."""
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.test_repeated_options import PARSERS, _error_lines
 
 REPORTED = [
     (["data", "generate", "--num-examples", "abc", "--out", "x"],
-     "swar-bench data generate: error: --num-examples=abc: expected an integer"),
+     "swar-bench data generate: error: --num-examples=abc: expected an integer in [1, 10**6)"),
     (["data", "generate"],
      ("swar-bench data generate: error: --out is required; expected --out OUT (output folder) "
      "(swar-bench data generate --help)")),
@@ -44,24 +46,32 @@ REQUIRED = sorted(prog for prog, parser in PARSERS.items()
                   and not prog.startswith("swar-bench check-mechanism"))
 
 
-def test_there_are_typed_and_required_arguments_to_check():
-    assert TYPED and len(REQUIRED) >= 8, (TYPED, REQUIRED)
+def test_every_numeric_option_of_every_command_says_its_range():
+    """A bare ``type=int`` / ``type=float`` could only say "an integer"; every numeric option of
+    every command is a NumberArg, whose refusal names the range (`--num-examples=abc: expected an
+    integer in [1, 10**6)`)."""
+    assert TYPED == []
+    assert len(REQUIRED) >= 8, REQUIRED
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(option=st.sampled_from(TYPED), value=st.text("abcxyz_:", min_size=1, max_size=6), joined=st.booleans())
-def test_any_non_number_given_a_number_option_names_the_option_and_the_value(tmp_path_factory, monkeypatch, capsys,
-                                                                            option, value, joined):
-    """The kind: every option of every argparse command that takes an int or a float, any word that
-    reads as no number: `--option=word: expected an integer` (or `a number`), exit 2."""
-    prog, flag = option
-    parser = PARSERS[prog]
-    action = parser._option_string_actions[flag]
-    monkeypatch.chdir(tmp_path_factory.mktemp("t"))
-    words = [*prog.split()[1:], f"{flag}={value}" if joined else flag, *([] if joined else [value])]
-    code, err = _error_lines(capsys, words)
-    what = "an integer" if action.type is int else "a number"
-    assert (code, err) == (2, [f"{prog}: error: {parser.canonical(flag)}={value}: expected {what}"])
+@settings(max_examples=40, deadline=None)
+@given(kind=st.sampled_from([int, float]), name=st.text("abcdefgh", min_size=2, max_size=8),
+       value=st.text("abcxyz_:", min_size=1, max_size=6), joined=st.booleans(), sub=st.booleans())
+def test_any_non_number_given_a_plain_number_option_names_the_option_and_the_value(kind, name, value, joined, sub):
+    """The kind, on any parser of ours: an option of ``type=int`` or ``float`` (a sub-command's or
+    the top parser's), any word that reads as no number: `--option=word: expected an integer` (or
+    `a number`), exit 2."""
+    from swar_bench.utils.argparsing import ArgumentParser
+
+    top = ArgumentParser(prog="tool")
+    parser = top.add_subparsers(dest="command", required=True).add_parser("go") if sub else top
+    parser.add_argument(f"--{name}", type=kind)
+    words = (["go"] if sub else []) + ([f"--{name}={value}"] if joined else [f"--{name}", value])
+    err = io.StringIO()
+    with pytest.raises(SystemExit) as stop, contextlib.redirect_stderr(err):
+        top.parse_args(words)
+    what = "an integer" if kind is int else "a number"
+    assert (stop.value.code, err.getvalue()) == (2, f"{'tool go' if sub else 'tool'}: error: --{name}={value}: expected {what}\n")
 
 
 @pytest.mark.parametrize("prog", REQUIRED)

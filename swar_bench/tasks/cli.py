@@ -74,13 +74,16 @@ from swar_bench.tasks.passkey_swar import (
 )
 from swar_bench.tasks.stats import compute_stats, format_report, format_table
 from swar_bench.utils import interrupts
-from swar_bench.utils.argparsing import ArgumentParser, count_arg
+from swar_bench.utils.argparsing import ArgumentParser, NumberArg, count_arg
 from swar_bench.utils.files import (
     atomic_write_text,
 )
 from swar_bench.utils.locks import FolderLockedError
 from swar_bench.utils.quiet import progress_bars_only_on_a_terminal
 from swar_bench.utils.text import plural
+
+NUM_EXAMPLES = NumberArg(int, "an integer in [1, 10**6)", lambda n: 1 <= n < 10**6)
+"""``--num-examples``: examples per split (the range ``cli_options.num_examples_option`` holds too)."""
 
 
 def _generated(split: str, n: int, num_examples: int, params: PasskeySwarParams) -> Iterator[dict]:
@@ -420,7 +423,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("generate", help="write parquet in the Hub layout")
     p.add_argument("--out", required=True, help="output folder")
     p.add_argument(
-        "--num-examples", type=int, help="examples per split (default: the release's: train 100,000, validation and test 1,000)"
+        "--num-examples", type=NUM_EXAMPLES, help="examples per split (default: the release's: train 100,000, validation and test 1,000)"
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     common(p)
@@ -428,7 +431,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("stats", help='print the statistics table (docs/TASK.md, "Statistics")')
     p.add_argument(
-        "--num-examples", type=int, help="examples per split (default: all / the release's sizes)"
+        "--num-examples", type=NUM_EXAMPLES, help="examples per split (default: all / the release's sizes)"
     )
     p.add_argument("--report", help="also write a stats.md-style markdown report here")
     p.add_argument("--no-compare", action="store_true", help="do not show the released files' values (from the dataset card, README.md, of irodkin/passkey_swar)")
