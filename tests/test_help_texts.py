@@ -79,3 +79,14 @@ def test_plain_rst_keeps_the_name_and_drops_the_markup(before, name, role, tilde
     assert not MARKUP.search(plain_rst(f"{before}:{role}:`{name}` and ``{name}``"))
     assert plain_rst(f"{before}`{name} notes <https://x.org/{name}>`_.") == f"{before}{name} notes (https://x.org/{name})."
     assert plain_rst(f"{before}.. warning:: {name}") == f"{before}Warning: {name}"
+
+
+@pytest.mark.parametrize("argv", [["data", "--help"], ["study", "--help"]], ids=" ".join)
+def test_a_command_group_help_names_every_subcommand_in_its_description(capsys, argv):
+    """Fault: `data --help` described itself as "generate, stats, verify, check", leaving out show
+    and vocab. The description (the lines between the usage and the argument list) names each."""
+    text = _help(capsys, argv)
+    description = text.split("\n\n")[1]
+    usage = text.split("\n\n")[0]
+    commands = usage.split("{")[1].split("}")[0].split(",")
+    assert all(re.search(rf"\b{c}\b", description) for c in commands), (commands, description)

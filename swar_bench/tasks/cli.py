@@ -401,7 +401,7 @@ def cmd_vocab(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     """The ``swar-bench data`` argument parser: one sub-command per ``cmd_*`` function."""
     parser = ArgumentParser(
-        prog="swar-bench data", description="passkey_swar data: generate, stats, verify, check."
+        prog="swar-bench data", description="passkey_swar data: generate, stats, verify, check, show, vocab."
     )
     sub = parser.add_subparsers(dest="command", required=True)
 
