@@ -140,6 +140,7 @@ from swar_bench.harness.values import check_trains, check_values
 from swar_bench.module import TBPTTModule, mechanism_class_path
 from swar_bench.utils import interrupts
 from swar_bench.utils.argparsing import check_no_dashes_value
+from swar_bench.utils.help_format import retitle_groups
 from swar_bench.utils.quiet import quiet_output
 
 __all__ = [
@@ -467,6 +468,7 @@ class SwarBenchCLI(LightningCLI):
 
     def _prepare_subcommand_parser(self, klass: type, subcommand: str, **kwargs: Any):
         parser = super()._prepare_subcommand_parser(klass, subcommand, **kwargs)
+        retitle_groups(parser, klass, subcommand)  # Lightning's docstrings' first lines, cut mid-sentence
         if subcommand in ("test", "validate"):
             # the per-N table (``_print_tables``) replaces Lightning's metric dump; --verbose true
             # brings the dump back

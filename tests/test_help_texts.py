@@ -90,3 +90,20 @@ def test_a_command_group_help_names_every_subcommand_in_its_description(capsys, 
     usage = text.split("\n\n")[0]
     commands = usage.split("{")[1].split("}")[0].split(",")
     assert all(re.search(rf"\b{c}\b", description) for c in commands), (commands, description)
+
+
+CUT_WORDS = {"the", "a", "an", "as", "to", "of", "by", "with", "your", "and", "or", "for", "in", "on", "at", "is"}
+
+
+@pytest.mark.parametrize("subcommand", ["fit", "validate", "test", "predict"])
+def test_no_group_heading_ends_mid_sentence(capsys, subcommand):
+    """Fault: headings taken from docstrings' first lines ended mid-sentence (`... Every logged
+    metrics are passed to the:`, `Saves predict outputs (one EvalOutputs per batch, saved as:`,
+    `... to make sure you never run on your:`). Each heading ends on a word that can end a
+    phrase, its parentheses closed."""
+    text = _help(capsys, [subcommand, "--help"])
+    headings = [line[:-1] for line in text.splitlines() if re.fullmatch(r"[A-Za-z][^ ].*:", line)]
+    assert len(headings) >= 8, headings
+    for heading in headings:
+        last = re.findall(r"[A-Za-z]+", heading)[-1].lower()
+        assert last not in CUT_WORDS and heading.count("(") == heading.count(")"), heading

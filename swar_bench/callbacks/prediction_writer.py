@@ -13,10 +13,11 @@ from swar_bench.utils.files import atomic_path
 
 
 class PredictionWriter(BasePredictionWriter):
-    """Saves ``predict`` outputs (one :class:`~swar_bench.module.EvalOutputs` per batch, saved as
-    its plain dict ``as_dict()`` so ``torch.load(weights_only=True)`` reads the file) to
-    ``<output_dir>/predictions_rank<r>.pt`` with ``torch.save``, atomically (temp file + rename),
-    and prints ``wrote <path>``. ``output_dir`` None (the default) writes nothing and says so."""
+    """Saves ``predict`` outputs into ``<output_dir>/predictions_rank<r>.pt``, one file per rank.
+
+    One :class:`~swar_bench.module.EvalOutputs` per batch, saved as its plain dict ``as_dict()`` so
+    ``torch.load(weights_only=True)`` reads the file, with ``torch.save``, atomically (temp file +
+    rename); prints ``wrote <path>``. ``output_dir`` None (the default) writes nothing and says so."""
 
     def __init__(self, output_dir: str | None = None) -> None:
         super().__init__(write_interval="epoch")

@@ -5,6 +5,7 @@ expects."""
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from jsonargparse import DefaultHelpFormatter
 
@@ -36,3 +37,27 @@ class PlainHelpFormatter(DefaultHelpFormatter):
 
     def format_help(self) -> str:
         return plain_rst(super().format_help())
+
+
+GROUP_TITLES = {
+    "checkpoint": "Lightning's ModelCheckpoint: saves the model's checkpoints (last.ckpt and the best)",
+    "fit": "Lightning's Trainer.fit: the optimization, resumed from --ckpt_path when given",
+    "validate": "Lightning's Trainer.validate: one evaluation epoch over the validation set",
+    "test": "Lightning's Trainer.test: one evaluation epoch over the test set",
+    "predict": "Lightning's Trainer.predict: inference over the test configs",
+}
+"""Headings of ``--help`` groups whose title jsonargparse takes from a docstring's first line,
+which Lightning's docstrings cut mid-sentence (``... Every logged metrics are passed to the``)."""
+
+
+def retitle_groups(parser: Any, trainer_class: type, subcommand: str) -> None:
+    """Give the ``checkpoint`` group and the group of ``trainer_class.<subcommand>``'s own options
+    of ``parser`` (a subcommand's parser) their ``GROUP_TITLES`` heading."""
+    groups = getattr(parser, "groups", None) or {}
+    if "checkpoint" in groups:
+        groups["checkpoint"].title = GROUP_TITLES["checkpoint"]
+    method = getattr(trainer_class, subcommand, None)
+    first = ((getattr(method, "__doc__", None) or "").strip().splitlines() or [""])[0].strip()
+    for group in getattr(parser, "_action_groups", []):
+        if first and group.title and first.startswith(group.title.rstrip(":").strip()[:40]):
+            group.title = GROUP_TITLES.get(subcommand, group.title)
