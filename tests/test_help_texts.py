@@ -107,3 +107,33 @@ def test_no_group_heading_ends_mid_sentence(capsys, subcommand):
     for heading in headings:
         last = re.findall(r"[A-Za-z]+", heading)[-1].lower()
         assert last not in CUT_WORDS and heading.count("(") == heading.count(")"), heading
+
+
+def _undescribed(text: str) -> list[str]:
+    """The options of a jsonargparse ``--help`` whose entry holds only its type and default."""
+    entries: list[list[str]] = []
+    for line in text.splitlines():
+        if re.match(r"^  -", line):
+            entries.append([line])
+        elif line.startswith(" " * 20) and entries and entries[-1]:
+            entries[-1].append(line)
+        else:
+            entries.append([])
+    bare = []
+    for entry in filter(None, entries):
+        spec, _, first = entry[0].strip().partition("  ")
+        description = " ".join([first.strip(), *(line.strip() for line in entry[1:])]).strip()
+        if not description or description.startswith("(type:"):
+            bare.append(spec.split()[0].rstrip(","))
+    return bare
+
+
+@pytest.mark.parametrize("subcommand", ["fit", "validate", "test", "predict"])
+def test_every_option_of_ours_says_what_it_is(capsys, subcommand):
+    """Fault: `--data.val_configs`, `--data.test_configs`, `--calibration.n_permutations`,
+    `--calibration.permutation_seed` and `--predictions.output_dir` showed only their type and
+    default (docstrings that documented two arguments on one line, or none). Every option of our
+    own groups (all but Lightning's Trainer and ModelCheckpoint) has a description."""
+    text = _help(capsys, [subcommand, "--help"])
+    ours = [o for o in _undescribed(text) if not o.startswith(("--trainer.", "--checkpoint."))]
+    assert ours == [], ours

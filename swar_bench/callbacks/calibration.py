@@ -351,7 +351,8 @@ class Calibration(EvalHooks):
             the per-N AUROC (``<stage>/self_knowledge_auroc/n<N>``) and, at test, the correlation's
             permutation baseline (``test/self_knowledge_baseline``, ``test/self_knowledge_p_value``);
             see ``callbacks.self_knowledge``. Memory grows by about 17 bytes per answer token.
-        n_permutations, permutation_seed: shuffles and seed of the permutation baseline.
+        n_permutations: shuffles of the permutation baseline (an integer >= 1).
+        permutation_seed: seed of the permutation baseline's shuffles (numpy's, an integer >= 0).
     """
 
     def __init__(

@@ -17,7 +17,11 @@ class PredictionWriter(BasePredictionWriter):
 
     One :class:`~swar_bench.module.EvalOutputs` per batch, saved as its plain dict ``as_dict()`` so
     ``torch.load(weights_only=True)`` reads the file, with ``torch.save``, atomically (temp file +
-    rename); prints ``wrote <path>``. ``output_dir`` None (the default) writes nothing and says so."""
+    rename); prints ``wrote <path>``.
+
+    Args:
+        output_dir: the folder of the prediction files; None (the default) writes nothing and says so.
+    """
 
     def __init__(self, output_dir: str | None = None) -> None:
         super().__init__(write_interval="epoch")

@@ -128,7 +128,8 @@ class PasskeySwarDataModule(pl.LightningDataModule):
         source: ``"generate"`` (default: examples built from the task's seed formula, docs/TASK.md "Columns"; no files),
             a Hub id (e.g. ``irodkin/passkey_swar``) or a local folder in the Hub layout.
         train_configs: N values (ints or ``"n<N>"``) drawn for training (default 32..256).
-        val_configs / test_configs: N values evaluated (any of the task's 32..16384).
+        val_configs: N values validated (any of the task's 32..16384).
+        test_configs: N values tested (any of the task's 32..16384).
         batch_size: examples per batch per rank.
         eval_batch_size: examples per evaluation batch per rank (None, the default: ``batch_size``).
         num_workers: dataloader worker processes.
