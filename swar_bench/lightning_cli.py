@@ -96,6 +96,7 @@ from swar_bench.harness.checkpoints import (
 )
 from swar_bench.harness.checks import (
     check_accelerator,
+    check_mechanism_class,
     check_model_fits,
     check_nested_options,
     check_output_folder,
@@ -562,6 +563,7 @@ def main(argv: list[str] | None = None) -> int:
     previous_sigint = flag_sigint()
     try:
         check_no_dashes_value(argv)
+        check_mechanism_class(argv)  # torch.nn.GRU: no ContextMechanism, whatever its arguments
         check_nested_options(argv)  # --data.mqar.num_kv_pair: the data module would blame a --config file
         argv = resolve_mechanism_names(argv)
         _check_config_files(argv)

@@ -34,6 +34,44 @@ def resolve_mechanism_names(argv: list[str]) -> list[str]:
     return resolved
 
 
+def check_mechanism_class(argv: list[str]) -> None:
+    """Raise ValueError (one line) when the mechanism ``argv`` sets last (``--model.mechanism=X``
+    or a ``--config`` file's ``model.mechanism``) is an importable class that is no
+    ContextMechanism (``mechanisms.protocol.class_not_a_mechanism``): said before any check of its
+    arguments, which would name them instead (``torch.nn.GRU needs input_size``,
+    ``torch.nn.Embedding``'s ``_weight``). A file that cannot be read is left to
+    :func:`check_config_files`."""
+    import yaml
+
+    from swar_bench.mechanisms.protocol import PROTOCOL_EXPECTED, class_not_a_mechanism
+    from swar_bench.mechanisms.registry import resolve_class
+    from swar_bench.utils.yaml_keys import load_unique
+
+    last: tuple[str, str] | None = None  # (lead, class path) of the last setting
+    for i, arg in enumerate(argv):
+        flag, eq, value = arg.partition("=")
+        value = value if eq else (argv[i + 1] if i + 1 < len(argv) else "")
+        if flag == "--model.mechanism" and value and not value.lstrip().startswith("{"):
+            last = (f"--model.mechanism={value}", value)
+        elif flag == "--config" and os.path.isfile(value):
+            try:
+                with open(value, encoding="utf-8") as handle:
+                    node = (load_unique(handle) or {}).get("model", {}).get("mechanism")
+            except (OSError, ValueError, AttributeError, yaml.YAMLError):
+                continue
+            path = node.get("class_path") if isinstance(node, dict) else node
+            if isinstance(path, str) and path:
+                last = (f"--config={os.path.abspath(value)}: model.mechanism={path}", path)
+    if last is None:
+        return
+    try:
+        problem = class_not_a_mechanism(resolve_class(last[1]))
+    except ValueError:
+        return  # no such class: the parser names it
+    if problem is not None:
+        raise ValueError(f"{last[0]}: {problem}; {PROTOCOL_EXPECTED}")
+
+
 def check_nested_options(argv: list[str]) -> None:
     """Raise ValueError (one line naming each option and the closest key) when ``argv`` sets a key
     of a mapping option that is none of its fields (``--data.mqar.num_kv_pair=8``,

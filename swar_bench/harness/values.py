@@ -114,11 +114,17 @@ def _fast_dev_run(value: Any) -> str | None:
     return "true, false or a number of batches >= 0"
 
 
-def _at_least(low: int, expected: str, null: bool = False) -> Callable[[Any], str | None]:
-    """The check of an integer option that takes ``low`` or more (and null, when ``null``)."""
+def _at_least(low: int, expected: str, null: bool = False, high: int | None = 2**63 - 1) -> Callable[[Any], str | None]:
+    """The check of an integer option that takes ``low`` or more, up to ``high`` (None: no bound;
+    the default, torch's and Lightning's 64-bit counters, is named in the refusal of a value above
+    it: ``..., at most 2**63 - 1``), and null when ``null``."""
 
     def check(value: Any) -> str | None:
-        return None if (null and value is None) or _integer_in(value, low, 2**63 - 1) else expected
+        if (null and value is None) or _integer_in(value, low, high if high is not None else float("inf")):
+            return None
+        above = high is not None and isinstance(value, numbers.Integral) and not isinstance(value, bool) and value > high
+        bound = "2**63 - 1" if high == 2**63 - 1 else str(high)
+        return f"{expected}, at most {bound}" if above else expected
 
     return check
 
@@ -198,7 +204,7 @@ def _writes_values(value: Any) -> str | None:
 CALLBACK_CHECKS: dict[str, Callable[[Any], str | None]] = {
     "calibration.n_bins": _at_least(1, "an integer >= 1"),
     "calibration.n_permutations": _at_least(1, "an integer >= 1"),
-    "calibration.permutation_seed": _at_least(0, "an integer >= 0 (numpy's seeds)"),
+    "calibration.permutation_seed": _at_least(0, "an integer >= 0 (numpy's seeds)", high=None),
     "calibration.n_writes_values": _writes_values,
     "accuracy.n_writes_values": _writes_values,
     "mqar_accuracy.gap_bin_upper": _gap_bins,
@@ -279,7 +285,7 @@ def check_values(cfg: Any, argv: list[str], subcommand: str | None = None) -> No
         found, value = lookup(cfg, option)
         expected = check(value) if found else None
         if expected is not None and subcommand == "fit" and option in NO_STEP:
-            expected = NO_STEP[option]
+            expected = NO_STEP[option] + (", at most 2**63 - 1" if expected.endswith(", at most 2**63 - 1") else "")
         if expected is not None:
             raise ValueError(f"{lead(argv, option, value)}: expected {expected}")
     line = _uncovered_n(cfg, argv, subcommand)

@@ -96,7 +96,8 @@ def resolve_class(name: str, what: str = "mechanism") -> type:
 
 def class_defaults(cls: type) -> dict:
     """The constructor's keyword defaults that a config can hold (numbers, strings, booleans,
-    None and lists of them): what ``Cls()`` is built with."""
+    None and lists of them): what ``Cls()`` is built with. Private parameters (``_weight`` of
+    ``torch.nn.Embedding``) are left out: jsonargparse takes no option for them."""
     import inspect
 
     def plain(value) -> bool:
@@ -112,12 +113,13 @@ def class_defaults(cls: type) -> dict:
         p.name: list(p.default) if isinstance(p.default, tuple) else p.default
         for p in params
         if p.default is not inspect.Parameter.empty and p.kind is not inspect.Parameter.VAR_KEYWORD and plain(p.default)
+        and not p.name.startswith("_")
     }
 
 
 def accepted_args(class_path: str) -> list[str]:
-    """The keyword arguments the constructor of ``class_path`` (a name or a dotted path) accepts,
-    in order; empty when the class cannot be resolved or has no inspectable signature."""
+    """The keyword arguments the constructor of ``class_path`` (a name or a dotted path) accepts
+    as options (private ``_name`` ones are none), in order; empty when the class cannot be resolved or has no inspectable signature."""
     import inspect
 
     try:
@@ -125,7 +127,7 @@ def accepted_args(class_path: str) -> list[str]:
     except (ValueError, TypeError):
         return []
     kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-    return [p.name for p in params if p.kind in kinds]
+    return [p.name for p in params if p.kind in kinds and not p.name.startswith("_")]  # jsonargparse: no private ones
 
 
 def resolve_entry(entry: dict, what: str) -> dict:
