@@ -74,12 +74,19 @@ def resolve_class(name: str, what: str = "mechanism") -> type:
             f"{_suggest(text, names)}"
         )
     module_name, _, attr = text.rpartition(".")
+    if not module_name or not attr or text.startswith(".") or ".." in text:  # .GRU, ..GRU, a..B, GRU.
+        raise MechanismNameError(
+            f"{what}={text}: not a class path; expected one of {listing} or an absolute class path module.Class "
+            "(no leading, doubled or trailing dot)")
     try:
         module = importlib.import_module(module_name)
     except ImportError as err:
         missing = getattr(err, "name", None) or module_name
         hint = " (is its folder on PYTHONPATH, or the package installed?)" if missing == module_name.split(".")[0] else ""
         raise MechanismNameError(f"{what}={text}: cannot import module {module_name!r}: {err}{hint}") from None
+    except (ValueError, TypeError) as err:  # a name an import finder cannot even look up ('/', 'a b')
+        raise MechanismNameError(f"{what}={text}: cannot import module {module_name!r} ({err}); expected a class "
+                                 "path module.Class of an importable module") from None
     if not hasattr(module, attr):
         public = sorted(n for n, v in vars(module).items() if isinstance(v, type) and not n.startswith("_"))
         raise MechanismNameError(
