@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 from swar_bench.study.paths import holding_study, out_problem, shown, study_file_problem
+from swar_bench.study.records import CorruptRecord
 from swar_bench.study.spec import StudyError, load_study
 from swar_bench.utils.argparsing import ArgumentParser, count_arg
 from swar_bench.utils.locks import FolderLockedError
@@ -302,6 +303,9 @@ def _command(args: argparse.Namespace) -> int:
         return 2
     except FolderLockedError as err:  # another `study run` of the study: not a wrong argument
         print(f"swar-bench study {args.command}: error: {err}", file=sys.stderr)
+        return 1
+    except CorruptRecord as err:  # a fault of the records, not of the command line
+        print(f"swar-bench study {args.command}: FAILED: {err}", file=sys.stderr)
         return 1
 
 

@@ -71,11 +71,32 @@ def write_json(path: Path, record: dict[str, Any]) -> None:
     )
 
 
+class CorruptRecord(ValueError):
+    """A record file that is there but cannot be read as the record it names (not JSON, not an
+    object, a frontier test record whose accuracy rows are not ``[N, kind, count, correct]``,
+    :func:`check_accuracy_rows`): a fault of the data (exit 1), not of the command line."""
+
+
+def _accuracy_rows_problem(record: dict[str, Any]) -> str | None:
+    """Why a test record's ``accuracy`` is not a list of ``[N, kind, count, correct]`` rows (ints,
+    a kind name, 0 <= correct <= count), else None."""
+    rows = record.get("accuracy", [])
+    if not isinstance(rows, list):
+        return f"accuracy is a {type(rows).__name__}, expected a list of [N, kind, count, correct] rows"
+    for row in rows:
+        ok = (isinstance(row, list) and len(row) == 4 and isinstance(row[1], str)
+              and all(isinstance(v, int) and not isinstance(v, bool) for v in (row[0], row[2], row[3]))
+              and 0 <= row[3] <= row[2])
+        if not ok:
+            return f"accuracy row {json.dumps(row)[:80]} is not [N, kind, count, correct] with 0 <= correct <= count"
+    return None
+
+
 def read_json(path: Path) -> dict[str, Any] | None:
     """The record at ``path``; None when there is none.
 
     Raises:
-        ValueError: the file is there but is not a JSON object (one line naming it).
+        CorruptRecord: (a ValueError) the file is there but is not a JSON object (one line naming it).
     """
     try:
         text = path.read_text()
@@ -84,12 +105,21 @@ def read_json(path: Path) -> dict[str, Any] | None:
     try:
         record = json.loads(text)
     except ValueError:
-        raise ValueError(
+        raise CorruptRecord(
             f"record {path} is not JSON; delete it or restore it from version control"
         ) from None
     if not isinstance(record, dict):
         msg = f"record {path} is not a JSON object; delete it or restore it from version control"
-        raise ValueError(msg)  # noqa: TRY004 -- a bad record is a value fault, caught with the others
+        raise CorruptRecord(msg)
+    return record
+
+
+def check_accuracy_rows(record: dict[str, Any] | None, path: Path) -> dict[str, Any] | None:
+    """``record`` (a test record of a study of the fair protocol, read from ``path``) unchanged when
+    its ``accuracy`` rows are ``[N, kind, count, correct]``; else CorruptRecord naming the file."""
+    problem = None if record is None else _accuracy_rows_problem(record)
+    if problem is not None:
+        raise CorruptRecord(f"record {path}: {problem}; delete it or restore it from version control")
     return record
 
 

@@ -35,7 +35,7 @@ from swar_bench.study import protocol, provenance
 from swar_bench.study.commands import grown_state_lines, readout_state, state_text
 from swar_bench.study.config_files import config_change
 from swar_bench.study.progress import progress_text, stale_reason
-from swar_bench.study.records import _nan_safe, read_curve, read_json
+from swar_bench.study.records import _nan_safe, check_accuracy_rows, read_curve, read_json
 from swar_bench.study.runner import read_budget, run_name
 from swar_bench.study.spec import MechanismSpec, StudyError, StudySpec
 from swar_bench.utils.intervals import clopper_pearson, seed_spread, wilson
@@ -181,7 +181,8 @@ def _collect_one(
         test, passed = None, protocol.gate_passed(spec.gate, fit)
         if passed:
             why: list[str] = []
-            test = _compatible(read_json(records / f"{run_name(m, chosen, s)}.test.json"), spec, why)
+            path = records / f"{run_name(m, chosen, s)}.test.json"
+            test = _compatible(check_accuracy_rows(read_json(path), path), spec, why)
             stale.update({f"test {run_name(m, chosen, s)}": w for w in why})
             if test is None:
                 result.missing.append(f"test {run_name(m, chosen, s)}")
@@ -196,7 +197,8 @@ def _collect_one(
         if retry_fit is None:
             result.missing.append(f"fit {retry_name}")
         else:
-            retry_test = _compatible(read_json(records / f"{retry_name}.test.json"), spec)
+            path = records / f"{retry_name}.test.json"
+            retry_test = _compatible(check_accuracy_rows(read_json(path), path), spec)
             result.retry = SeedResult(0, True, retry_fit, retry_test, protocol.gate_passed(spec.gate, retry_fit))
             if result.retry.passed and retry_test is None:  # a learner whose test is still to run
                 result.missing.append(f"test {retry_name}")

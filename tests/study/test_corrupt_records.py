@@ -1,0 +1,86 @@
+"""A corrupt record is one line naming it, exit 1, in `study status` and `study report` (fault:
+a record truncated to 200 bytes or holding `[]` ended both in a traceback around a good message,
+and a test record whose `accuracy` was a string crashed `report` with `not enough values to
+unpack`, naming no file)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from swar_bench.study.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+RECORDS = sorted(p.name for p in (ROOT / "results" / "frontier_v2").glob("*.json"))
+
+
+def _study(tmp: Path) -> tuple[Path, Path]:
+    """A copy of the frontier study reading a copy of its records; (study file, records folder)."""
+    records = tmp / "rec"
+    shutil.copytree(ROOT / "results" / "frontier_v2", records)
+    text = (ROOT / "configs" / "studies" / "frontier.yaml").read_text()
+    study = tmp / "fr.yaml"
+    study.write_text("\n".join(f"records: {records}" if line.startswith("records:") else line
+                               for line in text.splitlines()) + "\n")
+    return study, records
+
+
+def _ran(capsys, *argv: str) -> tuple[int, list[str]]:
+    code = main(list(argv))
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    return code, err
+
+
+def _a_test_record_that_counts(records: Path) -> Path:
+    """A test record the report reads (its seed passed the gate at the chosen rate)."""
+    return records / "DeltaNet_lr0.0003_seed0.test.json"
+
+
+@pytest.mark.parametrize("corruption", ["truncated", "a list", "accuracy a string", "a short accuracy row"])
+def test_the_reported_corrupt_records_are_one_line(tmp_path, capsys, monkeypatch, corruption):
+    monkeypatch.chdir(ROOT)
+    study, records = _study(tmp_path)
+    if corruption == "truncated":
+        path = records / RECORDS[0]
+        path.write_bytes(path.read_bytes()[:200])
+    elif corruption == "a list":
+        path = _a_test_record_that_counts(records)
+        path.write_text("[]")
+    else:
+        path = _a_test_record_that_counts(records)
+        record = json.loads(path.read_text())
+        record["accuracy"] = "garbage" if corruption == "accuracy a string" else [[32, "ar_valid", 5]]
+        path.write_text(json.dumps(record))
+    commands = ["report"] if corruption.startswith(("accuracy", "a short")) else ["status", "report"]
+    for command in commands:
+        code, err = _ran(capsys, command, str(study), *(["--out", str(tmp_path / "o")] if command == "report" else []))
+        assert code == 1 and len(err) == 1, err
+        assert err[0].startswith(f"swar-bench study {command}: FAILED: record {path}"), err
+        assert err[0].endswith("; delete it or restore it from version control"), err
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(name=st.sampled_from(RECORDS), cut=st.integers(0, 400), how=st.sampled_from(["cut", "scalar", "list"]),
+       command=st.sampled_from(["status", "report"]))
+def test_any_record_corrupted_anyhow_is_one_line_or_ignored(tmp_path_factory, capsys, monkeypatch, name, cut, how,
+                                                           command):
+    """The kind: any record of the study cut short, or replaced by a JSON scalar or list: `status`
+    and `report` end 0 (the record is not read by that command) or 1 with one line naming that
+    file; never a traceback."""
+    monkeypatch.chdir(ROOT)
+    tmp = tmp_path_factory.mktemp("c")
+    study, records = _study(tmp)
+    path = records / name
+    if how == "cut":
+        path.write_bytes(path.read_bytes()[:cut])
+    else:
+        path.write_text("3" if how == "scalar" else "[1]")
+    code, err = _ran(capsys, command, str(study), *(["--out", str(tmp / "o")] if command == "report" else []))
+    assert code in (0, 1), err
+    if code == 1:
+        assert len(err) == 1 and err[0].startswith(f"swar-bench study {command}: FAILED: record {path}"), err
