@@ -254,6 +254,14 @@ class PasskeySwarDataModule(pl.LightningDataModule):
             self.dataset = MQARBatches(self.mqar)
         else:
             self.dataset = PasskeySwarBatches(source, self.params)
+        if self.mqar is None and source == "generate" and train_index_start + self.batch_size > 10**6:
+            # generated training data reads indices train_index_start + ... of the seed formula: not
+            # even one batch fits (the sampler said so only at the first training step, a traceback)
+            lead = (f"batch_size={self.batch_size}" if train_index_start == 0 else
+                    f"train_index_start={train_index_start} (with batch_size={self.batch_size})")
+            raise ValueError(
+                f"{lead}: one training batch passes the 1,000,000 indices per N of the task's seed formula "
+                f"(docs/TASK.md, \"Columns\"); expected train_index_start + batch_size <= 1000000")
         self.train_index_start = train_index_start
         self.stream = TrainStream(self.train_configs, self.batch_size, 1, self.seed, train_index_start)
         self._pending_state: dict[str, Any] | None = None

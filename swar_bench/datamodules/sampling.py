@@ -134,10 +134,12 @@ class TrainBatchSampler(DistributedSampler):
         start = self.stream.index_start + (counter * self.num_replicas + self.rank) * self.stream.batch_size
         stop = start + self.stream.batch_size
         if self.limit is None and stop > 10**6:
-            raise RuntimeError(
+            raise ValueError(  # a setting's fault, one line (exit 2), not a crash
                 f"the training stream for N={n} used all 1,000,000 indices of the task's seed formula "
                 '(split_seed * 10**12 + N * 10**6 + index; docs/TASK.md, "Columns") from train_index_start='
-                f"{self.stream.index_start}; lower examples_per_epoch x max_epochs or train_index_start, or add train_configs"
+                f"{self.stream.index_start} with batch_size={self.stream.batch_size} on {self.num_replicas} "
+                "rank(s); expected fewer steps (examples_per_epoch x max_epochs), a smaller batch_size or "
+                "train_index_start, or more train_configs"
             )
         return tuple(range(start, stop))
 

@@ -6,6 +6,8 @@ import itertools
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from swar_bench.datamodules.passkey_swar import (
     FILLER_SEED,
@@ -312,12 +314,36 @@ def test_index_block_past_the_seed_formula_is_refused():
     stream = TrainStream((32,), 4, 4, 0, index_start=10**6 - 6)
     it = iter(TrainBatchSampler(stream, 0, 1, None))
     assert next(it)[2] == tuple(range(10**6 - 6, 10**6 - 2))
-    with pytest.raises(RuntimeError, match="train_index_start=999994"):
-        next(it)
+    with pytest.raises(ValueError, match="train_index_start=999994 with batch_size=4 on 1 rank"):
+        next(it)  # a setting's fault, one line (ValueError: exit 2), not a crash
 
 
-from hypothesis import given, settings
-from hypothesis import strategies as st
+@pytest.mark.parametrize(("kwargs", "lead"), [({"batch_size": 1000001}, "batch_size=1000001"),
+                                              ({"train_index_start": 999990},
+                                               "train_index_start=999990 (with batch_size=16)")])
+def test_the_reported_batch_past_the_seed_formula_is_refused_at_once(kwargs, lead):
+    """Fault: `fit --data.batch_size=1000001` (or `--data.train_index_start=999990`) built the
+    model, then crashed at the first training step with a RuntimeError traceback whose hint did not
+    name batch_size."""
+    with pytest.raises(ValueError) as err:
+        PasskeySwarDataModule(train_configs=[32], **{"batch_size": 16, **kwargs})
+    assert str(err.value) == (f"{lead}: one training batch passes the 1,000,000 indices per N of the task's seed "
+                              'formula (docs/TASK.md, "Columns"); expected train_index_start + batch_size <= 1000000')
+
+
+@settings(max_examples=60, deadline=None)
+@given(batch_size=st.integers(1, 2 * 10**6), start=st.integers(0, 10**6 - 1))
+def test_a_first_batch_is_refused_exactly_when_it_passes_the_seed_formula(batch_size, start):
+    """The kind: any batch size and start index of generated data: refused at construction exactly
+    when the first batch would pass index 10**6; otherwise its first batch is read from there."""
+    if start + batch_size > 10**6:
+        with pytest.raises(ValueError, match="expected train_index_start \\+ batch_size <= 1000000"):
+            PasskeySwarDataModule(train_configs=[32], batch_size=batch_size, train_index_start=start)
+    else:
+        dm = PasskeySwarDataModule(train_configs=[32], batch_size=batch_size, train_index_start=start)
+        assert TrainBatchSampler(dm.stream, 0, 1, None)._indices(32, 0)[:1] == (start,)
+
+
 
 
 @settings(max_examples=40, deadline=None)
