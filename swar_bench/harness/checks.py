@@ -299,7 +299,23 @@ def config_file_problem(path: str, expected: str, not_mapping: str, groups: tupl
     empty = next((key for key in content if key in groups and content[key] is None), None)
     if empty is not None:
         return f"{empty}: is empty (YAML null); expected {empty} options indented under it, or no {empty}: line"
+    for key in (k for k in content if k in groups and not isinstance(content[k], dict)):
+        value = content[key]  # a string names a file of the group's options (jsonargparse reads it)
+        here = os.path.join(os.path.dirname(os.path.abspath(path)), str(value))
+        if isinstance(value, str) and value.strip() and (os.path.isfile(value) or os.path.isfile(here)):
+            continue
+        what = "names no file" if isinstance(value, str) else f"is a YAML {type(value).__name__}"
+        return (f"{key}: {shown_yaml(value)} {what}; expected a mapping of {key} options indented under {key}: "
+                "(or the path of a YAML file of them)")
     return None
+
+
+def shown_yaml(value: Any) -> str:
+    """``value`` as YAML writes it on one line (``5``, ``[1, 2]``, ``abc``), cut at 60 characters."""
+    import yaml
+
+    text = yaml.safe_dump(value, default_flow_style=True, width=10**6).strip().removesuffix("...").strip()
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def check_config_files(argv: list[str]) -> None:
