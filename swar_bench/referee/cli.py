@@ -30,7 +30,12 @@ import torch
 
 from swar_bench.config_errors import joined
 from swar_bench.referee.evaluate import check_init_seed, check_seed, evaluate
-from swar_bench.referee.option_lines import config_mapping, last_setting, option_line
+from swar_bench.referee.option_lines import (
+    config_mapping,
+    config_problem,
+    last_setting,
+    option_line,
+)
 from swar_bench.referee.outputs import (
     RESULT_FILES,
     prepare_out_dir,
@@ -50,8 +55,7 @@ from swar_bench.referee.table import (
 from swar_bench.referee.verdict import ALPHA, ALPHA_EXPECTED, check_alpha, verdict, verdict_table
 from swar_bench.utils import interrupts
 from swar_bench.utils.argparsing import ArgumentParser, PathArg, check_no_dashes_value
-from swar_bench.utils.text import inline_mapping, plural, unknown_name_line, yaml_problem
-from swar_bench.utils.yaml_keys import DuplicateKey, load_unique
+from swar_bench.utils.text import plural, unknown_name_line
 
 PROG = "swar-bench referee"
 
@@ -132,40 +136,6 @@ def default_threads() -> int:
     except AttributeError:  # not on Linux
         cores = os.cpu_count() or 1
     return max(1, min(4, cores))
-
-
-def config_problem(value: str) -> str | None:
-    """Why ``--config value`` is not a YAML mapping of referee options, or None when it is one.
-
-    jsonargparse reports an empty file, a folder or a YAML list only as ``Unexpected config: ...``
-    (nothing after the colon for an empty file); this names the file and what was expected. A
-    value that is not a file is inline YAML to jsonargparse: fine if it is a mapping.
-    """
-    import yaml
-
-    expected = "expected a YAML mapping of referee options (mechanism, ranges, seed, ...)"
-    shown = f"--config={value!r}"
-    if os.path.isdir(value):
-        return f"{shown} is a folder; {expected} in a file"
-    if not os.path.isfile(value):
-        if not value.strip():
-            return f"{shown} is empty; expected the path of a YAML file of referee options"
-        return None if inline_mapping(value) else f"{shown}: no such file; {expected} in a file"
-    try:
-        with open(value, encoding="utf-8") as f:
-            loaded = load_unique(f)
-    except DuplicateKey as e:  # YAML would keep the last value without a word
-        return f"{shown}: {e}"
-    except (OSError, UnicodeDecodeError) as e:
-        return f"{shown} cannot be read ({getattr(e, 'strerror', None) or e}); {expected}"
-    except yaml.YAMLError as e:
-        return f"{shown} is not valid YAML ({yaml_problem(e)}); {expected}"
-    if loaded is None:
-        return f"{shown} is empty (no options in it); {expected}"
-    if not isinstance(loaded, dict):
-        kind = "a YAML list" if isinstance(loaded, list) else f"the single YAML value {loaded!r}"
-        return f"{shown} holds {kind}, not a mapping; {expected}"
-    return None
 
 
 def _config_values(argv: list[str]) -> list[str]:

@@ -68,3 +68,50 @@ def option_line(message: str, argv: list[str], keys: Iterable[str]) -> str:
     if found["index"]:
         return f"{option}={value}: {message}"
     return f"{option}={value}{found['rest']}"
+
+
+def empty_key_line(shown: str, config: dict) -> str | None:
+    """``--config='F': mechanism: is empty (YAML null); expected ...`` for the first key of the
+    referee config ``config`` left empty (jsonargparse said only ``Unexpected config: mechanism:``,
+    naming no file), else None. ``shown``: the option and file as the refusal names them."""
+    key = next((k for k, v in config.items() if v is None), None)
+    if key is None:
+        return None
+    return f"{shown}: {key}: is empty (YAML null); expected a value (or options) under {key}:, or no {key}: line"
+
+
+def config_problem(value: str) -> str | None:
+    """Why ``--config value`` is not a YAML mapping of referee options, or None when it is one.
+
+    jsonargparse reports an empty file, a folder or a YAML list only as ``Unexpected config: ...``
+    (nothing after the colon for an empty file); this names the file and what was expected. A
+    value that is not a file is inline YAML to jsonargparse: fine if it is a mapping.
+    """
+    import yaml
+
+    from swar_bench.utils.text import inline_mapping, yaml_problem
+    from swar_bench.utils.yaml_keys import DuplicateKey, load_unique
+
+    expected = "expected a YAML mapping of referee options (mechanism, ranges, seed, ...)"
+    shown = f"--config={value!r}"
+    if os.path.isdir(value):
+        return f"{shown} is a folder; {expected} in a file"
+    if not os.path.isfile(value):
+        if not value.strip():
+            return f"{shown} is empty; expected the path of a YAML file of referee options"
+        return None if inline_mapping(value) else f"{shown}: no such file; {expected} in a file"
+    try:
+        with open(value, encoding="utf-8") as f:
+            loaded = load_unique(f)
+    except DuplicateKey as e:  # YAML would keep the last value without a word
+        return f"{shown}: {e}"
+    except (OSError, UnicodeDecodeError) as e:
+        return f"{shown} cannot be read ({getattr(e, 'strerror', None) or e}); {expected}"
+    except yaml.YAMLError as e:
+        return f"{shown} is not valid YAML ({yaml_problem(e)}); {expected}"
+    if loaded is None:
+        return f"{shown} is empty (no options in it); {expected}"
+    if not isinstance(loaded, dict):
+        kind = "a YAML list" if isinstance(loaded, list) else f"the single YAML value {loaded!r}"
+        return f"{shown} holds {kind}, not a mapping; {expected}"
+    return empty_key_line(shown, loaded)  # `mechanism:` with nothing under it

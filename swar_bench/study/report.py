@@ -181,8 +181,8 @@ def _collect_one(
         test, passed = None, protocol.gate_passed(spec.gate, fit)
         if passed:
             why: list[str] = []
-            path = records / f"{run_name(m, chosen, s)}.test.json"
-            test = _compatible(check_accuracy_rows(read_json(path), path), spec, why)
+            test = _compatible(check_accuracy_rows(read_json(p := records / f"{run_name(m, chosen, s)}.test.json"), p),
+                               spec, why)
             stale.update({f"test {run_name(m, chosen, s)}": w for w in why})
             if test is None:
                 result.missing.append(f"test {run_name(m, chosen, s)}")
@@ -190,15 +190,13 @@ def _collect_one(
     # the retry counts exactly when the runner owes it: every seed at the chosen rate is recorded
     # and protocol.retry_due holds over every fit it ran (the walk's selection fits and the seeds);
     # a retry record beside a seed that passed is not the protocol's, and is not read
-    # the retry counts exactly when the runner owes it (protocol.retry_due over every fit it ran)
     ran = [fit_of(lr, s) for lr in used for s in selection] + [r.fit for r in result.seeds]
     if len(result.seeds) == len(seeds) and protocol.retry_due(spec.gate, ran):
         retry_name, retry_fit = run_name(m, chosen, 0, True), fit_of(chosen, 0, True)
         if retry_fit is None:
             result.missing.append(f"fit {retry_name}")
         else:
-            path = records / f"{retry_name}.test.json"
-            retry_test = _compatible(check_accuracy_rows(read_json(path), path), spec)
+            retry_test = _compatible(check_accuracy_rows(read_json(p := records / f"{retry_name}.test.json"), p), spec)
             result.retry = SeedResult(0, True, retry_fit, retry_test, protocol.gate_passed(spec.gate, retry_fit))
             if result.retry.passed and retry_test is None:  # a learner whose test is still to run
                 result.missing.append(f"test {retry_name}")
