@@ -109,11 +109,17 @@ def parse_init_args(text: str | None) -> dict:
     option = spelling(text, "--init_args")
     import yaml
 
+    from swar_bench.utils.yaml_keys import DuplicateKey, json_unique, load_unique
+
     try:
-        value = json.loads(text)
+        value = json_unique(text)
+    except DuplicateKey as err:
+        raise ValueError(f"{option}={text}: {err}") from None
     except json.JSONDecodeError:
         try:
-            value = yaml.safe_load(text)
+            value = load_unique(text)
+        except DuplicateKey as err:
+            raise ValueError(f"{option}={text}: {err}") from None
         except yaml.YAMLError:
             value = None
     if not isinstance(value, dict):

@@ -17,6 +17,7 @@ import matplotlib.pyplot as plt
 import matplotlib.ticker
 
 from swar_bench.utils.files import atomic_write
+from swar_bench.utils.yaml_keys import DuplicateKey, json_unique
 
 
 def write_json(result: Mapping[str, Any], path: str | os.PathLike) -> Path:
@@ -34,7 +35,9 @@ def read_json(path: str | os.PathLike) -> dict[str, Any]:
         ValueError: the file is missing, unreadable or not JSON (one line naming the path).
     """
     try:
-        return json.loads(Path(path).read_text())
+        return json_unique(Path(path).read_text())
+    except DuplicateKey as e:  # JSON would keep the last value: a result holding two of one field
+        raise ValueError(f"{path}: {e}; expected a referee result JSON") from None
     except FileNotFoundError:
         raise ValueError(f"{path}: no such file; expected a referee result JSON") from None
     except (OSError, UnicodeDecodeError) as e:  # a folder, unreadable, not text

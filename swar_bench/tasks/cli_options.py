@@ -183,8 +183,12 @@ def splits_option(value: str | None) -> list[str] | None:
 def params_option(value: str | None) -> PasskeySwarParams:
     if not value:
         return PasskeySwarParams()
+    from swar_bench.utils.yaml_keys import DuplicateKey, json_unique
+
     try:
-        fields = json.loads(value)
+        fields = json_unique(value)
+    except DuplicateKey as exc:
+        raise UsageError(f"--params={value!r}: {exc}") from None
     except json.JSONDecodeError as exc:
         raise UsageError(
             f"--params={value!r}: expected a JSON object, e.g. '{{\"w\": 8}}' ({exc.msg})"

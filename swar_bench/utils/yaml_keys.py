@@ -44,3 +44,21 @@ def load_unique(stream: Any) -> Any:
     import yaml
 
     return yaml.load(stream, Loader=unique_key_loader())
+
+
+def json_unique(text: str) -> Any:
+    """``json.loads(text)``, refusing a key given twice in one object (:class:`DuplicateKey`: JSON,
+    like YAML, keeps the last value without a word: ``--params '{"w": 8, "w": 9}'`` generated w=9).
+    Raises ``json.JSONDecodeError`` as ``json.loads`` does otherwise."""
+    import json
+
+    def unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        seen: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in seen:
+                raise DuplicateKey(f"key {key!r} appears twice; expected each key once (JSON would keep the last "
+                                   "without a word)")
+            seen[key] = value
+        return seen
+
+    return json.loads(text, object_pairs_hook=unique)

@@ -11,6 +11,7 @@ from swar_bench.tasks.store.dataset_card import README_PARAMS_RE
 from swar_bench.tasks.store.errors import DataSourceError, json_problem
 from swar_bench.tasks.store.layout import PARAMS_FILE, card_files
 from swar_bench.utils.files import atomic_write_text
+from swar_bench.utils.yaml_keys import DuplicateKey, json_unique
 
 
 def params_from(fields, where: str) -> PasskeySwarParams:
@@ -45,7 +46,10 @@ def read_record(folder: str | os.PathLike) -> tuple[PasskeySwarParams, str] | No
     if os.path.isfile(path):
         try:
             with open(path, encoding="utf-8") as f:
-                fields = json.load(f)
+                fields = json_unique(f.read())
+        except DuplicateKey as exc:  # JSON would keep the last value: a folder recording two values of one field
+            raise DataSourceError(f"{path}: {exc}; expected the task's parameters as `swar-bench data generate` "
+                                  "writes them") from None
         except (OSError, ValueError) as exc:
             raise DataSourceError(
                 f"{path}: {json_problem(exc)}; expected the task's parameters as `swar-bench data generate` writes them"
