@@ -48,6 +48,22 @@ def _kind(value: Any) -> str:
     return f"{text if len(text) <= 40 else text[:37] + '...'} ({type(value).__name__})"
 
 
+RANGES = {"accuracy": (0.0, 1.0, "an accuracy in [0, 1]"), "proxy_accuracy": (0.0, 1.0, "an accuracy in [0, 1]"),
+          "loss": (0.0, math.inf, "a finite loss >= 0"), "perplexity": (1.0, math.inf, "a finite perplexity >= 1"),
+          "correct": (0.0, math.inf, "a number of correct positions >= 0")}
+"""The values a result's cell and curve fields can hold (null aside): a result file whose numbers
+are out of them (an accuracy of 7.5, a NaN loss) would print as if it were measured."""
+
+
+def _in_range(obj: Mapping[str, Any], key: str, path: str, value: Any) -> None:
+    """``_Malformed`` when the number ``value`` of ``obj[key]`` is NaN or outside ``RANGES[key]``."""
+    if value is None or key not in RANGES:
+        return
+    low, high, what = RANGES[key]
+    if not (math.isfinite(value) and low <= value <= high):
+        raise _Malformed(f"{path}.{key} is {_kind(value)}, not {what}")
+
+
 def _get(obj: Mapping[str, Any], key: str, path: str, kinds: tuple, what: str, null=False) -> Any:
     """``obj[key]``, checked to be an instance of ``kinds`` (or None if ``null``); else ``_Malformed``."""
     name = f"{path}.{key}" if path else key
@@ -96,13 +112,17 @@ def _check(result: Any) -> None:
             if not isinstance(cell, Mapping):
                 raise _Malformed(f"{path} is {_kind(cell)}, not a mapping")
             for key in keys:
-                _get(cell, key, path, _NUMBER, "a number or null", null=True)
-            _get(cell, "count", path, (int,), "a number of supervised positions")
+                _in_range(cell, key, path, _get(cell, key, path, _NUMBER, "a number or null", null=True))
+            count = _get(cell, "count", path, (int,), "a number of supervised positions")
+            if count < 0 or not 0 <= (cell.get("correct") or 0) <= count:
+                raise _Malformed(f"{path} has count {count} and correct {cell.get('correct')}, not "
+                                 "0 <= correct <= count")
             ci = _get(cell, "accuracy_ci", path, (list,), "[low, high] or null", null=True)
             if ci is not None and (
                 len(ci) != 2 or not all(isinstance(v, _NUMBER) and not isinstance(v, bool) for v in ci)
+                or not 0 <= ci[0] <= ci[1] <= 1
             ):
-                raise _Malformed(f"{path}.accuracy_ci is {_kind(ci)}, not [low, high] or null")
+                raise _Malformed(f"{path}.accuracy_ci is {_kind(ci)}, not [low, high] in [0, 1] or null")
             cell_flops = _get(cell, "flops", path, (Mapping,), "a mapping")
             _get(cell_flops, "train", f"{path}.flops", _NUMBER, "a number of FLOPs")
     curve = _get(result, "forgetting_curve", "", (list,), "a list of points")
@@ -116,7 +136,7 @@ def _check(result: Any) -> None:
             raise _Malformed(f"{path} is {_kind(point)}, not a mapping")
         _get(point, "range", path, _NUMBER, "a distance in tokens")
         for key in ("accuracy", "proxy_accuracy", "loss"):
-            _get(point, key, path, _NUMBER, "a number or null", null=True)
+            _in_range(point, key, path, _get(point, key, path, _NUMBER, "a number or null", null=True))
     mechanism = _get(result, "mechanism", "", (Mapping,), "a mapping")
     _get(mechanism, "class", "mechanism", (str,), "a class name")
     _get(mechanism, "n_params", "mechanism", (int,), "an integer")

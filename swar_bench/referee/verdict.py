@@ -21,6 +21,7 @@ p-values are per cell and not adjusted for the number of cells.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -95,6 +96,11 @@ def _per_probe(cell: Mapping[str, Any], where: str) -> Mapping[str, Any]:
     if len(set(lengths.values())) > 1:
         shown = ", ".join(f"{key} {n}" for key, n in lengths.items())
         raise ValueError(f"{at}: its lists differ in length ({shown}); expected one entry per held-out probe")
+    counts, correct = probes["count"], probes.get("correct") or [0] * len(probes["count"])
+    for i, (loss, n, right) in enumerate(zip(probes["loss"], counts, correct, strict=True)):
+        if not (math.isfinite(loss) and loss >= 0) or n != int(n) or n < 0 or not 0 <= right <= n:
+            raise ValueError(f"{at}: probe {i} has loss {loss}, count {n}, correct {right}; expected a finite "
+                             "loss >= 0 and 0 <= correct <= count (integers)")
     return probes
 
 
