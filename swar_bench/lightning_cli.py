@@ -137,7 +137,7 @@ from swar_bench.harness.stops import (
     stop_other_ranks,
     stop_status,
 )
-from swar_bench.harness.values import check_trains, check_values
+from swar_bench.harness.values import check_trains, check_values, integer_batch_limits
 from swar_bench.module import TBPTTModule, mechanism_class_path
 from swar_bench.utils import interrupts
 from swar_bench.utils.argparsing import check_no_dashes_value
@@ -204,6 +204,7 @@ class SwarBenchCLI(LightningCLI):
         check_accelerator(cfg.get("trainer.accelerator"), list(args or []))
         check_strategy(cfg.get("trainer.strategy"), list(args or []))
         check_devices(cfg, list(args or []))  # a strategy or precision Lightning cannot build on this accelerator
+        self._typed_args = list(args or [])  # as typed: integer_batch_limits reads them at the Trainer
         check_values(cfg, list(args or []), subcommand)  # values a library would refuse later, unnamed
         if subcommand == "fit":
             check_trains(cfg, list(args or []))  # max_steps=0 and the like: no step, an empty run folder
@@ -426,7 +427,8 @@ class SwarBenchCLI(LightningCLI):
         self._check_checkpoint_fits()
         silence_run_notices(resuming=cfg.get("ckpt_path") not in (None, ""), checkpoint_dir=self._ckpt_checkpoint_dir(),
                             locked_folder=self._checkpoint_folder(cfg) if self.subcommand == "fit" else None)
-        trainer = super().instantiate_trainer(**kwargs)
+        # --trainer.limit_val_batches=1 means one batch; jsonargparse hands Lightning 1.0 (every batch)
+        trainer = super().instantiate_trainer(**{**integer_batch_limits(cfg, getattr(self, "_typed_args", [])), **kwargs})
         from swar_bench.runtime.checkpoint_io import SafeCheckpointIO
 
         # every checkpoint Lightning reads (--ckpt_path of any spelling, last, hpc) weights only;

@@ -452,3 +452,44 @@ def option_line(message: str, argv: list[str]) -> str:
         if source is not None:
             return f"{source}: {message[2:]}"
     return message
+
+
+BATCH_LIMITS = ("limit_train_batches", "limit_val_batches", "limit_test_batches", "limit_predict_batches",
+                "overfit_batches")
+"""The ``--trainer`` options whose int is a number of batches and whose float a fraction of them."""
+
+
+def integer_batch_limits(cfg: Any, argv: list[str]) -> dict[str, int]:
+    """The ``BATCH_LIMITS`` of ``cfg`` the user wrote as integers, as ints (Trainer keyword
+    arguments): jsonargparse reads Lightning's ``Union[int, float]`` as a float, so
+    ``--trainer.limit_val_batches=1`` (one batch) reached the Trainer as ``1.0`` (every batch).
+    The setting read last (the command line's words, a ``--config`` file's or a ``--trainer``
+    file's YAML) decides; a typed ``1.0`` stays a fraction."""
+    import yaml
+
+    from swar_bench.utils.yaml_keys import load_unique
+
+    ints = {}
+    for option in BATCH_LIMITS:
+        key = f"trainer.{option}"
+        found, value = lookup(cfg, key)
+        if not found or not isinstance(value, float) or not value.is_integer():
+            continue
+        as_int = False
+        for i, arg in enumerate(argv):
+            name, eq, text = arg.partition("=")
+            text = text if eq else (argv[i + 1] if i + 1 < len(argv) else "")
+            if name == f"--{key}":
+                as_int = re.fullmatch(r"\s*[+-]?\d+\s*", text) is not None
+            elif name in ("--config", "--trainer") and os.path.isfile(text):
+                try:
+                    with open(text, encoding="utf-8") as handle:
+                        loaded = load_unique(handle)
+                except (OSError, ValueError, yaml.YAMLError):
+                    continue
+                node = loaded.get("trainer", {}) if name == "--config" and isinstance(loaded, dict) else loaded
+                if isinstance(node, dict) and option in node:
+                    as_int = isinstance(node[option], int) and not isinstance(node[option], bool)
+        if as_int:
+            ints[option] = int(value)
+    return ints
