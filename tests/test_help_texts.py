@@ -137,3 +137,10 @@ def test_every_option_of_ours_says_what_it_is(capsys, subcommand):
     text = _help(capsys, [subcommand, "--help"])
     ours = [o for o in _undescribed(text) if not o.startswith(("--trainer.", "--checkpoint."))]
     assert ours == [], ours
+
+
+def test_every_subcommand_help_says_what_it_does():
+    """Fault: `study status/report/site --help` (and the data subcommands') had no description
+    line, only usage and options. Every argparse (sub)command has one."""
+    bare = [prog for prog, parser in PARSERS.items() if not (parser.description or "").strip()]
+    assert bare == [], bare

@@ -32,9 +32,8 @@ def _parser() -> argparse.ArgumentParser:
 
     p = ArgumentParser(prog="swar-bench study", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="command", required=True)
-    run = sub.add_parser(
-        "run", help="train and test every missing run of the study (resumable from its records)"
-    )
+    run = sub.add_parser("run", help=(h := "train and test every missing run of the study (resumable from its records)"),
+                         description=h)
     run.add_argument("study", help="the study file (YAML), e.g. configs/studies/frontier.yaml")
     run.add_argument("--jobs", type=count_arg(1), default=2, help="processes at once (default: 2)")
     run.add_argument("--threads", type=count_arg(1), default=1, help="torch threads per process (default: 1)")
@@ -55,15 +54,15 @@ def _parser() -> argparse.ArgumentParser:
     from swar_bench.study.launchers import add_arguments
 
     add_arguments(run)
-    report = sub.add_parser("report", help="tables and figures from the records")
+    report = sub.add_parser("report", help=(h := "tables and figures from the records"), description=h)
     report.add_argument("study", help="the study file (YAML), e.g. configs/studies/frontier.yaml")
     report.add_argument("--out", default=None,
                         help="folder of the tables and figures (default: the study's records folder)")
-    site = sub.add_parser("site", help="static HTML pages from the records (open site/index.html)")
+    site = sub.add_parser("site", help=(h := "static HTML pages from the records (open site/index.html)"), description=h)
     site.add_argument("study", help="the study file (YAML), e.g. configs/studies/frontier.yaml")
     site.add_argument("--out", default="site",
                       help="folder of the site (default: site); replaced whole when it is an earlier site")
-    status = sub.add_parser("status", help="one line per run: done / running / failed / to do")
+    status = sub.add_parser("status", help=(h := "one line per run: done / running / failed / to do"), description=h)
     status.add_argument("study", help="the study file (YAML), e.g. configs/studies/frontier.yaml")
     return p
 

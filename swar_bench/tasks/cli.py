@@ -409,8 +409,11 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument(
             "--configs", help="comma-separated configs, e.g. n32,n64 (default: all of the release's, n32..n16384)"
         )
-        p.add_argument("--splits", help="comma-separated splits, e.g. validation,test")
-        p.add_argument("--params", help='generator parameters as JSON (default: the release\'s, docs/TASK.md "Generation")')
+        every = "every split of train, validation, test that the source holds" if positional_source or source else (
+            "train, validation and test")
+        p.add_argument("--splits", help=f"comma-separated splits, e.g. validation,test (default: {every})")
+        read = "the folder's params.json, else the release's" if positional_source or source else "the release's"
+        p.add_argument("--params", help=f'generator parameters as JSON (default: {read}, docs/TASK.md "Generation")')
         if positional_source:
             p.add_argument("source", help="a local folder in the Hub layout or a Hub dataset id")
         elif source:
@@ -420,7 +423,7 @@ def build_parser() -> argparse.ArgumentParser:
                 help="'generate' (default), a local folder or a Hub dataset id",
             )
 
-    p = sub.add_parser("generate", help="write parquet in the Hub layout")
+    p = sub.add_parser("generate", help=(h := "write parquet in the Hub layout"), description=h)
     p.add_argument("--out", required=True, help="output folder")
     p.add_argument(
         "--num-examples", type=NUM_EXAMPLES, help="examples per split (default: the release's: train 100,000, validation and test 1,000)"
@@ -429,7 +432,7 @@ def build_parser() -> argparse.ArgumentParser:
     common(p)
     p.set_defaults(func=cmd_generate)
 
-    p = sub.add_parser("stats", help='print the statistics table (docs/TASK.md, "Statistics")')
+    p = sub.add_parser("stats", help=(h := 'print the statistics table (docs/TASK.md, "Statistics")'), description=h)
     p.add_argument(
         "--num-examples", type=NUM_EXAMPLES, help="examples per split (default: all / the release's sizes)"
     )
@@ -438,7 +441,7 @@ def build_parser() -> argparse.ArgumentParser:
     common(p, source=True)
     p.set_defaults(func=cmd_stats)
 
-    p = sub.add_parser("verify", help="run the oracle on every example")
+    p = sub.add_parser("verify", help=(h := "run the oracle on every example"), description=h)
     p.add_argument(
         "--regenerate",
         action="store_true",
@@ -447,11 +450,11 @@ def build_parser() -> argparse.ArgumentParser:
     common(p, positional_source=True)
     p.set_defaults(func=cmd_verify)
 
-    p = sub.add_parser("check", help="check that splits share no example")
+    p = sub.add_parser("check", help=(h := "check that splits share no example"), description=h)
     common(p, positional_source=True)
     p.set_defaults(func=cmd_check)
 
-    p = sub.add_parser("show", help="print one example, decoded")
+    p = sub.add_parser("show", help=(h := "print one example, decoded"), description=h)
     p.add_argument("--config", required=True, help="the config of the example, e.g. n32")
     p.add_argument("--split", default="validation", choices=list(SPLIT_SEEDS), help="its split (default: validation)")
     p.add_argument("--index", type=count_arg(0), default=0, help="its row in the split, from 0 (default: 0)")
@@ -463,7 +466,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--params", help='generator parameters as JSON (default: the release\'s, docs/TASK.md "Generation")')
     p.set_defaults(func=cmd_show)
 
-    p = sub.add_parser("vocab", help="write vocab.json")
+    p = sub.add_parser("vocab", help=(h := "write vocab.json"), description=h)
     p.add_argument("--out", default="vocab.json", help="the file to write (default: vocab.json)")
     p.add_argument("--params", help='generator parameters as JSON (default: the release\'s, docs/TASK.md "Generation")')
     p.set_defaults(func=cmd_vocab)
