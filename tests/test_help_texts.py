@@ -144,3 +144,30 @@ def test_every_subcommand_help_says_what_it_does():
     line, only usage and options. Every argparse (sub)command has one."""
     bare = [prog for prog, parser in PARSERS.items() if not (parser.description or "").strip()]
     assert bare == [], bare
+
+
+@pytest.mark.parametrize("argv", [["referee", "--help"], ["fit", "--help"]], ids=" ".join)
+def test_no_help_lists_more_than_six_known_subclasses(capsys, argv):
+    """Fault: `referee --help` was 388 lines, 299 of them the torch.nn classes jsonargparse listed
+    as "known subclasses" of --mechanism. Each list names six and counts the rest."""
+    from swar_bench.utils.help_format import SUBCLASSES_SHOWN
+
+    text = " ".join(_help(capsys, argv).split())
+    for found in re.finditer(r"known subclasses: ([^()]*)\)", text):
+        names = found.group(1).split(" and ")[0].split(",")
+        assert len(names) <= SUBCLASSES_SHOWN, found.group(0)[:300]
+    assert len(_help(capsys, argv).splitlines()) < (150 if argv[0] == "referee" else 900)
+
+
+@given(names=st.lists(st.from_regex(r"[a-z]{1,5}(\.[A-Za-z]{1,5}){0,2}", fullmatch=True), min_size=1, max_size=40),
+       head=st.text("abc (:", max_size=10))
+def test_fewer_subclasses_keeps_six_and_counts_the_rest(names, head):
+    from swar_bench.utils.help_format import SUBCLASSES_SHOWN, fewer_subclasses
+
+    text = f"{head}(type: X, known subclasses: {', '.join(names)})"
+    out = fewer_subclasses(text)
+    if len(names) <= SUBCLASSES_SHOWN:
+        assert out == text
+    else:
+        assert out == (f"{head}(type: X, known subclasses: {', '.join(names[:SUBCLASSES_SHOWN])} and "
+                       f"{len(names) - SUBCLASSES_SHOWN} more)")

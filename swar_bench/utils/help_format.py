@@ -38,6 +38,27 @@ class PlainHelpFormatter(DefaultHelpFormatter):
     def format_help(self) -> str:
         return plain_rst(super().format_help())
 
+    def _get_help_string(self, action):
+        return fewer_subclasses(super()._get_help_string(action) or "")
+
+
+SUBCLASSES_SHOWN = 6
+"""How many "known subclasses" an option's help names (jsonargparse names every one it can
+import: 299 lines of torch.nn classes under the referee's --mechanism)."""
+
+
+def fewer_subclasses(text: str) -> str:
+    """``text`` with its ``known subclasses: a, b, ...`` list cut to ``SUBCLASSES_SHOWN`` names and
+    a count: ``known subclasses: a, b, c, d, e, f and 287 more``."""
+
+    def cut(found: re.Match[str]) -> str:
+        names = [n.strip() for n in found.group(1).split(",") if n.strip()]
+        if len(names) <= SUBCLASSES_SHOWN:
+            return found.group(0)
+        return f"known subclasses: {', '.join(names[:SUBCLASSES_SHOWN])} and {len(names) - SUBCLASSES_SHOWN} more)"
+
+    return re.sub(r"known subclasses: ([^()]*)\)", cut, text)
+
 
 GROUP_TITLES = {
     "checkpoint": "Lightning's ModelCheckpoint: saves the model's checkpoints (last.ckpt and the best)",
