@@ -386,6 +386,13 @@ def mqar_option_line(message: str, cfg: Any, argv: list[str]) -> str | None:
         return None
     name, text, rest = match.groups()
     fields = dict(mqar) if isinstance(mqar, dict) else {}
+    typed = [k for k in ("num_kv_pairs", "num_passes") if typed_value(argv, f"data.mqar.{k}") is not None]
+    if name == "input_seq_len" and "num_kv_pairs=" in rest and typed and "input_seq_len" in fields and (
+            typed_value(argv, "data.mqar.input_seq_len") is None):  # the pairs just typed, the length from a file
+        length, passes = int(fields["input_seq_len"]), int(fields.get("num_passes", 1))
+        return (f"{lead(argv, f'data.mqar.{typed[-1]}', fields[typed[-1]])}: expected num_kv_pairs x "
+                f"(2 x num_passes + 2) <= input_seq_len={length} (at most {length // (2 * passes + 2)} pairs at "
+                f"num_passes={passes}), or a longer --data.mqar.input_seq_len")
     candidates = [name] if name in fields else [
         k for k in fields if re.sub(r"(^|_)(train|test)_", r"\1", k) == name
     ]
