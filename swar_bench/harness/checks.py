@@ -59,9 +59,17 @@ def check_mechanism_class(argv: list[str]) -> None:
                     node = (load_unique(handle) or {}).get("model", {}).get("mechanism")
             except (OSError, ValueError, AttributeError, yaml.YAMLError):
                 continue
+            where = f"--config={os.path.abspath(value)}: model.mechanism"
+            if node is not None and not isinstance(node, (str, dict)):  # 5, [GRU], true
+                raise ValueError(f"{where}={shown_yaml(node)}: expected a zoo name (e.g. GRU), a class path "
+                                 "module.Class, or class_path: and init_args: under it")
             path = node.get("class_path") if isinstance(node, dict) else node
+            init_args = node.get("init_args") if isinstance(node, dict) else None
+            if init_args is not None and not isinstance(init_args, dict):
+                raise ValueError(f"{where}.init_args={shown_yaml(init_args)}: expected a mapping of "
+                                 f"{str(path or 'the class').rsplit('.', 1)[-1]}'s arguments")
             if isinstance(path, str) and path:
-                last = (f"--config={os.path.abspath(value)}: model.mechanism={path}", path)
+                last = (f"{where}={path}", path)
     if last is None:
         return
     try:

@@ -110,3 +110,31 @@ def test_the_reported_switch_from_a_class_with_private_arguments_runs(tmp_path, 
     from swar_bench.mechanisms.registry import accepted_args, class_defaults
 
     assert "_weight" not in accepted_args("torch.nn.Embedding") and "_weight" not in class_defaults(torch.nn.Embedding)
+
+
+NOT_A_MECHANISM = st.one_of(st.integers(), st.booleans(), st.floats(allow_nan=False, allow_infinity=False),
+                            st.lists(st.sampled_from(["GRU", 1]), min_size=1, max_size=2))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(value=NOT_A_MECHANISM, where=st.sampled_from(["mechanism", "init_args"]))
+def test_a_mechanism_or_init_args_of_another_type_in_a_config_file_is_named(tmp_path_factory, capsys, monkeypatch,
+                                                                            value, where):
+    """Fault: `mechanism: 5` in a config file said jsonargparse's `Not a valid subclass of Module. Got
+    value: 5 Subclass types expect one of: ...`; `init_args: [1]` was named
+    `model.mechanism.class_path.init_args`. The kind: any value of another type given either."""
+    import yaml
+
+    folder = tmp_path_factory.mktemp("t")
+    monkeypatch.chdir(folder)
+    node = value if where == "mechanism" else {"class_path": "GRU", "init_args": value}
+    (folder / "m.yaml").write_text(yaml.safe_dump({"model": {"mechanism": node}}))
+    assert main(["fit", "--config", QUICKSTART, "--config", "m.yaml"]) == 2
+    line = one_error_line(capsys, "swar-bench")
+    shown = yaml.safe_dump(value, default_flow_style=True, width=10**6).strip().removesuffix("...").strip()
+    if where == "mechanism":
+        assert line == (f"swar-bench: error: --config={folder / 'm.yaml'}: model.mechanism={shown}: expected a zoo "
+                        "name (e.g. GRU), a class path module.Class, or class_path: and init_args: under it"), line
+    else:
+        assert line == (f"swar-bench: error: --config={folder / 'm.yaml'}: model.mechanism.init_args={shown}: "
+                        "expected a mapping of GRU's arguments"), line
