@@ -84,22 +84,26 @@ def parse_configs(configs: Sequence[int | str] | int | str, name: str) -> tuple[
     """``[32, "n64", ...]`` -> ``(32, 64, ...)``, checked against the task's N set (32..16384).
 
     Raises:
-        ValueError: an entry that is not an integer N / ``"n<N>"`` in ``ALLOWED_N``, or an
-            empty list; the message names the value and the allowed set.
+        ValueError: an entry that is not an integer N / ``"n<N>"`` in ``ALLOWED_N``, an N given
+            twice (``[32, "n32"]``), or an empty list; the message names the value and what is expected.
     """
     from swar_bench.tasks.passkey_swar import ALLOWED_N
 
     if isinstance(configs, (int, str)):
         configs = [configs]
-    out = []
+    read = []
     for c in configs:
         text = str(c).strip()
         digits = text[1:] if text.lower().startswith("n") else text
         if not digits.isdigit() or int(digits) not in ALLOWED_N:
             allowed = ", ".join(str(n) for n in ALLOWED_N)
             raise ValueError(f"{name}: {c!r} is not an allowed N; expected one of {allowed} (or 'n<N>')")
-        if int(digits) not in out:
-            out.append(int(digits))
+        read.append((c, int(digits)))
+    out: list[int] = []
+    for c, n in read:  # every entry checked first: a bad one is named before a repeat
+        if n in out:  # dropped without a word before: a weight meant by repeating it is not one
+            raise ValueError(f"{name}: {c!r} gives N={n} a second time; expected each N once")
+        out.append(n)
     if not out:
         raise ValueError(f"{name} is empty; expected at least one N")
     return tuple(out)

@@ -366,3 +366,28 @@ def test_streams_whose_blocks_do_not_overlap_share_no_example(starts, seeds, bat
             mine = {(n, i) for i in idx}
             assert not mine & seen
             seen |= mine
+
+
+def test_the_reported_repeated_n_is_refused():
+    """Fault: `test_configs: [32, 32]` was silently de-duplicated (data generate refuses the same)."""
+    with pytest.raises(ValueError) as err:
+        PasskeySwarDataModule(test_configs=[32, 32])
+    assert str(err.value) == "test_configs: 32 gives N=32 a second time; expected each N once"
+
+
+@settings(max_examples=60, deadline=None)
+@given(ns=st.lists(st.sampled_from([32, 64, 128, 256, 512, 1024]), min_size=1, max_size=6, unique=True),
+       data=st.data())
+def test_any_list_of_n_reads_in_order_and_any_repeat_is_refused(ns, data):
+    """The kind: any list of allowed N, each spelled 32 or "n32": read in its order; the same list
+    with one N given again (any spelling, anywhere) is refused naming that entry."""
+    from swar_bench.datamodules.passkey_swar import parse_configs
+
+    spelled = [data.draw(st.sampled_from([n, f"n{n}", f"N{n}"]), label="spelling") for n in ns]
+    assert parse_configs(spelled, "val_configs") == tuple(ns)
+    again = data.draw(st.sampled_from(ns), label="repeated")
+    at = data.draw(st.integers(ns.index(again) + 1, len(ns)), label="position")
+    entry = data.draw(st.sampled_from([again, f"n{again}"]), label="its spelling")
+    with pytest.raises(ValueError) as err:
+        parse_configs([*spelled[:at], entry, *spelled[at:]], "val_configs")
+    assert str(err.value) == f"val_configs: {entry!r} gives N={again} a second time; expected each N once"
