@@ -5,7 +5,7 @@ equal to autograd's within float32 rounding, alone and inside the mechanisms tha
 
 import pytest
 import torch
-from hypothesis import assume, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 from torch import nn
 from torch.nn import functional as F
@@ -171,6 +171,7 @@ def test_l2_forward_bitwise_and_gradient_within_rounding(dtype):
     scale=st.sampled_from([0.0, 1e-3, 1.0, 30.0]),
     seed=st.integers(0, 2**16),
 )
+@example(lead=[2, 3], dim=1, eps=None, scale=1e-3, seed=246)  # the draw that failed with a fixed step
 def test_rms_norm_gradcheck_float64_and_forward_bitwise_in_float32(lead, dim, eps, scale, seed):
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(*lead, dim, generator=g, dtype=torch.float64) * scale
@@ -179,7 +180,11 @@ def test_rms_norm_gradcheck_float64_and_forward_bitwise_in_float32(lead, dim, ep
     x.requires_grad_(True)
     w.requires_grad_(True)
     if scale > 0 or e >= 1e-6:  # at x = 0 with eps ~ 2e-16 finite differences are meaningless
-        assert torch.autograd.gradcheck(lambda a, b: _RMSNorm.apply(a, b, e), (x, w))
+        # the finite-difference step scales with x: gradcheck's fixed 1e-6 is 4% of an x of 2.6e-5
+        # (scale 1e-3), where the norm bends within the step (a full-suite draw: lead [2, 3], dim 1,
+        # eps None, scale 1e-3, seed 246 failed by 0.3%)
+        step = 1e-6 * min(1.0, scale) if scale > 0 else 1e-6
+        assert torch.autograd.gradcheck(lambda a, b: _RMSNorm.apply(a, b, e), (x, w), eps=step)
     norm = nn.RMSNorm(dim, eps=eps)
     with torch.no_grad():
         norm.weight.copy_(w.float())
