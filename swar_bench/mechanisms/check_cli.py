@@ -52,11 +52,17 @@ def mechanism_from_configs(paths: list[str]) -> tuple[str | None, dict, dict | N
 
     import yaml
 
+    from swar_bench.utils.yaml_keys import DuplicateKey, load_unique
+
     class_path, init_args, task_params, where = None, {}, None, None
     for path in paths:
         try:
             with open(path, encoding="utf-8") as handle:
-                content = yaml.safe_load(handle)
+                content = load_unique(handle)
+        except DuplicateKey as err:  # YAML would keep the last value without a word
+            raise ValueError(f"--config={path}: {err}") from None
+        except UnicodeDecodeError as err:
+            raise ValueError(f"--config={path}: not UTF-8 text (byte {err.start}); expected a YAML mapping") from None
         except OSError as err:
             raise ValueError(f"--config={path}: {err.strerror or err}") from None
         except yaml.YAMLError as err:
@@ -74,6 +80,16 @@ def mechanism_from_configs(paths: list[str]) -> tuple[str | None, dict, dict | N
             continue
         if isinstance(entry, str):
             entry = {"class_path": entry}
+        shown = f"--config={os.path.abspath(path)}: {key.removesuffix('.class_path') or 'class_path'}"
+        if not isinstance(entry, dict):  # 5, true, [GRU]
+            raise ValueError(f"{shown}={entry!r}: expected a zoo name (e.g. GRU), a class path module.Class, or "  # noqa: TRY004
+                             "class_path: and init_args: under it")
+        if entry.get("init_args") is not None and not isinstance(entry["init_args"], dict):
+            raise ValueError(f"--config={os.path.abspath(path)}: {key.removesuffix('class_path')}init_args="
+                             f"{entry['init_args']!r}: expected a mapping of the class's arguments")
+        if "class_path" in entry and not isinstance(entry["class_path"], str):
+            raise ValueError(f"{shown}.class_path={entry['class_path']!r}: expected a class name or path "
+                             "module.Class")
         if "class_path" in entry:
             where = f"--config={os.path.abspath(path)}: {key}"
         new_path = entry.get("class_path", class_path)
