@@ -99,9 +99,12 @@ def read_json(path: Path) -> dict[str, Any] | None:
         CorruptRecord: (a ValueError) the file is there but is not a JSON object (one line naming it).
     """
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return None
+    except UnicodeDecodeError as err:
+        raise CorruptRecord(f"record {path} is not UTF-8 text (byte {err.start}); delete it or restore it from "
+                            "version control") from None
     try:
         record = json.loads(text)
     except ValueError:
@@ -170,14 +173,25 @@ def curve_csv(rows: list[tuple[int, int, str, float]]) -> str:
 
 
 def read_curve(path: Path) -> list[tuple[int, int, str, float]]:
-    """The rows of a ``<run>.curve.csv`` (empty when there is none)."""
+    """The rows of a ``<run>.curve.csv`` (empty when there is none).
+
+    Raises:
+        CorruptRecord: a file whose rows are not ``step, n_writes, answer_type, accuracy`` (an
+            integer step and N, an accuracy in [0, 1]), or not UTF-8 text (one line naming it)."""
     if not path.is_file():
         return []
-    with open(path) as handle:
-        return [
-            (int(r["step"]), int(r["n_writes"]), r["answer_type"], float(r["accuracy"]))
-            for r in csv.DictReader(handle)
-        ]
+    try:
+        with open(path, encoding="utf-8") as handle:
+            rows = [(int(r["step"]), int(r["n_writes"]), r["answer_type"], float(r["accuracy"]))
+                    for r in csv.DictReader(handle)]
+    except (KeyError, TypeError, ValueError) as err:  # a cut row (None), a missing column, a word
+        problem = f"no {err} column" if isinstance(err, KeyError) else "a row that is not step, n_writes, answer_type, accuracy"
+        raise CorruptRecord(f"curve {path}: {problem}; delete it or restore it from version control") from None
+    bad = next((r for r in rows if not 0.0 <= r[3] <= 1.0), None)
+    if bad is not None:
+        raise CorruptRecord(f"curve {path}: accuracy {bad[3]} at step {bad[0]} is not in [0, 1]; delete it or "
+                            "restore it from version control")
+    return rows
 
 
 def final_validation(rows: list[tuple[int, int, str, float]]) -> tuple[int, dict[str, float]]:

@@ -84,3 +84,35 @@ def test_any_record_corrupted_anyhow_is_one_line_or_ignored(tmp_path_factory, ca
     assert code in (0, 1), err
     if code == 1:
         assert len(err) == 1 and err[0].startswith(f"swar-bench study {command}: FAILED: record {path}"), err
+
+
+@pytest.mark.parametrize("corruption", ["cut", "other columns", "accuracy 5.0"])
+def test_the_reported_corrupt_curves_are_one_line(tmp_path, capsys, monkeypatch, corruption):
+    """Fault: a truncated curve ended `study report` in `TypeError: float() argument must be ...
+    not 'NoneType'`, one of other columns in `KeyError: 'step'`; an accuracy of 5.0 was drawn."""
+    monkeypatch.chdir(ROOT)
+    study, records = _study(tmp_path)
+    fit = json.loads((records / "DeltaNet_lr0.0003_seed0.fit.json").read_text())
+    curve = records / fit["curve"]
+    text = curve.read_text()
+    if corruption == "cut":
+        curve.write_text(text[: len(text) // 2].rsplit(",", 1)[0] + "\n")
+    elif corruption == "other columns":
+        curve.write_text("a,b\nx,y\n")
+    else:
+        header, first, *rest = text.splitlines()
+        curve.write_text("\n".join([header, first.rsplit(",", 1)[0] + ",5.0", *rest]) + "\n")
+    code, err = _ran(capsys, "report", str(study), "--out", str(tmp_path / "o"))
+    assert code == 1 and len(err) == 1 and err[0].startswith(f"swar-bench study report: FAILED: curve {curve}: "), err
+
+
+def test_a_record_that_is_not_utf8_is_one_line(tmp_path, capsys, monkeypatch):
+    """Fault: 500 random bytes as a fit record ended status and report in a UnicodeDecodeError."""
+    monkeypatch.chdir(ROOT)
+    study, records = _study(tmp_path)
+    path = records / "GatedDeltaNet_lr0.0003_seed0.fit.json"
+    path.write_bytes(b"\xc4\xff" * 250)
+    for command in ("status", "report"):
+        code, err = _ran(capsys, command, str(study), *(["--out", str(tmp_path / "o")] if command == "report" else []))
+        assert code == 1 and err == [(f"swar-bench study {command}: FAILED: record {path} is not UTF-8 text (byte 0); "
+                                     "delete it or restore it from version control")], err
