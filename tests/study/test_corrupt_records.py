@@ -17,6 +17,7 @@ from swar_bench.study.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORDS = sorted(p.name for p in (ROOT / "results" / "frontier_v2").glob("*.json"))
+FILES = RECORDS + sorted(p.name for p in (ROOT / "results" / "frontier_v2").glob("*.curve.csv"))
 
 
 def _study(tmp: Path) -> tuple[Path, Path]:
@@ -65,25 +66,28 @@ def test_the_reported_corrupt_records_are_one_line(tmp_path, capsys, monkeypatch
 
 
 @settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(name=st.sampled_from(RECORDS), cut=st.integers(0, 400), how=st.sampled_from(["cut", "scalar", "list"]),
+@given(name=st.sampled_from(FILES), cut=st.integers(0, 400), how=st.sampled_from(["cut", "scalar", "list", "bytes"]),
        command=st.sampled_from(["status", "report"]))
 def test_any_record_corrupted_anyhow_is_one_line_or_ignored(tmp_path_factory, capsys, monkeypatch, name, cut, how,
                                                            command):
-    """The kind: any record of the study cut short, or replaced by a JSON scalar or list: `status`
-    and `report` end 0 (the record is not read by that command) or 1 with one line naming that
-    file; never a traceback."""
+    """The kind: any record or curve of the study cut short, or replaced by a JSON scalar, a list or
+    bytes that are not UTF-8: `status` and `report` end 0 (the file is not read by that command) or
+    1 with one line naming that file; never a traceback."""
     monkeypatch.chdir(ROOT)
     tmp = tmp_path_factory.mktemp("c")
     study, records = _study(tmp)
     path = records / name
     if how == "cut":
         path.write_bytes(path.read_bytes()[:cut])
+    elif how == "bytes":
+        path.write_bytes(b"\xc4\xff" * (cut + 1))
     else:
         path.write_text("3" if how == "scalar" else "[1]")
     code, err = _ran(capsys, command, str(study), *(["--out", str(tmp / "o")] if command == "report" else []))
     assert code in (0, 1), err
     if code == 1:
-        assert len(err) == 1 and err[0].startswith(f"swar-bench study {command}: FAILED: record {path}"), err
+        assert len(err) == 1 and err[0].startswith((f"swar-bench study {command}: FAILED: record {path}",
+                                                    f"swar-bench study {command}: FAILED: curve {path}")), err
 
 
 @pytest.mark.parametrize("corruption", ["cut", "other columns", "accuracy 5.0"])
