@@ -114,17 +114,17 @@ def _fast_dev_run(value: Any) -> str | None:
     return "true, false or a number of batches >= 0"
 
 
-def _at_least(low: int, expected: str, null: bool = False, high: int | None = 2**63 - 1) -> Callable[[Any], str | None]:
-    """The check of an integer option that takes ``low`` or more, up to ``high`` (None: no bound;
-    the default, torch's and Lightning's 64-bit counters, is named in the refusal of a value above
-    it: ``..., at most 2**63 - 1``), and null when ``null``."""
+def _at_least(low: int, expected: str, null: bool = False, bounded: bool = True) -> Callable[[Any], str | None]:
+    """The check of an integer option that takes ``low`` or more, and null when ``null``. With
+    ``bounded`` (the default) at most 2**63 - 1, torch's and Lightning's 64-bit counters, named in
+    the refusal of a value above it (``..., at most 2**63 - 1``); without, any larger integer."""
+    high = 2**63 - 1 if bounded else float("inf")
 
     def check(value: Any) -> str | None:
-        if (null and value is None) or _integer_in(value, low, high if high is not None else float("inf")):
+        if (null and value is None) or _integer_in(value, low, high):
             return None
-        above = high is not None and isinstance(value, numbers.Integral) and not isinstance(value, bool) and value > high
-        bound = "2**63 - 1" if high == 2**63 - 1 else str(high)
-        return f"{expected}, at most {bound}" if above else expected
+        above = isinstance(value, numbers.Integral) and not isinstance(value, bool) and value > high
+        return f"{expected}, at most 2**63 - 1" if above else expected
 
     return check
 
@@ -204,7 +204,7 @@ def _writes_values(value: Any) -> str | None:
 CALLBACK_CHECKS: dict[str, Callable[[Any], str | None]] = {
     "calibration.n_bins": _at_least(1, "an integer >= 1"),
     "calibration.n_permutations": _at_least(1, "an integer >= 1"),
-    "calibration.permutation_seed": _at_least(0, "an integer >= 0 (numpy's seeds)", high=None),
+    "calibration.permutation_seed": _at_least(0, "an integer >= 0 (numpy's seeds)", bounded=False),
     "calibration.n_writes_values": _writes_values,
     "accuracy.n_writes_values": _writes_values,
     "mqar_accuracy.gap_bin_upper": _gap_bins,
@@ -213,11 +213,15 @@ CALLBACK_CHECKS: dict[str, Callable[[Any], str | None]] = {
 their constructors refuse a bad value naming the argument only, or (a seed) not until the reports
 are written at the end of a test, after the run folder's older reports were replaced."""
 
+BATCH_LIMITS = ("limit_train_batches", "limit_val_batches", "limit_test_batches", "limit_predict_batches",
+                "overfit_batches")
+"""The ``--trainer`` options whose int is a number of batches and whose float a fraction of them."""
+
+
 CHECKS: dict[str, Callable[[Any], str | None]] = {
     **CALLBACK_CHECKS,
     **{f"trainer.{option}": check for option, check in TRAINER_INTEGERS.items()},
-    **{f"trainer.{option}": _batch_limit for option in (
-        "limit_train_batches", "limit_val_batches", "limit_test_batches", "limit_predict_batches", "overfit_batches")},
+    **{f"trainer.{option}": _batch_limit for option in BATCH_LIMITS},
     "trainer.val_check_interval": _val_check_interval,
     "trainer.devices": _devices,
     "trainer.profiler": _profiler,
@@ -459,11 +463,6 @@ def option_line(message: str, argv: list[str]) -> str:
         if source is not None:
             return f"{source}: {message[2:]}"
     return message
-
-
-BATCH_LIMITS = ("limit_train_batches", "limit_val_batches", "limit_test_batches", "limit_predict_batches",
-                "overfit_batches")
-"""The ``--trainer`` options whose int is a number of batches and whose float a fraction of them."""
 
 
 def integer_batch_limits(cfg: Any, argv: list[str]) -> dict[str, int]:

@@ -83,6 +83,32 @@ def scores(study: MQARStudy) -> list[dict[str, Any]]:
     return out
 
 
+def unsolved_lines(study: MQARStudy, rows: list[dict[str, Any]]) -> list[str]:
+    """The paragraph after the table naming each entry that ran every rate of its grid without
+    reaching the early stop (``solved_at``): not solved at this budget (its best, the epochs it had,
+    and whether its best rate is the top or bottom of the grid, where a rate beyond it was not
+    tried). Empty when there is none or the study has no early stop."""
+    if study.solved_at is None:
+        return []
+    said = []
+    for r in rows:
+        e, best = r["entry"], r["best"]
+        if best is None or r["solved"] or len(r["records"]) < r["rates"]:
+            continue
+        grid = study.rates(e)
+        edge = ""
+        if len(grid) > 1 and best["lr"] in (max(grid), min(grid)):
+            side = "largest" if best["lr"] == max(grid) else "smallest"
+            edge = f"; its best rate {lr_text(best['lr'])} is the {side} of its grid (a rate beyond it was not run)"
+        said.append(f"{e.name} reached {r['score']:.3f} (best of {plural(len(grid), 'rate')}, "
+                    f"{best['epochs']} epochs of {epochs_allowed(e)}){edge}")
+    if not said:
+        return []
+    return ["", (f"Not solved at this budget (every rate run, none reached {study.solved_at:g}): " + "; ".join(said)
+                 + ". That is what the run reached with these rates and epochs, not a claim that the mechanism cannot "
+                   "solve the task.")]
+
+
 def write_mqar_report(study: MQARStudy, out: Path) -> list[Path]:
     """``<name>.md`` (our score beside the published value per entry) and ``<name>_recall_vs_state.png``
     (accuracy against state bytes per sequence, log scale; one point per entry with records)."""
@@ -118,6 +144,7 @@ def write_mqar_report(study: MQARStudy, out: Path) -> list[Path]:
             f"- / {epochs_allowed(e)} | - | "
             f"{f'{pub.accuracy:.2f}' if pub else '-'} | {pub.mixer if pub else '-'} |"
         )
+    lines += unsolved_lines(study, rows)
     if any(e.max_epochs is not None for e in study.entries):
         lines += ["", ("Epochs: a budget below the recipe's (`max_epochs` of the entry, marked \"budget\") stops a run "
                        "after that many epochs; the learning-rate schedule is the recipe's, so the run is the first epochs "

@@ -368,3 +368,30 @@ def test_a_refused_fit_stops_the_mqar_study(tmp_path_factory, monkeypatch, jobs,
         "(exit 2): --config=tiny.yaml: model.lr=fast is invalid; expected a positive finite learning rate; no other run starts: "
         "fix the study file or its config files and run again")
     assert lines[-1].startswith("study: stopped (exit 2: a run refused its command")
+
+
+def _row(study, records, solved=False):
+    e = study.entries[0]
+    best = max(records, key=lambda r: r["accuracy"], default=None)
+    return {"entry": e, "records": records, "best": best, "rates": len(study.rates(e)), "solved": solved,
+            "score": best["accuracy"] if best else float("nan")}
+
+
+def test_an_entry_that_ran_every_rate_without_the_early_stop_is_reported_as_not_solved_at_this_budget(tmp_path):
+    """The report says in words which entries did not learn the task at this budget, and whether
+    the best rate sits at the grid's edge; never "cannot"."""
+    study = mqar.load_mqar_study(write_study(tmp_path, solved_at=0.99))
+    top, low = {"lr": 1.0e-2, "epochs": 2, "accuracy": 0.973}, {"lr": 3.0e-3, "epochs": 2, "accuracy": 0.93}
+    [blank, line] = mqar_report.unsolved_lines(study, [_row(study, [top, low])])
+    assert blank == "" and line == (
+        "Not solved at this budget (every rate run, none reached 0.99): Att_d16 reached 0.973 (best of 2 rates, "
+        "2 epochs of 2); its best rate 0.01 is the largest of its grid (a rate beyond it was not run). That is what "
+        "the run reached with these rates and epochs, not a claim that the mechanism cannot solve the task.")
+    wider = mqar.load_mqar_study(write_study(tmp_path, solved_at=0.99, learning_rates=[1.0e-2, 3.0e-3, 1.0e-1]))
+    [_, interior] = mqar_report.unsolved_lines(wider, [_row(wider, [top, low, {"lr": 1.0e-1, "epochs": 2, "accuracy": 0.1}])])
+    assert "reached 0.973 (best of 3 rates, 2 epochs of 2)." in interior and "grid" not in interior
+    # a rate still to run, a solved entry, a study without an early stop: nothing to say yet
+    assert mqar_report.unsolved_lines(study, [_row(study, [top])]) == []
+    assert mqar_report.unsolved_lines(study, [_row(study, [top, low], solved=True)]) == []
+    no_stop = mqar.load_mqar_study(write_study(tmp_path, solved_at=None))
+    assert mqar_report.unsolved_lines(no_stop, [_row(no_stop, [top, low])]) == []
