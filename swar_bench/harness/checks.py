@@ -34,9 +34,10 @@ def resolve_mechanism_names(argv: list[str]) -> list[str]:
     return resolved
 
 
-def check_mechanism_class(argv: list[str]) -> None:
+def check_mechanism_class(argv: list[str], option: str = "model.mechanism") -> None:
     """Raise ValueError (one line) when the mechanism ``argv`` sets last (``--model.mechanism=X``
-    or a ``--config`` file's ``model.mechanism``) is an importable class that is no
+    or a ``--config`` file's ``model.mechanism``; ``option="mechanism"``: the referee's
+    ``--mechanism`` and top-level ``mechanism:``) is an importable class that is no
     ContextMechanism (``mechanisms.protocol.class_not_a_mechanism``): said before any check of its
     arguments, which would name them instead (``torch.nn.GRU needs input_size``,
     ``torch.nn.Embedding``'s ``_weight``). A file that cannot be read is left to
@@ -51,15 +52,17 @@ def check_mechanism_class(argv: list[str]) -> None:
     for i, arg in enumerate(argv):
         flag, eq, value = arg.partition("=")
         value = value if eq else (argv[i + 1] if i + 1 < len(argv) else "")
-        if flag == "--model.mechanism" and value and not value.lstrip().startswith("{"):
-            last = (f"--model.mechanism={value}", value)
+        if flag == f"--{option}" and value and not value.lstrip().startswith("{"):
+            last = (f"--{option}={value}", value)
         elif flag == "--config" and os.path.isfile(value):
             try:
                 with open(value, encoding="utf-8") as handle:
-                    node = (load_unique(handle) or {}).get("model", {}).get("mechanism")
+                    node = load_unique(handle) or {}
+                for key in option.split("."):
+                    node = node.get(key)
             except (OSError, ValueError, AttributeError, yaml.YAMLError):
                 continue
-            where = f"--config={os.path.abspath(value)}: model.mechanism"
+            where = f"--config={os.path.abspath(value)}: {option}"
             if node is not None and not isinstance(node, (str, dict)):  # 5, [GRU], true
                 raise ValueError(f"{where}={shown_yaml(node)}: expected a zoo name (e.g. GRU), a class path "
                                  "module.Class, or class_path: and init_args: under it")

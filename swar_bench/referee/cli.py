@@ -29,6 +29,7 @@ from pathlib import Path
 import torch
 
 from swar_bench.config_errors import joined
+from swar_bench.harness.checks import check_mechanism_class
 from swar_bench.referee.evaluate import check_init_seed, check_seed, evaluate
 from swar_bench.referee.option_lines import (
     config_mapping,
@@ -229,6 +230,10 @@ def _run(argv: list[str]) -> int:
         problem = config_problem(value)
         if problem:
             return _error(problem, limit=None)
+    try:  # torch.nn.GRU: said before its arguments are asked for (as fit says it)
+        check_mechanism_class(given, "mechanism")
+    except ValueError as e:
+        return _error(e, limit=None)
     parser = build_parser()
     try:
         cfg = parser.parse_args(argv)

@@ -138,3 +138,54 @@ def test_a_mechanism_or_init_args_of_another_type_in_a_config_file_is_named(tmp_
     else:
         assert line == (f"swar-bench: error: --config={folder / 'm.yaml'}: model.mechanism.init_args={shown}: "
                         "expected a mapping of GRU's arguments"), line
+
+
+REFEREE_BASE = ["--state_budget_bytes", "100", "--seed", "0"]
+
+
+@pytest.mark.parametrize("in_file", [False, True], ids=["command line", "config file"])
+@pytest.mark.parametrize("init_args", [{}, {"input_size": 4, "hidden_size": 4}], ids=["bare", "with its arguments"])
+def test_the_referee_names_a_torch_gru_as_no_mechanism(tmp_path, capsys, monkeypatch, in_file, init_args):
+    """Fault: `swar-bench referee --mechanism torch.nn.GRU` asked for `--mechanism.input_size and
+    --mechanism.hidden_size`; given them, it failed on a default it filled in (`proj_size`), and
+    `torch.nn.Identity` ended in an AttributeError traceback. Now the line fit says."""
+    import yaml
+
+    from swar_bench.referee.cli import main as referee_main
+
+    monkeypatch.chdir(tmp_path)
+    if in_file:
+        node = {"class_path": "torch.nn.GRU", **({"init_args": init_args} if init_args else {})}
+        (tmp_path / "r.yaml").write_text(yaml.safe_dump({"mechanism": node}))
+        given, lead = ["--config", "r.yaml"], f"--config={tmp_path / 'r.yaml'}: mechanism=torch.nn.GRU"
+    else:
+        given = ["--mechanism", "torch.nn.GRU", *(f"--mechanism.{k}={v}" for k, v in init_args.items())]
+        lead = "--mechanism=torch.nn.GRU"
+    assert referee_main([*given, *REFEREE_BASE, "--out", "out"]) == 2
+    assert one_error_line(capsys, "swar-bench referee") == (
+        f"swar-bench referee: error: {lead}: GRU is not a ContextMechanism (missing init_state, detach_state); "
+        f"{PROTOCOL_EXPECTED}")
+    assert sorted(p.name for p in tmp_path.iterdir()) == (["r.yaml"] if in_file else [])
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(name=st.sampled_from(MODULES), how=st.sampled_from(["flag", "flag=", "file"]))
+def test_any_torch_module_given_to_the_referee_is_named_as_no_mechanism(tmp_path_factory, capsys, monkeypatch, name, how):
+    """The kind, in the referee: any torch.nn class, by `--mechanism X`, `--mechanism=X` or a
+    `--config` file's `mechanism:`, is one line naming it before anything is built or written."""
+    from swar_bench.referee.cli import main as referee_main
+
+    folder = tmp_path_factory.mktemp("r")
+    monkeypatch.chdir(folder)
+    path = f"torch.nn.{name}"
+    if how == "file":
+        (folder / "r.yaml").write_text(f"mechanism: {path}\n")
+        given, lead = ["--config", "r.yaml"], f"--config={folder / 'r.yaml'}: mechanism={path}"
+    else:
+        given = ["--mechanism", path] if how == "flag" else [f"--mechanism={path}"]
+        lead = f"--mechanism={path}"
+    assert referee_main([*given, *REFEREE_BASE, "--out", "out"]) == 2
+    assert one_error_line(capsys, "swar-bench referee") == (
+        f"swar-bench referee: error: {lead}: {name} is not a ContextMechanism (missing init_state, detach_state); "
+        f"{PROTOCOL_EXPECTED}")
+    assert not (folder / "out").exists()
