@@ -72,7 +72,7 @@ from swar_bench.study import children, provenance
 from swar_bench.study.config_files import KEY as CONFIG_FILES
 from swar_bench.study.config_files import config_hashes, reusable
 from swar_bench.study.fields import NAME, StudyError, named, number
-from swar_bench.study.records import read_json, scalar_history, write_json
+from swar_bench.study.records import read_fit, scalar_history, write_json
 from swar_bench.study.runner import BAD_INPUT, refusal_line, running_marker, say, say_error
 from swar_bench.study.spec import pinned_code, study_name
 from swar_bench.utils.text import plural
@@ -297,7 +297,7 @@ def solved_by(study: MQARStudy, e: Entry) -> dict[str, Any] | None:
     or None (no ``solved_at``, or no record reached it)."""
     if study.solved_at is None:
         return None
-    records = [r for lr in study.rates(e) if (r := read_json(Path(study.records) / f"{run_name(e, lr)}.fit.json"))]
+    records = [r for lr in study.rates(e) if (r := read_fit(Path(study.records) / f"{run_name(e, lr)}.fit.json"))]
     solved = [r for r in records if math.isfinite(r["accuracy"]) and r["accuracy"] >= study.solved_at]
     return max(solved, key=lambda r: r["accuracy"], default=None)
 
@@ -424,7 +424,7 @@ class MQARRunner:
         Raises:
             StudyError: a record of other code or of a config file changed since, without
                 ``rerun_stale``."""
-        record = read_json(self.records / f"{name}.fit.json")
+        record = read_fit(self.records / f"{name}.fit.json")
         if record is None or record.get("command") != command:
             return None
         return reusable(self.records / f"{name}.fit.json", record, compatible_code=self.study.compatible_code,
@@ -500,7 +500,7 @@ class MQARRunner:
         rows = curve(run_dir)
         acc = [r for r in rows if r["tag"] == "val/mqar/acc"]
         final_step = max((r["step"] for r in rows), default=-1)
-        previous = read_json(self.records / f"{name}.fit.json") if resumed else None
+        previous = read_fit(self.records / f"{name}.fit.json") if resumed else None
         record = {
             "kind": "mqar_fit", "entry": e.name, "d_model": e.d_model, "lr": lr, "seed": self.study.seed,
             "command": command, CONFIG_FILES: hashes, "code": self.code, "environment": self.env,

@@ -18,7 +18,7 @@ from swar_bench.study.mqar import (
     run_name,
     solved_by,
 )
-from swar_bench.study.records import read_json
+from swar_bench.study.records import read_fit
 from swar_bench.utils.text import plural
 
 
@@ -42,7 +42,7 @@ def status_lines(study: MQARStudy) -> list[str]:
         solver = solved_by(study, e)
         for lr in study.rates(e):
             name = run_name(e, lr)
-            record = read_json(Path(study.records) / f"{name}.fit.json")
+            record = read_fit(Path(study.records) / f"{name}.fit.json")
             if record is not None and (change := config_change(record)) is not None:
                 lines.append(f"{name}: stale ({change}; run --rerun-stale to run it again)")
                 states.append("stale")
@@ -72,7 +72,7 @@ def scores(study: MQARStudy) -> list[dict[str, Any]]:
     out = []
     for e in study.entries:
         records = [r for lr in study.rates(e)
-                   if (r := read_json(Path(study.records) / f"{run_name(e, lr)}.fit.json")) is not None]
+                   if (r := read_fit(Path(study.records) / f"{run_name(e, lr)}.fit.json")) is not None]
         best = max(records, key=lambda r: r["accuracy"] if math.isfinite(r["accuracy"]) else -1.0, default=None)
         out.append({
             "entry": e, "records": records, "best": best, "rates": len(study.rates(e)),

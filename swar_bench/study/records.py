@@ -117,6 +117,61 @@ def read_json(path: Path) -> dict[str, Any] | None:
     return record
 
 
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+FIT_FIELDS: dict[str, tuple[str, Any]] = {
+    "score": ("null or an accuracy in [0, 1]", lambda v: v is None or _is_number(v) and 0 <= v <= 1),
+    "accuracy": ("null or an accuracy in [0, 1]", lambda v: v is None or _is_number(v) and 0 <= v <= 1),
+    "best_accuracy": ("null or an accuracy in [0, 1]", lambda v: v is None or _is_number(v) and 0 <= v <= 1),
+    "lr": ("a positive learning rate", lambda v: _is_number(v) and v > 0),
+    "state_bytes": ("an integer >= 0", lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0),
+    "n_params": ("an integer >= 0", lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0),
+    "seq_len": ("an integer >= 1", lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1),
+    "epochs": ("an integer >= 0", lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0),
+    "flops_per_token": ("null or a number >= 0", lambda v: v is None or _is_number(v) and v >= 0),
+    "curve": ("the file name of the run's curve", lambda v: isinstance(v, str) and v != ""),
+}
+"""The fields of a fit record (frontier ``kind: fit``, MQAR ``kind: mqar_fit``) the status,
+report and site read, each with what it holds and its test; checked when present."""
+
+GATE_FIELDS: dict[str, tuple[str, Any]] = {
+    "ar_valid": ("null or an accuracy in [0, 1]", FIT_FIELDS["score"][1]),
+    "passkey_exact": ("null or an accuracy in [0, 1]", FIT_FIELDS["score"][1]),
+    "passed": ("true or false", lambda v: isinstance(v, bool)),
+}
+"""The fields of a frontier fit record's ``gate`` (the learned gate at the read-out N)."""
+
+
+def fit_record_problem(record: dict[str, Any]) -> str | None:
+    """Why a fit record's fields are not what a fit writes (an accuracy of 7.5, a state of -128
+    bytes, a gate that is no mapping), else None. Fields that are absent are not checked."""
+    for fields, node, lead in ((FIT_FIELDS, record, ""), (GATE_FIELDS, record.get("gate"), "gate.")):
+        if lead and node is None:
+            continue
+        if not isinstance(node, dict):
+            return f"gate is {json.dumps(node)[:40]}, expected a mapping of ar_valid, passkey_exact, passed"
+        for key, (expected, ok) in fields.items():
+            if key in node and not ok(node[key]):
+                return f"{lead}{key} is {json.dumps(node[key])[:40]}, expected {expected}"
+    return None
+
+
+def read_fit(path: Path) -> dict[str, Any] | None:
+    """The fit record at ``path`` (:func:`read_json`), None when there is none.
+
+    Raises:
+        CorruptRecord: the file is not a JSON object, or a field the reports read is out of its
+            range or of another type (:func:`fit_record_problem`); one line naming the file.
+    """
+    record = read_json(path)
+    problem = None if record is None else fit_record_problem(record)
+    if problem is not None:
+        raise CorruptRecord(f"record {path}: {problem}; delete it or restore it from version control")
+    return record
+
+
 def check_accuracy_rows(record: dict[str, Any] | None, path: Path) -> dict[str, Any] | None:
     """``record`` (a test record of a study of the fair protocol, read from ``path``) unchanged when
     its ``accuracy`` rows are ``[N, kind, count, correct]``; else CorruptRecord naming the file."""

@@ -35,7 +35,7 @@ from swar_bench.study import protocol, provenance
 from swar_bench.study.commands import grown_state_lines, readout_state, state_text
 from swar_bench.study.config_files import config_change
 from swar_bench.study.progress import progress_text, stale_reason
-from swar_bench.study.records import _nan_safe, check_accuracy_rows, read_curve, read_json
+from swar_bench.study.records import _nan_safe, check_accuracy_rows, read_curve, read_fit, read_json
 from swar_bench.study.runner import read_budget, run_name
 from swar_bench.study.spec import MechanismSpec, StudyError, StudySpec
 from swar_bench.utils.intervals import clopper_pearson, seed_spread, wilson
@@ -154,7 +154,7 @@ def _collect_one(
 
     def fit_of(lr: float, seed: int, retry: bool = False) -> dict[str, Any] | None:
         name, why = run_name(m, lr, seed, retry), []
-        fit = _compatible(read_json(records / f"{name}.fit.json"), spec, why)
+        fit = _compatible(read_fit(records / f"{name}.fit.json"), spec, why)
         stale.update({f"fit {name}": w for w in why})
         return fit
 

@@ -63,6 +63,7 @@ from swar_bench.study.records import (
     curve_rows,
     final_validation,
     read_csv_rows,
+    read_fit,
     read_json,
     scalar_history,
     write_json,
@@ -346,7 +347,7 @@ class Runner:
             f"study: fit {name}: {secs / 60:.1f} min, score {record['score']:.3f}, "
             f"gate {'passed' if record['gate']['passed'] else 'not passed'}"
         )
-        return read_json(self.records / f"{name}.fit.json")
+        return read_fit(self.records / f"{name}.fit.json")
 
     def test(
         self, m: MechanismSpec, lr: float, seed: int, retry: bool = False

@@ -120,3 +120,67 @@ def test_a_record_that_is_not_utf8_is_one_line(tmp_path, capsys, monkeypatch):
         code, err = _ran(capsys, command, str(study), *(["--out", str(tmp_path / "o")] if command == "report" else []))
         assert code == 1 and err == [(f"swar-bench study {command}: FAILED: record {path} is not UTF-8 text (byte 0); "
                                      "delete it or restore it from version control")], err
+
+
+def test_the_reported_out_of_range_score_is_one_line(tmp_path, capsys, monkeypatch):
+    """Fault: `"score": 7.5` in a frontier fit record was read as a score (it changed the report's
+    choice of rate); now the record is named, in `report` and in `status`."""
+    monkeypatch.chdir(ROOT)
+    study, records = _study(tmp_path)
+    path = records / "DeltaNet_lr0.0003_seed0.fit.json"
+    record = json.loads(path.read_text())
+    path.write_text(json.dumps({**record, "score": 7.5}))
+    code, err = _ran(capsys, "report", str(study), "--out", str(tmp_path / "o"))
+    assert code == 1 and err == [f"swar-bench study report: FAILED: record {path}: score is 7.5, expected null or an "
+                                 "accuracy in [0, 1]; delete it or restore it from version control"], err
+    assert not (tmp_path / "o").exists()
+
+
+BAD_VALUES = {
+    "score": [7.5, -0.1, "0.5", True, [0.5]], "lr": [0, -1e-3, "1e-3", None], "state_bytes": [-128, 1.5, "64", None],
+    "n_params": [-5, 2.0, None], "flops_per_token": [-1.0, "x"], "curve": [5, "", None],
+    "gate.ar_valid": [1.5, -1, "1"], "gate.passkey_exact": [2, "0"], "gate.passed": [1, "true", None],
+    "gate": [5, [1], "passed"],
+}
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(name=st.sampled_from([n for n in RECORDS if n.endswith(".fit.json")]),
+       field_value=st.sampled_from([(f, v) for f, vs in BAD_VALUES.items() for v in vs]))
+def test_any_fit_field_out_of_its_range_is_refused_naming_the_record(tmp_path_factory, monkeypatch, name,
+                                                                     field_value):
+    """The kind: any field a report reads out of its range or of another type, in any fit record,
+    is one CorruptRecord line naming the file and the field (whether or not this study's report
+    would read that record); the committed records all pass."""
+    from swar_bench.study.records import CorruptRecord, read_fit
+
+    monkeypatch.chdir(ROOT)
+    tmp = tmp_path_factory.mktemp("f")
+    path = tmp / name
+    record = json.loads((ROOT / "results" / "frontier_v2" / name).read_text())
+    assert read_fit(ROOT / "results" / "frontier_v2" / name) == record
+    field, value = field_value
+    if field.startswith("gate."):
+        record["gate"] = {**record["gate"], field[5:]: value}
+    else:
+        record[field] = value
+    path.write_text(json.dumps(record))
+    with pytest.raises(CorruptRecord) as err:
+        read_fit(path)
+    line = str(err.value)
+    assert line.startswith(f"record {path}: {field} is {json.dumps(value)}") and "\n" not in line, line
+    assert line.endswith("; delete it or restore it from version control")
+
+
+def test_mqar_records_out_of_range_are_named_too(tmp_path, capsys):
+    """The MQAR study's fit records go through the same check (`accuracy` 1.5, `epochs` -1)."""
+    from swar_bench.study.records import CorruptRecord, read_fit
+
+    source = ROOT / "results" / "mqar" / "Mamba_T64_d64_lr0.01.fit.json"
+    record = json.loads(source.read_text())
+    assert read_fit(source) == record
+    for field, value in (("accuracy", 1.5), ("epochs", -1), ("seq_len", 0), ("best_accuracy", "0.9")):
+        path = tmp_path / source.name
+        path.write_text(json.dumps({**record, field: value}))
+        with pytest.raises(CorruptRecord, match=f"^record {path}: {field} is {json.dumps(value)}, expected "):
+            read_fit(path)
