@@ -124,6 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the demo; see the module docstring for the exit codes."""
     from lightning.pytorch.utilities.exceptions import MisconfigurationException
 
+    from swar_bench.harness.stops import recorded_stop_status
     from swar_bench.lightning_cli import flag_sigint, stop_status
     from swar_bench.utils import interrupts
     from swar_bench.utils.quiet import quiet_output
@@ -144,6 +145,11 @@ def main(argv: list[str] | None = None) -> int:
         return interrupts.report_stop("swar-bench demo", stop)
     except (SystemExit, interrupts.Terminated) as exc:  # Lightning's exits after SIGTERM / Ctrl-C
         stopped = stop_status(exc, "swar-bench demo", "demo")
+        if stopped is None:
+            raise
+        return stopped
+    except Exception as exc:  # another error after a Ctrl-C or SIGTERM was recorded: that stop
+        stopped = recorded_stop_status(exc, "swar-bench demo", "demo")
         if stopped is None:
             raise
         return stopped

@@ -27,7 +27,11 @@ def exit_status(err: BaseException, given: list[str], argv: list[str]) -> int | 
     """The exit status of a run of ``main`` that raised ``err`` (``given``: the command line as
     typed, named in the error lines; ``argv``: as resolved), after its one line on stderr.
     None for an error it does not know, which ``main`` raises again. The order of the checks is that of the rules: a
-    ``DataSourceError`` is a ValueError before it is a RuntimeError."""
+    ``DataSourceError`` is a ValueError before it is a RuntimeError; any error after a recorded Ctrl-C or
+    SIGTERM is that stop (``stops.recorded_stop_status``)."""
+    stopped = stops.recorded_stop_status(err, "swar-bench", argv[0] if argv else None)
+    if stopped is not None:
+        return stopped
     if isinstance(err, ArgumentError):
         import functools
 

@@ -244,9 +244,20 @@ def discarding_empty_run(trainer: Any) -> Iterator[None]:
         if path and "://" not in path and (folder is None or not Path(path).absolute().is_relative_to(Path(folder).absolute()))
     }
     try:
+        if folder is not None:
+            make_writers(trainer)
         yield
     except BaseException as err:
+        from lightning.pytorch.trainer.states import TrainerStatus
+
         from swar_bench.harness.monitors import monitor_refusal
+
+        state = getattr(trainer, "state", None)
+        if folder is not None and getattr(state, "status", None) is not TrainerStatus.INTERRUPTED:
+            # stopped before Lightning's own handling ran (a stop held while the writers were made,
+            # or landing before the run started): the loggers are closed as Lightning closes them
+            for logger in getattr(trainer, "loggers", None) or []:
+                logger.finalize("failed")
 
         if created is not None:
             saved = any(
@@ -258,6 +269,29 @@ def discarding_empty_run(trainer: Any) -> Iterator[None]:
         elif before is not None and not any(runs.holds_results(path, since=snap) for path, snap in elsewhere.items()):
             runs.discard_stopped_additions(folder, before)
         raise
+
+
+def make_writers(trainer: Any) -> None:
+    """Make the event-file writer of each TensorBoard logger of ``trainer`` now, with a Ctrl-C or
+    SIGTERM held until it is made (``interrupts.deferred``), where Lightning would make it as its
+    set-up starts. A stop that landed inside it (TensorBoard starts a writer thread) left the writer
+    half made: ``RuntimeError: release unlocked lock`` from ``Thread.start``, or a thread still
+    writing into the run folder after the stopped run's folder was removed (a
+    ``FileNotFoundError`` traceback after the stop's line). The run folder is the same one."""
+    from lightning.pytorch.loggers import TensorBoardLogger
+
+    from swar_bench.utils import interrupts
+
+    loggers = [logger for logger in getattr(trainer, "loggers", None) or [] if isinstance(logger, TensorBoardLogger)]
+    if not loggers:
+        return
+    try:  # imported before the held section: it takes a second (tensorboardX alone: Lightning's other writer)
+        import torch.utils.tensorboard  # noqa: F401
+    except ImportError:
+        pass
+    with interrupts.deferred():
+        for logger in loggers:
+            _ = logger.experiment
 
 
 def run_folder(trainer: Any) -> str:

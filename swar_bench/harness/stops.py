@@ -76,6 +76,19 @@ def stop_status(exc: BaseException, prog: str, subcommand: str | None) -> int | 
     return interrupts.stop_status(stop)
 
 
+def recorded_stop_status(err: BaseException, prog: str, subcommand: str | None) -> int | None:
+    """The exit status of a run that ended in ``err`` (an ``Exception``) after a Ctrl-C or SIGTERM
+    was recorded (``interrupts.stopped()``), after the stop's one line (:func:`stop_status`); None
+    when no stop was recorded. A ``KeyboardInterrupt`` that lands inside a library's lock handling
+    can come out as another error: ``threading.Event.wait`` interrupted inside ``Thread.start``
+    (TensorBoard's writer starting) raised ``RuntimeError: release unlocked lock``. The run ended
+    because it was stopped: it says so, 130 / 143, not a traceback."""
+    stopped = interrupts.stopped()
+    if stopped is None or not isinstance(err, Exception):
+        return None
+    return stop_status(stopped(), prog, subcommand)
+
+
 def collective_timed_out(err: BaseException) -> bool:
     """``err`` is a torch.distributed collective that waited past its timeout (gloo: "Timed out
     waiting ... for recv", NCCL's watchdog: "Watchdog caught collective operation timeout")."""

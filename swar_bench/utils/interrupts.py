@@ -61,8 +61,8 @@ def command(prog: str, body: Callable[[], int]) -> int:
     :func:`restore` whatever happens. A stop ends the command with its one line
     (:func:`report_stop`: ``PROG: interrupted``, exit 130; ``PROG: terminated (SIGTERM)``, 143);
     a stop that arrived during the work and was swallowed there is reported at :func:`complete`,
-    one after it is ignored. The one frame of ``swar-bench data``, ``referee``, ``study`` and
-    ``check-mechanism``."""
+    one after it is ignored; an error raised after a stop was recorded is that stop. The one frame
+    of ``swar-bench data``, ``referee``, ``study`` and ``check-mechanism``."""
     previous = install(sigterm=True)  # nothing from another thread: signals are the caller's
     try:
         status = body()
@@ -70,6 +70,12 @@ def command(prog: str, body: Callable[[], int]) -> int:
         return status
     except (KeyboardInterrupt, Terminated) as stop:
         return report_stop(prog, stop)
+    except Exception:
+        # a KeyboardInterrupt inside a library's lock handling can come out as another error
+        # (RuntimeError: release unlocked lock); the command ended because it was stopped
+        if _stop is None:
+            raise
+        return report_stop(prog, _stop)
     finally:
         restore(previous)
 

@@ -131,8 +131,8 @@ def test_the_reported_out_of_range_score_is_one_line(tmp_path, capsys, monkeypat
     record = json.loads(path.read_text())
     path.write_text(json.dumps({**record, "score": 7.5}))
     code, err = _ran(capsys, "report", str(study), "--out", str(tmp_path / "o"))
-    assert code == 1 and err == [f"swar-bench study report: FAILED: record {path}: score is 7.5, expected null or an "
-                                 "accuracy in [0, 1]; delete it or restore it from version control"], err
+    assert code == 1 and err == [(f"swar-bench study report: FAILED: record {path}: score is 7.5, expected null or "
+                                  "an accuracy in [0, 1]; delete it or restore it from version control")], err
     assert not (tmp_path / "o").exists()
 
 
