@@ -15,11 +15,12 @@ import torch
 
 from swar_bench.config_errors import option_source as _option_source
 from swar_bench.harness.run_folders import rank_zero
+from swar_bench.mechanisms.registry import check_mechanism_class  # noqa: F401 - imported from here too
 from swar_bench.module import TBPTTModule, mechanism_class_path
 from swar_bench.utils.argparsing import check_path_given
 from swar_bench.utils.files import PROBE_PREFIX, name_limits, nearest_existing, probe_write
 from swar_bench.utils.option_table import GROUPS
-from swar_bench.utils.text import inline_mapping, yaml_problem
+from swar_bench.utils.text import inline_mapping, shown_yaml, yaml_problem
 
 
 def resolve_mechanism_names(argv: list[str]) -> list[str]:
@@ -32,55 +33,6 @@ def resolve_mechanism_names(argv: list[str]) -> list[str]:
     for line in replaced_init_args(argv, "--model.mechanism"):
         print(f"swar-bench: warning: {line}", file=sys.stderr)
     return resolved
-
-
-def check_mechanism_class(argv: list[str], option: str = "model.mechanism") -> None:
-    """Raise ValueError (one line) when the mechanism ``argv`` sets last (``--model.mechanism=X``
-    or a ``--config`` file's ``model.mechanism``; ``option="mechanism"``: the referee's
-    ``--mechanism`` and top-level ``mechanism:``) is an importable class that is no
-    ContextMechanism (``mechanisms.protocol.class_not_a_mechanism``): said before any check of its
-    arguments, which would name them instead (``torch.nn.GRU needs input_size``,
-    ``torch.nn.Embedding``'s ``_weight``). A file that cannot be read is left to
-    :func:`check_config_files`."""
-    import yaml
-
-    from swar_bench.mechanisms.protocol import PROTOCOL_EXPECTED, class_not_a_mechanism
-    from swar_bench.mechanisms.registry import resolve_class
-    from swar_bench.utils.yaml_keys import load_unique
-
-    last: tuple[str, str] | None = None  # (lead, class path) of the last setting
-    for i, arg in enumerate(argv):
-        flag, eq, value = arg.partition("=")
-        value = value if eq else (argv[i + 1] if i + 1 < len(argv) else "")
-        if flag == f"--{option}" and value and not value.lstrip().startswith("{"):
-            last = (f"--{option}={value}", value)
-        elif flag == "--config" and os.path.isfile(value):
-            try:
-                with open(value, encoding="utf-8") as handle:
-                    node = load_unique(handle) or {}
-                for key in option.split("."):
-                    node = node.get(key)
-            except (OSError, ValueError, AttributeError, yaml.YAMLError):
-                continue
-            where = f"--config={os.path.abspath(value)}: {option}"
-            if node is not None and not isinstance(node, (str, dict)):  # 5, [GRU], true
-                raise ValueError(f"{where}={shown_yaml(node)}: expected a zoo name (e.g. GRU), a class path "
-                                 "module.Class, or class_path: and init_args: under it")
-            path = node.get("class_path") if isinstance(node, dict) else node
-            init_args = node.get("init_args") if isinstance(node, dict) else None
-            if init_args is not None and not isinstance(init_args, dict):
-                raise ValueError(f"{where}.init_args={shown_yaml(init_args)}: expected a mapping of "
-                                 f"{str(path or 'the class').rsplit('.', 1)[-1]}'s arguments")
-            if isinstance(path, str) and path:
-                last = (f"{where}={path}", path)
-    if last is None:
-        return
-    try:
-        problem = class_not_a_mechanism(resolve_class(last[1]))
-    except ValueError:
-        return  # no such class: the parser names it
-    if problem is not None:
-        raise ValueError(f"{last[0]}: {problem}; {PROTOCOL_EXPECTED}")
 
 
 def check_nested_options(argv: list[str]) -> None:
@@ -319,14 +271,6 @@ def config_file_problem(path: str, expected: str, not_mapping: str, groups: tupl
         return (f"{key}: {shown_yaml(value)} {what}; expected a mapping of {key} options indented under {key}: "
                 "(or the path of a YAML file of them)")
     return None
-
-
-def shown_yaml(value: Any) -> str:
-    """``value`` as YAML writes it on one line (``5``, ``[1, 2]``, ``abc``), cut at 60 characters."""
-    import yaml
-
-    text = yaml.safe_dump(value, default_flow_style=True, width=10**6).strip().removesuffix("...").strip()
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def check_config_files(argv: list[str]) -> None:

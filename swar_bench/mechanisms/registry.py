@@ -306,3 +306,52 @@ def rewrite_mechanism_args(argv: list[str], flag: str) -> list[str]:
             i += 1
         i += 1
     return out
+
+
+def check_mechanism_class(argv: list[str], option: str = "model.mechanism") -> None:
+    """Raise ValueError (one line) when the mechanism ``argv`` sets last (``--model.mechanism=X``
+    or a ``--config`` file's ``model.mechanism``; ``option="mechanism"``: the referee's
+    ``--mechanism`` and top-level ``mechanism:``) is an importable class that is no
+    ContextMechanism (``mechanisms.protocol.class_not_a_mechanism``): said before any check of its
+    arguments, which would name them instead (``torch.nn.GRU needs input_size``,
+    ``torch.nn.Embedding``'s ``_weight``). A file that cannot be read is left to
+    ``harness.checks.check_config_files``."""
+    import yaml
+
+    from swar_bench.mechanisms.protocol import PROTOCOL_EXPECTED, class_not_a_mechanism
+    from swar_bench.utils.text import shown_yaml
+    from swar_bench.utils.yaml_keys import load_unique
+
+    last: tuple[str, str] | None = None  # (lead, class path) of the last setting
+    for i, arg in enumerate(argv):
+        flag, eq, value = arg.partition("=")
+        value = value if eq else (argv[i + 1] if i + 1 < len(argv) else "")
+        if flag == f"--{option}" and value and not value.lstrip().startswith("{"):
+            last = (f"--{option}={value}", value)
+        elif flag == "--config" and os.path.isfile(value):
+            try:
+                with open(value, encoding="utf-8") as handle:
+                    node = load_unique(handle) or {}
+                for key in option.split("."):
+                    node = node.get(key)
+            except (OSError, ValueError, AttributeError, yaml.YAMLError):
+                continue
+            where = f"--config={os.path.abspath(value)}: {option}"
+            if node is not None and not isinstance(node, (str, dict)):  # 5, [GRU], true
+                raise ValueError(f"{where}={shown_yaml(node)}: expected a zoo name (e.g. GRU), a class path "
+                                 "module.Class, or class_path: and init_args: under it")
+            path = node.get("class_path") if isinstance(node, dict) else node
+            init_args = node.get("init_args") if isinstance(node, dict) else None
+            if init_args is not None and not isinstance(init_args, dict):
+                raise ValueError(f"{where}.init_args={shown_yaml(init_args)}: expected a mapping of "
+                                 f"{str(path or 'the class').rsplit('.', 1)[-1]}'s arguments")
+            if isinstance(path, str) and path:
+                last = (f"{where}={path}", path)
+    if last is None:
+        return
+    try:
+        problem = class_not_a_mechanism(resolve_class(last[1]))
+    except ValueError:
+        return  # no such class: the parser names it
+    if problem is not None:
+        raise ValueError(f"{last[0]}: {problem}; {PROTOCOL_EXPECTED}")

@@ -29,7 +29,7 @@ from pathlib import Path
 import torch
 
 from swar_bench.config_errors import joined
-from swar_bench.harness.checks import check_mechanism_class
+from swar_bench.mechanisms.registry import check_mechanism_class
 from swar_bench.referee.evaluate import check_init_seed, check_seed, evaluate
 from swar_bench.referee.option_lines import (
     config_mapping,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 
 def plural(count: int, noun: str, plural_form: str | None = None) -> str:
@@ -79,3 +80,11 @@ def unknown_name_line(what: str, name: str, names: Iterable[str], hint: str = ""
     --help)``: the one line refusing a mistyped ``what`` (``hint`` follows the listing)."""
     names = list(names)
     return f"unknown {what} {name!r}{did_you_mean(name, names)}; expected one of {', '.join(names)}{hint}"
+
+
+def shown_yaml(value: Any) -> str:
+    """``value`` as YAML writes it on one line (``5``, ``[1, 2]``, ``abc``), cut at 60 characters."""
+    import yaml
+
+    text = yaml.safe_dump(value, default_flow_style=True, width=10**6).strip().removesuffix("...").strip()
+    return text if len(text) <= 60 else text[:57] + "..."
