@@ -129,9 +129,9 @@ def main(argv: list[str] | None = None) -> int:
     from swar_bench.utils import interrupts
     from swar_bench.utils.quiet import quiet_output
 
-    args = _parse(list(sys.argv[1:] if argv is None else argv))
-    previous_sigint = flag_sigint()
+    previous_sigint = flag_sigint()  # before parsing: cli.main put SIGTERM back to its default for the command
     try:
+        args = _parse(list(sys.argv[1:] if argv is None else argv))
         # The demo validates at n32 only, so the validation correlation across N is undefined by
         # design; the test's correlation is printed with the tables.
         with quiet_output(messages=(r"^val/self_knowledge_correlation is NaN: ",)):

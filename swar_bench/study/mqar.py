@@ -298,7 +298,7 @@ def solved_by(study: MQARStudy, e: Entry) -> dict[str, Any] | None:
     if study.solved_at is None:
         return None
     records = [r for lr in study.rates(e) if (r := read_fit(Path(study.records) / f"{run_name(e, lr)}.fit.json"))]
-    solved = [r for r in records if math.isfinite(r["accuracy"]) and r["accuracy"] >= study.solved_at]
+    solved = [r for r in records if r["accuracy"] is not None and math.isfinite(r["accuracy"]) and r["accuracy"] >= study.solved_at]
     return max(solved, key=lambda r: r["accuracy"], default=None)
 
 

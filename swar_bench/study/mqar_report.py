@@ -73,7 +73,8 @@ def scores(study: MQARStudy) -> list[dict[str, Any]]:
     for e in study.entries:
         records = [r for lr in study.rates(e)
                    if (r := read_fit(Path(study.records) / f"{run_name(e, lr)}.fit.json")) is not None]
-        best = max(records, key=lambda r: r["accuracy"] if math.isfinite(r["accuracy"]) else -1.0, default=None)
+        best = max(records, key=lambda r: r["accuracy"] if r["accuracy"] is not None and math.isfinite(r["accuracy"]) else -1.0,
+                   default=None)
         out.append({
             "entry": e, "records": records, "best": best, "rates": len(study.rates(e)),
             "solved": solved_by(study, e) is not None,

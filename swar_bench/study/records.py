@@ -123,8 +123,8 @@ def _is_number(value: Any) -> bool:
 
 FIT_FIELDS: dict[str, tuple[str, Any]] = {
     "score": ("null or an accuracy in [0, 1]", lambda v: v is None or _is_number(v) and 0 <= v <= 1),
-    "accuracy": ("null or an accuracy in [0, 1]", lambda v: v is None or _is_number(v) and 0 <= v <= 1),
-    "best_accuracy": ("null or an accuracy in [0, 1]", lambda v: v is None or _is_number(v) and 0 <= v <= 1),
+    "accuracy": ("an accuracy in [0, 1]", lambda v: _is_number(v) and 0 <= v <= 1),  # MQAR: never unobserved
+    "best_accuracy": ("an accuracy in [0, 1]", lambda v: _is_number(v) and 0 <= v <= 1),
     "lr": ("a positive learning rate", lambda v: _is_number(v) and v > 0),
     "state_bytes": ("an integer >= 0", lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0),
     "n_params": ("an integer >= 0", lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0),
@@ -170,6 +170,15 @@ def read_fit(path: Path) -> dict[str, Any] | None:
     if problem is not None:
         raise CorruptRecord(f"record {path}: {problem}; delete it or restore it from version control")
     return record
+
+
+def read_record(path: Path, kind: str) -> dict[str, Any] | None:
+    """The ``kind`` record at ``path`` (``fit``: :func:`read_fit`; ``test``: its accuracy rows checked,
+    :func:`check_accuracy_rows`); None when there is none. Raises CorruptRecord as those do."""
+    if kind == "fit":
+        return read_fit(path)
+    record = read_json(path)
+    return check_accuracy_rows(record, path) if kind == "test" else record
 
 
 def check_accuracy_rows(record: dict[str, Any] | None, path: Path) -> dict[str, Any] | None:

@@ -64,7 +64,7 @@ from swar_bench.study.records import (
     final_validation,
     read_csv_rows,
     read_fit,
-    read_json,
+    read_record,
     scalar_history,
     write_json,
 )
@@ -148,7 +148,7 @@ class Runner:
         Raises:
             StudyError: the record is of other code, or a config file of it has changed since
                 (``swar_bench.study.config_files``), and ``rerun_stale`` is not set."""
-        record = read_json(self.records / f"{name}.{kind}.json")
+        record = read_record(self.records / f"{name}.{kind}.json", kind)
         if record is None or record.get("command") != command:
             return None
         return reusable(self.records / f"{name}.{kind}.json", record, compatible_code=self.spec.compatible_code,

@@ -21,7 +21,7 @@ from pathlib import Path
 from swar_bench.study import provenance
 from swar_bench.study.config_files import config_change
 from swar_bench.study.launchers import queue_state, squeue_states
-from swar_bench.study.records import read_json
+from swar_bench.study.records import read_record
 from swar_bench.study.runner import Runner, running_marker
 from swar_bench.study.spec import StudyError, StudySpec
 
@@ -91,7 +91,7 @@ def run_rows(spec: StudySpec) -> list[tuple[str, str, str, str]]:
         runner.mechanism(m)
         for entry in runner.planned:
             kind, name = entry.split(" ", 1)
-            record = read_json(runner.records / f"{name}.{kind}.json")
+            record = read_record(runner.records / f"{name}.{kind}.json", kind)
             same = record is not None and record.get("command") == runner.commands[entry]
             why = ""
             compatible = same and provenance.compatible(record.get("code"), spec.compatible_code, spec.code_fingerprint)

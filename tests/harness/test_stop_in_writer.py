@@ -13,6 +13,7 @@ import signal
 import sys
 import threading
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tensorboard.summary.writer import event_file_writer
@@ -150,3 +151,30 @@ def test_an_error_without_a_recorded_stop_is_still_raised():
         assert str(err) == "release unlocked lock"
     else:
         raise AssertionError("the error was swallowed")
+
+
+@pytest.mark.parametrize("command", ["demo", "fit"])
+def test_sigterm_is_handled_from_the_first_step_of_the_command(monkeypatch, command):
+    """Fault (new-user check): SIGTERM 4.3-4.9 s after `swar-bench demo` started killed it without a
+    word (wait status -15): `swar-bench`'s dispatcher puts SIGTERM back to its default for the
+    command, and the demo parsed its options (importing Lightning, half a second) before installing
+    its handler. Now the first thing the command does, fit's and demo's alike, is install it."""
+    from swar_bench import demo, lightning_cli
+    from swar_bench.cli import main as swar_main
+    from swar_bench.utils import interrupts
+
+    seen = []
+
+    def first_step(*args, **kwargs):
+        seen.append(signal.getsignal(signal.SIGTERM))
+        raise SystemExit(2)
+
+    if command == "demo":
+        monkeypatch.setattr(demo, "_parse", first_step)
+    else:
+        monkeypatch.setattr(lightning_cli, "check_no_dashes_value", first_step)
+    try:
+        swar_main([command, "--trainer.max_steps=1"])
+    except SystemExit:  # the demo's parse error ends as argparse's
+        pass
+    assert seen == [interrupts.on_sigterm]

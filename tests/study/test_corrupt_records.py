@@ -179,8 +179,22 @@ def test_mqar_records_out_of_range_are_named_too(tmp_path, capsys):
     source = ROOT / "results" / "mqar" / "Mamba_T64_d64_lr0.01.fit.json"
     record = json.loads(source.read_text())
     assert read_fit(source) == record
-    for field, value in (("accuracy", 1.5), ("epochs", -1), ("seq_len", 0), ("best_accuracy", "0.9")):
+    for field, value in (("accuracy", 1.5), ("accuracy", None), ("epochs", -1), ("seq_len", 0), ("best_accuracy", "0.9")):
         path = tmp_path / source.name
         path.write_text(json.dumps({**record, field: value}))
         with pytest.raises(CorruptRecord, match=f"^record {path}: {field} is {json.dumps(value)}, expected "):
             read_fit(path)
+
+
+@pytest.mark.parametrize("edit", [{"score": 7.5}, {"score": "abc"}, {"state_bytes": -1}, {"gate": 5}])
+def test_status_refuses_a_fit_record_out_of_range_as_report_does(tmp_path, capsys, monkeypatch, edit):
+    """Fault (new-user check): `study status` read `score: 7.5` (and planned 5 new runs), `gate: 5`,
+    `state_bytes: -1` without a word, and ended `score: "abc"` in a ValueError traceback, where
+    `report` refused each in one line."""
+    monkeypatch.chdir(ROOT)
+    study, records = _study(tmp_path)
+    path = records / "GatedDeltaNet_lr0.001_seed0.fit.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), **edit}))
+    code, err = _ran(capsys, "status", str(study))
+    assert code == 1 and len(err) == 1, err
+    assert err[0].startswith(f"swar-bench study status: FAILED: record {path}: {next(iter(edit))}"), err
